@@ -1,0 +1,244 @@
+/* commsched — the dataflow graph of one training step (one rank's view).
+ *
+ * A graph holds process groups, buffers (graph inputs and node outputs, some
+ * of them aliases of others), and nodes of three kinds: compute, collective
+ * and wait. The node array order is the initial schedule and is always a
+ * valid topological order of the data and control dependencies.
+ *
+ * Graphs are immutable once built. They come from JSON
+ * (commsched_graph_load_file) or from a compiler through the builder below;
+ * both paths run the same validation and report errors by JSON path, e.g.
+ * "nodes[12].inputs[1]: unknown buffer \"w9\"" (the builder uses the same
+ * paths, counting nodes and fields in the order they were added).
+ *
+ * Thread safety: a finished graph may be read from many threads at once.
+ * A builder belongs to one thread at a time.
+ */
+#ifndef COMMSCHED_GRAPH_H
+#define COMMSCHED_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "commsched/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct commsched_graph commsched_graph;
+typedef struct commsched_builder commsched_builder;
+
+/* "No index": an absent group, producer, alias base or node. */
+#define COMMSCHED_NONE UINT32_MAX
+
+typedef enum commsched_node_kind {
+    COMMSCHED_NODE_COMPUTE = 0,
+    COMMSCHED_NODE_COLLECTIVE = 1,
+    COMMSCHED_NODE_WAIT = 2
+} commsched_node_kind;
+
+#define COMMSCHED_COLL_OP_MAP(XX)                                              \
+    XX(ALL_REDUCE, "all_reduce")                                               \
+    XX(ALL_GATHER, "all_gather")                                               \
+    XX(REDUCE_SCATTER, "reduce_scatter")                                       \
+    XX(ALL_TO_ALL, "all_to_all")                                               \
+    XX(BROADCAST, "broadcast")                                                 \
+    XX(REDUCE, "reduce")                                                       \
+    XX(SEND, "send")                                                           \
+    XX(RECV, "recv")                                                           \
+    XX(BARRIER, "barrier")
+
+typedef enum commsched_coll_op {
+#define COMMSCHED_COLL_ENUM_(code, text) COMMSCHED_COLL_##code,
+    COMMSCHED_COLL_OP_MAP(COMMSCHED_COLL_ENUM_)
+#undef COMMSCHED_COLL_ENUM_
+    COMMSCHED_COLL_OP_COUNT
+} commsched_coll_op;
+
+/* Element types, for bucketing keys and the runtimes' buffers.
+ * COMMSCHED_DTYPE_NONE means "not given". */
+#define COMMSCHED_DTYPE_MAP(XX)                                                \
+    XX(FLOAT64, "float64", 8)                                                  \
+    XX(FLOAT32, "float32", 4)                                                  \
+    XX(FLOAT16, "float16", 2)                                                  \
+    XX(BFLOAT16, "bfloat16", 2)                                                \
+    XX(FLOAT8_E4M3FN, "float8_e4m3fn", 1)                                      \
+    XX(FLOAT8_E5M2, "float8_e5m2", 1)                                          \
+    XX(INT64, "int64", 8)                                                      \
+    XX(INT32, "int32", 4)                                                      \
+    XX(INT16, "int16", 2)                                                      \
+    XX(INT8, "int8", 1)                                                        \
+    XX(UINT8, "uint8", 1)                                                      \
+    XX(BOOL, "bool", 1)
+
+typedef enum commsched_dtype {
+    COMMSCHED_DTYPE_NONE = 0,
+#define COMMSCHED_DTYPE_ENUM_(code, text, size) COMMSCHED_DTYPE_##code,
+    COMMSCHED_DTYPE_MAP(COMMSCHED_DTYPE_ENUM_)
+#undef COMMSCHED_DTYPE_ENUM_
+    COMMSCHED_DTYPE_COUNT
+} commsched_dtype;
+
+#define COMMSCHED_REDUCE_OP_MAP(XX)                                            \
+    XX(SUM, "sum")                                                             \
+    XX(AVG, "avg")                                                             \
+    XX(PRODUCT, "product")                                                     \
+    XX(MIN, "min")                                                             \
+    XX(MAX, "max")                                                             \
+    XX(PREMUL_SUM, "premul_sum")
+
+typedef enum commsched_reduce_op {
+    COMMSCHED_REDUCE_NONE = 0,
+#define COMMSCHED_REDUCE_ENUM_(code, text) COMMSCHED_REDUCE_##code,
+    COMMSCHED_REDUCE_OP_MAP(COMMSCHED_REDUCE_ENUM_)
+#undef COMMSCHED_REDUCE_ENUM_
+    COMMSCHED_REDUCE_OP_COUNT
+} commsched_reduce_op;
+
+/* Name tables: "compute", "all_gather", "bfloat16", "sum". NULL when out of
+ * range (and for the NONE values). */
+COMMSCHED_EXPORT const char *commsched_node_kind_str(commsched_node_kind kind);
+COMMSCHED_EXPORT const char *commsched_coll_op_str(commsched_coll_op op);
+COMMSCHED_EXPORT const char *commsched_dtype_str(commsched_dtype dtype);
+COMMSCHED_EXPORT unsigned commsched_dtype_size(commsched_dtype dtype);
+COMMSCHED_EXPORT const char *commsched_reduce_op_str(commsched_reduce_op op);
+
+/* ---------------------------------------------------------------------- */
+/* Builder: the API a compiler calls instead of writing JSON.              */
+/* ---------------------------------------------------------------------- */
+
+/* One output of a node: either a real buffer of `size` bytes (alias_of NULL)
+ * or an alias of a buffer the node reads or of an earlier output of the same
+ * node (size ignored). */
+typedef struct commsched_output_spec {
+    const char *name;
+    int64_t size;
+    const char *alias_of;
+} commsched_output_spec;
+
+/* Everything a node may carry. Strings and arrays are borrowed for the
+ * duration of the call only (the builder copies them). Optional numbers use
+ * negative values for "absent". Zero-initialise and set what you need. */
+typedef struct commsched_node_spec {
+    const char *name;
+    commsched_node_kind kind;
+    const char *op;            /* compute/wait: free text (may be NULL);
+                                  collective: one of commsched_coll_op_str() */
+    const char *group;         /* collectives only */
+    int is_sync;               /* collectives: 1 = blocks the compute stream */
+    commsched_dtype dtype;
+    commsched_reduce_op reduce_op;
+    const char *const *inputs; size_t n_inputs;
+    const commsched_output_spec *outputs; size_t n_outputs;
+    const char *const *after; size_t n_after;           /* control deps */
+    const char *const *after_fake; size_t n_after_fake; /* ordering only */
+    double runtime_ns;         /* < 0: estimate with the cost model */
+    double flops;              /* < 0: absent */
+    double bytes;              /* < 0: absent */
+    int gemm_like;
+} commsched_node_spec;
+
+/* Creates an empty builder; *out is owned by the caller (destroy with
+ * commsched_builder_destroy). name may be NULL. Fails only with ENOMEM. */
+COMMSCHED_EXPORT commsched_status commsched_builder_create(
+    const char *name, commsched_builder **out, commsched_error *err);
+
+/* Adds a process group. hosts = 0 derives it from the device profile's GPUs
+ * per host. Name checks are deferred to commsched_builder_finish, except
+ * the immediate ones documented there. */
+COMMSCHED_EXPORT commsched_status commsched_builder_add_group(
+    commsched_builder *b, const char *name, int64_t size, int64_t hosts,
+    commsched_error *err);
+
+/* Adds a graph input of `size` bytes. freeable: freed after its last reader
+ * (Inductor's freeable input buffers); otherwise never counted. */
+COMMSCHED_EXPORT commsched_status commsched_builder_add_input(
+    commsched_builder *b, const char *name, int64_t size, int freeable,
+    commsched_error *err);
+
+/* Marks a buffer (an input or any node output) as a graph output. */
+COMMSCHED_EXPORT commsched_status commsched_builder_add_output(
+    commsched_builder *b, const char *buffer, commsched_error *err);
+
+/* Appends a node; nodes run in the order they are added. References to
+ * buffers, groups and nodes are resolved by commsched_builder_finish. */
+COMMSCHED_EXPORT commsched_status commsched_builder_add_node(
+    commsched_builder *b, const commsched_node_spec *spec,
+    commsched_error *err);
+
+/* Flags for commsched_builder_finish. */
+#define COMMSCHED_FINISH_TOPOSORT 1u /* repair a non-topological node order */
+
+/* Resolves every name, validates the graph (the list in docs/FORMAT.md) and
+ * returns it in *out (caller destroys with commsched_graph_destroy). The
+ * builder is consumed: it is destroyed whether or not finish succeeds.
+ * On failure *out is NULL and err names the first problem by JSON path. */
+COMMSCHED_EXPORT commsched_status commsched_builder_finish(
+    commsched_builder *b, unsigned flags, commsched_graph **out,
+    commsched_error *err);
+
+/* Frees a builder that was never finished. NULL is allowed. */
+COMMSCHED_EXPORT void commsched_builder_destroy(commsched_builder *b);
+
+/* ---------------------------------------------------------------------- */
+/* JSON (format v1, docs/FORMAT.md)                                        */
+/* ---------------------------------------------------------------------- */
+
+/* Loads and validates a graph file; path "-" reads standard input.
+ * flags as for commsched_builder_finish. On failure *out is NULL and err
+ * holds line:column (syntax) or a JSON path (semantics). Caller destroys. */
+COMMSCHED_EXPORT commsched_status commsched_graph_load_file(
+    const char *path, unsigned flags, commsched_graph **out,
+    commsched_error *err);
+
+/* The same from a NUL-terminated string. */
+COMMSCHED_EXPORT commsched_status commsched_graph_load_string(
+    const char *text, unsigned flags, commsched_graph **out,
+    commsched_error *err);
+
+/* Writes the graph as format v1 JSON, nodes in the given order (order may be
+ * NULL: the graph's own order; otherwise a permutation of node indices).
+ * `schedule_json`, when not NULL, is a JSON object text placed under
+ * "schedule" (it must parse). Writes to an already open stream; the CLI
+ * wraps this in an atomic temporary-file-and-rename. */
+COMMSCHED_EXPORT commsched_status commsched_graph_save_stream(
+    const commsched_graph *g, const uint32_t *order, const char *schedule_json,
+    FILE *out, commsched_error *err);
+
+/* Frees the graph. NULL is allowed. */
+COMMSCHED_EXPORT void commsched_graph_destroy(commsched_graph *g);
+
+/* Structural equality (names, kinds, fields, edges, order). Returns 1 when
+ * equal; otherwise 0 and, when why is not NULL, a short description of the
+ * first difference. */
+COMMSCHED_EXPORT int commsched_graph_equal(const commsched_graph *a,
+                                           const commsched_graph *b,
+                                           char *why, size_t why_size);
+
+/* ---------------------------------------------------------------------- */
+/* Read-only accessors (O(1) unless stated; indices must be in range).     */
+/* Returned strings and arrays are borrowed until the graph is destroyed.  */
+/* ---------------------------------------------------------------------- */
+
+COMMSCHED_EXPORT const char *commsched_graph_name(const commsched_graph *g);
+COMMSCHED_EXPORT uint32_t commsched_graph_node_count(const commsched_graph *g);
+COMMSCHED_EXPORT uint32_t commsched_graph_buffer_count(const commsched_graph *g);
+COMMSCHED_EXPORT uint32_t commsched_graph_group_count(const commsched_graph *g);
+COMMSCHED_EXPORT const char *commsched_graph_node_name(const commsched_graph *g,
+                                                       uint32_t node);
+COMMSCHED_EXPORT commsched_node_kind
+commsched_graph_node_kind(const commsched_graph *g, uint32_t node);
+/* Node index by name, or COMMSCHED_NONE. O(1) expected. */
+COMMSCHED_EXPORT uint32_t commsched_graph_find_node(const commsched_graph *g,
+                                                    const char *name);
+COMMSCHED_EXPORT uint32_t commsched_graph_find_buffer(const commsched_graph *g,
+                                                      const char *name);
+COMMSCHED_EXPORT const char *commsched_graph_buffer_name(
+    const commsched_graph *g, uint32_t buffer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COMMSCHED_GRAPH_H */

@@ -1,0 +1,106 @@
+/* commsched — the memory model (Inductor's memory.py, with its incremental
+ * tracking made exact; DESIGN.md §3).
+ *
+ * Per node, in schedule order:
+ *     cur += size_alloc; post_alloc = cur; peak = max(peak, cur);
+ *     cur -= size_free;  post_free = cur;
+ * with cur starting at the baseline (freeable graph inputs that are read).
+ * A real output allocates its size at its producer; an alias allocates
+ * nothing and its readers count as readers of the chain's root. A buffer is
+ * freed at its last reader, or by its producer when nobody reads it; graph
+ * outputs (and their alias chains) are never freed; non-freeable inputs are
+ * not counted.
+ *
+ * A commsched_memory keeps this state for one schedule and updates it in
+ * O(group + buffers of the moved node) when the iterative passes move one
+ * node across a contiguous group (the seed's
+ * _update_memory_tracking_after_swap_reorder / _sink_waits). The state
+ * always equals a full recompute; commsched_memory_verify proves it. */
+#ifndef COMMSCHED_MEMORY_H
+#define COMMSCHED_MEMORY_H
+
+#include <stdint.h>
+
+#include "commsched/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct commsched_memory commsched_memory;
+
+typedef struct commsched_node_memory {
+    int64_t size_alloc; /* bytes the node allocates */
+    int64_t size_free;  /* bytes freed after it runs */
+    int64_t post_alloc; /* live bytes after its allocations */
+    int64_t post_free;  /* live bytes after its frees */
+} commsched_node_memory;
+
+/* Full estimate for the schedule's current order. Borrows the schedule's
+ * graph (it must outlive the tracker). Caller destroys. O(V + reads). */
+COMMSCHED_EXPORT commsched_status commsched_memory_create(
+    const commsched_schedule *s, commsched_memory **out, commsched_error *err);
+
+COMMSCHED_EXPORT void commsched_memory_destroy(commsched_memory *m);
+
+/* Recomputes everything from scratch for the schedule's order. */
+COMMSCHED_EXPORT commsched_status commsched_memory_recompute(
+    commsched_memory *m, const commsched_schedule *s, commsched_error *err);
+
+/* Live bytes before the first node (freeable inputs that are read). */
+COMMSCHED_EXPORT int64_t commsched_memory_baseline(const commsched_memory *m);
+
+/* The peak over the current levels and the first node (in schedule order)
+ * where it is reached. O(n): it walks the schedule. */
+COMMSCHED_EXPORT int64_t commsched_memory_peak(const commsched_memory *m,
+                                               const commsched_schedule *s,
+                                               uint32_t *at_node);
+
+COMMSCHED_EXPORT commsched_node_memory
+commsched_memory_node(const commsched_memory *m, uint32_t node);
+
+/* The node after which `buffer` (a root buffer) is freed, or
+ * COMMSCHED_NONE when it is never freed or not counted. For a buffer with
+ * no reader this is its producer. */
+COMMSCHED_EXPORT uint32_t commsched_memory_last_use(const commsched_memory *m,
+                                                    uint32_t buffer);
+
+typedef enum commsched_move {
+    /* candidate sits right before the group and moves right after it
+     * (RCPPM moving a collective's preceding node past it) */
+    COMMSCHED_MOVE_AFTER_GROUP = 0,
+    /* candidate sits right after the group and moves right before it
+     * (sink_waits_iterative) */
+    COMMSCHED_MOVE_BEFORE_GROUP = 1
+} commsched_move;
+
+/* Prices moving `candidate` across the contiguous group head..tail without
+ * changing anything: *potential_peak is the highest post_alloc among the
+ * group and the candidate after the move (the seed's
+ * _calculate_potential_peak_memory_*, with the group's levels read fresh).
+ * The plan is kept in m until the next plan or commit. The move must be
+ * legal: no group node depends on the candidate (AFTER) / the candidate
+ * depends on no group node (BEFORE); checked by assert in debug builds.
+ * O(group + buffers the candidate reads). Fails only with ENOMEM (growing
+ * its scratch), leaving no plan. */
+COMMSCHED_EXPORT commsched_status commsched_memory_plan_move(
+    commsched_memory *m, const commsched_schedule *s, commsched_move dir,
+    uint32_t candidate, uint32_t head, uint32_t tail, int64_t *potential_peak,
+    commsched_error *err);
+
+/* Performs the last planned move: relinks the schedule and updates levels,
+ * frees and last uses. Must follow commsched_memory_plan_move with no other
+ * change to the schedule in between. */
+COMMSCHED_EXPORT void commsched_memory_commit_move(commsched_memory *m,
+                                                   commsched_schedule *s);
+
+/* Recomputes from scratch and compares node by node and buffer by buffer.
+ * Returns EINTERNAL naming the first difference, or OK. */
+COMMSCHED_EXPORT commsched_status commsched_memory_verify(
+    const commsched_memory *m, const commsched_schedule *s,
+    commsched_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COMMSCHED_MEMORY_H */

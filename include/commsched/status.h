@@ -1,0 +1,91 @@
+/* commsched — status codes and the caller-provided error struct.
+ *
+ * Every fallible public function returns a commsched_status and writes its
+ * results through out-parameters. When it fails it also fills the optional
+ * commsched_error the caller passed (NULL is allowed). The first error wins:
+ * once err->status is not COMMSCHED_OK, later failures leave it unchanged, so
+ * the message always names the root cause (jansson's json_error_t rule).
+ */
+#ifndef COMMSCHED_STATUS_H
+#define COMMSCHED_STATUS_H
+
+#include <stdarg.h>
+
+#include "commsched/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X-macro list: the enum, commsched_status_str() and commsched_status_name()
+ * are generated from it, so they can never disagree. */
+#define COMMSCHED_STATUS_MAP(XX)                                               \
+    XX(OK, "success")                                                          \
+    XX(ENOMEM, "out of memory")                                                \
+    XX(EIO, "input/output error")                                              \
+    XX(EPARSE, "malformed JSON")                                               \
+    XX(ESCHEMA, "graph does not follow the format")                            \
+    XX(EGRAPH, "invalid graph")                                                \
+    XX(ECYCLE, "dependency cycle")                                             \
+    XX(EORDER, "node order is not topological")                                \
+    XX(EINVAL, "invalid argument")                                             \
+    XX(EANALYSIS, "graph analysis failed")                                     \
+    XX(EINTERNAL, "internal invariant violated")                               \
+    XX(EUNSUPPORTED, "not supported by this build")
+
+typedef enum commsched_status {
+#define COMMSCHED_STATUS_ENUM_(code, text) COMMSCHED_##code,
+    COMMSCHED_STATUS_MAP(COMMSCHED_STATUS_ENUM_)
+#undef COMMSCHED_STATUS_ENUM_
+} commsched_status;
+
+#define COMMSCHED_ERROR_PATH_LENGTH 160
+#define COMMSCHED_ERROR_TEXT_LENGTH 512
+
+/* Where and why something failed. Caller-allocated (usually on the stack);
+ * initialise with commsched_error_clear() or `= {0}`.
+ * - syntax errors set line and column (1-based, from jansson) and leave path
+ *   empty;
+ * - semantic errors set path to a JSON path such as "nodes[12].inputs[1]"
+ *   and leave line and column 0. */
+typedef struct commsched_error {
+    commsched_status status;                  /* COMMSCHED_OK while no error */
+    int line;                                 /* 0 when unknown */
+    int column;                               /* 0 when unknown */
+    char path[COMMSCHED_ERROR_PATH_LENGTH];   /* "" when not a JSON location */
+    char text[COMMSCHED_ERROR_TEXT_LENGTH];   /* human-readable message */
+} commsched_error;
+
+/* A static English description of a status ("out of memory"). Never NULL;
+ * unknown values give "unknown status". */
+COMMSCHED_EXPORT const char *commsched_status_str(commsched_status status);
+
+/* The enum's name without prefix ("ENOMEM"). Never NULL. */
+COMMSCHED_EXPORT const char *commsched_status_name(commsched_status status);
+
+/* Reset an error struct to "no error". NULL is allowed. */
+COMMSCHED_EXPORT void commsched_error_clear(commsched_error *err);
+
+/* Record an error unless one is already recorded (first error wins). path may
+ * be NULL. Returns status so callers can `return commsched_error_set(...)`.
+ * NULL err is allowed: the status is still returned. */
+COMMSCHED_EXPORT commsched_status commsched_error_set(commsched_error *err,
+                                                      commsched_status status,
+                                                      const char *path,
+                                                      const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Formats the error as one line for a user: "FILE:LINE:COL: text",
+ * "FILE: path: text" or "FILE: text" (file may be NULL). Writes at most size
+ * bytes including the terminating NUL and returns buf. */
+COMMSCHED_EXPORT char *commsched_error_format(const commsched_error *err,
+                                              const char *file, char *buf,
+                                              unsigned long size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COMMSCHED_STATUS_H */

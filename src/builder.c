@@ -1,0 +1,974 @@
+/* commsched — the graph builder and the validation every graph goes through.
+ *
+ * The builder only records what it is given (copied into an arena); all
+ * name resolution and the semantic checks happen in commsched_builder_finish
+ * so that forward references can be told apart from unknown names. The JSON
+ * loader is a thin layer over this file: it checks JSON types, then calls
+ * the builder, so a compiler using the C API gets exactly the same checks
+ * and the same JSON-path error locations ("nodes[3].inputs[1]").
+ *
+ * Checks run in a fixed order (groups, inputs, node names and outputs, node
+ * references, aliases, graph outputs, wait rules, order) so that the first
+ * error reported for a given file never changes. */
+#include "analysis.h"
+#include "graph_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bgroup {
+    const char *name;
+    uint32_t size, hosts;
+} bgroup;
+
+typedef struct binput {
+    const char *name;
+    int64_t size;
+    uint8_t freeable;
+} binput;
+
+typedef struct bout {
+    const char *name;
+    int64_t size;
+    const char *alias_of;
+} bout;
+
+typedef struct bnode {
+    const char *name, *op, *group;
+    uint8_t kind, coll_op, is_sync, gemm_like, dtype, reduce_op;
+    double runtime_ns, flops, bytes;
+    uint32_t in_first, n_in, out_first, n_out;
+    uint32_t after_first, n_after, fake_first, n_fake;
+} bnode;
+
+#define VEC(type, name)                                                        \
+    type *name;                                                                \
+    size_t n_##name, cap_##name
+
+struct commsched_builder {
+    cs_arena arena;
+    const char *name;
+    VEC(bgroup, groups);
+    VEC(binput, inputs);
+    VEC(const char *, outputs);
+    VEC(bnode, nodes);
+    VEC(bout, outs);
+    VEC(const char *, refs); /* names in inputs / after / after_fake */
+};
+
+#define PUSH(b, vec, err)                                                      \
+    (cs_grow((void **)&(b)->vec, &(b)->cap_##vec, (b)->n_##vec + 1,            \
+             sizeof *(b)->vec) == 0                                            \
+         ? &(b)->vec[(b)->n_##vec++]                                           \
+         : NULL)
+
+static commsched_status oom(commsched_error *err)
+{
+    return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+}
+
+/* Formats a JSON path into buf and records the error (first one wins). */
+static commsched_status failf(commsched_error *err, commsched_status st,
+                              const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static commsched_status failf(commsched_error *err, commsched_status st,
+                              const char *path, const char *fmt, ...)
+{
+    char text[COMMSCHED_ERROR_TEXT_LENGTH];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return commsched_error_set(err, st, path, "%s", text);
+}
+
+commsched_status commsched_builder_create(const char *name,
+                                          commsched_builder **out,
+                                          commsched_error *err)
+{
+    *out = NULL;
+    commsched_builder *b = cs_calloc(1, sizeof *b);
+    if (!b)
+        return oom(err);
+    cs_arena_init(&b->arena);
+    if (name && !(b->name = cs_arena_strdup(&b->arena, name))) {
+        commsched_builder_destroy(b);
+        return oom(err);
+    }
+    *out = b;
+    return COMMSCHED_OK;
+}
+
+void commsched_builder_destroy(commsched_builder *b)
+{
+    if (!b)
+        return;
+    free(b->groups);
+    free(b->inputs);
+    free(b->outputs);
+    free(b->nodes);
+    free(b->outs);
+    free(b->refs);
+    cs_arena_fini(&b->arena);
+    free(b);
+}
+
+static int valid_name(const char *s) { return s && s[0] != '\0'; }
+
+commsched_status commsched_builder_add_group(commsched_builder *b,
+                                             const char *name, int64_t size,
+                                             int64_t hosts,
+                                             commsched_error *err)
+{
+    char path[64];
+    size_t i = b->n_groups;
+    if (!valid_name(name)) {
+        snprintf(path, sizeof path, "groups[%zu].name", i);
+        return failf(err, COMMSCHED_ESCHEMA, path, "a group needs a name");
+    }
+    if (size < 1 || size > UINT32_MAX) {
+        snprintf(path, sizeof path, "groups[%zu].size", i);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "group size must be an integer from 1 to %u, got %lld",
+                     UINT32_MAX, (long long)size);
+    }
+    if (hosts < 0 || hosts > size) {
+        snprintf(path, sizeof path, "groups[%zu].hosts", i);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "hosts must be between 1 and the group size (%lld), got "
+                     "%lld",
+                     (long long)size, (long long)hosts);
+    }
+    bgroup *g = PUSH(b, groups, err);
+    if (!g || !(g->name = cs_arena_strdup(&b->arena, name)))
+        return oom(err);
+    g->size = (uint32_t)size;
+    g->hosts = (uint32_t)hosts;
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_builder_add_input(commsched_builder *b,
+                                             const char *name, int64_t size,
+                                             int freeable,
+                                             commsched_error *err)
+{
+    char path[64];
+    size_t i = b->n_inputs;
+    if (!valid_name(name)) {
+        snprintf(path, sizeof path, "inputs[%zu].name", i);
+        return failf(err, COMMSCHED_ESCHEMA, path, "an input needs a name");
+    }
+    if (size < 0) {
+        snprintf(path, sizeof path, "inputs[%zu].size", i);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "size must be a non-negative integer, got %lld",
+                     (long long)size);
+    }
+    binput *in = PUSH(b, inputs, err);
+    if (!in || !(in->name = cs_arena_strdup(&b->arena, name)))
+        return oom(err);
+    in->size = size;
+    in->freeable = freeable ? 1 : 0;
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_builder_add_output(commsched_builder *b,
+                                              const char *buffer,
+                                              commsched_error *err)
+{
+    if (!valid_name(buffer)) {
+        char path[64];
+        snprintf(path, sizeof path, "outputs[%zu]", b->n_outputs);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "a graph output must name a buffer");
+    }
+    const char **o = PUSH(b, outputs, err);
+    if (!o || !(*o = cs_arena_strdup(&b->arena, buffer)))
+        return oom(err);
+    return COMMSCHED_OK;
+}
+
+static commsched_status push_refs(commsched_builder *b, const char *const *names,
+                                  size_t n, const char *field, size_t node,
+                                  uint32_t *first, commsched_error *err)
+{
+    *first = (uint32_t)b->n_refs;
+    for (size_t k = 0; k < n; k++) {
+        if (!valid_name(names[k])) {
+            char path[96];
+            snprintf(path, sizeof path, "nodes[%zu].%s[%zu]", node, field, k);
+            return failf(err, COMMSCHED_ESCHEMA, path,
+                         "expected a non-empty name");
+        }
+        const char **r = PUSH(b, refs, err);
+        if (!r || !(*r = cs_arena_strdup(&b->arena, names[k])))
+            return oom(err);
+    }
+    return COMMSCHED_OK;
+}
+
+static int lookup_coll_op(const char *s, uint8_t *op)
+{
+    for (unsigned i = 0; i < COMMSCHED_COLL_OP_COUNT; i++)
+        if (strcmp(s, commsched_coll_op_str((commsched_coll_op)i)) == 0) {
+            *op = (uint8_t)i;
+            return 1;
+        }
+    return 0;
+}
+
+commsched_status commsched_builder_add_node(commsched_builder *b,
+                                            const commsched_node_spec *s,
+                                            commsched_error *err)
+{
+    char path[96];
+    size_t i = b->n_nodes;
+    commsched_status st;
+    if (!valid_name(s->name)) {
+        snprintf(path, sizeof path, "nodes[%zu].name", i);
+        return failf(err, COMMSCHED_ESCHEMA, path, "a node needs a name");
+    }
+    if ((unsigned)s->kind > COMMSCHED_NODE_WAIT) {
+        snprintf(path, sizeof path, "nodes[%zu].kind", i);
+        return failf(err, COMMSCHED_ESCHEMA, path, "unknown node kind %d",
+                     (int)s->kind);
+    }
+    uint8_t coll_op = 0;
+    if (s->kind == COMMSCHED_NODE_COLLECTIVE) {
+        snprintf(path, sizeof path, "nodes[%zu].op", i);
+        if (!s->op)
+            return failf(err, COMMSCHED_ESCHEMA, path,
+                         "collective \"%s\" needs an op", s->name);
+        if (!lookup_coll_op(s->op, &coll_op))
+            return failf(err, COMMSCHED_ESCHEMA, path,
+                         "unknown collective op \"%s\" (expected all_reduce, "
+                         "all_gather, reduce_scatter, all_to_all, broadcast, "
+                         "reduce, send, recv or barrier)",
+                         s->op);
+    }
+    if ((unsigned)s->dtype >= COMMSCHED_DTYPE_COUNT) {
+        snprintf(path, sizeof path, "nodes[%zu].dtype", i);
+        return failf(err, COMMSCHED_ESCHEMA, path, "unknown dtype %d",
+                     (int)s->dtype);
+    }
+    if ((unsigned)s->reduce_op >= COMMSCHED_REDUCE_OP_COUNT) {
+        snprintf(path, sizeof path, "nodes[%zu].reduce_op", i);
+        return failf(err, COMMSCHED_ESCHEMA, path, "unknown reduce op %d",
+                     (int)s->reduce_op);
+    }
+    const struct {
+        double v;
+        const char *field;
+    } nums[] = {{s->runtime_ns, "runtime_ns"},
+                {s->flops, "flops"},
+                {s->bytes, "bytes"}};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
+        if (isnan(nums[k].v) || isinf(nums[k].v)) {
+            snprintf(path, sizeof path, "nodes[%zu].%s", i, nums[k].field);
+            return failf(err, COMMSCHED_ESCHEMA, path,
+                         "expected a finite number");
+        }
+
+    bnode *n = PUSH(b, nodes, err);
+    if (!n)
+        return oom(err);
+    memset(n, 0, sizeof *n);
+    if (!(n->name = cs_arena_strdup(&b->arena, s->name)))
+        return oom(err);
+    if (s->kind == COMMSCHED_NODE_COLLECTIVE)
+        n->op = commsched_coll_op_str((commsched_coll_op)coll_op);
+    else if (s->op && !(n->op = cs_arena_strdup(&b->arena, s->op)))
+        return oom(err);
+    if (s->group && !(n->group = cs_arena_strdup(&b->arena, s->group)))
+        return oom(err);
+    n->kind = (uint8_t)s->kind;
+    n->coll_op = coll_op;
+    n->is_sync = s->is_sync ? 1 : 0;
+    n->gemm_like = s->gemm_like ? 1 : 0;
+    n->dtype = (uint8_t)s->dtype;
+    n->reduce_op = (uint8_t)s->reduce_op;
+    n->runtime_ns = s->runtime_ns < 0 ? -1.0 : s->runtime_ns;
+    n->flops = s->flops < 0 ? -1.0 : s->flops;
+    n->bytes = s->bytes < 0 ? -1.0 : s->bytes;
+    n->n_in = (uint32_t)s->n_inputs;
+    n->n_after = (uint32_t)s->n_after;
+    n->n_fake = (uint32_t)s->n_after_fake;
+    if ((st = push_refs(b, s->inputs, s->n_inputs, "inputs", i, &n->in_first,
+                        err)) != COMMSCHED_OK ||
+        (st = push_refs(b, s->after, s->n_after, "after", i, &n->after_first,
+                        err)) != COMMSCHED_OK ||
+        (st = push_refs(b, s->after_fake, s->n_after_fake, "after_fake", i,
+                        &n->fake_first, err)) != COMMSCHED_OK) {
+        b->n_nodes--;
+        return st;
+    }
+    n->out_first = (uint32_t)b->n_outs;
+    n->n_out = (uint32_t)s->n_outputs;
+    for (size_t k = 0; k < s->n_outputs; k++) {
+        const commsched_output_spec *o = &s->outputs[k];
+        if (!valid_name(o->name)) {
+            b->n_nodes--;
+            snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].name", i, k);
+            return failf(err, COMMSCHED_ESCHEMA, path,
+                         "an output needs a name");
+        }
+        if (!o->alias_of && o->size < 0) {
+            b->n_nodes--;
+            snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].size", i, k);
+            return failf(err, COMMSCHED_ESCHEMA, path,
+                         "size must be a non-negative integer, got %lld",
+                         (long long)o->size);
+        }
+        bout *bo = PUSH(b, outs, err);
+        if (!bo) {
+            b->n_nodes--;
+            return oom(err);
+        }
+        bo->name = cs_arena_strdup(&b->arena, o->name);
+        bo->alias_of = o->alias_of ? cs_arena_strdup(&b->arena, o->alias_of)
+                                   : NULL;
+        bo->size = o->alias_of ? 0 : o->size;
+        if (!bo->name || (o->alias_of && !bo->alias_of)) {
+            b->n_nodes--;
+            return oom(err);
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* ---- finish: resolution and validation ---------------------------------- */
+
+/* Where buffer b was defined, as a JSON path, for "duplicate" messages. */
+static void buffer_origin(const commsched_graph *g, uint32_t b, char *buf,
+                          size_t size)
+{
+    if (b < g->n_inputs) {
+        snprintf(buf, size, "inputs[%u]", b);
+        return;
+    }
+    uint32_t p = g->buffers[b].producer;
+    snprintf(buf, size, "nodes[%u].outputs[%u]", p,
+             b - g->nodes[p].out_first);
+}
+
+/* Sorts a short row ascending and drops repeats; returns the new length. */
+static uint32_t sort_unique(uint32_t *v, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t x = v[i], j = i;
+        while (j > 0 && v[j - 1] > x) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (k == 0 || v[k - 1] != v[i])
+            v[k++] = v[i];
+    return k;
+}
+
+/* Resolves a run of reference names into indices through `map`; reports the
+ * first unknown one as "nodes[i].<field>[k]: unknown <what> "x"". */
+static commsched_status resolve_refs(const commsched_builder *b,
+                                     const cs_strmap *map, uint32_t first,
+                                     uint32_t n, uint32_t node,
+                                     const char *field, const char *what,
+                                     uint32_t *out, commsched_error *err)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const char *name = b->refs[first + k];
+        uint32_t v = cs_strmap_get(map, name);
+        if (v == UINT32_MAX) {
+            char path[96];
+            snprintf(path, sizeof path, "nodes[%u].%s[%u]", node, field, k);
+            return failf(err, COMMSCHED_EGRAPH, path, "unknown %s \"%s\"",
+                         what, name);
+        }
+        out[k] = v;
+    }
+    return COMMSCHED_OK;
+}
+
+/* Builds a CSR whose row i holds n_i resolved references. */
+static commsched_status alloc_rows(cs_csr *c, const commsched_builder *b,
+                                   size_t which, commsched_error *err)
+{
+    size_t n = b->n_nodes;
+    c->off = cs_calloc(n + 1, sizeof *c->off);
+    size_t total = 0;
+    if (!c->off)
+        return oom(err);
+    for (size_t i = 0; i < n; i++) {
+        const bnode *bn = &b->nodes[i];
+        uint32_t len = which == 0 ? bn->n_in
+                       : which == 1 ? bn->n_after
+                                    : bn->n_fake;
+        total += len;
+        if (total > UINT32_MAX)
+            return failf(err, COMMSCHED_ESCHEMA, "nodes",
+                         "too many references (more than 2^32)");
+        c->off[i + 1] = (uint32_t)total;
+    }
+    c->idx = cs_malloc_array(total, sizeof *c->idx);
+    return c->idx ? COMMSCHED_OK : oom(err);
+}
+
+static commsched_status check_groups_and_inputs(commsched_graph *g,
+                                                const commsched_builder *b,
+                                                commsched_error *err)
+{
+    char path[96];
+    g->n_groups = (uint32_t)b->n_groups;
+    g->groups = cs_calloc(b->n_groups, sizeof *g->groups);
+    if (!g->groups)
+        return oom(err);
+    for (uint32_t i = 0; i < g->n_groups; i++) {
+        uint32_t first;
+        g->groups[i].name = b->groups[i].name;
+        g->groups[i].size = b->groups[i].size;
+        g->groups[i].hosts = b->groups[i].hosts;
+        int r = cs_strmap_put(&g->group_by_name, b->groups[i].name, i, &first);
+        if (r < 0)
+            return oom(err);
+        if (r == 0) {
+            snprintf(path, sizeof path, "groups[%u].name", i);
+            return failf(err, COMMSCHED_EGRAPH, path,
+                         "duplicate group name \"%s\" (first at groups[%u])",
+                         b->groups[i].name, first);
+        }
+    }
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        cs_buffer *buf = &g->buffers[i];
+        uint32_t first;
+        buf->name = b->inputs[i].name;
+        buf->size = b->inputs[i].size;
+        buf->alias_of = COMMSCHED_NONE;
+        buf->root = i;
+        buf->producer = COMMSCHED_NONE;
+        buf->is_input = 1;
+        buf->freeable = b->inputs[i].freeable;
+        int r = cs_strmap_put(&g->buffer_by_name, buf->name, i, &first);
+        if (r < 0)
+            return oom(err);
+        if (r == 0) {
+            snprintf(path, sizeof path, "inputs[%u].name", i);
+            return failf(err, COMMSCHED_EGRAPH, path,
+                         "duplicate buffer name \"%s\" (first at inputs[%u])",
+                         buf->name, first);
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* Node names and output buffers, with their duplicate checks. */
+static commsched_status define_nodes(commsched_graph *g,
+                                     const commsched_builder *b,
+                                     commsched_error *err)
+{
+    char path[96], origin[96];
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const bnode *bn = &b->nodes[i];
+        cs_node *n = &g->nodes[i];
+        uint32_t first;
+        n->name = bn->name;
+        n->op = bn->op;
+        n->kind = bn->kind;
+        n->coll_op = bn->coll_op;
+        n->is_sync = bn->is_sync;
+        n->gemm_like = bn->gemm_like;
+        n->dtype = bn->dtype;
+        n->reduce_op = bn->reduce_op;
+        n->runtime_ns = bn->runtime_ns;
+        n->flops = bn->flops;
+        n->bytes = bn->bytes;
+        n->group = COMMSCHED_NONE;
+        n->out_first = g->n_inputs + bn->out_first;
+        n->n_out = bn->n_out;
+        int r = cs_strmap_put(&g->node_by_name, bn->name, i, &first);
+        if (r < 0)
+            return oom(err);
+        if (r == 0) {
+            snprintf(path, sizeof path, "nodes[%u].name", i);
+            return failf(err, COMMSCHED_EGRAPH, path,
+                         "duplicate node name \"%s\" (first at nodes[%u])",
+                         bn->name, first);
+        }
+        for (uint32_t k = 0; k < bn->n_out; k++) {
+            const bout *o = &b->outs[bn->out_first + k];
+            uint32_t bi = n->out_first + k;
+            cs_buffer *buf = &g->buffers[bi];
+            buf->name = o->name;
+            buf->size = o->size;
+            buf->alias_of = COMMSCHED_NONE;
+            buf->root = bi;
+            buf->producer = i;
+            r = cs_strmap_put(&g->buffer_by_name, o->name, bi, &first);
+            if (r < 0)
+                return oom(err);
+            if (r == 0) {
+                buffer_origin(g, first, origin, sizeof origin);
+                snprintf(path, sizeof path, "nodes[%u].outputs[%u].name", i,
+                         k);
+                return failf(err, COMMSCHED_EGRAPH, path,
+                             "duplicate buffer name \"%s\" (first at %s)",
+                             o->name, origin);
+            }
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* Groups, inputs, after and after_fake of every node. */
+static commsched_status resolve_node_refs(commsched_graph *g,
+                                          const commsched_builder *b,
+                                          commsched_error *err)
+{
+    char path[96];
+    commsched_status st;
+    if ((st = alloc_rows(&g->reads, b, 0, err)) != COMMSCHED_OK ||
+        (st = alloc_rows(&g->after, b, 1, err)) != COMMSCHED_OK ||
+        (st = alloc_rows(&g->after_fake, b, 2, err)) != COMMSCHED_OK)
+        return st;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const bnode *bn = &b->nodes[i];
+        cs_node *n = &g->nodes[i];
+        snprintf(path, sizeof path, "nodes[%u].group", i);
+        if (n->kind == COMMSCHED_NODE_COLLECTIVE) {
+            if (!bn->group)
+                return failf(err, COMMSCHED_EGRAPH, path,
+                             "collective \"%s\" needs a group", n->name);
+            n->group = cs_strmap_get(&g->group_by_name, bn->group);
+            if (n->group == UINT32_MAX)
+                return failf(err, COMMSCHED_EGRAPH, path,
+                             "unknown group \"%s\"", bn->group);
+        } else if (bn->group) {
+            return failf(err, COMMSCHED_EGRAPH, path,
+                         "only a collective has a group (\"%s\" is a %s)",
+                         n->name,
+                         commsched_node_kind_str((commsched_node_kind)n->kind));
+        }
+        if ((st = resolve_refs(b, &g->buffer_by_name, bn->in_first, bn->n_in,
+                               i, "inputs", "buffer",
+                               CS_ROW_BEGIN(g->reads, i), err)) !=
+                COMMSCHED_OK ||
+            (st = resolve_refs(b, &g->node_by_name, bn->after_first,
+                               bn->n_after, i, "after", "node",
+                               CS_ROW_BEGIN(g->after, i), err)) !=
+                COMMSCHED_OK ||
+            (st = resolve_refs(b, &g->node_by_name, bn->fake_first,
+                               bn->n_fake, i, "after_fake", "node",
+                               CS_ROW_BEGIN(g->after_fake, i), err)) !=
+                COMMSCHED_OK)
+            return st;
+        const uint32_t *in = CS_ROW_BEGIN(g->reads, i);
+        for (uint32_t k = 0; k < bn->n_in; k++)
+            if (g->buffers[in[k]].producer == i) {
+                snprintf(path, sizeof path, "nodes[%u].inputs[%u]", i, k);
+                return failf(err, COMMSCHED_ECYCLE, path,
+                             "node \"%s\" reads its own output \"%s\"",
+                             n->name, g->buffers[in[k]].name);
+            }
+        const cs_csr *ctl[2] = {&g->after, &g->after_fake};
+        const char *field[2] = {"after", "after_fake"};
+        for (int c = 0; c < 2; c++)
+            for (uint32_t k = 0; k < CS_ROW_LEN(*ctl[c], i); k++)
+                if (CS_ROW_BEGIN(*ctl[c], i)[k] == i) {
+                    snprintf(path, sizeof path, "nodes[%u].%s[%u]", i,
+                             field[c], k);
+                    return failf(err, COMMSCHED_ECYCLE, path,
+                                 "node \"%s\" depends on itself", n->name);
+                }
+    }
+    return COMMSCHED_OK;
+}
+
+/* alias_of must name a buffer the node reads or one of its own outputs;
+ * chains are followed to their root with a cycle check. */
+static commsched_status resolve_aliases(commsched_graph *g,
+                                        const commsched_builder *b,
+                                        commsched_error *err)
+{
+    char path[96];
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const bnode *bn = &b->nodes[i];
+        const cs_node *n = &g->nodes[i];
+        for (uint32_t k = 0; k < n->n_out; k++) {
+            const char *base = b->outs[bn->out_first + k].alias_of;
+            if (!base)
+                continue;
+            snprintf(path, sizeof path, "nodes[%u].outputs[%u].alias_of", i,
+                     k);
+            uint32_t bi = cs_strmap_get(&g->buffer_by_name, base);
+            if (bi == UINT32_MAX)
+                return failf(err, COMMSCHED_EGRAPH, path,
+                             "alias of unknown buffer \"%s\"", base);
+            int ok = g->buffers[bi].producer == i;
+            const uint32_t *in = CS_ROW_BEGIN(g->reads, i);
+            for (uint32_t r = 0; !ok && r < CS_ROW_LEN(g->reads, i); r++)
+                ok = in[r] == bi;
+            if (!ok)
+                return failf(err, COMMSCHED_EGRAPH, path,
+                             "\"%s\" is neither read by node \"%s\" nor one "
+                             "of its outputs",
+                             base, n->name);
+            g->buffers[n->out_first + k].alias_of = bi;
+        }
+    }
+    /* Roots. A chain longer than the node's output count is a cycle (every
+     * step inside one node moves to another of its outputs or leaves it). */
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const cs_node *n = &g->nodes[i];
+        for (uint32_t k = 0; k < n->n_out; k++) {
+            uint32_t bi = n->out_first + k, r = bi, steps = 0;
+            while (g->buffers[r].alias_of != COMMSCHED_NONE &&
+                   steps <= n->n_out) {
+                r = g->buffers[r].alias_of;
+                steps++;
+            }
+            if (g->buffers[r].alias_of != COMMSCHED_NONE) {
+                char chain[256];
+                size_t len = 0;
+                uint32_t c = bi;
+                for (uint32_t s = 0; s <= steps && len < sizeof chain; s++) {
+                    int w = snprintf(chain + len, sizeof chain - len,
+                                     "%s\"%s\"", s ? " -> " : "",
+                                     g->buffers[c].name);
+                    if (w < 0)
+                        break;
+                    len += (size_t)w;
+                    if (s > 0 && c == bi)
+                        break;
+                    c = g->buffers[c].alias_of;
+                }
+                snprintf(path, sizeof path, "nodes[%u].outputs[%u].alias_of",
+                         i, k);
+                return failf(err, COMMSCHED_EGRAPH, path, "alias cycle %s",
+                             chain);
+            }
+            g->buffers[bi].root = g->buffers[r].root;
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+static commsched_status resolve_outputs(commsched_graph *g,
+                                        const commsched_builder *b,
+                                        commsched_error *err)
+{
+    char path[64];
+    g->n_outputs = (uint32_t)b->n_outputs;
+    g->outputs = cs_calloc(b->n_outputs, sizeof *g->outputs);
+    if (!g->outputs)
+        return oom(err);
+    for (uint32_t i = 0; i < g->n_outputs; i++) {
+        snprintf(path, sizeof path, "outputs[%u]", i);
+        uint32_t bi = cs_strmap_get(&g->buffer_by_name, b->outputs[i]);
+        if (bi == UINT32_MAX)
+            return failf(err, COMMSCHED_EGRAPH, path, "unknown buffer \"%s\"",
+                         b->outputs[i]);
+        if (g->buffers[bi].is_output)
+            return failf(err, COMMSCHED_EGRAPH, path,
+                         "buffer \"%s\" is listed twice", b->outputs[i]);
+        g->buffers[bi].is_output = 1;
+        g->outputs[i] = bi;
+        /* Nothing on an output's alias chain is ever freed. */
+        for (uint32_t c = bi; c != COMMSCHED_NONE; c = g->buffers[c].alias_of)
+            g->buffers[c].keep = 1;
+    }
+    return COMMSCHED_OK;
+}
+
+/* Only a wait may read an async collective's output; a wait must read at
+ * least one collective output. */
+static commsched_status check_wait_rules(const commsched_graph *g,
+                                         commsched_error *err)
+{
+    char path[96];
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const cs_node *n = &g->nodes[i];
+        const uint32_t *in = CS_ROW_BEGIN(g->reads, i);
+        uint32_t n_in = CS_ROW_LEN(g->reads, i);
+        int reads_collective = 0;
+        for (uint32_t k = 0; k < n_in; k++) {
+            uint32_t p = g->buffers[in[k]].producer;
+            if (p == COMMSCHED_NONE)
+                continue;
+            const cs_node *pn = &g->nodes[p];
+            if (pn->kind == COMMSCHED_NODE_COLLECTIVE)
+                reads_collective = 1;
+            if (n->kind != COMMSCHED_NODE_WAIT && cs_is_async_collective(pn)) {
+                snprintf(path, sizeof path, "nodes[%u].inputs[%u]", i, k);
+                return failf(err, COMMSCHED_EGRAPH, path,
+                             "\"%s\" is the output of async collective "
+                             "\"%s\": only its wait may read it (read the "
+                             "wait's alias instead)",
+                             g->buffers[in[k]].name, pn->name);
+            }
+        }
+        if (n->kind == COMMSCHED_NODE_WAIT && !reads_collective) {
+            snprintf(path, sizeof path, "nodes[%u].inputs", i);
+            return failf(err, COMMSCHED_EGRAPH, path,
+                         "wait \"%s\" reads no collective output", n->name);
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* deps (data + after), users, fake_users and buffer readers. */
+static commsched_status derive_edges(commsched_graph *g, commsched_error *err)
+{
+    uint32_t n = g->n_nodes;
+    size_t cap = (size_t)g->reads.off[n] + g->after.off[n];
+    g->deps.off = cs_calloc((size_t)n + 1, sizeof *g->deps.off);
+    g->deps.idx = cs_malloc_array(cap, sizeof *g->deps.idx);
+    if (!g->deps.off || !g->deps.idx)
+        return oom(err);
+    uint32_t len = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t start = len;
+        for (uint32_t k = g->reads.off[i]; k < g->reads.off[i + 1]; k++) {
+            uint32_t p = g->buffers[g->reads.idx[k]].producer;
+            if (p != COMMSCHED_NONE)
+                g->deps.idx[len++] = p;
+        }
+        for (uint32_t k = g->after.off[i]; k < g->after.off[i + 1]; k++)
+            g->deps.idx[len++] = g->after.idx[k];
+        len = start + sort_unique(g->deps.idx + start, len - start);
+        g->deps.off[i + 1] = len;
+    }
+    if (cs_csr_transpose(&g->users, &g->deps, n, n) != 0 ||
+        cs_csr_transpose(&g->fake_users, &g->after_fake, n, n) != 0)
+        return oom(err);
+
+    /* readers: root buffer -> distinct nodes, ascending. Pairs come in node
+     * order, so a node's repeated reads of one root are adjacent in a row. */
+    size_t m = g->reads.off[n];
+    uint32_t *rows = cs_malloc_array(m, sizeof *rows);
+    uint32_t *vals = cs_malloc_array(m, sizeof *vals);
+    if (!rows || !vals) {
+        free(rows);
+        free(vals);
+        return oom(err);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = g->reads.off[i]; k < g->reads.off[i + 1]; k++) {
+            rows[k] = g->buffers[g->reads.idx[k]].root;
+            vals[k] = i;
+        }
+    int rc = cs_csr_from_pairs(&g->readers, g->n_buffers, rows, vals, m);
+    free(rows);
+    free(vals);
+    if (rc != 0)
+        return oom(err);
+    uint32_t w = 0, r0 = 0;
+    for (uint32_t b = 0; b < g->n_buffers; b++) {
+        uint32_t r1 = g->readers.off[b + 1];
+        uint32_t start = w;
+        for (uint32_t k = r0; k < r1; k++)
+            if (w == start || g->readers.idx[w - 1] != g->readers.idx[k])
+                g->readers.idx[w++] = g->readers.idx[k];
+        g->readers.off[b + 1] = w;
+        r0 = r1;
+    }
+    return COMMSCHED_OK;
+}
+
+/* The first edge that points forward in the node order, reported by the
+ * field that created it, or COMMSCHED_OK when the order is topological. */
+static commsched_status check_order(const commsched_graph *g,
+                                    commsched_error *err)
+{
+    char path[96];
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const char *name = g->nodes[i].name;
+        for (uint32_t k = 0; k < CS_ROW_LEN(g->reads, i); k++) {
+            uint32_t bi = CS_ROW_BEGIN(g->reads, i)[k];
+            uint32_t p = g->buffers[bi].producer;
+            if (p != COMMSCHED_NONE && p > i) {
+                snprintf(path, sizeof path, "nodes[%u].inputs[%u]", i, k);
+                return failf(err, COMMSCHED_EORDER, path,
+                             "\"%s\" reads \"%s\", produced by nodes[%u] "
+                             "(\"%s\") which comes later: the node order is "
+                             "not topological (--toposort repairs it)",
+                             name, g->buffers[bi].name, p, g->nodes[p].name);
+            }
+        }
+        const cs_csr *ctl[2] = {&g->after, &g->after_fake};
+        const char *field[2] = {"after", "after_fake"};
+        for (int c = 0; c < 2; c++)
+            for (uint32_t k = 0; k < CS_ROW_LEN(*ctl[c], i); k++) {
+                uint32_t d = CS_ROW_BEGIN(*ctl[c], i)[k];
+                if (d > i) {
+                    snprintf(path, sizeof path, "nodes[%u].%s[%u]", i,
+                             field[c], k);
+                    return failf(err, COMMSCHED_EORDER, path,
+                                 "\"%s\" must run after nodes[%u] (\"%s\") "
+                                 "which comes later: the node order is not "
+                                 "topological (--toposort repairs it)",
+                                 name, d, g->nodes[d].name);
+                }
+            }
+    }
+    return COMMSCHED_OK;
+}
+
+static commsched_status report_cycle(const commsched_graph *g,
+                                     const uint32_t *cycle, uint32_t len,
+                                     commsched_error *err)
+{
+    char text[COMMSCHED_ERROR_TEXT_LENGTH], path[64];
+    size_t used = 0;
+    for (uint32_t k = 0; k <= len && used < sizeof text; k++) {
+        int w = snprintf(text + used, sizeof text - used, "%s\"%s\"",
+                         k ? " -> " : "", g->nodes[cycle[k % len]].name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    snprintf(path, sizeof path, "nodes[%u]", cycle[0]);
+    return failf(err, COMMSCHED_ECYCLE, path,
+                 "dependency cycle: %s (each must run before the next)", text);
+}
+
+static commsched_status build(commsched_graph *g, const commsched_builder *b,
+                              commsched_error *err)
+{
+    commsched_status st;
+    if (b->n_nodes == 0)
+        return failf(err, COMMSCHED_EGRAPH, "nodes", "the graph has no nodes");
+    if (b->n_nodes >= UINT32_MAX || b->n_inputs + b->n_outs >= UINT32_MAX)
+        return failf(err, COMMSCHED_EGRAPH, "nodes",
+                     "too many nodes or buffers (at most 2^32 - 2)");
+    g->n_nodes = (uint32_t)b->n_nodes;
+    g->n_inputs = (uint32_t)b->n_inputs;
+    g->n_buffers = (uint32_t)(b->n_inputs + b->n_outs);
+    g->nodes = cs_calloc(g->n_nodes, sizeof *g->nodes);
+    g->buffers = cs_calloc(g->n_buffers, sizeof *g->buffers);
+    if (!g->nodes || !g->buffers)
+        return oom(err);
+    if ((st = check_groups_and_inputs(g, b, err)) != COMMSCHED_OK ||
+        (st = define_nodes(g, b, err)) != COMMSCHED_OK ||
+        (st = resolve_node_refs(g, b, err)) != COMMSCHED_OK ||
+        (st = resolve_aliases(g, b, err)) != COMMSCHED_OK ||
+        (st = resolve_outputs(g, b, err)) != COMMSCHED_OK ||
+        (st = check_wait_rules(g, err)) != COMMSCHED_OK ||
+        (st = derive_edges(g, err)) != COMMSCHED_OK)
+        return st;
+    return COMMSCHED_OK;
+}
+
+static commsched_graph *graph_new(commsched_builder *b)
+{
+    commsched_graph *g = cs_calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    /* The graph takes the builder's strings over. */
+    g->arena = b->arena;
+    cs_arena_init(&b->arena);
+    g->name = b->name;
+    cs_strmap_init(&g->group_by_name);
+    cs_strmap_init(&g->buffer_by_name);
+    cs_strmap_init(&g->node_by_name);
+    return g;
+}
+
+/* Reorders the builder's nodes (order[k] = old index of the k-th node). */
+static commsched_status permute_nodes(commsched_builder *b,
+                                      const uint32_t *order,
+                                      commsched_error *err)
+{
+    bnode *sorted = cs_malloc_array(b->n_nodes, sizeof *sorted);
+    if (!sorted)
+        return oom(err);
+    for (size_t k = 0; k < b->n_nodes; k++)
+        sorted[k] = b->nodes[order[k]];
+    free(b->nodes);
+    b->nodes = sorted;
+    b->cap_nodes = b->n_nodes;
+    return COMMSCHED_OK;
+}
+
+/* The order is not topological: report a cycle if there is one; otherwise
+ * either repair the order (TOPOSORT) or keep the EORDER error. */
+static commsched_status handle_bad_order(commsched_graph *g,
+                                         commsched_builder *b, unsigned flags,
+                                         commsched_error *order_err,
+                                         int *repaired, commsched_error *err)
+{
+    cs_preds p = {g->n_nodes, &g->deps, &g->after_fake};
+    uint32_t *cycle = NULL, len = 0;
+    *repaired = 0;
+    commsched_status st = cs_analysis_find_cycle(&p, &cycle, &len, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    if (len > 0) {
+        st = report_cycle(g, cycle, len, err);
+        free(cycle);
+        return st;
+    }
+    if (!(flags & COMMSCHED_FINISH_TOPOSORT)) {
+        if (err && err->status == COMMSCHED_OK)
+            *err = *order_err;
+        return order_err->status;
+    }
+    uint32_t *order = cs_malloc_array(g->n_nodes, sizeof *order);
+    if (!order)
+        return oom(err);
+    st = cs_analysis_toposort(&p, order, err);
+    if (st == COMMSCHED_OK)
+        st = permute_nodes(b, order, err);
+    free(order);
+    if (st == COMMSCHED_OK)
+        *repaired = 1;
+    return st;
+}
+
+commsched_status commsched_builder_finish(commsched_builder *b, unsigned flags,
+                                          commsched_graph **out,
+                                          commsched_error *err)
+{
+    *out = NULL;
+    commsched_graph *g = NULL;
+    commsched_status st;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        g = graph_new(b);
+        if (!g) {
+            st = oom(err);
+            goto cleanup;
+        }
+        st = build(g, b, err);
+        if (st != COMMSCHED_OK)
+            goto cleanup;
+        commsched_error order_err = {0};
+        if (check_order(g, &order_err) == COMMSCHED_OK) {
+            *out = g;
+            g = NULL;
+            goto cleanup;
+        }
+        int repaired = 0;
+        st = handle_bad_order(g, b, flags, &order_err, &repaired, err);
+        if (st != COMMSCHED_OK || !repaired)
+            goto cleanup;
+        /* Rebuild from the permuted builder; strings stay in the arena the
+         * first graph took over, so hand them back first. */
+        b->arena = g->arena;
+        cs_arena_init(&g->arena);
+        commsched_graph_destroy(g);
+        g = NULL;
+        flags &= ~COMMSCHED_FINISH_TOPOSORT;
+    }
+    st = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                             "topological repair did not converge");
+cleanup:
+    commsched_graph_destroy(g);
+    commsched_builder_destroy(b);
+    return st;
+}

@@ -1,0 +1,746 @@
+/* commsched — the jansson boundary for graphs: format v1 load and save.
+ *
+ * Loading checks JSON types and field names here (unknown fields are errors,
+ * so a misspelt "runtime" never silently falls back to the cost model), then
+ * hands every value to the builder, which owns the semantic checks. Errors
+ * carry jansson's line:column for syntax and a JSON path for the rest.
+ *
+ * Saving streams: one line per top-level field and one compact line per
+ * node, so a million-node graph never exists twice in memory and the files
+ * diff well. */
+#include "graph_internal.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FORMAT_NAME "commsched-graph"
+#define FORMAT_VERSION 1
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "a value";
+}
+
+static commsched_status type_error(commsched_error *err, const char *path,
+                                   const char *expected, const json_t *v)
+{
+    return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
+                               "expected %s, got %s", expected, type_name(v));
+}
+
+static commsched_status check_keys(const json_t *obj, const char *path,
+                                   const char *const *allowed,
+                                   commsched_error *err)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)obj, key, val) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = strcmp(*a, key) == 0;
+        if (!ok) {
+            char p[COMMSCHED_ERROR_PATH_LENGTH];
+            if (path[0])
+                snprintf(p, sizeof p, "%s.%s", path, key);
+            else
+                snprintf(p, sizeof p, "%s", key);
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                       "unknown field \"%s\"", key);
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* Field getters: absent fields leave the default and succeed unless
+ * required. Each reports "<path>.<key>: expected ..." on a wrong type. */
+static commsched_status get_string(const json_t *obj, const char *path,
+                                   const char *key, int required,
+                                   const char **out, commsched_error *err)
+{
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (required)
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                       "missing required field");
+        return COMMSCHED_OK;
+    }
+    if (!json_is_string(v))
+        return type_error(err, p, "a string", v);
+    if (json_string_length(v) == 0 || strlen(json_string_value(v)) !=
+                                          json_string_length(v))
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                   "expected a non-empty string without NUL");
+    *out = json_string_value(v);
+    return COMMSCHED_OK;
+}
+
+static commsched_status get_size(const json_t *obj, const char *path,
+                                 const char *key, int required, int64_t *out,
+                                 commsched_error *err)
+{
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (required)
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                       "missing required field");
+        return COMMSCHED_OK;
+    }
+    if (json_is_real(v))
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                   "expected a non-negative integer, got %g",
+                                   json_real_value(v));
+    if (!json_is_integer(v))
+        return type_error(err, p, "a non-negative integer", v);
+    if (json_integer_value(v) < 0)
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                   "expected a non-negative integer, got %lld",
+                                   (long long)json_integer_value(v));
+    *out = (int64_t)json_integer_value(v);
+    return COMMSCHED_OK;
+}
+
+static commsched_status get_number(const json_t *obj, const char *path,
+                                   const char *key, double *out,
+                                   commsched_error *err)
+{
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(p, sizeof p, "%s.%s", path, key);
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return COMMSCHED_OK;
+    if (!json_is_number(v))
+        return type_error(err, p, "a non-negative number", v);
+    double d = json_number_value(v);
+    if (!(d >= 0) || isinf(d))
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                   "expected a non-negative number, got %g", d);
+    *out = d;
+    return COMMSCHED_OK;
+}
+
+static commsched_status get_bool(const json_t *obj, const char *path,
+                                 const char *key, int *out,
+                                 commsched_error *err)
+{
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return COMMSCHED_OK;
+    if (!json_is_boolean(v))
+        return type_error(err, p, "a boolean", v);
+    *out = json_is_true(v) ? 1 : 0;
+    return COMMSCHED_OK;
+}
+
+static commsched_status get_array(const json_t *obj, const char *path,
+                                  const char *key, int required,
+                                  const json_t **out, commsched_error *err)
+{
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v) {
+        if (required)
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                       "missing required field");
+        return COMMSCHED_OK;
+    }
+    if (!json_is_array(v))
+        return type_error(err, p, "an array", v);
+    *out = v;
+    return COMMSCHED_OK;
+}
+
+/* Scratch vectors reused across nodes so loading allocates O(1) per node. */
+typedef struct scratch {
+    const char **names;
+    size_t cap_names;
+    commsched_output_spec *outs;
+    size_t cap_outs;
+} scratch;
+
+/* An array of names -> names[base .. base + n). */
+static commsched_status get_names(const json_t *node, const char *path,
+                                  const char *key, scratch *s, size_t base,
+                                  size_t *n, commsched_error *err)
+{
+    const json_t *arr;
+    commsched_status st = get_array(node, path, key, 0, &arr, err);
+    *n = 0;
+    if (st != COMMSCHED_OK || !arr)
+        return st;
+    size_t len = json_array_size(arr);
+    if (cs_grow((void **)&s->names, &s->cap_names, base + len,
+                sizeof *s->names) != 0)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (size_t k = 0; k < len; k++) {
+        json_t *v = json_array_get(arr, k);
+        if (!json_is_string(v)) {
+            char p[COMMSCHED_ERROR_PATH_LENGTH];
+            snprintf(p, sizeof p, "%s.%s[%zu]", path, key, k);
+            return type_error(err, p, "a buffer or node name", v);
+        }
+        s->names[base + k] = json_string_value(v);
+    }
+    *n = len;
+    return COMMSCHED_OK;
+}
+
+static const char *const node_keys[] = {
+    "name",  "kind",      "op",         "group",      "async",
+    "dtype", "reduce_op", "inputs",     "outputs",    "after",
+    "after_fake", "runtime_ns", "flops", "bytes",     "gemm_like", NULL};
+static const char *const output_keys[] = {"name", "size", "alias_of", NULL};
+
+static commsched_status parse_outputs(const json_t *node, const char *path,
+                                      scratch *s, size_t *n,
+                                      commsched_error *err)
+{
+    const json_t *arr;
+    commsched_status st = get_array(node, path, "outputs", 0, &arr, err);
+    *n = 0;
+    if (st != COMMSCHED_OK || !arr)
+        return st;
+    size_t len = json_array_size(arr);
+    if (cs_grow((void **)&s->outs, &s->cap_outs, len, sizeof *s->outs) != 0)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (size_t k = 0; k < len; k++) {
+        char p[COMMSCHED_ERROR_PATH_LENGTH];
+        snprintf(p, sizeof p, "%s.outputs[%zu]", path, k);
+        json_t *o = json_array_get(arr, k);
+        if (!json_is_object(o))
+            return type_error(err, p, "an object", o);
+        commsched_output_spec *spec = &s->outs[k];
+        memset(spec, 0, sizeof *spec);
+        spec->size = -1;
+        if ((st = check_keys(o, p, output_keys, err)) != COMMSCHED_OK ||
+            (st = get_string(o, p, "name", 1, &spec->name, err)) !=
+                COMMSCHED_OK ||
+            (st = get_string(o, p, "alias_of", 0, &spec->alias_of, err)) !=
+                COMMSCHED_OK ||
+            (st = get_size(o, p, "size", 0, &spec->size, err)) !=
+                COMMSCHED_OK)
+            return st;
+        if (spec->alias_of && json_object_get(o, "size"))
+            return commsched_error_set(
+                err, COMMSCHED_ESCHEMA, p,
+                "an alias has no size of its own (drop \"size\" or "
+                "\"alias_of\")");
+        if (!spec->alias_of && spec->size < 0)
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                       "an output needs a size or alias_of");
+    }
+    *n = len;
+    return COMMSCHED_OK;
+}
+
+static commsched_status parse_kind(const char *s, const char *path,
+                                   commsched_node_kind *out,
+                                   commsched_error *err)
+{
+    for (int k = COMMSCHED_NODE_COMPUTE; k <= COMMSCHED_NODE_WAIT; k++)
+        if (strcmp(s, commsched_node_kind_str((commsched_node_kind)k)) == 0) {
+            *out = (commsched_node_kind)k;
+            return COMMSCHED_OK;
+        }
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(p, sizeof p, "%s.kind", path);
+    return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                               "unknown kind \"%s\" (expected compute, "
+                               "collective or wait)",
+                               s);
+}
+
+static commsched_status parse_dtype(const char *s, const char *path,
+                                    commsched_dtype *out,
+                                    commsched_error *err)
+{
+    for (int d = 1; d < COMMSCHED_DTYPE_COUNT; d++)
+        if (strcmp(s, commsched_dtype_str((commsched_dtype)d)) == 0) {
+            *out = (commsched_dtype)d;
+            return COMMSCHED_OK;
+        }
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(p, sizeof p, "%s.dtype", path);
+    return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                               "unknown dtype \"%s\"", s);
+}
+
+static commsched_status parse_reduce_op(const char *s, const char *path,
+                                        commsched_reduce_op *out,
+                                        commsched_error *err)
+{
+    for (int r = 1; r < COMMSCHED_REDUCE_OP_COUNT; r++)
+        if (strcmp(s, commsched_reduce_op_str((commsched_reduce_op)r)) == 0) {
+            *out = (commsched_reduce_op)r;
+            return COMMSCHED_OK;
+        }
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(p, sizeof p, "%s.reduce_op", path);
+    return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                               "unknown reduce op \"%s\" (expected sum, avg, "
+                               "product, min, max or premul_sum)",
+                               s);
+}
+
+static commsched_status parse_node(commsched_builder *b, const json_t *node,
+                                   size_t i, scratch *s, commsched_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "nodes[%zu]", i);
+    if (!json_is_object(node))
+        return type_error(err, path, "an object", node);
+    commsched_node_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.runtime_ns = spec.flops = spec.bytes = -1.0;
+    const char *kind = NULL, *dtype = NULL, *reduce_op = NULL;
+    int is_async = 1;
+    size_t n_in, n_after, n_fake;
+    commsched_status st;
+    if ((st = check_keys(node, path, node_keys, err)) != COMMSCHED_OK ||
+        (st = get_string(node, path, "name", 1, &spec.name, err)) !=
+            COMMSCHED_OK ||
+        (st = get_string(node, path, "kind", 1, &kind, err)) != COMMSCHED_OK ||
+        (st = parse_kind(kind, path, &spec.kind, err)) != COMMSCHED_OK ||
+        (st = get_string(node, path, "op", 0, &spec.op, err)) !=
+            COMMSCHED_OK ||
+        (st = get_string(node, path, "group", 0, &spec.group, err)) !=
+            COMMSCHED_OK ||
+        (st = get_bool(node, path, "async", &is_async, err)) !=
+            COMMSCHED_OK ||
+        (st = get_string(node, path, "dtype", 0, &dtype, err)) !=
+            COMMSCHED_OK ||
+        (st = get_string(node, path, "reduce_op", 0, &reduce_op, err)) !=
+            COMMSCHED_OK ||
+        (st = get_names(node, path, "inputs", s, 0, &n_in, err)) !=
+            COMMSCHED_OK ||
+        (st = get_names(node, path, "after", s, n_in, &n_after, err)) !=
+            COMMSCHED_OK ||
+        (st = get_names(node, path, "after_fake", s, n_in + n_after, &n_fake,
+                        err)) != COMMSCHED_OK ||
+        (st = parse_outputs(node, path, s, &spec.n_outputs, err)) !=
+            COMMSCHED_OK ||
+        (st = get_number(node, path, "runtime_ns", &spec.runtime_ns, err)) !=
+            COMMSCHED_OK ||
+        (st = get_number(node, path, "flops", &spec.flops, err)) !=
+            COMMSCHED_OK ||
+        (st = get_number(node, path, "bytes", &spec.bytes, err)) !=
+            COMMSCHED_OK ||
+        (st = get_bool(node, path, "gemm_like", &spec.gemm_like, err)) !=
+            COMMSCHED_OK)
+        return st;
+    if (json_object_get(node, "async") &&
+        spec.kind != COMMSCHED_NODE_COLLECTIVE) {
+        char p[80];
+        snprintf(p, sizeof p, "%s.async", path);
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                   "only a collective is async or not");
+    }
+    if (dtype && (st = parse_dtype(dtype, path, &spec.dtype, err)) !=
+                     COMMSCHED_OK)
+        return st;
+    if (reduce_op && (st = parse_reduce_op(reduce_op, path, &spec.reduce_op,
+                                           err)) != COMMSCHED_OK)
+        return st;
+    spec.is_sync = !is_async;
+    spec.inputs = s->names;
+    spec.n_inputs = n_in;
+    spec.after = s->names + n_in;
+    spec.n_after = n_after;
+    spec.after_fake = s->names + n_in + n_after;
+    spec.n_after_fake = n_fake;
+    spec.outputs = s->outs;
+    return commsched_builder_add_node(b, &spec, err);
+}
+
+static const char *const top_keys[] = {"format", "version", "name",
+                                       "groups", "inputs",  "outputs",
+                                       "nodes",  "schedule", "metadata",
+                                       NULL};
+static const char *const group_keys[] = {"name", "size", "hosts", NULL};
+static const char *const input_keys[] = {"name", "size", "freeable", NULL};
+
+static commsched_status parse_header(const json_t *root, const char **name,
+                                     commsched_error *err)
+{
+    commsched_status st;
+    const char *format = NULL;
+    if (!json_is_object(root))
+        return type_error(err, "", "a graph object", root);
+    if ((st = check_keys(root, "", top_keys, err)) != COMMSCHED_OK ||
+        (st = get_string(root, "", "format", 1, &format, err)) !=
+            COMMSCHED_OK)
+        return st;
+    if (strcmp(format, FORMAT_NAME) != 0)
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, "format",
+                                   "expected \"%s\", got \"%s\"", FORMAT_NAME,
+                                   format);
+    json_t *v = json_object_get(root, "version");
+    if (!v)
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, "version",
+                                   "missing required field");
+    if (!json_is_integer(v))
+        return type_error(err, "version", "an integer", v);
+    if (json_integer_value(v) != FORMAT_VERSION)
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, "version",
+                                   "unsupported version %lld (this build "
+                                   "reads version %d)",
+                                   (long long)json_integer_value(v),
+                                   FORMAT_VERSION);
+    if ((st = get_string(root, "", "name", 0, name, err)) != COMMSCHED_OK)
+        return st;
+    const char *objs[] = {"schedule", "metadata"};
+    for (int k = 0; k < 2; k++) {
+        json_t *o = json_object_get(root, objs[k]);
+        if (o && !json_is_object(o))
+            return type_error(err, objs[k], "an object", o);
+    }
+    return COMMSCHED_OK;
+}
+
+static commsched_status parse_groups_inputs(commsched_builder *b,
+                                            const json_t *root,
+                                            commsched_error *err)
+{
+    const json_t *arr;
+    commsched_status st = get_array(root, "", "groups", 0, &arr, err);
+    char p[64];
+    for (size_t i = 0; st == COMMSCHED_OK && arr && i < json_array_size(arr);
+         i++) {
+        json_t *g = json_array_get(arr, i);
+        const char *name = NULL;
+        int64_t size = 0, hosts = 0;
+        snprintf(p, sizeof p, "groups[%zu]", i);
+        if (!json_is_object(g))
+            return type_error(err, p, "an object", g);
+        if ((st = check_keys(g, p, group_keys, err)) != COMMSCHED_OK ||
+            (st = get_string(g, p, "name", 1, &name, err)) != COMMSCHED_OK ||
+            (st = get_size(g, p, "size", 1, &size, err)) != COMMSCHED_OK ||
+            (st = get_size(g, p, "hosts", 0, &hosts, err)) != COMMSCHED_OK)
+            return st;
+        if (json_object_get(g, "hosts") && hosts == 0)
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+                                       "hosts must be at least 1");
+        st = commsched_builder_add_group(b, name, size, hosts, err);
+    }
+    if (st == COMMSCHED_OK)
+        st = get_array(root, "", "inputs", 0, &arr, err);
+    for (size_t i = 0; st == COMMSCHED_OK && arr && i < json_array_size(arr);
+         i++) {
+        json_t *in = json_array_get(arr, i);
+        const char *name = NULL;
+        int64_t size = 0;
+        int freeable = 0;
+        snprintf(p, sizeof p, "inputs[%zu]", i);
+        if (!json_is_object(in))
+            return type_error(err, p, "an object", in);
+        if ((st = check_keys(in, p, input_keys, err)) != COMMSCHED_OK ||
+            (st = get_string(in, p, "name", 1, &name, err)) != COMMSCHED_OK ||
+            (st = get_size(in, p, "size", 1, &size, err)) != COMMSCHED_OK ||
+            (st = get_bool(in, p, "freeable", &freeable, err)) !=
+                COMMSCHED_OK)
+            return st;
+        st = commsched_builder_add_input(b, name, size, freeable, err);
+    }
+    return st;
+}
+
+static commsched_status from_json(const json_t *root, unsigned flags,
+                                  commsched_graph **out, commsched_error *err)
+{
+    const char *name = NULL;
+    commsched_builder *b = NULL;
+    scratch s = {0};
+    const json_t *arr;
+    commsched_status st = parse_header(root, &name, err);
+    if (st == COMMSCHED_OK)
+        st = commsched_builder_create(name, &b, err);
+    if (st == COMMSCHED_OK)
+        st = parse_groups_inputs(b, root, err);
+    if (st == COMMSCHED_OK)
+        st = get_array(root, "", "nodes", 1, &arr, err);
+    for (size_t i = 0; st == COMMSCHED_OK && i < json_array_size(arr); i++)
+        st = parse_node(b, json_array_get(arr, i), i, &s, err);
+    if (st == COMMSCHED_OK)
+        st = get_array(root, "", "outputs", 0, &arr, err);
+    for (size_t i = 0; st == COMMSCHED_OK && arr && i < json_array_size(arr);
+         i++) {
+        json_t *o = json_array_get(arr, i);
+        if (!json_is_string(o)) {
+            char p[64];
+            snprintf(p, sizeof p, "outputs[%zu]", i);
+            st = type_error(err, p, "a buffer name", o);
+        } else {
+            st = commsched_builder_add_output(b, json_string_value(o), err);
+        }
+    }
+    free(s.names);
+    free(s.outs);
+    if (st != COMMSCHED_OK) {
+        commsched_builder_destroy(b);
+        return st;
+    }
+    return commsched_builder_finish(b, flags, out, err);
+}
+
+static commsched_status syntax_error(const json_error_t *je,
+                                     commsched_error *err)
+{
+    commsched_status st = COMMSCHED_EPARSE;
+    if (json_error_code((json_error_t *)je) == json_error_cannot_open_file)
+        st = COMMSCHED_EIO;
+    else if (json_error_code((json_error_t *)je) == json_error_out_of_memory)
+        st = COMMSCHED_ENOMEM;
+    commsched_error_set(err, st, NULL, "%s", je->text);
+    if (err && st == COMMSCHED_EPARSE && je->line > 0) {
+        err->line = je->line;
+        err->column = je->column;
+    }
+    return st;
+}
+
+commsched_status commsched_graph_load_file(const char *path, unsigned flags,
+                                           commsched_graph **out,
+                                           commsched_error *err)
+{
+    json_error_t je;
+    *out = NULL;
+    json_t *root = strcmp(path, "-") == 0
+                       ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &je)
+                       : json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return syntax_error(&je, err);
+    commsched_status st = from_json(root, flags, out, err);
+    json_decref(root);
+    return st;
+}
+
+commsched_status commsched_graph_load_string(const char *text, unsigned flags,
+                                             commsched_graph **out,
+                                             commsched_error *err)
+{
+    json_error_t je;
+    *out = NULL;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return syntax_error(&je, err);
+    commsched_status st = from_json(root, flags, out, err);
+    json_decref(root);
+    return st;
+}
+
+/* ---- save ------------------------------------------------------------- */
+
+/* Integral values print as integers (runtime_ns: 120000, not 120000.0). */
+static json_t *number(double d)
+{
+    if (d == floor(d) && fabs(d) < 9007199254740992.0)
+        return json_integer((json_int_t)d);
+    return json_real(d);
+}
+
+static json_t *name_array(const commsched_graph *g, const cs_csr *c,
+                          uint32_t row, int buffers)
+{
+    json_t *a = json_array();
+    for (uint32_t k = c->off[row]; a && k < c->off[row + 1]; k++) {
+        const char *n = buffers ? g->buffers[c->idx[k]].name
+                                : g->nodes[c->idx[k]].name;
+        if (json_array_append_new(a, json_string(n)) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* set_new steals v; a NULL v (failed allocation) makes the whole call fail */
+static int set(json_t *o, const char *key, json_t *v)
+{
+    return v ? json_object_set_new(o, key, v) : -1;
+}
+
+static json_t *node_json(const commsched_graph *g, uint32_t i)
+{
+    const cs_node *n = &g->nodes[i];
+    json_t *o = json_object();
+    int rc = o ? 0 : -1;
+    rc |= set(o, "name", json_string(n->name));
+    rc |= set(o, "kind",
+              json_string(commsched_node_kind_str((commsched_node_kind)n->kind)));
+    if (n->op)
+        rc |= set(o, "op", json_string(n->op));
+    if (n->group != COMMSCHED_NONE)
+        rc |= set(o, "group", json_string(g->groups[n->group].name));
+    if (n->is_sync)
+        rc |= set(o, "async", json_false());
+    if (n->dtype)
+        rc |= set(o, "dtype",
+                  json_string(commsched_dtype_str((commsched_dtype)n->dtype)));
+    if (n->reduce_op)
+        rc |= set(o, "reduce_op", json_string(commsched_reduce_op_str(
+                                      (commsched_reduce_op)n->reduce_op)));
+    if (CS_ROW_LEN(g->reads, i))
+        rc |= set(o, "inputs", name_array(g, &g->reads, i, 1));
+    if (n->n_out) {
+        json_t *outs = json_array();
+        rc |= set(o, "outputs", outs);
+        for (uint32_t k = 0; rc == 0 && k < n->n_out; k++) {
+            const cs_buffer *b = &g->buffers[n->out_first + k];
+            json_t *bo = json_object();
+            rc |= bo ? 0 : -1;
+            rc |= set(bo, "name", json_string(b->name));
+            if (b->alias_of != COMMSCHED_NONE)
+                rc |= set(bo, "alias_of",
+                          json_string(g->buffers[b->alias_of].name));
+            else
+                rc |= set(bo, "size", json_integer(b->size));
+            rc |= bo ? json_array_append_new(outs, bo) : -1;
+        }
+    }
+    if (CS_ROW_LEN(g->after, i))
+        rc |= set(o, "after", name_array(g, &g->after, i, 0));
+    if (CS_ROW_LEN(g->after_fake, i))
+        rc |= set(o, "after_fake", name_array(g, &g->after_fake, i, 0));
+    if (n->runtime_ns >= 0)
+        rc |= set(o, "runtime_ns", number(n->runtime_ns));
+    if (n->flops >= 0)
+        rc |= set(o, "flops", number(n->flops));
+    if (n->bytes >= 0)
+        rc |= set(o, "bytes", number(n->bytes));
+    if (n->gemm_like)
+        rc |= set(o, "gemm_like", json_true());
+    if (rc != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Writes `"key": <value>` compactly; steals v. */
+static int emit(FILE *f, const char *lead, const char *key, json_t *v)
+{
+    if (!v)
+        return -1;
+    int rc = fprintf(f, "%s\"%s\": ", lead, key) < 0 ? -1 : 0;
+    if (rc == 0)
+        rc = json_dumpf(v, f, JSON_ENCODE_ANY | JSON_COMPACT);
+    json_decref(v);
+    return rc;
+}
+
+static json_t *groups_json(const commsched_graph *g)
+{
+    json_t *a = json_array();
+    for (uint32_t i = 0; a && i < g->n_groups; i++) {
+        json_t *o = json_object();
+        int rc = o ? 0 : -1;
+        rc |= set(o, "name", json_string(g->groups[i].name));
+        rc |= set(o, "size", json_integer(g->groups[i].size));
+        if (g->groups[i].hosts)
+            rc |= set(o, "hosts", json_integer(g->groups[i].hosts));
+        if (rc != 0 || json_array_append_new(a, o) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static json_t *inputs_json(const commsched_graph *g)
+{
+    json_t *a = json_array();
+    for (uint32_t i = 0; a && i < g->n_inputs; i++) {
+        json_t *o = json_object();
+        int rc = o ? 0 : -1;
+        rc |= set(o, "name", json_string(g->buffers[i].name));
+        rc |= set(o, "size", json_integer(g->buffers[i].size));
+        if (g->buffers[i].freeable)
+            rc |= set(o, "freeable", json_true());
+        if (rc != 0 || json_array_append_new(a, o) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static json_t *outputs_json(const commsched_graph *g)
+{
+    json_t *a = json_array();
+    for (uint32_t i = 0; a && i < g->n_outputs; i++)
+        if (json_array_append_new(a,
+                                  json_string(g->buffers[g->outputs[i]].name)))
+        {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+commsched_status commsched_graph_save_stream(const commsched_graph *g,
+                                             const uint32_t *order,
+                                             const char *schedule_json,
+                                             FILE *f, commsched_error *err)
+{
+    json_t *sched = NULL;
+    if (schedule_json) {
+        json_error_t je;
+        sched = json_loads(schedule_json, 0, &je);
+        if (!sched || !json_is_object(sched)) {
+            json_decref(sched);
+            return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                       "schedule object does not parse: %s",
+                                       je.text);
+        }
+    }
+    int rc = fprintf(f, "{\"format\": \"%s\", \"version\": %d", FORMAT_NAME,
+                     FORMAT_VERSION) < 0;
+    if (!rc && g->name)
+        rc = emit(f, ",\n ", "name", json_string(g->name));
+    if (!rc)
+        rc = emit(f, ",\n ", "groups", groups_json(g));
+    if (!rc)
+        rc = emit(f, ",\n ", "inputs", inputs_json(g));
+    if (!rc)
+        rc = emit(f, ",\n ", "outputs", outputs_json(g));
+    if (!rc && sched) {
+        rc = emit(f, ",\n ", "schedule", sched);
+        sched = NULL;
+    }
+    if (!rc)
+        rc = fputs(",\n \"nodes\": [", f) < 0;
+    for (uint32_t k = 0; !rc && k < g->n_nodes; k++) {
+        json_t *node = node_json(g, order ? order[k] : k);
+        rc = !node || fputs(k ? ",\n  " : "\n  ", f) < 0 ||
+             json_dumpf(node, f, 0) != 0;
+        json_decref(node);
+    }
+    if (!rc)
+        rc = fputs("\n ]\n}\n", f) < 0;
+    json_decref(sched);
+    if (rc || ferror(f))
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "could not write the graph");
+    return COMMSCHED_OK;
+}

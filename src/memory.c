@@ -1,0 +1,529 @@
+/* commsched — memory estimate and its incremental tracking.
+ *
+ * "Tracked" buffers are the ones whose free point depends on the order: root
+ * buffers that have a reader, are not kept alive by a graph output, and are
+ * either node outputs or freeable inputs. Every other counted buffer is
+ * freed at a fixed node (its producer, when nobody reads it) or never.
+ *
+ * For the moves, `cand_bufs` is the seed's candidate-buffer inverted index
+ * (node -> tracked buffers it reads), so finding the buffers whose last use
+ * changes costs O(buffers the candidate reads), not O(all buffers).
+ * Group membership is a stamp array (mark[v] == epoch), so planning a move
+ * is O(group) with no allocation once the scratch has grown.
+ *
+ * The two corrections to the seed (DESIGN.md §3): the freeable-input
+ * baseline is `baseline`, charged to no node, and the move before a group
+ * (sink) updates last_use for the buffers it hands to a group node. */
+#include "commsched/memory.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_internal.h"
+
+typedef struct moved_buf {
+    uint32_t buf;
+    uint32_t gidx; /* index of the group node in plan.group */
+} moved_buf;
+
+typedef struct plan {
+    int valid;
+    commsched_move dir;
+    uint32_t cand, head, tail;
+    uint32_t *group;       /* group nodes in order */
+    int64_t *group_post;   /* post_alloc of each group node after the move */
+    int64_t *group_dfree;  /* change of each group node's size_free */
+    size_t n_group, cap_group;
+    moved_buf *moved;
+    size_t n_moved, cap_moved;
+    int64_t cand_post;     /* candidate's post_alloc after the move */
+    int64_t cand_dfree;    /* change of the candidate's size_free */
+} plan;
+
+struct commsched_memory {
+    const commsched_graph *g;
+    uint32_t n;
+    int64_t baseline;
+    int64_t *alloc, *free_, *post_alloc, *post_free; /* per node */
+    uint32_t *last_use;  /* per buffer; NONE when untracked/never freed */
+    uint8_t *tracked;    /* per buffer */
+    cs_csr cand_bufs;    /* node -> tracked buffers it reads */
+    uint32_t *mark, *gpos, epoch;
+    uint32_t *pos;       /* scratch for recompute: schedule positions */
+    plan p;
+};
+
+static commsched_status oom(commsched_error *err)
+{
+    return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+}
+
+static int is_tracked(const commsched_graph *g, uint32_t b)
+{
+    const cs_buffer *x = &g->buffers[b];
+    if (x->alias_of != COMMSCHED_NONE || x->keep || CS_ROW_LEN(g->readers, b) == 0)
+        return 0;
+    return !x->is_input || x->freeable;
+}
+
+/* Node -> tracked buffers it reads: a filtered transpose of readers. */
+static int build_cand_bufs(commsched_memory *m)
+{
+    const commsched_graph *g = m->g;
+    size_t pairs = 0;
+    for (uint32_t b = 0; b < g->n_buffers; b++)
+        if (m->tracked[b])
+            pairs += CS_ROW_LEN(g->readers, b);
+    uint32_t *rows = cs_malloc_array(pairs, sizeof *rows);
+    uint32_t *vals = cs_malloc_array(pairs, sizeof *vals);
+    int rc = -1;
+    if (rows && vals) {
+        size_t k = 0;
+        for (uint32_t b = 0; b < g->n_buffers; b++)
+            if (m->tracked[b])
+                for (uint32_t r = g->readers.off[b]; r < g->readers.off[b + 1];
+                     r++) {
+                    rows[k] = g->readers.idx[r];
+                    vals[k++] = b;
+                }
+        rc = cs_csr_from_pairs(&m->cand_bufs, g->n_nodes, rows, vals, pairs);
+    }
+    free(rows);
+    free(vals);
+    return rc;
+}
+
+/* The full estimate into the given arrays (used by create, recompute and
+ * verify, so the three can never disagree). pos is scratch of n entries. */
+static int compute(const commsched_graph *g, const commsched_schedule *s,
+                   uint32_t *pos, int64_t *baseline, int64_t *alloc,
+                   int64_t *fr, int64_t *post_alloc, int64_t *post_free,
+                   uint32_t *last_use)
+{
+    uint32_t n = g->n_nodes, k = 0;
+    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(s, v))
+        pos[v] = k++;
+    if (k != n)
+        return -1;
+    memset(alloc, 0, (size_t)n * sizeof *alloc);
+    memset(fr, 0, (size_t)n * sizeof *fr);
+    int64_t base = 0;
+    for (uint32_t b = 0; b < g->n_buffers; b++) {
+        const cs_buffer *x = &g->buffers[b];
+        last_use[b] = COMMSCHED_NONE;
+        if (x->alias_of != COMMSCHED_NONE)
+            continue;
+        uint32_t nr = CS_ROW_LEN(g->readers, b);
+        if (x->is_input) {
+            if (!x->freeable || nr == 0)
+                continue; /* not counted at all */
+            base += x->size;
+        } else {
+            alloc[x->producer] += x->size;
+        }
+        if (x->keep)
+            continue; /* never freed */
+        uint32_t last = x->producer; /* unread node output: its producer */
+        if (nr > 0) {
+            const uint32_t *r = CS_ROW_BEGIN(g->readers, b);
+            last = r[0];
+            for (uint32_t i = 1; i < nr; i++)
+                if (pos[r[i]] > pos[last])
+                    last = r[i];
+        }
+        fr[last] += x->size;
+        last_use[b] = last;
+    }
+    int64_t cur = base;
+    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(s, v)) {
+        cur += alloc[v];
+        post_alloc[v] = cur;
+        cur -= fr[v];
+        post_free[v] = cur;
+    }
+    *baseline = base;
+    return 0;
+}
+
+void commsched_memory_destroy(commsched_memory *m)
+{
+    if (!m)
+        return;
+    free(m->alloc);
+    free(m->free_);
+    free(m->post_alloc);
+    free(m->post_free);
+    free(m->last_use);
+    free(m->tracked);
+    cs_csr_free(&m->cand_bufs);
+    free(m->mark);
+    free(m->gpos);
+    free(m->pos);
+    free(m->p.group);
+    free(m->p.group_post);
+    free(m->p.group_dfree);
+    free(m->p.moved);
+    free(m);
+}
+
+commsched_status commsched_memory_create(const commsched_schedule *s,
+                                         commsched_memory **out,
+                                         commsched_error *err)
+{
+    const commsched_graph *g = commsched_schedule_graph(s);
+    *out = NULL;
+    commsched_memory *m = cs_calloc(1, sizeof *m);
+    if (!m)
+        return oom(err);
+    m->g = g;
+    m->n = g->n_nodes;
+    m->alloc = cs_malloc_array(m->n, sizeof *m->alloc);
+    m->free_ = cs_malloc_array(m->n, sizeof *m->free_);
+    m->post_alloc = cs_malloc_array(m->n, sizeof *m->post_alloc);
+    m->post_free = cs_malloc_array(m->n, sizeof *m->post_free);
+    m->last_use = cs_malloc_array(g->n_buffers, sizeof *m->last_use);
+    m->tracked = cs_calloc(g->n_buffers, sizeof *m->tracked);
+    m->mark = cs_calloc(m->n, sizeof *m->mark);
+    m->gpos = cs_malloc_array(m->n, sizeof *m->gpos);
+    m->pos = cs_malloc_array(m->n, sizeof *m->pos);
+    if (!m->alloc || !m->free_ || !m->post_alloc || !m->post_free ||
+        !m->last_use || !m->tracked || !m->mark || !m->gpos || !m->pos) {
+        commsched_memory_destroy(m);
+        return oom(err);
+    }
+    for (uint32_t b = 0; b < g->n_buffers; b++)
+        m->tracked[b] = (uint8_t)is_tracked(g, b);
+    if (build_cand_bufs(m) != 0) {
+        commsched_memory_destroy(m);
+        return oom(err);
+    }
+    commsched_status st = commsched_memory_recompute(m, s, err);
+    if (st != COMMSCHED_OK) {
+        commsched_memory_destroy(m);
+        return st;
+    }
+    *out = m;
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_memory_recompute(commsched_memory *m,
+                                            const commsched_schedule *s,
+                                            commsched_error *err)
+{
+    m->p.valid = 0;
+    if (compute(m->g, s, m->pos, &m->baseline, m->alloc, m->free_,
+                m->post_alloc, m->post_free, m->last_use) != 0)
+        return commsched_error_set(err, COMMSCHED_EINTERNAL, "schedule",
+                                   "the schedule does not hold every node");
+    return COMMSCHED_OK;
+}
+
+int64_t commsched_memory_baseline(const commsched_memory *m)
+{
+    return m->baseline;
+}
+
+int64_t commsched_memory_peak(const commsched_memory *m,
+                              const commsched_schedule *s, uint32_t *at_node)
+{
+    int64_t peak = m->baseline;
+    uint32_t at = COMMSCHED_NONE;
+    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(s, v))
+        if (m->post_alloc[v] > peak ||
+            (at == COMMSCHED_NONE && m->post_alloc[v] >= peak)) {
+            peak = m->post_alloc[v];
+            at = v;
+        }
+    if (at_node)
+        *at_node = at;
+    return peak;
+}
+
+commsched_node_memory commsched_memory_node(const commsched_memory *m,
+                                            uint32_t node)
+{
+    commsched_node_memory r = {m->alloc[node], m->free_[node],
+                               m->post_alloc[node], m->post_free[node]};
+    return r;
+}
+
+uint32_t commsched_memory_last_use(const commsched_memory *m, uint32_t buffer)
+{
+    return m->last_use[buffer];
+}
+
+/* ---- moves ---------------------------------------------------------------- */
+
+static int plan_reserve(plan *p, size_t need)
+{
+    if (need <= p->cap_group)
+        return 0;
+    size_t cap = p->cap_group ? p->cap_group : 16;
+    while (cap < need)
+        cap *= 2;
+    uint32_t *gr = cs_realloc_array(p->group, cap, sizeof *gr);
+    if (!gr)
+        return -1;
+    p->group = gr;
+    int64_t *post = cs_realloc_array(p->group_post, cap, sizeof *post);
+    if (!post)
+        return -1;
+    p->group_post = post;
+    int64_t *dfree = cs_realloc_array(p->group_dfree, cap, sizeof *dfree);
+    if (!dfree)
+        return -1;
+    p->group_dfree = dfree;
+    p->cap_group = cap;
+    return 0;
+}
+
+#ifndef NDEBUG
+/* 1 when node a has a non-fake dependency on node b. */
+static int depends_on(const commsched_graph *g, uint32_t a, uint32_t b)
+{
+    for (uint32_t k = g->deps.off[a]; k < g->deps.off[a + 1]; k++)
+        if (g->deps.idx[k] == b)
+            return 1;
+    return 0;
+}
+#endif
+
+/* Collects head..tail into p->group and stamps membership. */
+static int mark_group(commsched_memory *m, const commsched_schedule *s,
+                      uint32_t head, uint32_t tail)
+{
+    plan *p = &m->p;
+    p->n_group = 0;
+    if (++m->epoch == 0) { /* wrapped: clear stale stamps */
+        memset(m->mark, 0, (size_t)m->n * sizeof *m->mark);
+        m->epoch = 1;
+    }
+    for (uint32_t v = head;; v = commsched_schedule_next(s, v)) {
+        assert(v != COMMSCHED_NONE);
+        if (plan_reserve(p, p->n_group + 1) != 0)
+            return -1;
+        m->mark[v] = m->epoch;
+        m->gpos[v] = (uint32_t)p->n_group;
+        p->group[p->n_group] = v;
+        p->group_dfree[p->n_group] = 0;
+        p->n_group++;
+        if (v == tail)
+            break;
+    }
+    return 0;
+}
+
+static int add_moved(plan *p, uint32_t buf, uint32_t gidx)
+{
+    if (cs_grow((void **)&p->moved, &p->cap_moved, p->n_moved + 1,
+                sizeof *p->moved) != 0)
+        return -1;
+    p->moved[p->n_moved].buf = buf;
+    p->moved[p->n_moved].gidx = gidx;
+    p->n_moved++;
+    return 0;
+}
+
+commsched_status commsched_memory_plan_move(commsched_memory *m,
+                                            const commsched_schedule *s,
+                                            commsched_move dir, uint32_t cand,
+                                            uint32_t head, uint32_t tail,
+                                            int64_t *potential_peak,
+                                            commsched_error *err)
+{
+    const commsched_graph *g = m->g;
+    plan *p = &m->p;
+    p->dir = dir;
+    p->cand = cand;
+    p->head = head;
+    p->tail = tail;
+    p->n_moved = 0;
+    p->valid = 0;
+    if (mark_group(m, s, head, tail) != 0)
+        return oom(err);
+    int64_t cand_delta = m->alloc[cand] - m->free_[cand];
+    const uint32_t *cb = CS_ROW_BEGIN(m->cand_bufs, cand);
+    uint32_t n_cb = CS_ROW_LEN(m->cand_bufs, cand);
+    int64_t peak;
+
+    if (dir == COMMSCHED_MOVE_AFTER_GROUP) {
+        assert(commsched_schedule_next(s, cand) == head);
+#ifndef NDEBUG
+        for (size_t k = 0; k < p->n_group; k++)
+            assert(!depends_on(g, p->group[k], cand));
+#endif
+        /* Buffers last used in the group become last used by the
+         * candidate, which now runs after the whole group. */
+        for (uint32_t k = 0; k < n_cb; k++) {
+            uint32_t lu = m->last_use[cb[k]];
+            if (lu != COMMSCHED_NONE && m->mark[lu] == m->epoch) {
+                if (add_moved(p, cb[k], m->gpos[lu]) != 0)
+                    return oom(err);
+                p->group_dfree[m->gpos[lu]] -= g->buffers[cb[k]].size;
+            }
+        }
+        int64_t delta = -cand_delta, moved_total = 0;
+        peak = 0;
+        for (size_t k = 0; k < p->n_group; k++) {
+            int64_t pa = m->post_alloc[p->group[k]] + delta;
+            p->group_post[k] = pa;
+            if (pa > peak)
+                peak = pa;
+            delta -= p->group_dfree[k]; /* frees that moved to cand */
+            moved_total -= p->group_dfree[k];
+        }
+        p->cand_post = m->post_free[tail] + delta + m->alloc[cand];
+        p->cand_dfree = moved_total;
+        if (p->cand_post > peak)
+            peak = p->cand_post;
+    } else {
+        assert(commsched_schedule_next(s, tail) == cand);
+#ifndef NDEBUG
+        for (size_t k = 0; k < p->n_group; k++)
+            assert(!depends_on(g, cand, p->group[k]));
+#endif
+        int64_t pre = m->post_alloc[head] - m->alloc[head];
+        /* Buffers whose last use is the candidate pass to the latest group
+         * node that reads them. */
+        int64_t moved_total = 0;
+        for (uint32_t k = 0; k < n_cb; k++) {
+            uint32_t b = cb[k];
+            if (m->last_use[b] != cand)
+                continue;
+            uint32_t best = COMMSCHED_NONE;
+            for (uint32_t r = g->readers.off[b]; r < g->readers.off[b + 1];
+                 r++) {
+                uint32_t v = g->readers.idx[r];
+                if (m->mark[v] == m->epoch &&
+                    (best == COMMSCHED_NONE || m->gpos[v] > best))
+                    best = m->gpos[v];
+            }
+            if (best == COMMSCHED_NONE)
+                continue;
+            if (add_moved(p, b, best) != 0)
+                return oom(err);
+            p->group_dfree[best] += g->buffers[b].size;
+            moved_total += g->buffers[b].size;
+        }
+        p->cand_post = pre + m->alloc[cand];
+        p->cand_dfree = -moved_total;
+        peak = p->cand_post;
+        int64_t delta = cand_delta + moved_total;
+        for (size_t k = 0; k < p->n_group; k++) {
+            int64_t pa = m->post_alloc[p->group[k]] + delta;
+            p->group_post[k] = pa;
+            if (pa > peak)
+                peak = pa;
+            delta -= p->group_dfree[k];
+        }
+    }
+    p->valid = 1;
+    *potential_peak = peak;
+    return COMMSCHED_OK;
+}
+
+void commsched_memory_commit_move(commsched_memory *m, commsched_schedule *s)
+{
+    plan *p = &m->p;
+    assert(p->valid);
+    if (p->dir == COMMSCHED_MOVE_AFTER_GROUP) {
+        assert(commsched_schedule_next(s, p->cand) == p->head);
+        commsched_schedule_unlink(s, p->cand);
+        commsched_schedule_insert_after(s, p->cand, p->tail);
+        for (size_t k = 0; k < p->n_moved; k++)
+            m->last_use[p->moved[k].buf] = p->cand;
+    } else {
+        assert(commsched_schedule_next(s, p->tail) == p->cand);
+        commsched_schedule_unlink(s, p->cand);
+        commsched_schedule_insert_before(s, p->cand, p->head);
+        for (size_t k = 0; k < p->n_moved; k++)
+            m->last_use[p->moved[k].buf] = p->group[p->moved[k].gidx];
+    }
+    for (size_t k = 0; k < p->n_group; k++) {
+        uint32_t v = p->group[k];
+        m->free_[v] += p->group_dfree[k];
+        m->post_alloc[v] = p->group_post[k];
+        m->post_free[v] = p->group_post[k] - m->free_[v];
+    }
+    m->free_[p->cand] += p->cand_dfree;
+    m->post_alloc[p->cand] = p->cand_post;
+    m->post_free[p->cand] = p->cand_post - m->free_[p->cand];
+    p->valid = 0;
+}
+
+commsched_status commsched_memory_verify(const commsched_memory *m,
+                                         const commsched_schedule *s,
+                                         commsched_error *err)
+{
+    const commsched_graph *g = m->g;
+    uint32_t n = m->n;
+    int64_t base = 0;
+    int64_t *a = cs_malloc_array(n, sizeof *a);
+    int64_t *f = cs_malloc_array(n, sizeof *f);
+    int64_t *pa = cs_malloc_array(n, sizeof *pa);
+    int64_t *pf = cs_malloc_array(n, sizeof *pf);
+    uint32_t *lu = cs_malloc_array(g->n_buffers, sizeof *lu);
+    uint32_t *pos = cs_malloc_array(n, sizeof *pos);
+    commsched_status st = COMMSCHED_OK;
+    if (!a || !f || !pa || !pf || !lu || !pos) {
+        st = oom(err);
+        goto cleanup;
+    }
+    if (compute(g, s, pos, &base, a, f, pa, pf, lu) != 0) {
+        st = commsched_error_set(err, COMMSCHED_EINTERNAL, "schedule",
+                                 "the schedule does not hold every node");
+        goto cleanup;
+    }
+    if (base != m->baseline) {
+        st = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                                 "memory baseline %" PRId64
+                                 " differs from recompute %" PRId64,
+                                 m->baseline, base);
+        goto cleanup;
+    }
+    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(s, v)) {
+        const struct {
+            const char *what;
+            int64_t tracked, truth;
+        } f4[] = {{"size_alloc", m->alloc[v], a[v]},
+                  {"size_free", m->free_[v], f[v]},
+                  {"post_alloc", m->post_alloc[v], pa[v]},
+                  {"post_free", m->post_free[v], pf[v]}};
+        for (int k = 0; k < 4; k++)
+            if (f4[k].tracked != f4[k].truth) {
+                st = commsched_error_set(
+                    err, COMMSCHED_EINTERNAL, NULL,
+                    "memory tracking differs from a full recompute at node "
+                    "\"%s\" (position %u): %s %" PRId64 ", recompute %" PRId64,
+                    g->nodes[v].name, pos[v], f4[k].what, f4[k].tracked,
+                    f4[k].truth);
+                goto cleanup;
+            }
+    }
+    for (uint32_t b = 0; b < g->n_buffers; b++)
+        if (m->last_use[b] != lu[b]) {
+            st = commsched_error_set(
+                err, COMMSCHED_EINTERNAL, NULL,
+                "memory tracking differs from a full recompute: buffer \"%s\" "
+                "last used by \"%s\", recompute says \"%s\"",
+                g->buffers[b].name,
+                m->last_use[b] == COMMSCHED_NONE ? "(none)"
+                                                 : g->nodes[m->last_use[b]].name,
+                lu[b] == COMMSCHED_NONE ? "(none)" : g->nodes[lu[b]].name);
+            goto cleanup;
+        }
+cleanup:
+    free(a);
+    free(f);
+    free(pa);
+    free(pf);
+    free(lu);
+    free(pos);
+    return st;
+}

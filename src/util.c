@@ -1,0 +1,180 @@
+/* commsched — allocation helpers, string arena and name table.
+ *
+ * The name table is the loader's hot path for a million-node graph (every
+ * buffer and node name goes through it twice), so it is a flat
+ * open-addressing table with FNV-1a hashing and a load factor below 1/2. */
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void *cs_calloc(size_t n, size_t size)
+{
+    if (n == 0 || size == 0)
+        return calloc(1, 1);
+    if (n > SIZE_MAX / size)
+        return NULL;
+    return calloc(n, size);
+}
+
+void *cs_malloc_array(size_t n, size_t size)
+{
+    if (n == 0 || size == 0)
+        return malloc(1);
+    if (n > SIZE_MAX / size)
+        return NULL;
+    return malloc(n * size);
+}
+
+void *cs_realloc_array(void *p, size_t n, size_t size)
+{
+    if (n == 0 || size == 0)
+        n = size = 1;
+    if (n > SIZE_MAX / size)
+        return NULL;
+    return realloc(p, n * size);
+}
+
+int cs_grow(void **arr, size_t *cap, size_t need, size_t elem_size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 8;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return -1;
+        ncap *= 2;
+    }
+    void *p = cs_realloc_array(*arr, ncap, elem_size);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+/* ---- arena ------------------------------------------------------------ */
+
+#define ARENA_BLOCK 65536u
+
+struct cs_arena_block {
+    cs_arena_block *next;
+    size_t used, cap;
+    char data[];
+};
+
+void cs_arena_init(cs_arena *a) { a->head = NULL; }
+
+void cs_arena_fini(cs_arena *a)
+{
+    cs_arena_block *b = a->head;
+    while (b) {
+        cs_arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    a->head = NULL;
+}
+
+const char *cs_arena_strdup(cs_arena *a, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t len = strlen(s) + 1;
+    cs_arena_block *b = a->head;
+    if (!b || b->cap - b->used < len) {
+        size_t cap = len > ARENA_BLOCK ? len : ARENA_BLOCK;
+        b = malloc(sizeof *b + cap);
+        if (!b)
+            return NULL;
+        b->used = 0;
+        b->cap = cap;
+        b->next = a->head;
+        a->head = b;
+    }
+    char *dst = b->data + b->used;
+    memcpy(dst, s, len);
+    b->used += len;
+    return dst;
+}
+
+/* ---- name table --------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+void cs_strmap_init(cs_strmap *m) { memset(m, 0, sizeof *m); }
+
+void cs_strmap_fini(cs_strmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+static int strmap_rehash(cs_strmap *m, size_t ncap)
+{
+    const char **keys = cs_calloc(ncap, sizeof *keys);
+    uint32_t *vals = cs_malloc_array(ncap, sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
+            continue;
+        size_t j = (size_t)hash_str(m->keys[i]) & (ncap - 1);
+        while (keys[j])
+            j = (j + 1) & (ncap - 1);
+        keys[j] = m->keys[i];
+        vals[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = ncap;
+    return 0;
+}
+
+int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
+                  uint32_t *existing)
+{
+    if ((m->count + 1) * 2 > m->cap &&
+        strmap_rehash(m, m->cap ? m->cap * 2 : 64) != 0)
+        return -1;
+    size_t j = (size_t)hash_str(key) & (m->cap - 1);
+    while (m->keys[j]) {
+        if (strcmp(m->keys[j], key) == 0) {
+            if (existing)
+                *existing = m->vals[j];
+            return 0;
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->keys[j] = key;
+    m->vals[j] = val;
+    m->count++;
+    return 1;
+}
+
+uint32_t cs_strmap_get(const cs_strmap *m, const char *key)
+{
+    if (m->cap == 0)
+        return UINT32_MAX;
+    size_t j = (size_t)hash_str(key) & (m->cap - 1);
+    while (m->keys[j]) {
+        if (strcmp(m->keys[j], key) == 0)
+            return m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    return UINT32_MAX;
+}

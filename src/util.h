@@ -1,0 +1,50 @@
+/* commsched — small internal helpers shared by the library's files:
+ * checked allocation, a string arena and an open-addressing name table.
+ * Nothing here is public. */
+#ifndef COMMSCHED_UTIL_H
+#define COMMSCHED_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Allocation that reports failure (the library never aborts on OOM: it
+ * returns COMMSCHED_ENOMEM). Overflow of n * size also returns NULL. */
+void *cs_calloc(size_t n, size_t size);
+void *cs_malloc_array(size_t n, size_t size);
+void *cs_realloc_array(void *p, size_t n, size_t size);
+
+/* Grows *arr (of *cap elements of elem_size) to hold at least need
+ * elements, doubling. Returns 0, or -1 on allocation failure (*arr kept). */
+int cs_grow(void **arr, size_t *cap, size_t need, size_t elem_size);
+
+/* An append-only string arena: copied strings stay valid until the arena
+ * is freed, so tables can hold borrowed `const char *` safely. */
+typedef struct cs_arena_block cs_arena_block;
+typedef struct cs_arena {
+    cs_arena_block *head;
+} cs_arena;
+
+void cs_arena_init(cs_arena *a);
+void cs_arena_fini(cs_arena *a);
+/* Copies s (NULL gives NULL). Returns NULL on allocation failure. */
+const char *cs_arena_strdup(cs_arena *a, const char *s);
+
+/* Name -> uint32 index table (open addressing, linear probing). Keys are
+ * borrowed: they must outlive the table (arena strings do). */
+typedef struct cs_strmap {
+    const char **keys;
+    uint32_t *vals;
+    size_t cap;   /* power of two, or 0 */
+    size_t count;
+} cs_strmap;
+
+void cs_strmap_init(cs_strmap *m);
+void cs_strmap_fini(cs_strmap *m);
+/* Inserts key -> val unless key is present. Returns 1 if inserted, 0 if the
+ * key existed (*existing, when not NULL, receives its value), -1 on OOM. */
+int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
+                  uint32_t *existing);
+/* The value for key, or UINT32_MAX. */
+uint32_t cs_strmap_get(const cs_strmap *m, const char *key);
+
+#endif /* COMMSCHED_UTIL_H */

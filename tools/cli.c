@@ -1,0 +1,153 @@
+/* commsched CLI — shared helpers. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_exit_code(commsched_status st)
+{
+    switch (st) {
+    case COMMSCHED_OK:
+        return EXIT_OK;
+    case COMMSCHED_EIO:
+    case COMMSCHED_EPARSE:
+    case COMMSCHED_ESCHEMA:
+    case COMMSCHED_EGRAPH:
+    case COMMSCHED_ECYCLE:
+    case COMMSCHED_EORDER:
+    case COMMSCHED_EINVAL:
+        return EXIT_INPUT;
+    default:
+        return EXIT_RUNTIME;
+    }
+}
+
+int cli_report(const char *file, const commsched_error *err)
+{
+    char buf[1024];
+    fprintf(stderr, "commsched: %s\n",
+            commsched_error_format(err, file, buf, sizeof buf));
+    return cli_exit_code(err->status);
+}
+
+int cli_usage_error(const char *sub, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "commsched %s: ", sub);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'commsched %s --help')\n", sub);
+    return EXIT_INPUT;
+}
+
+int cli_load(const char *path, unsigned flags, commsched_graph **out)
+{
+    commsched_error err = {0};
+    if (commsched_graph_load_file(path, flags, out, &err) != COMMSCHED_OK)
+        return cli_report(strcmp(path, "-") == 0 ? "<stdin>" : path, &err);
+    return 0;
+}
+
+int cli_out_open(cli_out *o, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    if (!path || strcmp(path, "-") == 0) {
+        o->f = stdout;
+        return 0;
+    }
+    size_t len = strlen(path);
+    o->path = strdup(path);
+    o->tmp = malloc(len + 16);
+    if (!o->path || !o->tmp) {
+        cli_out_abort(o);
+        fprintf(stderr, "commsched: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    /* Same directory as the target, so rename() never crosses devices. */
+    snprintf(o->tmp, len + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        fprintf(stderr, "commsched: cannot create %s: %s\n", path,
+                strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        cli_out_abort(o);
+        return EXIT_INPUT;
+    }
+    o->f = fdopen(fd, "w");
+    if (!o->f) {
+        close(fd);
+        cli_out_abort(o);
+        fprintf(stderr, "commsched: cannot write %s\n", path);
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+int cli_out_commit(cli_out *o)
+{
+    if (o->f == stdout) {
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "commsched: cannot write to standard output\n");
+            return EXIT_RUNTIME;
+        }
+        return 0;
+    }
+    int bad = fflush(o->f) != 0 || ferror(o->f);
+    bad |= fclose(o->f) != 0;
+    o->f = NULL;
+    if (bad || rename(o->tmp, o->path) != 0) {
+        fprintf(stderr, "commsched: cannot write %s: %s\n", o->path,
+                strerror(errno));
+        cli_out_abort(o);
+        return EXIT_RUNTIME;
+    }
+    free(o->tmp);
+    free(o->path);
+    o->tmp = o->path = NULL;
+    return 0;
+}
+
+void cli_out_abort(cli_out *o)
+{
+    if (o->f && o->f != stdout)
+        fclose(o->f);
+    if (o->tmp)
+        unlink(o->tmp);
+    free(o->tmp);
+    free(o->path);
+    memset(o, 0, sizeof *o);
+}
+
+const char *cli_bytes(double bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    double v = bytes;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%.0f B", v);
+    else
+        snprintf(buf, size, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+const char *cli_time_ns(double ns, char *buf, size_t size)
+{
+    if (ns >= 1e9)
+        snprintf(buf, size, "%.3f s", ns / 1e9);
+    else if (ns >= 1e6)
+        snprintf(buf, size, "%.3f ms", ns / 1e6);
+    else if (ns >= 1e3)
+        snprintf(buf, size, "%.1f us", ns / 1e3);
+    else
+        snprintf(buf, size, "%.0f ns", ns);
+    return buf;
+}

@@ -1,0 +1,229 @@
+/* commsched generate chain — synthetic FSDP-like graphs of any size, built
+ * through the public builder API (so it is also the builder's largest
+ * user). Deterministic: the same options give the same bytes.
+ *
+ * Per layer L, forward:  all_gather of w<L>_shard -> wait -> mm
+ * and backward (layers in reverse): all_gather again -> wait -> dx, dw
+ * -> reduce_scatter of dw -> wait, whose sharded result is a graph output.
+ * Nine nodes a layer plus the loss. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: commsched generate chain [options]\n"
+            "\n"
+            "Writes an FSDP-like chain of layers (9 nodes a layer + 1).\n"
+            "\n"
+            "  --layers N     layers (default 4)\n"
+            "  --nodes N      pick the layer count for about N nodes instead\n"
+            "  --world N      data-parallel group size (default 8)\n"
+            "  --hidden N     hidden size (default 4096)\n"
+            "  --tokens N     tokens per micro-batch (default 4096)\n"
+            "  -o, --output OUT  write here (default: standard output)\n");
+}
+
+typedef struct gen {
+    commsched_builder *b;
+    commsched_error err;
+    int64_t world, hidden, tokens;
+    char n[6][96]; /* scratch names */
+} gen;
+
+#define NAME(g, i, ...) (snprintf((g)->n[i], sizeof (g)->n[i], __VA_ARGS__), (g)->n[i])
+
+static commsched_status add_collective(gen *g, const char *name,
+                                       const char *op, const char *in,
+                                       const char *out, int64_t size)
+{
+    const char *inputs[] = {in};
+    commsched_output_spec outs[] = {{out, size, NULL}};
+    commsched_node_spec s = {0};
+    s.name = name;
+    s.kind = COMMSCHED_NODE_COLLECTIVE;
+    s.op = op;
+    s.group = "dp";
+    s.dtype = COMMSCHED_DTYPE_BFLOAT16;
+    if (strcmp(op, "reduce_scatter") == 0)
+        s.reduce_op = COMMSCHED_REDUCE_SUM;
+    s.inputs = inputs;
+    s.n_inputs = 1;
+    s.outputs = outs;
+    s.n_outputs = 1;
+    s.runtime_ns = s.flops = s.bytes = -1;
+    return commsched_builder_add_node(g->b, &s, &g->err);
+}
+
+static commsched_status add_wait(gen *g, const char *name, const char *in,
+                                 const char *alias)
+{
+    const char *inputs[] = {in};
+    commsched_output_spec outs[] = {{alias, 0, in}};
+    commsched_node_spec s = {0};
+    s.name = name;
+    s.kind = COMMSCHED_NODE_WAIT;
+    s.op = "wait_tensor";
+    s.inputs = inputs;
+    s.n_inputs = 1;
+    s.outputs = outs;
+    s.n_outputs = 1;
+    s.runtime_ns = s.flops = s.bytes = -1;
+    return commsched_builder_add_node(g->b, &s, &g->err);
+}
+
+/* A matmul-shaped compute node reading two buffers. */
+static commsched_status add_mm(gen *g, const char *name, const char *a,
+                               const char *bname, const char *out,
+                               int64_t size)
+{
+    const char *inputs[] = {a, bname};
+    commsched_output_spec outs[] = {{out, size, NULL}};
+    commsched_node_spec s = {0};
+    s.name = name;
+    s.kind = COMMSCHED_NODE_COMPUTE;
+    s.op = "mm";
+    s.gemm_like = 1;
+    s.inputs = inputs;
+    s.n_inputs = 2;
+    s.outputs = outs;
+    s.n_outputs = 1;
+    s.runtime_ns = -1;
+    s.flops = 2.0 * (double)g->tokens * (double)g->hidden * (double)g->hidden;
+    s.bytes = 2.0 * (double)(2 * g->tokens * g->hidden + g->hidden * g->hidden);
+    return commsched_builder_add_node(g->b, &s, &g->err);
+}
+
+static commsched_status build_chain(gen *g, long layers)
+{
+    int64_t weight = 2 * g->hidden * g->hidden; /* bf16 */
+    int64_t shard = weight / g->world;
+    int64_t act = 2 * g->tokens * g->hidden;
+    commsched_status st = commsched_builder_add_group(g->b, "dp", g->world, 1,
+                                                      &g->err);
+    if (st == COMMSCHED_OK)
+        st = commsched_builder_add_input(g->b, "act0", act, 1, &g->err);
+    for (long l = 1; st == COMMSCHED_OK && l <= layers; l++)
+        st = commsched_builder_add_input(g->b, NAME(g, 0, "w%ld_shard", l),
+                                         shard, 0, &g->err);
+    for (long l = 1; st == COMMSCHED_OK && l <= layers; l++) {
+        (void)((st = add_collective(g, NAME(g, 0, "fwd_ag%ld", l), "all_gather",
+                                    NAME(g, 1, "w%ld_shard", l),
+                                    NAME(g, 2, "fwd_ag%ld_out", l), weight)) ||
+               (st = add_wait(g, NAME(g, 0, "fwd_ag%ld_wait", l), g->n[2],
+                              NAME(g, 3, "w%ld_f", l))) ||
+               (st = add_mm(g, NAME(g, 0, "fwd_mm%ld", l),
+                            NAME(g, 4, "act%ld", l - 1), g->n[3],
+                            NAME(g, 5, "act%ld", l), act)));
+    }
+    if (st == COMMSCHED_OK) {
+        const char *inputs[] = {NAME(g, 0, "act%ld", layers)};
+        commsched_output_spec outs[] = {{NAME(g, 1, "grad%ld", layers), act,
+                                         NULL}};
+        commsched_node_spec s = {0};
+        s.name = "loss";
+        s.kind = COMMSCHED_NODE_COMPUTE;
+        s.op = "loss";
+        s.inputs = inputs;
+        s.n_inputs = 1;
+        s.outputs = outs;
+        s.n_outputs = 1;
+        s.runtime_ns = s.flops = -1;
+        s.bytes = 2.0 * (double)act;
+        st = commsched_builder_add_node(g->b, &s, &g->err);
+    }
+    for (long l = layers; st == COMMSCHED_OK && l >= 1; l--) {
+        (void)((st = add_collective(g, NAME(g, 0, "bwd_ag%ld", l), "all_gather",
+                                    NAME(g, 1, "w%ld_shard", l),
+                                    NAME(g, 2, "bwd_ag%ld_out", l), weight)) ||
+               (st = add_wait(g, NAME(g, 0, "bwd_ag%ld_wait", l), g->n[2],
+                              NAME(g, 3, "w%ld_b", l))) ||
+               (st = add_mm(g, NAME(g, 0, "bwd_dx%ld", l),
+                            NAME(g, 4, "grad%ld", l), g->n[3],
+                            NAME(g, 5, "grad%ld", l - 1), act)) ||
+               (st = add_mm(g, NAME(g, 0, "bwd_dw%ld", l), g->n[4],
+                            NAME(g, 1, "act%ld", l - 1),
+                            NAME(g, 2, "gw%ld", l), weight)) ||
+               (st = add_collective(g, NAME(g, 0, "rs%ld", l),
+                                    "reduce_scatter", g->n[2],
+                                    NAME(g, 3, "rs%ld_out", l), shard)) ||
+               (st = add_wait(g, NAME(g, 0, "rs%ld_wait", l), g->n[3],
+                              NAME(g, 4, "g%ld_shard", l))) ||
+               (st = commsched_builder_add_output(g->b, g->n[4], &g->err)));
+    }
+    return st;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"layers", required_argument, 0, 'l'},
+        {"nodes", required_argument, 0, 'n'},
+        {"world", required_argument, 0, 'w'},
+        {"hidden", required_argument, 0, 'H'},
+        {"tokens", required_argument, 0, 'T'},
+        {"output", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    long layers = 4, nodes = 0, world = 8, hidden = 4096, tokens = 4096;
+    const char *out_path = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        char *end = NULL;
+        long v = 0;
+        if (optarg) {
+            v = strtol(optarg, &end, 10);
+            if (c != 'o' && (*end != '\0' || v < 1))
+                return cli_usage_error("generate",
+                                       "expected a positive integer, got \"%s\"",
+                                       optarg);
+        }
+        switch (c) {
+        case 'l': layers = v; break;
+        case 'n': nodes = v; break;
+        case 'w': world = v; break;
+        case 'H': hidden = v; break;
+        case 'T': tokens = v; break;
+        case 'o': out_path = optarg; break;
+        case 'h': usage(stdout); return EXIT_OK;
+        default: return cli_usage_error("generate", "bad option");
+        }
+    }
+    if (optind != argc - 1 || strcmp(argv[optind], "chain") != 0)
+        return cli_usage_error("generate", "expected the shape 'chain'");
+    if (nodes)
+        layers = nodes > 10 ? (nodes - 1) / 9 : 1;
+
+    gen g;
+    memset(&g, 0, sizeof g);
+    g.world = world;
+    g.hidden = hidden;
+    g.tokens = tokens;
+    char name[64];
+    snprintf(name, sizeof name, "chain-%ld-layers", layers);
+    commsched_graph *graph = NULL;
+    cli_out out;
+    int rc;
+    if (commsched_builder_create(name, &g.b, &g.err) != COMMSCHED_OK ||
+        build_chain(&g, layers) != COMMSCHED_OK) {
+        commsched_builder_destroy(g.b);
+        return cli_report("generate", &g.err);
+    }
+    if (commsched_builder_finish(g.b, 0, &graph, &g.err) != COMMSCHED_OK)
+        return cli_report("generate", &g.err);
+    if ((rc = cli_out_open(&out, out_path)) == 0) {
+        if (commsched_graph_save_stream(graph, NULL, NULL, out.f, &g.err) !=
+            COMMSCHED_OK) {
+            cli_out_abort(&out);
+            rc = cli_report(out_path, &g.err);
+        } else {
+            rc = cli_out_commit(&out);
+        }
+    }
+    commsched_graph_destroy(graph);
+    return rc;
+}

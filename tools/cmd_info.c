@@ -1,0 +1,148 @@
+/* commsched info FILE — what is in a graph, in one screen. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "commsched/analysis.h"
+#include "commsched/memory.h"
+#include "graph_internal.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: commsched info [--toposort] FILE\n"
+               "\n"
+               "Prints node counts by kind, collectives by op and group with the\n"
+               "bytes they move, buffer totals, peak memory (DESIGN.md section 3)\n"
+               "and the node where it happens, and the critical path in nodes.\n");
+}
+
+/* Bytes a collective moves: the larger of what it reads and writes. */
+static double collective_bytes(const commsched_graph *g, uint32_t i)
+{
+    double in = 0, out = 0;
+    for (uint32_t k = g->reads.off[i]; k < g->reads.off[i + 1]; k++)
+        in += (double)g->buffers[g->buffers[g->reads.idx[k]].root].size;
+    const cs_node *n = &g->nodes[i];
+    for (uint32_t k = 0; k < n->n_out; k++)
+        out += (double)g->buffers[g->buffers[n->out_first + k].root].size;
+    return in > out ? in : out;
+}
+
+static int print_info(const commsched_graph *g)
+{
+    char b1[32], b2[32];
+    uint32_t kinds[3] = {0};
+    uint32_t ng = g->n_groups;
+    uint32_t *count = calloc((size_t)ng * COMMSCHED_COLL_OP_COUNT + 1,
+                             sizeof *count);
+    double *bytes = calloc((size_t)ng * COMMSCHED_COLL_OP_COUNT + 1,
+                           sizeof *bytes);
+    double total = 0;
+    if (!count || !bytes) {
+        free(count);
+        free(bytes);
+        fprintf(stderr, "commsched: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const cs_node *n = &g->nodes[i];
+        kinds[n->kind]++;
+        if (n->kind == COMMSCHED_NODE_COLLECTIVE) {
+            size_t slot = (size_t)n->group * COMMSCHED_COLL_OP_COUNT + n->coll_op;
+            double b = collective_bytes(g, i);
+            count[slot]++;
+            bytes[slot] += b;
+            total += b;
+        }
+    }
+    printf("graph:        %s\n", g->name ? g->name : "(unnamed)");
+    printf("nodes:        %u (compute %u, collective %u, wait %u)\n",
+           g->n_nodes, kinds[0], kinds[1], kinds[2]);
+    printf("buffers:      %u (%u graph inputs, %u graph outputs)\n",
+           g->n_buffers, g->n_inputs, g->n_outputs);
+    printf("groups:       %u\n", ng);
+    if (kinds[1]) {
+        printf("collectives:  %-16s %-12s %8s %14s\n", "op", "group", "count",
+               "bytes");
+        for (uint32_t gi = 0; gi < ng; gi++)
+            for (unsigned op = 0; op < COMMSCHED_COLL_OP_COUNT; op++) {
+                size_t slot = (size_t)gi * COMMSCHED_COLL_OP_COUNT + op;
+                if (!count[slot])
+                    continue;
+                printf("              %-16s %-12s %8u %14s\n",
+                       commsched_coll_op_str((commsched_coll_op)op),
+                       g->groups[gi].name, count[slot],
+                       cli_bytes(bytes[slot], b1, sizeof b1));
+            }
+        printf("bytes moved:  %s\n", cli_bytes(total, b1, sizeof b1));
+    }
+    free(count);
+    free(bytes);
+
+    commsched_error err = {0};
+    commsched_schedule *s = NULL;
+    commsched_memory *m = NULL;
+    double *unit = NULL;
+    uint32_t *path = NULL, path_len = 0;
+    double length = 0;
+    int rc = EXIT_OK;
+    if (commsched_schedule_create(g, NULL, &s, &err) != COMMSCHED_OK ||
+        commsched_memory_create(s, &m, &err) != COMMSCHED_OK) {
+        rc = cli_report(NULL, &err);
+        goto cleanup;
+    }
+    uint32_t at = COMMSCHED_NONE;
+    int64_t peak = commsched_memory_peak(m, s, &at);
+    printf("memory:       baseline %s, peak %s",
+           cli_bytes((double)commsched_memory_baseline(m), b1, sizeof b1),
+           cli_bytes((double)peak, b2, sizeof b2));
+    if (at != COMMSCHED_NONE)
+        printf(" after \"%s\" allocates (position %u)", g->nodes[at].name, at);
+    printf("\n");
+    unit = malloc((size_t)g->n_nodes * sizeof *unit);
+    if (!unit) {
+        fprintf(stderr, "commsched: out of memory\n");
+        rc = EXIT_RUNTIME;
+        goto cleanup;
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        unit[i] = 1.0;
+    if (commsched_graph_longest_path(g, COMMSCHED_EDGES_REAL, unit, &length,
+                                     &path, &path_len, &err) != COMMSCHED_OK) {
+        rc = cli_report(NULL, &err);
+        goto cleanup;
+    }
+    printf("critical path: %.0f nodes (\"%s\" ... \"%s\")\n", length,
+           g->nodes[path[0]].name, g->nodes[path[path_len - 1]].name);
+cleanup:
+    commsched_free(path);
+    free(unit);
+    commsched_memory_destroy(m);
+    commsched_schedule_destroy(s);
+    return rc;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option opts[] = {{"toposort", no_argument, 0, 't'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    unsigned flags = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': flags |= COMMSCHED_FINISH_TOPOSORT; break;
+        case 'h': usage(stdout); return EXIT_OK;
+        default: return cli_usage_error("info", "bad option");
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("info", "expected exactly one FILE");
+    commsched_graph *g = NULL;
+    int rc = cli_load(argv[optind], flags, &g);
+    if (rc == 0)
+        rc = print_info(g);
+    commsched_graph_destroy(g);
+    return rc;
+}

@@ -1,0 +1,54 @@
+/* commsched — the command-line tool: a table of subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commsched/config.h"
+
+static const cli_command commands[] = {
+    {"validate", cmd_validate, "check a graph file; silent when it is valid"},
+    {"info", cmd_info, "summarize a graph: counts, bytes, peak memory, critical path"},
+    {"optimize", cmd_optimize, "run scheduling passes and write the new order"},
+    {"generate", cmd_generate, "write a synthetic graph of any size"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: commsched <command> [options] [FILE]\n"
+            "\n"
+            "Orders a training step's compute, collective and wait nodes so\n"
+            "communication hides behind compute without raising peak memory.\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "\n"
+            "FILE is a graph in commsched format v1 (docs/FORMAT.md); '-' is\n"
+            "standard input. 'commsched <command> --help' describes a command.\n"
+            "Exit status: 0 success, 1 runtime failure, 2 bad input.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_INPUT;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("commsched %s\n", COMMSCHED_VERSION_STRING);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "commsched: unknown command \"%s\"\n\n", argv[1]);
+    usage(stderr);
+    return EXIT_INPUT;
+}

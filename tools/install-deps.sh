@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian packages commsched needs, only if any is missing.
+# Runs `apt-get update` once before installing. Used by `make run`, `make
+# test` and `make bench`; safe to run again (it does nothing then).
+set -eu
+PKGS="build-essential cmake pkg-config libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin"
+missing=""
+for p in $PKGS; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+echo "commsched: installing missing packages:$missing" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "commsched: need root (or sudo) to install:$missing" >&2; exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing
