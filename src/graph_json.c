@@ -10,6 +10,7 @@
  * diff well. */
 #include "graph_internal.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -63,6 +64,15 @@ static commsched_status check_keys(const json_t *obj, const char *path,
     return COMMSCHED_OK;
 }
 
+/* "<path>.<key>" (or "<key>" at the top level). Only called on the error
+ * path: formatting every field's path eagerly dominated loading time. */
+static const char *join(char *buf, size_t size, const char *path,
+                        const char *key)
+{
+    snprintf(buf, size, "%s%s%s", path, path[0] ? "." : "", key);
+    return buf;
+}
+
 /* Field getters: absent fields leave the default and succeed unless
  * required. Each reports "<path>.<key>: expected ..." on a wrong type. */
 static commsched_status get_string(const json_t *obj, const char *path,
@@ -70,19 +80,18 @@ static commsched_status get_string(const json_t *obj, const char *path,
                                    const char **out, commsched_error *err)
 {
     char p[COMMSCHED_ERROR_PATH_LENGTH];
-    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
     json_t *v = json_object_get(obj, key);
     if (!v) {
         if (required)
-            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
                                        "missing required field");
         return COMMSCHED_OK;
     }
     if (!json_is_string(v))
-        return type_error(err, p, "a string", v);
+        return type_error(err, join(p, sizeof p, path, key), "a string", v);
     if (json_string_length(v) == 0 || strlen(json_string_value(v)) !=
                                           json_string_length(v))
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
                                    "expected a non-empty string without NUL");
     *out = json_string_value(v);
     return COMMSCHED_OK;
@@ -93,22 +102,21 @@ static commsched_status get_size(const json_t *obj, const char *path,
                                  commsched_error *err)
 {
     char p[COMMSCHED_ERROR_PATH_LENGTH];
-    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
     json_t *v = json_object_get(obj, key);
     if (!v) {
         if (required)
-            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
                                        "missing required field");
         return COMMSCHED_OK;
     }
     if (json_is_real(v))
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
                                    "expected a non-negative integer, got %g",
                                    json_real_value(v));
     if (!json_is_integer(v))
-        return type_error(err, p, "a non-negative integer", v);
+        return type_error(err, join(p, sizeof p, path, key), "a non-negative integer", v);
     if (json_integer_value(v) < 0)
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
                                    "expected a non-negative integer, got %lld",
                                    (long long)json_integer_value(v));
     *out = (int64_t)json_integer_value(v);
@@ -120,15 +128,14 @@ static commsched_status get_number(const json_t *obj, const char *path,
                                    commsched_error *err)
 {
     char p[COMMSCHED_ERROR_PATH_LENGTH];
-    snprintf(p, sizeof p, "%s.%s", path, key);
     json_t *v = json_object_get(obj, key);
     if (!v)
         return COMMSCHED_OK;
     if (!json_is_number(v))
-        return type_error(err, p, "a non-negative number", v);
+        return type_error(err, join(p, sizeof p, path, key), "a non-negative number", v);
     double d = json_number_value(v);
     if (!(d >= 0) || isinf(d))
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
                                    "expected a non-negative number, got %g", d);
     *out = d;
     return COMMSCHED_OK;
@@ -139,12 +146,11 @@ static commsched_status get_bool(const json_t *obj, const char *path,
                                  commsched_error *err)
 {
     char p[COMMSCHED_ERROR_PATH_LENGTH];
-    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
     json_t *v = json_object_get(obj, key);
     if (!v)
         return COMMSCHED_OK;
     if (!json_is_boolean(v))
-        return type_error(err, p, "a boolean", v);
+        return type_error(err, join(p, sizeof p, path, key), "a boolean", v);
     *out = json_is_true(v) ? 1 : 0;
     return COMMSCHED_OK;
 }
@@ -154,17 +160,16 @@ static commsched_status get_array(const json_t *obj, const char *path,
                                   const json_t **out, commsched_error *err)
 {
     char p[COMMSCHED_ERROR_PATH_LENGTH];
-    snprintf(p, sizeof p, "%s%s%s", path, path[0] ? "." : "", key);
     json_t *v = json_object_get(obj, key);
     *out = NULL;
     if (!v) {
         if (required)
-            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+            return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
                                        "missing required field");
         return COMMSCHED_OK;
     }
     if (!json_is_array(v))
-        return type_error(err, p, "an array", v);
+        return type_error(err, join(p, sizeof p, path, key), "an array", v);
     *out = v;
     return COMMSCHED_OK;
 }
@@ -519,15 +524,53 @@ static commsched_status syntax_error(const json_error_t *je,
     return st;
 }
 
+/* Reads a whole stream: jansson's stream loader pulls one character at a
+ * time with getc, several times slower than parsing from memory. */
+static char *read_all(FILE *f, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            return NULL;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
 commsched_status commsched_graph_load_file(const char *path, unsigned flags,
                                            commsched_graph **out,
                                            commsched_error *err)
 {
     json_error_t je;
     *out = NULL;
-    json_t *root = strcmp(path, "-") == 0
-                       ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &je)
-                       : json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f)
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "cannot open: %s", strerror(errno));
+    size_t len = 0;
+    char *text = read_all(f, &len);
+    int read_failed = !text;
+    if (!is_stdin)
+        fclose(f);
+    if (read_failed)
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "cannot read the file");
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
     if (!root)
         return syntax_error(&je, err);
     commsched_status st = from_json(root, flags, out, err);

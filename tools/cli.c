@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_exit_code(commsched_status st)
@@ -77,6 +78,16 @@ int cli_out_open(cli_out *o, const char *path)
         o->tmp = NULL;
         cli_out_abort(o);
         return EXIT_INPUT;
+    }
+    /* mkstemp creates 0600; give the file the mode a plain fopen would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        fprintf(stderr, "commsched: cannot set the mode of %s: %s\n", path,
+                strerror(errno));
+        close(fd);
+        cli_out_abort(o);
+        return EXIT_RUNTIME;
     }
     o->f = fdopen(fd, "w");
     if (!o->f) {
