@@ -5,7 +5,9 @@
  * Layout: flat arrays indexed by uint32 and compressed adjacency (CSR) so a
  * million-node graph costs a few hundred bytes per node and every walk is a
  * linear scan. Node indices follow the validated topological order, so
- * "dependency index < node index" holds for every edge, fake edges included.
+ * "dependency index < node index" holds for every data and control edge,
+ * and for the fake edges the graph was loaded with; fake edges added later
+ * by decide_global_ordering_of_comms follow the schedule instead.
  */
 #ifndef COMMSCHED_GRAPH_INTERNAL_H
 #define COMMSCHED_GRAPH_INTERNAL_H

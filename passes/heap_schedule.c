@@ -1,0 +1,290 @@
+/* commsched — raise_comms, sink_waits, reorder_compute_for_overlap: the
+ * seed's heap list scheduler _schedule_for_comm.
+ *
+ * Every ready node is ranked by (score0, score1, score2), smallest first:
+ *   score0  raise_comms: a collective's own index among the collectives in
+ *           the current order; any other node the smallest such index among
+ *           the collectives it reaches over any edge (fake included);
+ *           otherwise "infinity";
+ *   score1  sink_waits: 1 for a wait, else 0;
+ *   score2  the node's position in the current order.
+ * Readiness counts every dependency, fake ones included.
+ *
+ * score0 comes from one reverse sweep over the graph's node order (always a
+ * topological order of data, control and fake edges), never from
+ * per-collective ancestor walks. With reorder_for_overlap, popping a
+ * collective schedules it and then the best ready compute nodes (neither
+ * collective nor wait) while its cost is not used up. Two heaps — compute
+ * nodes and the rest — make "the best ready compute node" O(log n) instead
+ * of the seed's scan of the ready list; the popped order is the same. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes_internal.h"
+
+typedef struct key {
+    uint64_t s0;
+    uint32_t s1, s2;
+} key;
+
+typedef struct heap {
+    uint32_t *v;
+    size_t n;
+    const key *keys;
+} heap;
+
+static int less(const key *keys, uint32_t a, uint32_t b)
+{
+    const key *x = &keys[a], *y = &keys[b];
+    if (x->s0 != y->s0)
+        return x->s0 < y->s0;
+    if (x->s1 != y->s1)
+        return x->s1 < y->s1;
+    return x->s2 < y->s2;
+}
+
+static void heap_push(heap *h, uint32_t v)
+{
+    size_t i = h->n++;
+    h->v[i] = v;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!less(h->keys, h->v[i], h->v[p]))
+            break;
+        uint32_t t = h->v[i];
+        h->v[i] = h->v[p];
+        h->v[p] = t;
+        i = p;
+    }
+}
+
+static uint32_t heap_pop(heap *h)
+{
+    uint32_t top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && less(h->keys, h->v[l], h->v[m]))
+            m = l;
+        if (r < h->n && less(h->keys, h->v[r], h->v[m]))
+            m = r;
+        if (m == i)
+            break;
+        uint32_t t = h->v[i];
+        h->v[i] = h->v[m];
+        h->v[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+typedef struct sched_state {
+    const commsched_graph *g;
+    key *keys;
+    uint32_t *unmet;   /* dependencies not yet scheduled (distinct) */
+    uint32_t *stamp;   /* scratch for de-duplicating users */
+    heap compute, other;
+    uint32_t *order;
+    uint32_t n_order;
+} sched_state;
+
+static int is_compute(const commsched_graph *g, uint32_t v)
+{
+    return !cs_is_collective(g, v) && !cs_is_wait(g, v);
+}
+
+static void make_ready(sched_state *st, uint32_t v)
+{
+    heap_push(is_compute(st->g, v) ? &st->compute : &st->other, v);
+}
+
+/* Appends v to the order and releases the nodes waiting only on it. A user
+ * reached over both a real and a fake edge is released once. */
+static void schedule_node(sched_state *st, uint32_t v)
+{
+    const commsched_graph *g = st->g;
+    st->order[st->n_order++] = v;
+    const cs_csr *rows[2] = {&g->users, &g->fake_users};
+    for (int r = 0; r < 2; r++)
+        for (uint32_t k = rows[r]->off[v]; k < rows[r]->off[v + 1]; k++) {
+            uint32_t u = rows[r]->idx[k];
+            if (st->stamp[u] == v + 1)
+                continue;
+            st->stamp[u] = v + 1;
+            if (--st->unmet[u] == 0)
+                make_ready(st, u);
+        }
+}
+
+/* Distinct dependencies of v over real and fake edges. */
+static uint32_t count_deps(const commsched_graph *g, uint32_t v,
+                           uint32_t *stamp)
+{
+    uint32_t n = CS_ROW_LEN(g->deps, v);
+    for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)
+        stamp[g->deps.idx[k]] = v + 1;
+    for (uint32_t k = g->after_fake.off[v]; k < g->after_fake.off[v + 1];
+         k++) {
+        uint32_t d = g->after_fake.idx[k];
+        if (stamp[d] != v + 1) {
+            stamp[d] = v + 1;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Kahn's algorithm over data, control and fake edges. The graph's node
+ * indices are topological for the edges it was loaded with, but
+ * decide_global_ordering_of_comms adds fake edges in schedule order. Done
+ * here rather than through igraph because passes may run in parallel
+ * threads (tune) and the Debian igraph is not thread-safe. unmet and stamp
+ * are scratch of n entries; stamp must be all zero and is left so.
+ * Returns how many nodes it ordered (fewer than n only on a cycle). */
+static uint32_t topo_order(const commsched_graph *g, uint32_t *order,
+                           uint32_t *unmet, uint32_t *stamp)
+{
+    uint32_t n = g->n_nodes, head = 0, tail = 0;
+    for (uint32_t v = 0; v < n; v++) {
+        unmet[v] = count_deps(g, v, stamp);
+        if (unmet[v] == 0)
+            order[tail++] = v;
+    }
+    memset(stamp, 0, (size_t)n * sizeof *stamp);
+    while (head < tail) {
+        uint32_t v = order[head++];
+        const cs_csr *rows[2] = {&g->users, &g->fake_users};
+        for (int r = 0; r < 2; r++)
+            for (uint32_t k = rows[r]->off[v]; k < rows[r]->off[v + 1]; k++) {
+                uint32_t u = rows[r]->idx[k];
+                if (stamp[u] == v + 1)
+                    continue;
+                stamp[u] = v + 1;
+                if (--unmet[u] == 0)
+                    order[tail++] = u;
+            }
+    }
+    memset(stamp, 0, (size_t)n * sizeof *stamp);
+    return tail;
+}
+
+static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
+                                          int sink_waits, int for_overlap)
+{
+    const commsched_graph *g = ctx->g;
+    uint32_t n = g->n_nodes;
+    sched_state st;
+    memset(&st, 0, sizeof st);
+    st.g = g;
+    st.keys = cs_malloc_array(n, sizeof *st.keys);
+    st.unmet = cs_malloc_array(n, sizeof *st.unmet);
+    st.stamp = cs_calloc(n, sizeof *st.stamp);
+    st.compute.v = cs_malloc_array(n, sizeof *st.compute.v);
+    st.other.v = cs_malloc_array(n, sizeof *st.other.v);
+    st.order = cs_malloc_array(n, sizeof *st.order);
+    uint64_t *reach = cs_malloc_array(n, sizeof *reach);
+    commsched_status rc = COMMSCHED_OK;
+    if (!st.keys || !st.unmet || !st.stamp || !st.compute.v || !st.other.v ||
+        !st.order || !reach) {
+        rc = commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
+                                 "out of memory");
+        goto cleanup;
+    }
+    st.compute.keys = st.other.keys = st.keys;
+
+    /* score1, score2 and each collective's index in the current order */
+    const uint64_t inf = UINT64_MAX;
+    uint32_t pos = 0, comm_idx = 0;
+    for (uint32_t v = commsched_schedule_first(ctx->s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(ctx->s, v), pos++) {
+        st.keys[v].s0 = inf;
+        st.keys[v].s1 = sink_waits && cs_is_wait(g, v) ? 1u : 0u;
+        st.keys[v].s2 = pos;
+        reach[v] = raise_comms && cs_is_collective(g, v) ? comm_idx++ : inf;
+    }
+    if (raise_comms) {
+        /* reach[v] = min(own index, reach of every successor): the smallest
+         * collective index at or below v, in one sweep over a reverse
+         * topological order of data, control and fake edges. */
+        uint32_t *topo = st.order; /* borrowed as scratch until scheduling */
+        uint32_t n_topo = topo_order(g, topo, st.unmet, st.stamp);
+        for (uint32_t i = n_topo; i-- > 0;) {
+            uint32_t v = topo[i];
+            uint64_t below = inf;
+            const cs_csr *rows[2] = {&g->users, &g->fake_users};
+            for (int r = 0; r < 2; r++)
+                for (uint32_t k = rows[r]->off[v]; k < rows[r]->off[v + 1];
+                     k++)
+                    if (reach[rows[r]->idx[k]] < below)
+                        below = reach[rows[r]->idx[k]];
+            /* A collective keeps its own index (the seed assigns it last). */
+            st.keys[v].s0 = cs_is_collective(g, v) ? reach[v] : below;
+            if (below < reach[v])
+                reach[v] = below;
+        }
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        st.unmet[v] = count_deps(g, v, st.stamp);
+    }
+    memset(st.stamp, 0, (size_t)n * sizeof *st.stamp);
+    /* The seed pushes the initially ready nodes in its list order; heap
+     * order does not depend on push order, only on the keys. */
+    for (uint32_t v = 0; v < n; v++)
+        if (st.unmet[v] == 0)
+            make_ready(&st, v);
+
+    while (st.compute.n + st.other.n > 0) {
+        uint32_t v;
+        if (st.other.n == 0 ||
+            (st.compute.n > 0 &&
+             less(st.keys, st.compute.v[0], st.other.v[0])))
+            v = heap_pop(&st.compute);
+        else
+            v = heap_pop(&st.other);
+        schedule_node(&st, v);
+        if (for_overlap && cs_is_collective(g, v)) {
+            double cost = ctx->runtime_ns[v];
+            while (cost > 0 && st.compute.n > 0) {
+                uint32_t c = heap_pop(&st.compute);
+                schedule_node(&st, c);
+                cost -= ctx->runtime_ns[c];
+            }
+        }
+    }
+    if (st.n_order != n) {
+        rc = commsched_error_set(ctx->err, COMMSCHED_EINTERNAL, NULL,
+                                 "heap scheduler placed %u of %u nodes",
+                                 st.n_order, n);
+        goto cleanup;
+    }
+    /* Relink the list in the new order: moving each node to the end in turn
+     * leaves them in exactly that order. */
+    for (uint32_t k = 0; k < n; k++)
+        commsched_schedule_move_run_before(ctx->s, st.order[k], st.order[k],
+                                           COMMSCHED_NONE);
+cleanup:
+    free(st.keys);
+    free(st.unmet);
+    free(st.stamp);
+    free(st.compute.v);
+    free(st.other.v);
+    free(st.order);
+    free(reach);
+    return rc;
+}
+
+commsched_status cs_pass_raise_comms(cs_pass_ctx *ctx)
+{
+    return schedule_for_comm(ctx, 1, 0, 0);
+}
+
+commsched_status cs_pass_sink_waits(cs_pass_ctx *ctx)
+{
+    return schedule_for_comm(ctx, 0, 1, 0);
+}
+
+commsched_status cs_pass_reorder_compute_for_overlap(cs_pass_ctx *ctx)
+{
+    return schedule_for_comm(ctx, 1, 1, 1);
+}

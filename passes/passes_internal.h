@@ -1,0 +1,129 @@
+/* commsched — what the pass files share: the context a pass runs in, the
+ * knobs, the per-node statistics it records, and the seed's helper walks
+ * (_coll_exposed_communication_time and _wait_exposed_communication_time).
+ *
+ * Mapping onto the seed's scheduler nodes (DESIGN.md §6):
+ *   contains_collective       kind == collective
+ *   contains_async_collective kind == collective && !is_sync
+ *   contains_wait             kind == wait
+ *   contains_gemm_like        gemm_like
+ *   "unmet_deps & outputs(B)" A has a non-fake dependency on B (g->deps)
+ */
+#ifndef COMMSCHED_PASSES_INTERNAL_H
+#define COMMSCHED_PASSES_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "commsched/memory.h"
+#include "commsched/passes.h"
+#include "graph_internal.h"
+
+struct commsched_knobs {
+    double reorder_iterative_peak_memory_budget;
+    int reorder_iterative_use_runtime_estimations;
+    double reorder_iterative_extra_comm_comp_overlap;
+    int reorder_iterative_unsafe_collectives_reorder;
+    int reorder_iterative_group_with_collectives;
+    long reorder_iterative_debug_limit_to_reorder; /* < 0: none */
+    double sink_iterative_peak_memory_budget;
+    int sink_iterative_use_runtime_estimations;
+    double sink_iterative_extra_comm_comp_overlap;
+    int sink_waits_iterative_unsafe_collectives_reorder;
+    int sink_waits_iterative_swap_with_collectives;
+    long sink_waits_iterative_debug_limit_to_sink; /* < 0: none */
+    double reorder_sink_runtime_estimations_comm_mult;
+    double reorder_sink_runtime_estimations_non_comm_mult;
+    int reorder_iterative_debug_memory_recompute;
+};
+
+/* A growable string for limiting factors and overlap info. */
+typedef struct cs_text {
+    char *s;
+    size_t len, cap;
+} cs_text;
+
+int cs_text_appendf(cs_text *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void cs_text_clear(cs_text *t);
+void cs_text_free(cs_text *t);
+/* A malloc'ed copy of s (C11 has no strdup); NULL on OOM. */
+char *cs_strdup(const char *s);
+/* Moves the text out as a malloc'ed string ("" when empty); NULL on OOM. */
+char *cs_text_take(cs_text *t);
+
+/* The statistics a pass records (public view: commsched_pass_stats). */
+typedef struct cs_pass_record {
+    commsched_pass_stats pub;
+    commsched_node_stats *rows;
+    size_t cap_rows;
+} cs_pass_record;
+
+/* Appends a row for `node` with the seed's initial values; returns it or
+ * NULL on OOM. Strings are owned by the record (freed with the run). */
+commsched_node_stats *cs_record_row(cs_pass_record *r, uint32_t node);
+/* Replaces one of a row's strings (takes ownership of s). */
+void cs_row_set(const char **field, char *s);
+
+typedef struct cs_pass_ctx {
+    commsched_graph *g;
+    commsched_schedule *s;
+    const double *runtime_ns;    /* estimate_op_runtime per node */
+    const commsched_knobs *k;
+    int verify;                  /* full recompute after every move */
+    cs_pass_record *rec;
+    commsched_error *err;
+} cs_pass_ctx;
+
+typedef commsched_status (*cs_pass_fn)(cs_pass_ctx *ctx);
+
+/* ---- node predicates ------------------------------------------------------- */
+
+static inline int cs_is_collective(const commsched_graph *g, uint32_t v)
+{
+    return g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
+}
+static inline int cs_is_async(const commsched_graph *g, uint32_t v)
+{
+    return cs_is_async_collective(&g->nodes[v]);
+}
+static inline int cs_is_wait(const commsched_graph *g, uint32_t v)
+{
+    return g->nodes[v].kind == COMMSCHED_NODE_WAIT;
+}
+
+/* 1 when a has a non-fake dependency on b (binary search: rows sorted). */
+int cs_depends_on(const commsched_graph *g, uint32_t a, uint32_t b);
+
+/* Per-node runtimes as the iterative passes use them: estimate x the comm
+ * or non-comm multiplier. Caller frees. */
+double *cs_iterative_runtimes(const cs_pass_ctx *ctx);
+
+/* _coll_exposed_communication_time: walk forward from coll summing the
+ * runtimes of the nodes after it until a node that depends on it or a sync
+ * collective. info (may be NULL) receives the seed's overlap_info text. */
+void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
+                     const double *rt, uint32_t coll, double *comm,
+                     double *comp, cs_text *info);
+
+/* _wait_exposed_communication_time: walk backward from wait to the
+ * collective it depends on. */
+void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
+                     const double *rt, uint32_t wait, double *comm,
+                     double *comp, cs_text *info);
+
+/* The pass functions. */
+commsched_status cs_pass_raise_comms(cs_pass_ctx *ctx);
+commsched_status cs_pass_sink_waits(cs_pass_ctx *ctx);
+commsched_status cs_pass_reorder_compute_for_overlap(cs_pass_ctx *ctx);
+commsched_status cs_pass_reorder_preserving_peak_memory(cs_pass_ctx *ctx);
+commsched_status cs_pass_sink_waits_iterative(cs_pass_ctx *ctx);
+commsched_status cs_pass_decide_global_ordering(cs_pass_ctx *ctx);
+
+/* Replaces g's fake edges (after_fake) and the derived fake_users; takes
+ * ownership of `after_fake` on success. Returns 0 or -1 on OOM. */
+int cs_graph_set_fake_edges(commsched_graph *g, cs_csr *after_fake);
+
+#endif /* COMMSCHED_PASSES_INTERNAL_H */

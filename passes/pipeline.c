@@ -1,0 +1,424 @@
+/* commsched — the pass table, the knob table and the pipeline runner.
+ *
+ * Passes and knobs are data: adding a pass is one row in `passes`, adding a
+ * knob one row in `knobs` (name, type, offset, default, meaning). The
+ * runner parses the whole list first (an unknown name fails before
+ * anything runs), then runs each pass with a fresh statistics record, times
+ * it, and checks the invariant after it (debug builds, or when asked): the
+ * order is a permutation respecting every data and control edge. */
+#include <assert.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "passes_internal.h"
+
+/* ---- passes -------------------------------------------------------------- */
+
+typedef struct pass {
+    const char *name;
+    cs_pass_fn run;
+    commsched_stats_kind stats;
+    const char *description;
+} pass;
+
+static const pass passes[] = {
+    {"decide_global_ordering_of_comms", cs_pass_decide_global_ordering,
+     COMMSCHED_STATS_NONE,
+     "fake edges chain consecutive collectives so every rank issues them in "
+     "one order"},
+    {"raise_comms", cs_pass_raise_comms, COMMSCHED_STATS_NONE,
+     "heap list scheduler: issue collectives as early as dependencies allow"},
+    {"sink_waits", cs_pass_sink_waits, COMMSCHED_STATS_NONE,
+     "heap list scheduler: place waits as late as dependencies allow"},
+    {"reorder_compute_for_overlap", cs_pass_reorder_compute_for_overlap,
+     COMMSCHED_STATS_NONE,
+     "heap list scheduler: raise collectives, sink waits and fill each "
+     "collective's time with ready compute"},
+    {"reorder_communication_preserving_peak_memory",
+     cs_pass_reorder_preserving_peak_memory, COMMSCHED_STATS_REORDER,
+     "move each collective earlier, one swap at a time, while peak memory "
+     "stays within the budget"},
+    {"sink_waits_iterative", cs_pass_sink_waits_iterative,
+     COMMSCHED_STATS_SINK,
+     "move each wait later, one swap at a time, while peak memory stays "
+     "within the budget"},
+};
+#define N_PASSES (sizeof passes / sizeof passes[0])
+
+size_t commsched_pass_count(void) { return N_PASSES; }
+const char *commsched_pass_name(size_t i)
+{
+    return i < N_PASSES ? passes[i].name : NULL;
+}
+const char *commsched_pass_description(size_t i)
+{
+    return i < N_PASSES ? passes[i].description : NULL;
+}
+
+const char *commsched_default_pipeline(void)
+{
+    return "decide_global_ordering_of_comms,"
+           "reorder_communication_preserving_peak_memory,"
+           "sink_waits_iterative,"
+           "reorder_communication_preserving_peak_memory";
+}
+
+/* ---- knobs --------------------------------------------------------------- */
+
+typedef enum { K_BOOL, K_REAL, K_LIMIT } knob_type;
+
+typedef struct knob {
+    const char *name;
+    knob_type type;
+    size_t offset;
+    const char *def;
+    const char *description;
+} knob;
+
+#define KNOB(field, type, def, text)                                           \
+    {#field, type, offsetof(commsched_knobs, field), def, text}
+
+static const knob knobs[] = {
+    KNOB(reorder_iterative_peak_memory_budget, K_REAL, "0.2",
+         "RCPPM may raise peak memory by this fraction"),
+    KNOB(reorder_iterative_use_runtime_estimations, K_BOOL, "false",
+         "RCPPM consults runtime estimates (stop when unexposed, refuse "
+         "swaps that expose waits)"),
+    KNOB(reorder_iterative_extra_comm_comp_overlap, K_REAL, "0.5",
+         "RCPPM stops once overlap reaches (1 + x) x comm time"),
+    KNOB(reorder_iterative_unsafe_collectives_reorder, K_BOOL, "true",
+         "RCPPM may move a collective past another collective"),
+    KNOB(reorder_iterative_group_with_collectives, K_BOOL, "false",
+         "RCPPM may group an async collective it depends on"),
+    KNOB(reorder_iterative_debug_limit_to_reorder, K_LIMIT, "none",
+         "process at most this many collectives"),
+    KNOB(sink_iterative_peak_memory_budget, K_REAL, "0.2",
+         "sink_waits_iterative may raise peak memory by this fraction"),
+    KNOB(sink_iterative_use_runtime_estimations, K_BOOL, "false",
+         "sink_waits_iterative consults runtime estimates"),
+    KNOB(sink_iterative_extra_comm_comp_overlap, K_REAL, "0.5",
+         "sink_waits_iterative stops once overlap reaches (1 + x) x comm time"),
+    KNOB(sink_waits_iterative_unsafe_collectives_reorder, K_BOOL, "true",
+         "sink_waits_iterative may swap when group and candidate both hold "
+         "collectives"),
+    KNOB(sink_waits_iterative_swap_with_collectives, K_BOOL, "false",
+         "sink_waits_iterative may move a wait past an async collective"),
+    KNOB(sink_waits_iterative_debug_limit_to_sink, K_LIMIT, "none",
+         "process at most this many waits"),
+    KNOB(reorder_sink_runtime_estimations_comm_mult, K_REAL, "2.0",
+         "iterative passes multiply collective runtimes by this"),
+    KNOB(reorder_sink_runtime_estimations_non_comm_mult, K_REAL, "1.0",
+         "iterative passes multiply other runtimes by this"),
+    KNOB(reorder_iterative_debug_memory_recompute, K_BOOL, "false",
+         "recompute memory after every move and stop at the first "
+         "difference (as --verify-memory)"),
+};
+#define N_KNOBS (sizeof knobs / sizeof knobs[0])
+
+size_t commsched_knob_count(void) { return N_KNOBS; }
+const char *commsched_knob_name(size_t i)
+{
+    return i < N_KNOBS ? knobs[i].name : NULL;
+}
+const char *commsched_knob_default(size_t i)
+{
+    return i < N_KNOBS ? knobs[i].def : NULL;
+}
+const char *commsched_knob_description(size_t i)
+{
+    return i < N_KNOBS ? knobs[i].description : NULL;
+}
+
+static int parse_value(const knob *kn, const char *text, void *field)
+{
+    char *end = NULL;
+    switch (kn->type) {
+    case K_BOOL:
+        if (!strcmp(text, "true") || !strcmp(text, "1") ||
+            !strcmp(text, "True")) {
+            *(int *)field = 1;
+            return 0;
+        }
+        if (!strcmp(text, "false") || !strcmp(text, "0") ||
+            !strcmp(text, "False")) {
+            *(int *)field = 0;
+            return 0;
+        }
+        return -1;
+    case K_REAL: {
+        errno = 0;
+        double d = strtod(text, &end);
+        if (errno || end == text || *end || d != d)
+            return -1;
+        *(double *)field = d;
+        return 0;
+    }
+    case K_LIMIT: {
+        if (!strcmp(text, "none") || !strcmp(text, "None")) {
+            *(long *)field = -1;
+            return 0;
+        }
+        errno = 0;
+        long l = strtol(text, &end, 10);
+        if (errno || end == text || *end || l < 0)
+            return -1;
+        *(long *)field = l;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+commsched_status commsched_knobs_create(commsched_knobs **out,
+                                        commsched_error *err)
+{
+    commsched_knobs *k = cs_calloc(1, sizeof *k);
+    *out = NULL;
+    if (!k)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (size_t i = 0; i < N_KNOBS; i++) {
+        int rc = parse_value(&knobs[i], knobs[i].def,
+                             (char *)k + knobs[i].offset);
+        assert(rc == 0);
+        (void)rc;
+    }
+    *out = k;
+    return COMMSCHED_OK;
+}
+
+void commsched_knobs_destroy(commsched_knobs *k) { free(k); }
+
+commsched_status commsched_knobs_set(commsched_knobs *k, const char *key,
+                                     const char *value, commsched_error *err)
+{
+    for (size_t i = 0; i < N_KNOBS; i++) {
+        if (strcmp(knobs[i].name, key) != 0)
+            continue;
+        if (parse_value(&knobs[i], value, (char *)k + knobs[i].offset) != 0)
+            return commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL, "--set %s: bad value \"%s\" (%s)",
+                key, value,
+                knobs[i].type == K_BOOL   ? "expected true or false"
+                : knobs[i].type == K_REAL ? "expected a number"
+                                          : "expected a count or none");
+        return COMMSCHED_OK;
+    }
+    return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                               "--set: unknown knob \"%s\" (see "
+                               "--list-passes)",
+                               key);
+}
+
+/* ---- runs ------------------------------------------------------------------ */
+
+struct commsched_run {
+    cs_pass_record *records;
+    size_t n, cap;
+};
+
+static void record_free(cs_pass_record *r)
+{
+    for (uint32_t i = 0; i < r->pub.n_nodes; i++) {
+        free((char *)r->rows[i].limiting_factor);
+        free((char *)r->rows[i].grouped_info);
+        free((char *)r->rows[i].moves_info);
+        free((char *)r->rows[i].overlap_info);
+    }
+    free(r->rows);
+}
+
+void commsched_run_destroy(commsched_run *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        record_free(&r->records[i]);
+    free(r->records);
+    free(r);
+}
+
+size_t commsched_run_pass_count(const commsched_run *r) { return r->n; }
+
+const commsched_pass_stats *commsched_run_pass(const commsched_run *r,
+                                               size_t i)
+{
+    return i < r->n ? &r->records[i].pub : NULL;
+}
+
+/* Splits "a,b,c" into pass indices; "" and "none" give an empty list. */
+static commsched_status parse_pipeline(const char *list, size_t **out,
+                                       size_t *count, commsched_error *err)
+{
+    *out = NULL;
+    *count = 0;
+    size_t cap = 0;
+    const char *p = list ? list : "";
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 4 && strncmp(p, "none", 4) == 0) {
+            /* 'none' is no pass */
+        } else if (len > 0) {
+            size_t i = 0;
+            while (i < N_PASSES && (strlen(passes[i].name) != len ||
+                                    strncmp(passes[i].name, p, len) != 0))
+                i++;
+            if (i == N_PASSES) {
+                free(*out);
+                *out = NULL;
+                *count = 0;
+                return commsched_error_set(
+                    err, COMMSCHED_EINVAL, NULL,
+                    "unknown pass \"%.*s\" (see --list-passes)", (int)len, p);
+            }
+            if (cs_grow((void **)out, &cap, *count + 1, sizeof **out) != 0) {
+                free(*out);
+                *out = NULL;
+                return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                           "out of memory");
+            }
+            (*out)[(*count)++] = i;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return COMMSCHED_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static commsched_status peak_of(const commsched_schedule *s, int64_t *peak,
+                                commsched_error *err)
+{
+    commsched_memory *m = NULL;
+    commsched_status st = commsched_memory_create(s, &m, err);
+    if (st == COMMSCHED_OK)
+        *peak = commsched_memory_peak(m, s, NULL);
+    commsched_memory_destroy(m);
+    return st;
+}
+
+commsched_status commsched_pipeline_run(commsched_graph *g,
+                                        commsched_schedule *s,
+                                        const double *runtime_ns,
+                                        const char *list,
+                                        const commsched_knobs *k,
+                                        unsigned flags, commsched_run **out,
+                                        commsched_error *err)
+{
+    size_t *ids = NULL, n_ids = 0;
+    *out = NULL;
+    commsched_status st = parse_pipeline(list, &ids, &n_ids, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    commsched_run *run = cs_calloc(1, sizeof *run);
+    if (!run || (n_ids && !(run->records = cs_calloc(n_ids,
+                                                     sizeof *run->records)))) {
+        free(ids);
+        commsched_run_destroy(run);
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    }
+    run->cap = n_ids;
+#ifndef NDEBUG
+    int check = 1;
+#else
+    int check = (flags & COMMSCHED_PIPELINE_VERIFY) != 0;
+#endif
+    for (size_t i = 0; i < n_ids && st == COMMSCHED_OK; i++) {
+        const pass *ps = &passes[ids[i]];
+        cs_pass_record *rec = &run->records[run->n++];
+        rec->pub.pass = ps->name;
+        rec->pub.kind = ps->stats;
+        cs_pass_ctx ctx = {g, s, runtime_ns, k,
+                           (flags & COMMSCHED_PIPELINE_VERIFY) ||
+                               k->reorder_iterative_debug_memory_recompute,
+                           rec, err};
+        if ((st = peak_of(s, &rec->pub.peak_before, err)) != COMMSCHED_OK)
+            break;
+        double t0 = now_ms();
+        st = ps->run(&ctx);
+        rec->pub.wall_ms = now_ms() - t0;
+        if (st == COMMSCHED_OK)
+            st = peak_of(s, &rec->pub.peak_after, err);
+        if (st == COMMSCHED_OK && check &&
+            (st = commsched_schedule_check(s, 0, err)) != COMMSCHED_OK)
+            commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                                "after pass %s: the order is invalid",
+                                ps->name);
+    }
+    free(ids);
+    if (st != COMMSCHED_OK) {
+        commsched_run_destroy(run);
+        return st;
+    }
+    *out = run;
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_graph_drop_violated_fake_edges(
+    commsched_graph *g, const commsched_schedule *s, uint32_t *dropped,
+    const char ***names, commsched_error *err)
+{
+    uint32_t n = g->n_nodes;
+    size_t m = g->after_fake.off[n], k = 0, nd = 0;
+    uint32_t *pos = cs_malloc_array(n, sizeof *pos);
+    uint32_t *rows = cs_malloc_array(m, sizeof *rows);
+    uint32_t *vals = cs_malloc_array(m, sizeof *vals);
+    const char **list = names ? cs_malloc_array(2 * m, sizeof *list) : NULL;
+    cs_csr fake = {0};
+    commsched_status st = COMMSCHED_OK;
+    *dropped = 0;
+    if (names)
+        *names = NULL;
+    if (!pos || !rows || !vals || (names && !list))
+        goto oom;
+    uint32_t p = 0;
+    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(s, v))
+        pos[v] = p++;
+    for (uint32_t v = 0; v < n; v++)
+        for (uint32_t e = g->after_fake.off[v]; e < g->after_fake.off[v + 1];
+             e++) {
+            uint32_t d = g->after_fake.idx[e];
+            if (pos[d] < pos[v]) {
+                rows[k] = v;
+                vals[k++] = d;
+            } else if (list) {
+                list[2 * nd] = g->nodes[d].name;
+                list[2 * nd + 1] = g->nodes[v].name;
+                nd++;
+            } else {
+                nd++;
+            }
+        }
+    if (nd > 0 && (cs_csr_from_pairs(&fake, n, rows, vals, k) != 0 ||
+                   cs_graph_set_fake_edges(g, &fake) != 0))
+        goto oom;
+    *dropped = (uint32_t)nd;
+    if (names) {
+        *names = list;
+        list = NULL;
+    }
+    goto cleanup;
+oom:
+    st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+cleanup:
+    cs_csr_free(&fake);
+    free(pos);
+    free(rows);
+    free(vals);
+    free(list);
+    return st;
+}

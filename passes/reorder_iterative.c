@@ -1,0 +1,292 @@
+/* commsched — reorder_communication_preserving_peak_memory (RCPPM), the
+ * seed's _reorder_communication_preserving_peak_memory_internal.
+ *
+ * Walks async collectives left to right. For each collective `curr` it
+ * grows a group [head .. curr] and looks at the node just before the group:
+ * the candidate either joins the group (it has a data dependency and is
+ * groupable), stops the walk (a limiting factor), or is swapped to right
+ * after the group when the memory budget allows. Rules in the seed's order:
+ *   1. runtime estimations on and curr already unexposed enough: stop;
+ *   2. unsafe_collectives_reorder off and the candidate is a collective;
+ *   3. data dependency: group the candidate, or stop if not groupable;
+ *   4. runtime estimations: refuse swaps that expose waits in the group or
+ *      an earlier collective;
+ *   5. memory: stop if the potential peak passes peak x (1 + budget).
+ * Memory is the exact tracker of memory.c (DESIGN.md §3): the potential
+ * peak reads the group's current levels before every test.
+ *
+ * Literal details kept: the last node is never processed; after a
+ * collective the walk resumes at the node that followed it before it was
+ * processed. Cost: O(moves x group size) plus the exposed-time walks. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "passes_internal.h"
+
+typedef struct group_wait {
+    uint32_t node;
+    double comm, comp;
+} group_wait;
+
+typedef struct rcppm {
+    cs_pass_ctx *ctx;
+    const commsched_graph *g;
+    commsched_memory *m;
+    double *rt;
+    int64_t peak_memory;
+    uint32_t *dep_mark; /* dep_mark[v] == epoch: some group node depends on v */
+    uint32_t epoch;
+    group_wait *waits;
+    size_t n_waits, cap_waits;
+    cs_text info, why;
+} rcppm;
+
+static commsched_status oom(rcppm *r)
+{
+    return commsched_error_set(r->ctx->err, COMMSCHED_ENOMEM, NULL,
+                               "out of memory");
+}
+
+static void mark_deps(rcppm *r, uint32_t v)
+{
+    const commsched_graph *g = r->g;
+    for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)
+        r->dep_mark[g->deps.idx[k]] = r->epoch;
+}
+
+/* _is_node_groupable_for_reorder; *reason gets the seed's text. */
+static int groupable(const rcppm *r, uint32_t c, const char **reason)
+{
+    const commsched_knobs *k = r->ctx->k;
+    if (!k->reorder_iterative_group_with_collectives && cs_is_async(r->g, c)) {
+        *reason = "candidate contains_collective";
+        return 0;
+    }
+    if (!k->reorder_iterative_use_runtime_estimations &&
+        r->g->nodes[c].gemm_like) {
+        *reason = "contains_gemm_like";
+        return 0;
+    }
+    *reason = NULL;
+    return 1;
+}
+
+static void outs_list(rcppm *r, uint32_t c)
+{
+    const cs_node *n = &r->g->nodes[c];
+    cs_text_appendf(&r->why, "(outs:[");
+    for (uint32_t k = 0; k < n->n_out; k++)
+        cs_text_appendf(&r->why, "%s'%s'", k ? ", " : "",
+                        r->g->buffers[n->out_first + k].name);
+    cs_text_appendf(&r->why, "])");
+}
+
+/* Processes one async collective; returns OK or an error status. */
+static commsched_status process(rcppm *r, uint32_t curr,
+                                commsched_node_stats *info)
+{
+    const commsched_graph *g = r->g;
+    const commsched_knobs *k = r->ctx->k;
+    commsched_schedule *s = r->ctx->s;
+    double comm, comp;
+    cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, NULL);
+    info->comm_time = comm;
+    info->comp_time = comp;
+    info->initial_exposed = info->final_exposed = comm - comp;
+
+    if (++r->epoch == 0) {
+        memset(r->dep_mark, 0, (size_t)g->n_nodes * sizeof *r->dep_mark);
+        r->epoch = 1;
+    }
+    mark_deps(r, curr);
+    r->n_waits = 0;
+    uint32_t head = curr, tail = curr;
+    double group_runtime = 0.0;
+    cs_text_clear(&r->why);
+    const char *factor = NULL; /* static text, or NULL: r->why / "None" */
+    int stopped = 0;
+
+    uint32_t cand = commsched_schedule_prev(s, curr);
+    while (cand != COMMSCHED_NONE) {
+        if (k->reorder_iterative_use_runtime_estimations &&
+            info->final_exposed <
+                -k->reorder_iterative_extra_comm_comp_overlap * info->comm_time) {
+            factor = "unexposed by runtime estimations";
+            break;
+        }
+        if (!k->reorder_iterative_unsafe_collectives_reorder &&
+            cs_is_collective(g, cand)) {
+            factor = "collective ordering";
+            break;
+        }
+        if (r->dep_mark[cand] == r->epoch) { /* a group node depends on it */
+            const char *reason;
+            if (!groupable(r, cand, &reason)) {
+                cs_text_appendf(&r->why, "data dependency detected\n candidate:%s",
+                                g->nodes[cand].name);
+                outs_list(r, cand);
+                cs_text_appendf(&r->why, "\n non_group_reason:%s%s%s", reason,
+                                strcmp(reason, "contains_gemm_like") ? " " : "",
+                                strcmp(reason, "contains_gemm_like")
+                                    ? g->nodes[cand].name
+                                    : "");
+                stopped = 1;
+                break;
+            }
+            head = cand;
+            mark_deps(r, cand);
+            if (k->reorder_iterative_use_runtime_estimations &&
+                cs_is_wait(g, cand)) {
+                if (cs_grow((void **)&r->waits, &r->cap_waits, r->n_waits + 1,
+                            sizeof *r->waits) != 0)
+                    return oom(r);
+                group_wait *w = &r->waits[r->n_waits++];
+                w->node = cand;
+                cs_wait_exposed(g, s, r->rt, cand, &w->comm, &w->comp, NULL);
+            }
+            if (!cs_is_async(g, cand))
+                group_runtime += r->rt[cand];
+            info->grouped++;
+            cand = commsched_schedule_prev(s, cand);
+            continue;
+        }
+        if (k->reorder_iterative_use_runtime_estimations) {
+            if (!cs_is_async(g, cand)) {
+                double c = r->rt[cand];
+                if (c > 0 && r->n_waits > 0) {
+                    double before = info->comm_time - info->comp_time;
+                    double after = before - c;
+                    double delta = (after > 0 ? after : 0) -
+                                   (before > 0 ? before : 0);
+                    for (size_t i = 0; i < r->n_waits; i++) {
+                        double gb = r->waits[i].comm - r->waits[i].comp;
+                        double ga = gb + c;
+                        delta += (ga > 0 ? ga : 0) - (gb > 0 ? gb : 0);
+                    }
+                    if (delta > 0) {
+                        cs_text_appendf(&r->why,
+                                        "candidate has compute %.17g, group "
+                                        "contains waits, total_exposed_delta "
+                                        "%.17g",
+                                        c, delta);
+                        stopped = 1;
+                        break;
+                    }
+                    for (size_t i = 0; i < r->n_waits; i++)
+                        r->waits[i].comp -= c;
+                }
+            } else if (group_runtime > 0) {
+                double cc, cp;
+                cs_coll_exposed(g, s, r->rt, cand, &cc, &cp, NULL);
+                double before = cc - cp, after = cc - cp + group_runtime;
+                double delta = (after > 0 ? after : 0) - (before > 0 ? before : 0);
+                if (delta > 0) {
+                    cs_text_appendf(&r->why,
+                                    "candidate %s is collective, "
+                                    "group_runtime:%.17g, exposed_delta:%.17g "
+                                    "c_comm_time:%.17g c_comp_time:%.17g",
+                                    g->nodes[cand].name, group_runtime, delta,
+                                    cc, cp);
+                    stopped = 1;
+                    break;
+                }
+            }
+        }
+        int64_t potential;
+        commsched_status st = commsched_memory_plan_move(
+            r->m, s, COMMSCHED_MOVE_AFTER_GROUP, cand, head, tail, &potential,
+            r->ctx->err);
+        if (st != COMMSCHED_OK)
+            return st;
+        if ((double)(potential - r->peak_memory) >
+            (double)r->peak_memory * k->reorder_iterative_peak_memory_budget) {
+            cs_text_appendf(&r->why, "peak memory new:%lld vs base:%lld",
+                            (long long)potential, (long long)r->peak_memory);
+            stopped = 1;
+            break;
+        }
+        info->moves++;
+        commsched_memory_commit_move(r->m, s);
+        cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, NULL);
+        info->comm_time = comm;
+        info->comp_time = comp;
+        info->final_exposed = comm - comp;
+        if (r->ctx->verify &&
+            (st = commsched_memory_verify(r->m, s, r->ctx->err)) !=
+                COMMSCHED_OK)
+            return st;
+        cand = commsched_schedule_prev(s, head);
+    }
+    /* overlap_info as of the last walk (nothing moved since) */
+    cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, &r->info);
+    char *ov = cs_text_take(&r->info);
+    char *lf = factor ? cs_strdup(factor)
+                      : stopped ? cs_text_take(&r->why) : cs_strdup("None");
+    char *empty = cs_strdup("");
+    if (!ov || !lf || !empty) {
+        free(ov);
+        free(lf);
+        free(empty);
+        return oom(r);
+    }
+    cs_row_set(&info->overlap_info, ov);
+    cs_row_set(&info->limiting_factor, lf);
+    cs_row_set(&info->grouped_info, empty);
+    return COMMSCHED_OK;
+}
+
+commsched_status cs_pass_reorder_preserving_peak_memory(cs_pass_ctx *ctx)
+{
+    const commsched_graph *g = ctx->g;
+    rcppm r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.g = g;
+    commsched_status st = COMMSCHED_OK;
+    int has_collectives = 0;
+    for (uint32_t v = 0; v < g->n_nodes && !has_collectives; v++)
+        has_collectives = cs_is_collective(g, v);
+    if (!has_collectives)
+        return COMMSCHED_OK;
+    r.rt = cs_iterative_runtimes(ctx);
+    r.dep_mark = cs_calloc(g->n_nodes, sizeof *r.dep_mark);
+    if (!r.rt || !r.dep_mark) {
+        st = oom(&r);
+        goto cleanup;
+    }
+    if ((st = commsched_memory_create(ctx->s, &r.m, ctx->err)) != COMMSCHED_OK)
+        goto cleanup;
+    r.peak_memory = commsched_memory_peak(r.m, ctx->s, NULL);
+
+    long limit = ctx->k->reorder_iterative_debug_limit_to_reorder;
+    long processed = 0;
+    uint32_t curr = commsched_schedule_first(ctx->s);
+    while (curr != COMMSCHED_NONE &&
+           commsched_schedule_next(ctx->s, curr) != COMMSCHED_NONE) {
+        uint32_t next_curr = commsched_schedule_next(ctx->s, curr);
+        if (!cs_is_async(g, curr)) {
+            curr = next_curr;
+            continue;
+        }
+        if (limit >= 0 && processed >= limit)
+            break;
+        processed++;
+        commsched_node_stats *info = cs_record_row(ctx->rec, curr);
+        if (!info) {
+            st = oom(&r);
+            goto cleanup;
+        }
+        if ((st = process(&r, curr, info)) != COMMSCHED_OK)
+            goto cleanup;
+        curr = next_curr;
+    }
+cleanup:
+    commsched_memory_destroy(r.m);
+    free(r.rt);
+    free(r.dep_mark);
+    free(r.waits);
+    cs_text_free(&r.info);
+    cs_text_free(&r.why);
+    return st;
+}
