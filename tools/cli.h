@@ -57,6 +57,15 @@ const char *cli_bytes(double bytes, char *buf, size_t size);
 /* "1.234 ms", "56.7 µs", "890 ns" into buf. */
 const char *cli_time_ns(double ns, char *buf, size_t size);
 
+/* The passes' statistics: the seed's tables, one per pass, or a JSON
+ * array (a new reference; NULL on OOM). */
+struct json_t;
+#include "commsched/passes.h"
+void cli_print_pass_stats(FILE *f, const commsched_graph *g,
+                          const commsched_run *run);
+struct json_t *cli_pass_stats_json(const commsched_graph *g,
+                                   const commsched_run *run);
+
 /* Subcommands. */
 int cmd_validate(int argc, char **argv);
 int cmd_info(int argc, char **argv);

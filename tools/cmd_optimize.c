@@ -3,12 +3,16 @@
  * run (DESIGN.md §2). */
 #include <getopt.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "commsched/analysis.h"
+#include "commsched/cost.h"
 #include "commsched/memory.h"
+#include "commsched/passes.h"
 #include "commsched/schedule.h"
 
 static void usage(FILE *f)
@@ -16,14 +20,38 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: commsched optimize [options] FILE\n"
             "\n"
-            "Runs the scheduling passes over FILE's node order and writes the\n"
-            "graph in the new order (same format, plus a \"schedule\" object).\n"
+            "Runs scheduling passes over FILE's node order and writes the graph\n"
+            "in the new order (same format, plus a \"schedule\" object).\n"
             "\n"
-            "  -o, --output OUT  write here (default: standard output); written\n"
-            "                    atomically, so a failed run leaves no file\n"
-            "  --passes LIST     comma-separated passes; 'none' keeps the order\n"
-            "  --report          print peak memory before and after\n"
-            "  --toposort        repair a non-topological input order first\n");
+            "  -o, --output OUT     write here (default: standard output); written\n"
+            "                       atomically, so a failed run leaves no file\n"
+            "  --passes LIST        comma-separated passes (default: Inductor's\n"
+            "                       recommended pipeline, see --list-passes);\n"
+            "                       'none' keeps the order\n"
+            "  --set KEY=VALUE      set a knob (repeatable; see --list-passes)\n"
+            "  --stats[=FORMAT]     print each pass's statistics: table (default)\n"
+            "                       or json\n"
+            "  --report             print the figures before and after\n"
+            "  --verify-memory      recompute memory after every move and stop at\n"
+            "                       the first difference; check every pass\n"
+            "  --list-passes        list passes and knobs with their defaults\n"
+            "  --toposort           repair a non-topological input order first\n"
+            "\n"
+            "Tables go to standard output, or to standard error when the graph\n"
+            "itself goes to standard output.\n");
+}
+
+static void list_passes(void)
+{
+    printf("passes:\n");
+    for (size_t i = 0; i < commsched_pass_count(); i++)
+        printf("  %-46s %s\n", commsched_pass_name(i),
+               commsched_pass_description(i));
+    printf("\ndefault pipeline:\n  %s\n\nknobs (--set KEY=VALUE):\n",
+           commsched_default_pipeline());
+    for (size_t i = 0; i < commsched_knob_count(); i++)
+        printf("  %-48s %-6s %s\n", commsched_knob_name(i),
+               commsched_knob_default(i), commsched_knob_description(i));
 }
 
 typedef struct figures {
@@ -31,34 +59,15 @@ typedef struct figures {
     uint32_t peak_at;
 } figures;
 
-static int measure(const commsched_schedule *s, figures *out,
-                   commsched_error *err)
+static commsched_status measure(const commsched_schedule *s, figures *out,
+                                commsched_error *err)
 {
     commsched_memory *m = NULL;
-    if (commsched_memory_create(s, &m, err) != COMMSCHED_OK)
-        return -1;
-    out->peak = commsched_memory_peak(m, s, &out->peak_at);
+    commsched_status st = commsched_memory_create(s, &m, err);
+    if (st == COMMSCHED_OK)
+        out->peak = commsched_memory_peak(m, s, &out->peak_at);
     commsched_memory_destroy(m);
-    return 0;
-}
-
-/* Only 'none' exists until the pass table lands (docs/PASSES.md). */
-static int parse_passes(const char *list)
-{
-    if (!list || strcmp(list, "none") == 0 || list[0] == '\0')
-        return 0;
-    char *copy = strdup(list);
-    if (!copy)
-        return EXIT_RUNTIME;
-    char *save = NULL;
-    for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save))
-        if (strcmp(p, "none") != 0) {
-            cli_usage_error("optimize", "unknown pass \"%s\"", p);
-            free(copy);
-            return EXIT_INPUT;
-        }
-    free(copy);
-    return 0;
+    return st;
 }
 
 static void print_report(FILE *f, const commsched_graph *g, const figures *b,
@@ -74,62 +83,137 @@ static void print_report(FILE *f, const commsched_graph *g, const figures *b,
             cli_bytes((double)a->peak, y, sizeof y));
 }
 
+/* The "schedule" object of the output (DESIGN.md §2). */
+static char *schedule_json(const char *passes, const figures *b,
+                           const figures *a, const commsched_graph *g,
+                           const commsched_run *run, const char **dropped,
+                           uint32_t n_dropped)
+{
+    json_t *d = json_array();
+    for (uint32_t i = 0; d && i < n_dropped; i++)
+        json_array_append_new(d, json_pack("{s:s, s:s}", "from", dropped[2 * i],
+                                           "to", dropped[2 * i + 1]));
+    json_t *o = json_pack("{s:s, s:{s:I}, s:{s:I}, s:o, s:o}", "passes",
+                          passes, "before", "peak_memory", (json_int_t)b->peak,
+                          "after", "peak_memory", (json_int_t)a->peak,
+                          "dropped_fake_edges", d ? d : json_array(), "stats",
+                          run ? cli_pass_stats_json(g, run) : json_array());
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
 int cmd_optimize(int argc, char **argv)
 {
+    enum { O_PASSES = 256, O_SET, O_STATS, O_REPORT, O_VERIFY, O_LIST,
+           O_TOPO };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
-        {"passes", required_argument, 0, 'p'},
-        {"report", no_argument, 0, 'r'},
-        {"toposort", no_argument, 0, 't'},
+        {"passes", required_argument, 0, O_PASSES},
+        {"set", required_argument, 0, O_SET},
+        {"stats", optional_argument, 0, O_STATS},
+        {"report", no_argument, 0, O_REPORT},
+        {"verify-memory", no_argument, 0, O_VERIFY},
+        {"list-passes", no_argument, 0, O_LIST},
+        {"toposort", no_argument, 0, O_TOPO},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    const char *out_path = NULL, *passes = NULL;
-    int report = 0, c;
-    unsigned flags = 0;
+    const char *out_path = NULL, *passes = commsched_default_pipeline();
+    const char *stats = NULL;
+    int report = 0, c, rc = 0;
+    unsigned flags = 0, pipe_flags = 0;
+    commsched_error err = {0};
+    commsched_knobs *knobs = NULL;
+    if (commsched_knobs_create(&knobs, &err) != COMMSCHED_OK)
+        return cli_report(NULL, &err);
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out_path = optarg; break;
-        case 'p': passes = optarg; break;
-        case 'r': report = 1; break;
-        case 't': flags |= COMMSCHED_FINISH_TOPOSORT; break;
-        case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("optimize", "bad option");
+        case O_PASSES: passes = optarg; break;
+        case O_SET: {
+            char *eq = strchr(optarg, '=');
+            if (!eq) {
+                commsched_knobs_destroy(knobs);
+                return cli_usage_error("optimize",
+                                       "--set expects KEY=VALUE, got \"%s\"",
+                                       optarg);
+            }
+            *eq = '\0';
+            if (commsched_knobs_set(knobs, optarg, eq + 1, &err) !=
+                COMMSCHED_OK) {
+                commsched_knobs_destroy(knobs);
+                return cli_report(NULL, &err);
+            }
+            break;
+        }
+        case O_STATS:
+            stats = optarg ? optarg : "table";
+            if (strcmp(stats, "table") != 0 && strcmp(stats, "json") != 0) {
+                commsched_knobs_destroy(knobs);
+                return cli_usage_error("optimize",
+                                       "--stats takes table or json");
+            }
+            break;
+        case O_REPORT: report = 1; break;
+        case O_VERIFY: pipe_flags |= COMMSCHED_PIPELINE_VERIFY; break;
+        case O_LIST:
+            commsched_knobs_destroy(knobs);
+            list_passes();
+            return EXIT_OK;
+        case O_TOPO: flags |= COMMSCHED_FINISH_TOPOSORT; break;
+        case 'h':
+            commsched_knobs_destroy(knobs);
+            usage(stdout);
+            return EXIT_OK;
+        default:
+            commsched_knobs_destroy(knobs);
+            return cli_usage_error("optimize", "bad option");
         }
     }
-    if (optind != argc - 1)
+    if (optind != argc - 1) {
+        commsched_knobs_destroy(knobs);
         return cli_usage_error("optimize", "expected exactly one FILE");
-    int rc = parse_passes(passes);
-    if (rc != 0)
-        return rc;
+    }
+    const char *in_path = argv[optind];
+    const char *in_name = strcmp(in_path, "-") == 0 ? "<stdin>" : in_path;
 
     commsched_graph *g = NULL;
     commsched_schedule *s = NULL;
+    commsched_run *run = NULL;
     uint32_t *order = NULL;
-    commsched_error err = {0};
+    double *runtime = NULL;
+    const char **dropped = NULL;
+    uint32_t n_dropped = 0;
+    char *sched = NULL;
     figures before, after;
     cli_out out = {0};
-    if ((rc = cli_load(argv[optind], flags, &g)) != 0)
-        return rc;
-    if (commsched_schedule_create(g, NULL, &s, &err) != COMMSCHED_OK ||
-        measure(s, &before, &err) != 0)
-        goto fail;
-    /* The pipeline runs here once passes exist; 'none' keeps the order. */
-    if (commsched_schedule_check(s, 1, &err) != COMMSCHED_OK ||
-        measure(s, &after, &err) != 0)
-        goto fail;
-    order = malloc((size_t)commsched_graph_node_count(g) * sizeof *order);
-    if (!order) {
+    commsched_cost_options cost;
+    commsched_cost_options_init(&cost);
+    if ((rc = cli_load(in_path, flags, &g)) != 0)
+        goto done;
+    uint32_t n = commsched_graph_node_count(g);
+    runtime = malloc((size_t)n * sizeof *runtime);
+    order = malloc((size_t)n * sizeof *order);
+    if (!runtime || !order) {
         commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto fail;
     }
-    if (commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
+    if (commsched_cost_graph(g, &cost, runtime, NULL, &err) != COMMSCHED_OK ||
+        commsched_schedule_create(g, NULL, &s, &err) != COMMSCHED_OK ||
+        measure(s, &before, &err) != COMMSCHED_OK ||
+        commsched_pipeline_run(g, s, runtime, passes, knobs, pipe_flags, &run,
+                               &err) != COMMSCHED_OK ||
+        commsched_schedule_check(s, 0, &err) != COMMSCHED_OK ||
+        measure(s, &after, &err) != COMMSCHED_OK ||
+        commsched_graph_drop_violated_fake_edges(g, s, &n_dropped, &dropped,
+                                                 &err) != COMMSCHED_OK ||
+        commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
         goto fail;
-    char sched[256];
-    snprintf(sched, sizeof sched,
-             "{\"passes\": [], \"before\": {\"peak_memory\": %" PRId64 "}, "
-             "\"after\": {\"peak_memory\": %" PRId64 "}, "
-             "\"dropped_fake_edges\": []}",
-             before.peak, after.peak);
+    sched = schedule_json(passes, &before, &after, g, run, dropped, n_dropped);
+    if (!sched) {
+        commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
     if ((rc = cli_out_open(&out, out_path)) != 0)
         goto done;
     if (commsched_graph_save_stream(g, order, sched, out.f, &err) !=
@@ -137,19 +221,32 @@ int cmd_optimize(int argc, char **argv)
         cli_out_abort(&out);
         goto fail;
     }
+    int to_stdout = out.f == stdout;
     if ((rc = cli_out_commit(&out)) != 0)
         goto done;
+    FILE *tables = to_stdout ? stderr : stdout;
+    if (stats && strcmp(stats, "json") == 0) {
+        json_t *j = cli_pass_stats_json(g, run);
+        if (j)
+            json_dumpf(j, tables, JSON_INDENT(1));
+        fputc('\n', tables);
+        json_decref(j);
+    } else if (stats) {
+        cli_print_pass_stats(tables, g, run);
+    }
     if (report)
-        print_report(out.f == stdout || !out_path || strcmp(out_path, "-") == 0
-                         ? stderr
-                         : stdout,
-                     g, &before, &after);
+        print_report(tables, g, &before, &after);
     goto done;
 fail:
-    rc = cli_report(argv[optind], &err);
+    rc = cli_report(in_name, &err);
 done:
+    free(sched);
+    commsched_free(dropped);
     free(order);
+    free(runtime);
+    commsched_run_destroy(run);
     commsched_schedule_destroy(s);
     commsched_graph_destroy(g);
+    commsched_knobs_destroy(knobs);
     return rc;
 }
