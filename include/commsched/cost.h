@@ -1,0 +1,239 @@
+/* commsched — runtime estimates: device profiles and the cost model
+ * (DESIGN.md §4, docs/COST.md).
+ *
+ * Precedence for every node: the node's own runtime_ns ("file"); otherwise
+ * the model ("model"); a node the model has nothing to go on for (a compute
+ * node without flops or bytes, any wait) costs 0 ("none").
+ *
+ * - compute: roofline, max(flops / peak_flops, bytes / mem_bw);
+ * - collective: NCCL's model as Inductor's comm_analysis.py uses it. Two
+ *   modes: COMMSCHED_COMM_MODEL_NCCL (default) prices Ring and Tree with the
+ *   LL, LL128 and Simple protocols and keeps the fastest, as NCCL's tuner
+ *   does; COMMSCHED_COMM_MODEL_INDUCTOR is Inductor's canonical single-protocol
+ *   estimate (Ring, LL, two channels), which reproduces the worked values of
+ *   reference/inductor-overlap-passes.md §5 to the digit.
+ *
+ * Every estimate is also available as the cost tuple of tensorcraft (seed
+ * 000): latency, bandwidth term, computation, memory delta, with
+ * runtime = latency + max(bandwidth, computation).
+ *
+ * Thread safety: profiles and graphs are read-only here; every function may
+ * run concurrently on distinct outputs.
+ */
+#ifndef COMMSCHED_COST_H
+#define COMMSCHED_COST_H
+
+#include <stdint.h>
+
+#include "commsched/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct commsched_memory; /* commsched/memory.h */
+
+/* NCCL's algorithm and protocol indices, in NCCL's own order. */
+typedef enum commsched_nccl_algo {
+    COMMSCHED_ALGO_TREE = 0,
+    COMMSCHED_ALGO_RING = 1,
+    COMMSCHED_ALGO_COUNT
+} commsched_nccl_algo;
+
+typedef enum commsched_nccl_proto {
+    COMMSCHED_PROTO_LL = 0,
+    COMMSCHED_PROTO_LL128 = 1,
+    COMMSCHED_PROTO_SIMPLE = 2,
+    COMMSCHED_PROTO_COUNT
+} commsched_nccl_proto;
+
+/* The links NCCL distinguishes for per-step hardware latency. */
+typedef enum commsched_link {
+    COMMSCHED_LINK_NVLINK = 0,
+    COMMSCHED_LINK_PCI = 1,
+    COMMSCHED_LINK_NET = 2,
+    COMMSCHED_LINK_COUNT
+} commsched_link;
+
+#define COMMSCHED_DEVICE_NAME_LENGTH 64
+
+/* A device profile: everything the model reads. All fields are public and
+ * documented field by field in docs/COST.md. Units: FLOP/s and bytes/s for
+ * the roofline, GB/s (1e9 bytes/s) for NCCL bandwidths, µs for NCCL
+ * latencies (NCCL's own units, so the tables read like tuning.cc). */
+typedef struct commsched_device {
+    char name[COMMSCHED_DEVICE_NAME_LENGTH];
+    double peak_flops;        /* FLOP/s, dense, the compute roofline's roof */
+    double mem_bw;            /* bytes/s, the roofline's memory slope */
+    uint32_t gpus_per_host;   /* hosts = ceil(ranks / this) when a group
+                                 does not say */
+    commsched_link intra_link; /* NVLINK or PCI: the intra-host link */
+    double ll_max_bw[3];      /* GB/s, NCCL llMaxBws by host count: [1 host,
+                                 2 hosts, 4+ hosts]; [0] is the GPU's row,
+                                 [1], [2] the host CPU's row */
+    /* Inductor's canonical model (config.intra_node_bw / inter_node_bw). */
+    double inductor_intra_bw; /* GB/s, 300 in Inductor */
+    double inductor_inter_bw; /* GB/s, 25 in Inductor */
+    /* NCCL model. */
+    uint32_t channels;        /* NCCL channels */
+    double bus_bw_intra;      /* GB/s, channels x per-channel NVLink/PCI bw */
+    double bus_bw_inter;      /* GB/s, per-GPU network bandwidth */
+    double ll128_max_bw_per_channel; /* GB/s, perChMaxRingLL128Bw */
+    double tree_max_bw_per_channel;  /* GB/s, perChMaxTreeBw */
+    double net_overhead;      /* µs per step when the group spans hosts
+                                 (x3 for Simple) */
+    double base_lat[COMMSCHED_ALGO_COUNT][COMMSCHED_PROTO_COUNT]; /* µs */
+    double hw_lat[COMMSCHED_LINK_COUNT][COMMSCHED_ALGO_COUNT]
+                 [COMMSCHED_PROTO_COUNT];                         /* µs */
+} commsched_device;
+
+/* A built-in profile by name ("h100", "a100", "b200"), or NULL. The result
+ * is a static constant table: never freed, safe from any thread. */
+COMMSCHED_EXPORT const commsched_device *
+commsched_device_builtin(const char *name);
+
+/* The i-th built-in profile (0 ..), NULL past the end. For listings. */
+COMMSCHED_EXPORT const commsched_device *commsched_device_builtin_at(unsigned i);
+
+/* Reads a JSON profile file (docs/COST.md) into *out (caller-allocated).
+ * Syntax errors carry line:column, field errors a JSON path such as
+ * "nccl.hw_latency.nvlink.ring[2]" (EPARSE / ESCHEMA, both bad input).
+ * *out is unchanged on failure. */
+COMMSCHED_EXPORT commsched_status commsched_device_load_file(
+    const char *path, commsched_device *out, commsched_error *err);
+
+/* The same from a NUL-terminated JSON text. */
+COMMSCHED_EXPORT commsched_status commsched_device_load_string(
+    const char *text, commsched_device *out, commsched_error *err);
+
+/* A built-in name, or else a profile file path: what --device takes.
+ * EINVAL (bad input) names the built-ins when neither fits. */
+COMMSCHED_EXPORT commsched_status commsched_device_lookup(
+    const char *name_or_path, commsched_device *out, commsched_error *err);
+
+/* Checks the numbers a profile must satisfy (positive roofline and
+ * bandwidths, non-negative latencies). The loaders call it; call it on a
+ * profile built by hand. EINVAL with the field as the path. */
+COMMSCHED_EXPORT commsched_status commsched_device_check(
+    const commsched_device *d, commsched_error *err);
+
+typedef enum commsched_comm_model {
+    COMMSCHED_COMM_MODEL_NCCL = 0,     /* Ring/Tree x LL/LL128/Simple, min */
+    COMMSCHED_COMM_MODEL_INDUCTOR = 1  /* Inductor's canonical Ring + LL */
+} commsched_comm_model;
+
+/* "nccl" / "inductor"; NULL when out of range. */
+COMMSCHED_EXPORT const char *commsched_comm_model_str(commsched_comm_model m);
+/* Parses "nccl" / "inductor"; returns 0, or -1 when unknown. */
+COMMSCHED_EXPORT int commsched_comm_model_parse(const char *s,
+                                                commsched_comm_model *out);
+COMMSCHED_EXPORT const char *commsched_nccl_algo_str(commsched_nccl_algo a);
+COMMSCHED_EXPORT const char *commsched_nccl_proto_str(commsched_nccl_proto p);
+
+/* Where a runtime came from. */
+typedef enum commsched_cost_source {
+    COMMSCHED_SOURCE_NONE = 0,  /* nothing to estimate from: costs 0 */
+    COMMSCHED_SOURCE_FILE = 1,  /* the node's runtime_ns */
+    COMMSCHED_SOURCE_MODEL = 2  /* the cost model */
+} commsched_cost_source;
+
+/* "none" / "file" / "model". */
+COMMSCHED_EXPORT const char *commsched_cost_source_str(commsched_cost_source s);
+
+/* tensorcraft's Cost(latency, bandwidth, computation, max_memory_delta).
+ * Times in ns. runtime = latency_ns + max(bandwidth_ns, computation_ns):
+ * a collective has no computation, a compute node no latency. */
+typedef struct commsched_cost_tuple {
+    double latency_ns;      /* fixed per-call cost (NCCL base + per step) */
+    double bandwidth_ns;    /* bytes over the achievable bandwidth */
+    double computation_ns;  /* flops over the peak */
+    int64_t memory_delta;   /* bytes allocated minus bytes freed after it,
+                               in the order the memory model was given
+                               (0 when none was) */
+} commsched_cost_tuple;
+
+/* One collective's price, with the terms that make it up. */
+typedef struct commsched_coll_cost {
+    double time_ns;         /* latency_ns + bandwidth_ns */
+    double latency_ns;
+    double bandwidth_ns;
+    double bus_bw;          /* GB/s after the protocol's cap */
+    double alg_bw;          /* GB/s: bus_bw x ranks / steps (ring) */
+    uint32_t ranks, hosts;
+    uint32_t steps;         /* ring steps (or 2 x tree depth) */
+    uint32_t inter_steps;   /* steps that cross hosts */
+    commsched_nccl_algo algo;
+    commsched_nccl_proto proto;
+} commsched_coll_cost;
+
+/* Prices one collective of `bytes` over `ranks` ranks on `hosts` hosts
+ * (0: ceil(ranks / gpus_per_host)). A group of one rank costs 0. EINVAL on
+ * bytes < 0, hosts > ranks, or an unusable profile. O(1). */
+COMMSCHED_EXPORT commsched_status commsched_cost_collective(
+    const commsched_device *d, commsched_comm_model model,
+    commsched_coll_op op, double bytes, uint32_t ranks, uint32_t hosts,
+    commsched_coll_cost *out, commsched_error *err);
+
+/* The NCCL model's price for one (algorithm, protocol) pair, where
+ * commsched_cost_collective keeps the fastest: for reports that show the
+ * alternatives and for checking against tuning.cc's tables. EINVAL for Tree
+ * on anything but an all-reduce (or barrier). */
+COMMSCHED_EXPORT commsched_status commsched_cost_collective_with(
+    const commsched_device *d, commsched_nccl_algo algo,
+    commsched_nccl_proto proto, commsched_coll_op op, double bytes,
+    uint32_t ranks, uint32_t hosts, commsched_coll_cost *out,
+    commsched_error *err);
+
+/* Roofline time in ns; flops or bytes < 0 count as absent (0). When t is
+ * not NULL it receives the tuple (memory_delta 0). */
+COMMSCHED_EXPORT double commsched_cost_compute(const commsched_device *d,
+                                               double flops, double bytes,
+                                               commsched_cost_tuple *t);
+
+/* Options shared by every estimating call. Initialise with
+ * commsched_cost_options_init (h100, NCCL model). `device` is borrowed. */
+typedef struct commsched_cost_options {
+    const commsched_device *device;
+    commsched_comm_model comm_model;
+} commsched_cost_options;
+
+COMMSCHED_EXPORT void commsched_cost_options_init(commsched_cost_options *o);
+
+/* One node's estimate. */
+typedef struct commsched_node_cost {
+    double runtime_ns;            /* what the simulator uses */
+    commsched_cost_source source;
+    double model_ns;              /* the model's figure, even when the file
+                                     gives runtime_ns (0 when none) */
+    commsched_cost_tuple tuple;   /* the model's decomposition */
+    double bytes;                 /* collectives: max(input, output) bytes of
+                                     root buffers; compute: the node's bytes
+                                     (0 when absent) */
+    double flops;                 /* compute: the node's flops (0 if absent) */
+    commsched_coll_cost coll;     /* collectives only (zeroed otherwise) */
+} commsched_node_cost;
+
+/* Bytes a collective moves: the larger of what it reads and writes, over
+ * root buffers (an in-place all_reduce counts its input once). */
+COMMSCHED_EXPORT double commsched_cost_collective_bytes(
+    const commsched_graph *g, uint32_t node);
+
+/* Estimates node `node`. mem may be NULL; when given (a tracker for some
+ * order of g) the tuple's memory_delta is size_alloc - size_free there.
+ * Errors come only from an unusable profile (EINVAL). O(degree). */
+COMMSCHED_EXPORT commsched_status commsched_cost_node(
+    const commsched_graph *g, uint32_t node, const commsched_cost_options *o,
+    const struct commsched_memory *mem, commsched_node_cost *out,
+    commsched_error *err);
+
+/* Runtimes of every node, for the simulator: runtime_ns[i] (caller
+ * allocates node-count entries) and, when sources is not NULL, where each
+ * came from. Estimate once, simulate many orders. O(V + reads). */
+COMMSCHED_EXPORT commsched_status commsched_cost_graph(
+    const commsched_graph *g, const commsched_cost_options *o,
+    double *runtime_ns, commsched_cost_source *sources, commsched_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COMMSCHED_COST_H */

@@ -1,0 +1,417 @@
+/* commsched — the cost model (DESIGN.md §4, docs/COST.md).
+ *
+ * Collectives follow Inductor's comm_analysis.py, which adapts NCCL's
+ * tuning.cc: a ring of `steps` synchronised steps, each paying a per-step
+ * hardware latency (NVLink/PCI inside a host, the network between hosts),
+ * on top of a per-algorithm base latency; and a bus bandwidth capped per
+ * protocol, turned into algorithm bandwidth by ranks / steps.
+ *
+ * Two modes, deliberately kept separate so each reads like its source:
+ * - inductor(): Inductor's estimate_nccl_collective_runtime_impl, line for
+ *   line: Ring + LL, two channels of intra_node_bw / inter_node_bw, the
+ *   1/3 or 1/4 refinement, time = GiB / (GB/s) (Inductor's own unit mix,
+ *   kept so the worked values come out to the digit).
+ * - nccl_one(): one (algorithm, protocol) pair as tuning.cc prices it, and
+ *   nccl() keeps the fastest pair, as NCCL's tuner picks one.
+ *
+ * Steps per op (shared): all_reduce and all_to_all 2(n-1), all_gather and
+ * reduce_scatter n-1 (Inductor); broadcast and reduce n with algorithm
+ * bandwidth equal to bus bandwidth (tuning.cc's "n otherwise"); send/recv one
+ * step; barrier is priced as an all_reduce of its bytes (normally 0). */
+#include "commsched/cost.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "commsched/memory.h"
+#include "graph_internal.h"
+
+const char *commsched_comm_model_str(commsched_comm_model m)
+{
+    switch (m) {
+    case COMMSCHED_COMM_MODEL_NCCL: return "nccl";
+    case COMMSCHED_COMM_MODEL_INDUCTOR: return "inductor";
+    }
+    return NULL;
+}
+
+int commsched_comm_model_parse(const char *s, commsched_comm_model *out)
+{
+    if (s && strcmp(s, "nccl") == 0)
+        *out = COMMSCHED_COMM_MODEL_NCCL;
+    else if (s && strcmp(s, "inductor") == 0)
+        *out = COMMSCHED_COMM_MODEL_INDUCTOR;
+    else
+        return -1;
+    return 0;
+}
+
+const char *commsched_nccl_algo_str(commsched_nccl_algo a)
+{
+    switch (a) {
+    case COMMSCHED_ALGO_TREE: return "tree";
+    case COMMSCHED_ALGO_RING: return "ring";
+    case COMMSCHED_ALGO_COUNT: break;
+    }
+    return NULL;
+}
+
+const char *commsched_nccl_proto_str(commsched_nccl_proto p)
+{
+    switch (p) {
+    case COMMSCHED_PROTO_LL: return "LL";
+    case COMMSCHED_PROTO_LL128: return "LL128";
+    case COMMSCHED_PROTO_SIMPLE: return "Simple";
+    case COMMSCHED_PROTO_COUNT: break;
+    }
+    return NULL;
+}
+
+const char *commsched_cost_source_str(commsched_cost_source s)
+{
+    switch (s) {
+    case COMMSCHED_SOURCE_NONE: return "none";
+    case COMMSCHED_SOURCE_FILE: return "file";
+    case COMMSCHED_SOURCE_MODEL: return "model";
+    }
+    return NULL;
+}
+
+void commsched_cost_options_init(commsched_cost_options *o)
+{
+    o->device = commsched_device_builtin("h100");
+    o->comm_model = COMMSCHED_COMM_MODEL_NCCL;
+}
+
+/* ---- collectives ------------------------------------------------------- */
+
+/* The ring shape of one op over n ranks on h hosts. */
+typedef struct ring_shape {
+    uint32_t steps, inter_steps;
+    double ratio;       /* algorithm bandwidth / bus bandwidth */
+    int allreduce_like; /* Inductor's 1/4 refinement; Tree applies */
+} ring_shape;
+
+static ring_shape shape_of(commsched_coll_op op, uint32_t n, uint32_t h)
+{
+    ring_shape s = {0, 0, 1.0, 0};
+    switch (op) {
+    case COMMSCHED_COLL_ALL_REDUCE:
+    case COMMSCHED_COLL_BARRIER:
+        s.steps = 2 * (n - 1);
+        s.inter_steps = h > 1 ? 2 * h : 0;
+        s.allreduce_like = 1;
+        break;
+    case COMMSCHED_COLL_ALL_TO_ALL:
+        s.steps = 2 * (n - 1);
+        s.inter_steps = h - 1;
+        break;
+    case COMMSCHED_COLL_ALL_GATHER:
+    case COMMSCHED_COLL_REDUCE_SCATTER:
+        s.steps = n - 1;
+        s.inter_steps = h - 1;
+        break;
+    case COMMSCHED_COLL_BROADCAST:
+    case COMMSCHED_COLL_REDUCE:
+        s.steps = n;
+        s.inter_steps = h - 1;
+        break;
+    case COMMSCHED_COLL_SEND:
+    case COMMSCHED_COLL_RECV:
+    case COMMSCHED_COLL_OP_COUNT:
+        s.steps = 1;
+        s.inter_steps = h > 1 ? 1 : 0;
+        break;
+    }
+    /* Inductor's 2 * nNodes inter steps can exceed the ring's steps when a
+     * host holds one rank; no step is both. */
+    if (s.inter_steps > s.steps)
+        s.inter_steps = s.steps;
+    if (op != COMMSCHED_COLL_SEND && op != COMMSCHED_COLL_RECV &&
+        op != COMMSCHED_COLL_BROADCAST && op != COMMSCHED_COLL_REDUCE)
+        s.ratio = (double)n / (double)s.steps;
+    return s;
+}
+
+static size_t ll_column(uint32_t hosts)
+{
+    return hosts >= 3 ? 2 : hosts - 1;
+}
+
+/* Inductor's estimate_nccl_collective_runtime_impl. */
+static void inductor(const commsched_device *d, commsched_coll_op op,
+                     double bytes, uint32_t n, uint32_t h,
+                     commsched_coll_cost *c)
+{
+    ring_shape s = shape_of(op, n, h);
+    double ll_max = d->ll_max_bw[ll_column(h)];
+    double bw = h == 1 ? d->inductor_intra_bw : d->inductor_inter_bw;
+    double bus = 2.0 * bw; /* nChannels = 2 */
+    bus *= (h > 1 || s.allreduce_like) ? 1.0 / 4.0 : 1.0 / 3.0;
+    if (ll_max < bus)
+        bus = ll_max;
+    double alg = bus * s.ratio;
+    const double *base = d->base_lat[COMMSCHED_ALGO_RING];
+    double intra = d->hw_lat[d->intra_link][COMMSCHED_ALGO_RING][0];
+    double inter = d->hw_lat[COMMSCHED_LINK_NET][COMMSCHED_ALGO_RING][0];
+    double overhead = h > 1 ? d->net_overhead : 0.0;
+    if (intra < overhead)
+        intra = overhead;
+    double lat_us = base[COMMSCHED_PROTO_LL] +
+                    (double)(s.steps - s.inter_steps) * intra +
+                    (double)s.inter_steps * inter;
+    double gib = bytes / 1024.0 / 1024.0 / 1024.0;
+    c->latency_ns = lat_us * 1e3;
+    c->bandwidth_ns = gib / (alg / 1e9);
+    c->bus_bw = bus;
+    c->alg_bw = alg;
+    c->steps = s.steps;
+    c->inter_steps = s.inter_steps;
+    c->algo = COMMSCHED_ALGO_RING;
+    c->proto = COMMSCHED_PROTO_LL;
+}
+
+/* One (algorithm, protocol) pair as tuning.cc prices it. Returns 0 when
+ * the pair does not apply (Tree serves all-reduces only). */
+static int nccl_one(const commsched_device *d, commsched_coll_op op,
+                    double bytes, uint32_t n, uint32_t h,
+                    commsched_nccl_algo a, commsched_nccl_proto p,
+                    commsched_coll_cost *c)
+{
+    ring_shape s = shape_of(op, n, h);
+    double ll_max = d->ll_max_bw[ll_column(h)];
+    double bus0 = h == 1 ? d->bus_bw_intra : d->bus_bw_inter;
+    double ch = (double)d->channels;
+    double bus, alg, lat_us;
+    uint32_t steps, inter_steps;
+    if (a == COMMSCHED_ALGO_RING) {
+        if (p == COMMSCHED_PROTO_LL)
+            bus = fmin(ll_max, 0.5 * bus0);
+        else if (p == COMMSCHED_PROTO_LL128)
+            bus = fmin(0.92 * bus0, ch * d->ll128_max_bw_per_channel);
+        else
+            bus = bus0;
+        alg = bus * s.ratio;
+        double overhead = h > 1 ? d->net_overhead : 0.0;
+        if (p == COMMSCHED_PROTO_SIMPLE)
+            overhead *= 3.0;
+        double intra = fmax(d->hw_lat[d->intra_link][a][p], overhead);
+        lat_us = d->base_lat[a][p] +
+                 (double)(s.steps - s.inter_steps) * intra +
+                 (double)s.inter_steps * d->hw_lat[COMMSCHED_LINK_NET][a][p];
+        steps = s.steps;
+        inter_steps = s.inter_steps;
+    } else {
+        if (!s.allreduce_like)
+            return 0;
+        double b = fmin(0.92 * bus0, ch * d->tree_max_bw_per_channel);
+        if (p == COMMSCHED_PROTO_LL)
+            bus = fmin(b / 3.8, ll_max);
+        else if (p == COMMSCHED_PROTO_LL128)
+            bus = b * (h == 1 ? 7.0 / 9.0 : 120.0 / 128.0);
+        else
+            bus = b;
+        if (h > 1)
+            bus *= 0.85; /* a real tree pattern across hosts */
+        alg = bus * 0.5;
+        uint32_t ppn = (n + h - 1) / h;
+        double depth = log2((double)h);
+        lat_us = d->base_lat[a][p] +
+                 2.0 * ((double)(ppn - 1) * d->hw_lat[d->intra_link][a][p] +
+                        depth * d->hw_lat[COMMSCHED_LINK_NET][a][p]);
+        inter_steps = 2 * (uint32_t)ceil(depth);
+        steps = 2 * (ppn - 1) + inter_steps;
+    }
+    c->latency_ns = lat_us * 1e3;
+    c->bandwidth_ns = bytes / alg; /* GB/s is bytes per ns */
+    c->bus_bw = bus;
+    c->alg_bw = alg;
+    c->steps = steps;
+    c->inter_steps = inter_steps;
+    c->algo = a;
+    c->proto = p;
+    return 1;
+}
+
+static commsched_status collective_args(const commsched_device *d,
+                                        double bytes, uint32_t ranks,
+                                        uint32_t *hosts, commsched_error *err)
+{
+    if (!d)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "no device profile");
+    if (!(bytes >= 0) || isinf(bytes))
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "collective bytes must be a finite "
+                                   "number >= 0, got %g",
+                                   bytes);
+    if (ranks < 1)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "a group needs at least one rank");
+    if (d->gpus_per_host < 1 || d->channels < 1)
+        return commsched_device_check(d, err);
+    if (*hosts == 0)
+        *hosts = (ranks + d->gpus_per_host - 1) / d->gpus_per_host;
+    if (*hosts > ranks)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "%u hosts for %u ranks", *hosts, ranks);
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_cost_collective(const commsched_device *d,
+                                           commsched_comm_model model,
+                                           commsched_coll_op op, double bytes,
+                                           uint32_t ranks, uint32_t hosts,
+                                           commsched_coll_cost *out,
+                                           commsched_error *err)
+{
+    memset(out, 0, sizeof *out);
+    commsched_status st = collective_args(d, bytes, ranks, &hosts, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    out->ranks = ranks;
+    out->hosts = hosts;
+    out->algo = COMMSCHED_ALGO_RING;
+    out->proto = COMMSCHED_PROTO_LL;
+    if (ranks <= 1)
+        return COMMSCHED_OK; /* Inductor: nothing to communicate */
+    if (model == COMMSCHED_COMM_MODEL_INDUCTOR) {
+        inductor(d, op, bytes, ranks, hosts, out);
+    } else {
+        int found = 0;
+        for (int a = COMMSCHED_ALGO_COUNT - 1; a >= 0; a--) /* ring first */
+            for (int p = 0; p < COMMSCHED_PROTO_COUNT; p++) {
+                commsched_coll_cost c = *out;
+                if (!nccl_one(d, op, bytes, ranks, hosts,
+                              (commsched_nccl_algo)a, (commsched_nccl_proto)p,
+                              &c))
+                    continue;
+                c.time_ns = c.latency_ns + c.bandwidth_ns;
+                if (!found || c.time_ns < out->time_ns)
+                    *out = c;
+                found = 1;
+            }
+    }
+    out->time_ns = out->latency_ns + out->bandwidth_ns;
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_cost_collective_with(
+    const commsched_device *d, commsched_nccl_algo algo,
+    commsched_nccl_proto proto, commsched_coll_op op, double bytes,
+    uint32_t ranks, uint32_t hosts, commsched_coll_cost *out,
+    commsched_error *err)
+{
+    memset(out, 0, sizeof *out);
+    commsched_status st = collective_args(d, bytes, ranks, &hosts, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    if ((unsigned)algo >= COMMSCHED_ALGO_COUNT ||
+        (unsigned)proto >= COMMSCHED_PROTO_COUNT)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "unknown NCCL algorithm or protocol");
+    out->ranks = ranks;
+    out->hosts = hosts;
+    out->algo = algo;
+    out->proto = proto;
+    if (ranks <= 1)
+        return COMMSCHED_OK;
+    if (!nccl_one(d, op, bytes, ranks, hosts, algo, proto, out))
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "NCCL's tree algorithm serves all-reduces "
+                                   "only");
+    out->ranks = ranks;
+    out->hosts = hosts;
+    out->time_ns = out->latency_ns + out->bandwidth_ns;
+    return COMMSCHED_OK;
+}
+
+/* ---- compute and nodes ------------------------------------------------- */
+
+double commsched_cost_compute(const commsched_device *d, double flops,
+                              double bytes, commsched_cost_tuple *t)
+{
+    double comp = flops > 0 ? flops / d->peak_flops * 1e9 : 0.0;
+    double mem = bytes > 0 ? bytes / d->mem_bw * 1e9 : 0.0;
+    if (t) {
+        t->latency_ns = 0;
+        t->bandwidth_ns = mem;
+        t->computation_ns = comp;
+        t->memory_delta = 0;
+    }
+    return comp > mem ? comp : mem;
+}
+
+double commsched_cost_collective_bytes(const commsched_graph *g,
+                                       uint32_t node)
+{
+    double in = 0, out = 0;
+    for (uint32_t k = g->reads.off[node]; k < g->reads.off[node + 1]; k++)
+        in += (double)g->buffers[g->buffers[g->reads.idx[k]].root].size;
+    const cs_node *n = &g->nodes[node];
+    for (uint32_t k = 0; k < n->n_out; k++)
+        out += (double)g->buffers[g->buffers[n->out_first + k].root].size;
+    return in > out ? in : out;
+}
+
+commsched_status commsched_cost_node(const commsched_graph *g, uint32_t node,
+                                     const commsched_cost_options *o,
+                                     const commsched_memory *mem,
+                                     commsched_node_cost *out,
+                                     commsched_error *err)
+{
+    const cs_node *n = &g->nodes[node];
+    memset(out, 0, sizeof *out);
+    out->source = COMMSCHED_SOURCE_NONE;
+    if (!o || !o->device)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "no device profile");
+    if (n->kind == COMMSCHED_NODE_COLLECTIVE) {
+        const cs_group *gr = &g->groups[n->group];
+        out->bytes = commsched_cost_collective_bytes(g, node);
+        commsched_status st = commsched_cost_collective(
+            o->device, o->comm_model, (commsched_coll_op)n->coll_op,
+            out->bytes, gr->size, gr->hosts, &out->coll, err);
+        if (st != COMMSCHED_OK)
+            return st;
+        out->model_ns = out->coll.time_ns;
+        out->tuple.latency_ns = out->coll.latency_ns;
+        out->tuple.bandwidth_ns = out->coll.bandwidth_ns;
+        out->source = COMMSCHED_SOURCE_MODEL;
+    } else if (n->kind == COMMSCHED_NODE_COMPUTE &&
+               (n->flops >= 0 || n->bytes >= 0)) {
+        out->flops = n->flops > 0 ? n->flops : 0;
+        out->bytes = n->bytes > 0 ? n->bytes : 0;
+        out->model_ns = commsched_cost_compute(o->device, n->flops, n->bytes,
+                                               &out->tuple);
+        out->source = COMMSCHED_SOURCE_MODEL;
+    }
+    out->runtime_ns = out->model_ns;
+    if (n->runtime_ns >= 0) {
+        out->runtime_ns = n->runtime_ns;
+        out->source = COMMSCHED_SOURCE_FILE;
+    }
+    if (mem) {
+        commsched_node_memory m = commsched_memory_node(mem, node);
+        out->tuple.memory_delta = m.size_alloc - m.size_free;
+    }
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_cost_graph(const commsched_graph *g,
+                                      const commsched_cost_options *o,
+                                      double *runtime_ns,
+                                      commsched_cost_source *sources,
+                                      commsched_error *err)
+{
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        commsched_node_cost c;
+        commsched_status st = commsched_cost_node(g, i, o, NULL, &c, err);
+        if (st != COMMSCHED_OK)
+            return st;
+        runtime_ns[i] = c.runtime_ns;
+        if (sources)
+            sources[i] = c.source;
+    }
+    return COMMSCHED_OK;
+}
