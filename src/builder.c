@@ -97,7 +97,8 @@ commsched_status commsched_builder_create(const char *name,
     if (!b)
         return oom(err);
     cs_arena_init(&b->arena);
-    if (name && !(b->name = cs_arena_strdup(&b->arena, name))) {
+    /* "" is no name: the format has no empty strings */
+    if (name && name[0] && !(b->name = cs_arena_strdup(&b->arena, name))) {
         commsched_builder_destroy(b);
         return oom(err);
     }
@@ -238,6 +239,18 @@ commsched_status commsched_builder_add_node(commsched_builder *b,
         snprintf(path, sizeof path, "nodes[%zu].kind", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "unknown node kind %d",
                      (int)s->kind);
+    }
+    /* Nothing the JSON loader would refuse, so a built graph saves to a
+     * file that loads back. */
+    if (s->is_sync && s->kind != COMMSCHED_NODE_COLLECTIVE) {
+        snprintf(path, sizeof path, "nodes[%zu].async", i);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "only a collective is async or not");
+    }
+    if (s->op && s->op[0] == '\0') {
+        snprintf(path, sizeof path, "nodes[%zu].op", i);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "expected a non-empty string");
     }
     uint8_t coll_op = 0;
     if (s->kind == COMMSCHED_NODE_COLLECTIVE) {
@@ -622,40 +635,53 @@ static commsched_status resolve_aliases(commsched_graph *g,
             g->buffers[n->out_first + k].alias_of = bi;
         }
     }
-    /* Roots. A chain longer than the node's output count is a cycle (every
-     * step inside one node moves to another of its outputs or leaves it). */
+    /* Roots, memoised so that a chain of views across many nodes costs its
+     * length once: state 0 = not seen, 1 = on the current walk, 2 = root
+     * known. Meeting a buffer already on the current walk is a cycle. (A
+     * chain may cross any number of nodes: a view of a wait's alias of an
+     * in-place all_reduce is three steps long.) */
+    uint8_t *state = cs_calloc(g->n_buffers, sizeof *state);
+    if (!state)
+        return oom(err);
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const cs_node *n = &g->nodes[i];
         for (uint32_t k = 0; k < n->n_out; k++) {
-            uint32_t bi = n->out_first + k, r = bi, steps = 0;
-            while (g->buffers[r].alias_of != COMMSCHED_NONE &&
-                   steps <= n->n_out) {
+            uint32_t bi = n->out_first + k, r = bi;
+            while (state[r] == 0 &&
+                   g->buffers[r].alias_of != COMMSCHED_NONE) {
+                state[r] = 1;
                 r = g->buffers[r].alias_of;
-                steps++;
             }
-            if (g->buffers[r].alias_of != COMMSCHED_NONE) {
+            if (state[r] == 1) {
                 char chain[256];
                 size_t len = 0;
-                uint32_t c = bi;
-                for (uint32_t s = 0; s <= steps && len < sizeof chain; s++) {
+                int seen_r = 0;
+                for (uint32_t c = bi; len < sizeof chain;
+                     c = g->buffers[c].alias_of) {
                     int w = snprintf(chain + len, sizeof chain - len,
-                                     "%s\"%s\"", s ? " -> " : "",
+                                     "%s\"%s\"", len ? " -> " : "",
                                      g->buffers[c].name);
                     if (w < 0)
                         break;
                     len += (size_t)w;
-                    if (s > 0 && c == bi)
+                    if (c == r && seen_r++)
                         break;
-                    c = g->buffers[c].alias_of;
                 }
+                free(state);
                 snprintf(path, sizeof path, "nodes[%u].outputs[%u].alias_of",
                          i, k);
                 return failf(err, COMMSCHED_EGRAPH, path, "alias cycle %s",
                              chain);
             }
-            g->buffers[bi].root = g->buffers[r].root;
+            uint32_t root = g->buffers[r].root;
+            for (uint32_t c = bi; c != r; c = g->buffers[c].alias_of) {
+                g->buffers[c].root = root;
+                state[c] = 2;
+            }
+            state[r] = 2;
         }
     }
+    free(state);
     return COMMSCHED_OK;
 }
 
@@ -880,19 +906,35 @@ static commsched_graph *graph_new(commsched_builder *b)
     return g;
 }
 
-/* Reorders the builder's nodes (order[k] = old index of the k-th node). */
+/* Reorders the builder's nodes (order[k] = old index of the k-th node),
+ * and their outputs with them, so the rebuilt graph keeps its layout rule
+ * (buffers: inputs first, then outputs in node order). */
 static commsched_status permute_nodes(commsched_builder *b,
                                       const uint32_t *order,
                                       commsched_error *err)
 {
     bnode *sorted = cs_malloc_array(b->n_nodes, sizeof *sorted);
-    if (!sorted)
+    bout *outs = cs_malloc_array(b->n_outs, sizeof *outs);
+    if (!sorted || !outs) {
+        free(sorted);
+        free(outs);
         return oom(err);
-    for (size_t k = 0; k < b->n_nodes; k++)
+    }
+    uint32_t n_out = 0;
+    for (size_t k = 0; k < b->n_nodes; k++) {
         sorted[k] = b->nodes[order[k]];
+        if (sorted[k].n_out)
+            memcpy(outs + n_out, b->outs + sorted[k].out_first,
+                   sorted[k].n_out * sizeof *outs);
+        sorted[k].out_first = n_out;
+        n_out += sorted[k].n_out;
+    }
     free(b->nodes);
     b->nodes = sorted;
     b->cap_nodes = b->n_nodes;
+    free(b->outs);
+    b->outs = outs;
+    b->cap_outs = b->n_outs;
     return COMMSCHED_OK;
 }
 

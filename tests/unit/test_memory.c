@@ -1,0 +1,890 @@
+/* commsched unit tests — the memory model (DESIGN.md §3) and its
+ * incremental tracking under moves. Every expected number below is derived
+ * by hand in the comments, from the rules:
+ *   cur starts at the baseline (freeable inputs that are read);
+ *   per node: cur += size_alloc; post_alloc = cur; cur -= size_free;
+ *   post_free = cur; a buffer is freed at its last reader (through any
+ *   alias), by its producer when nobody reads it, never when it is on a
+ *   graph output's alias chain. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commsched/memory.h"
+#include "commsched/schedule.h"
+#include "graph_internal.h"
+#include "testutil.h"
+
+#define HDR "{\"format\": \"commsched-graph\", \"version\": 1, "
+
+typedef struct fixture {
+    commsched_graph *g;
+    commsched_schedule *s;
+    commsched_memory *m;
+} fixture;
+
+static void open_fixture(fixture *f, const char *json, const uint32_t *order)
+{
+    commsched_error err = {0};
+    f->g = tu_graph_from_json(json);
+    assert_int_equal(commsched_schedule_create(f->g, order, &f->s, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(commsched_memory_create(f->s, &f->m, &err),
+                     COMMSCHED_OK);
+}
+
+static void close_fixture(fixture *f)
+{
+    commsched_memory_destroy(f->m);
+    commsched_schedule_destroy(f->s);
+    commsched_graph_destroy(f->g);
+}
+
+/* Asserts one node's four numbers. */
+static void expect_node(const fixture *f, const char *name, int64_t alloc,
+                        int64_t fr, int64_t post_alloc, int64_t post_free)
+{
+    commsched_node_memory nm =
+        commsched_memory_node(f->m, tu_node(f->g, name));
+    if (nm.size_alloc != alloc || nm.size_free != fr ||
+        nm.post_alloc != post_alloc || nm.post_free != post_free)
+        fail_msg("node %s: got alloc %lld free %lld post_alloc %lld "
+                 "post_free %lld, want %lld %lld %lld %lld",
+                 name, (long long)nm.size_alloc, (long long)nm.size_free,
+                 (long long)nm.post_alloc, (long long)nm.post_free,
+                 (long long)alloc, (long long)fr, (long long)post_alloc,
+                 (long long)post_free);
+}
+
+/* Asserts the last-use node of a buffer (NULL: never freed / not counted). */
+static void expect_last_use(const fixture *f, const char *buffer,
+                            const char *node)
+{
+    uint32_t lu = commsched_memory_last_use(f->m, tu_buffer(f->g, buffer));
+    if (!node) {
+        if (lu != COMMSCHED_NONE)
+            fail_msg("buffer %s: last use %s, want none", buffer,
+                     commsched_graph_node_name(f->g, lu));
+        return;
+    }
+    if (lu == COMMSCHED_NONE)
+        fail_msg("buffer %s: no last use, want %s", buffer, node);
+    assert_string_equal(commsched_graph_node_name(f->g, lu), node);
+}
+
+static void expect_peak(const fixture *f, int64_t peak, const char *at)
+{
+    uint32_t at_node = COMMSCHED_NONE;
+    assert_int_equal(commsched_memory_peak(f->m, f->s, &at_node), peak);
+    assert_int_not_equal(at_node, COMMSCHED_NONE);
+    assert_string_equal(commsched_graph_node_name(f->g, at_node), at);
+}
+
+static void expect_verified(const fixture *f)
+{
+    commsched_error err = {0};
+    commsched_status st = commsched_memory_verify(f->m, f->s, &err);
+    if (st != COMMSCHED_OK)
+        fail_msg("verify: %s", err.text);
+}
+
+/* ---- static estimates ---------------------------------------------------- */
+
+/* Freeable vs non-freeable inputs, and an unread buffer freed by its
+ * producer. Inputs: a 100 freeable (read), b 1000 non-freeable (read),
+ * c 10 freeable (unread).
+ *   baseline = 100 (a only: b is non-freeable, c is never read)
+ *   n0 reads a,b -> x 50:      alloc 50, post_alloc 150; frees a (last
+ *                              reader) 100 -> post_free 50
+ *   n1 reads x -> y 20, s 1000: alloc 1020, post_alloc 1070; frees x 50
+ *                              and s 1000 (nobody reads s) -> post_free 20
+ *                              (y is a graph output: never freed)
+ *   peak 1070 at n1. */
+static void test_memory_freeable_inputs_and_unread_buffers(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, HDR
+                 "\"inputs\": [{\"name\": \"a\", \"size\": 100, \"freeable\": "
+                 "true}, {\"name\": \"b\", \"size\": 1000}, {\"name\": \"c\", "
+                 "\"size\": 10, \"freeable\": true}],"
+                 "\"outputs\": [\"y\"],"
+                 "\"nodes\": ["
+                 "{\"name\": \"n0\", \"kind\": \"compute\", \"inputs\": [\"a\", "
+                 "\"b\"], \"outputs\": [{\"name\": \"x\", \"size\": 50}]},"
+                 "{\"name\": \"n1\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"x\"], \"outputs\": [{\"name\": \"y\", \"size\": 20}, "
+                 "{\"name\": \"s\", \"size\": 1000}]}]}",
+                 NULL);
+    assert_int_equal(commsched_memory_baseline(f.m), 100);
+    expect_node(&f, "n0", 50, 100, 150, 50);
+    expect_node(&f, "n1", 1020, 1050, 1070, 20);
+    expect_peak(&f, 1070, "n1");
+    expect_last_use(&f, "a", "n0");
+    expect_last_use(&f, "b", NULL);
+    expect_last_use(&f, "c", NULL);
+    expect_last_use(&f, "x", "n1");
+    expect_last_use(&f, "s", "n1"); /* freed by its producer */
+    expect_last_use(&f, "y", NULL);
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* A wait's alias extends the collective output's life to the alias's last
+ * reader. w 64 non-freeable: baseline 0.
+ *   pre  -> g 100:           alloc 100, post 100/100 (g read by ag)
+ *   ag   reads g -> ag 400:  alloc 400, post_alloc 500; frees g -> 400
+ *   mid  reads w -> m 30:    430/430
+ *   agw  reads ag -> wa alias: alloc 0, 430/430 (ag still read via wa)
+ *   use1 reads wa,m -> u 10: 440; frees m 30 and u 10 (unread) -> 400
+ *   use2 reads wa -> v 5:    405; frees ag 400 (last reader of the alias);
+ *                            v is an output -> 5
+ *   peak 500 at ag. */
+static void test_memory_wait_alias_extends_collective_output(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, HDR
+                 "\"groups\": [{\"name\": \"dp\", \"size\": 4}],"
+                 "\"inputs\": [{\"name\": \"w\", \"size\": 64}],"
+                 "\"outputs\": [\"v\"],"
+                 "\"nodes\": ["
+                 "{\"name\": \"pre\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"w\"], \"outputs\": [{\"name\": \"g\", \"size\": 100}]},"
+                 "{\"name\": \"ag\", \"kind\": \"collective\", \"op\": "
+                 "\"all_gather\", \"group\": \"dp\", \"inputs\": [\"g\"], "
+                 "\"outputs\": [{\"name\": \"ag_out\", \"size\": 400}]},"
+                 "{\"name\": \"mid\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"w\"], \"outputs\": [{\"name\": \"m\", \"size\": 30}]},"
+                 "{\"name\": \"agw\", \"kind\": \"wait\", \"inputs\": "
+                 "[\"ag_out\"], \"outputs\": [{\"name\": \"wa\", \"alias_of\": "
+                 "\"ag_out\"}]},"
+                 "{\"name\": \"use1\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"wa\", \"m\"], \"outputs\": [{\"name\": \"u\", \"size\": "
+                 "10}]},"
+                 "{\"name\": \"use2\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"wa\"], \"outputs\": [{\"name\": \"v\", \"size\": 5}]}]}",
+                 NULL);
+    assert_int_equal(commsched_memory_baseline(f.m), 0);
+    expect_node(&f, "pre", 100, 0, 100, 100);
+    expect_node(&f, "ag", 400, 100, 500, 400);
+    expect_node(&f, "mid", 30, 0, 430, 430);
+    expect_node(&f, "agw", 0, 0, 430, 430);
+    expect_node(&f, "use1", 10, 40, 440, 400);
+    expect_node(&f, "use2", 5, 400, 405, 5);
+    expect_peak(&f, 500, "ag");
+    expect_last_use(&f, "ag_out", "use2");
+    expect_last_use(&f, "wa", NULL); /* an alias: its root carries it */
+    expect_last_use(&f, "g", "ag");
+    expect_last_use(&f, "w", NULL);
+    expect_last_use(&f, "u", "use1");
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* An in-place all_reduce allocates nothing and extends its input's life.
+ *   grad -> gr 200:             200/200 (gr read by ar, arw, opt)
+ *   ar reads gr -> alias:       alloc 0, 200/200
+ *   other -> o 50:              250/250
+ *   arw reads ar_out -> alias:  250/250
+ *   opt reads arw,o -> p 1:     251; frees gr 200 + o 50 -> 1 (p output)
+ *   peak 251 at opt. */
+static void test_memory_inplace_all_reduce_extends_input(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, HDR
+                 "\"groups\": [{\"name\": \"dp\", \"size\": 8, \"hosts\": 2}],"
+                 "\"outputs\": [\"p\"],"
+                 "\"nodes\": ["
+                 "{\"name\": \"grad\", \"kind\": \"compute\", \"outputs\": "
+                 "[{\"name\": \"gr\", \"size\": 200}]},"
+                 "{\"name\": \"ar\", \"kind\": \"collective\", \"op\": "
+                 "\"all_reduce\", \"group\": \"dp\", \"inputs\": [\"gr\"], "
+                 "\"outputs\": [{\"name\": \"ar_out\", \"alias_of\": \"gr\"}]},"
+                 "{\"name\": \"other\", \"kind\": \"compute\", \"outputs\": "
+                 "[{\"name\": \"o\", \"size\": 50}]},"
+                 "{\"name\": \"arw\", \"kind\": \"wait\", \"inputs\": "
+                 "[\"ar_out\"], \"outputs\": [{\"name\": \"arw_out\", "
+                 "\"alias_of\": \"ar_out\"}]},"
+                 "{\"name\": \"opt\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"arw_out\", \"o\"], \"outputs\": [{\"name\": \"p\", "
+                 "\"size\": 1}]}]}",
+                 NULL);
+    assert_int_equal(commsched_memory_baseline(f.m), 0);
+    expect_node(&f, "grad", 200, 0, 200, 200);
+    expect_node(&f, "ar", 0, 0, 200, 200);
+    expect_node(&f, "other", 50, 0, 250, 250);
+    expect_node(&f, "arw", 0, 0, 250, 250);
+    expect_node(&f, "opt", 1, 250, 251, 1);
+    expect_peak(&f, 251, "opt");
+    expect_last_use(&f, "gr", "opt");
+    expect_last_use(&f, "ar_out", NULL);
+    expect_last_use(&f, "arw_out", NULL);
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* Graph outputs are never freed, and neither is the collective buffer
+ * whose wait alias is a graph output. Input i 30 freeable, also an output.
+ *   baseline 30 (freeable and read; never freed: it is an output)
+ *   mk reads i -> x 100:        130/130 (x freed at rs)
+ *   rs reads x -> rs_out 25:    155; frees x 100 -> 55
+ *   rsw reads rs_out -> alias:  55/55
+ *   tail reads rsw -> z 7:      62; rs_out is kept (rsw is an output),
+ *                               z is an output and unread: kept -> 62
+ *   peak 155 at rs. */
+static void test_memory_graph_outputs_never_freed(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, HDR
+                 "\"groups\": [{\"name\": \"dp\", \"size\": 2}],"
+                 "\"inputs\": [{\"name\": \"i\", \"size\": 30, \"freeable\": "
+                 "true}],"
+                 "\"outputs\": [\"rsw_out\", \"z\", \"i\"],"
+                 "\"nodes\": ["
+                 "{\"name\": \"mk\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"i\"], \"outputs\": [{\"name\": \"x\", \"size\": 100}]},"
+                 "{\"name\": \"rs\", \"kind\": \"collective\", \"op\": "
+                 "\"reduce_scatter\", \"group\": \"dp\", \"inputs\": [\"x\"], "
+                 "\"outputs\": [{\"name\": \"rs_out\", \"size\": 25}]},"
+                 "{\"name\": \"rsw\", \"kind\": \"wait\", \"inputs\": "
+                 "[\"rs_out\"], \"outputs\": [{\"name\": \"rsw_out\", "
+                 "\"alias_of\": \"rs_out\"}]},"
+                 "{\"name\": \"tail\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"rsw_out\"], \"outputs\": [{\"name\": \"z\", \"size\": "
+                 "7}]}]}",
+                 NULL);
+    assert_int_equal(commsched_memory_baseline(f.m), 30);
+    expect_node(&f, "mk", 100, 0, 130, 130);
+    expect_node(&f, "rs", 25, 100, 155, 55);
+    expect_node(&f, "rsw", 0, 0, 55, 55);
+    expect_node(&f, "tail", 7, 0, 62, 62);
+    expect_peak(&f, 155, "rs");
+    expect_last_use(&f, "rs_out", NULL);
+    expect_last_use(&f, "z", NULL);
+    expect_last_use(&f, "i", NULL);
+    expect_last_use(&f, "x", "rs");
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* The peak node is the first node reaching the peak; a chain of views
+ * across three nodes (r3 -> r2 -> r1 -> r) still counts as reads of r.
+ *   baseline 0
+ *   a -> r 10:                     10/10 (r last read by end, via r3)
+ *   v1 reads r -> r1 alias:        10/10
+ *   big -> t 5 (unread):           15, frees t 5 -> 10
+ *   v2 reads r1 -> r2 alias, q 5:  15/15
+ *   v3 reads r2 -> r3 alias:       15/15
+ *   end reads r3, q:               alloc 0, 15; frees r 10 + q 5 -> 0
+ *   peak 15, first reached at big (v2, v3 and end reach it later). */
+static void test_memory_peak_is_first_node_and_alias_chains(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, HDR
+                 "\"nodes\": ["
+                 "{\"name\": \"a\", \"kind\": \"compute\", \"outputs\": "
+                 "[{\"name\": \"r\", \"size\": 10}]},"
+                 "{\"name\": \"v1\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"r\"], \"outputs\": [{\"name\": \"r1\", \"alias_of\": "
+                 "\"r\"}]},"
+                 "{\"name\": \"big\", \"kind\": \"compute\", \"outputs\": "
+                 "[{\"name\": \"t\", \"size\": 5}]},"
+                 "{\"name\": \"v2\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"r1\"], \"outputs\": [{\"name\": \"r2\", \"alias_of\": "
+                 "\"r1\"}, {\"name\": \"q\", \"size\": 5}]},"
+                 "{\"name\": \"v3\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"r2\"], \"outputs\": [{\"name\": \"r3\", \"alias_of\": "
+                 "\"r2\"}]},"
+                 "{\"name\": \"end\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"r3\", \"q\"]}]}",
+                 NULL);
+    expect_node(&f, "a", 10, 0, 10, 10);
+    expect_node(&f, "v1", 0, 0, 10, 10);
+    expect_node(&f, "big", 5, 5, 15, 10);
+    expect_node(&f, "v2", 5, 0, 15, 15);
+    expect_node(&f, "v3", 0, 0, 15, 15);
+    expect_node(&f, "end", 0, 15, 15, 0);
+    expect_peak(&f, 15, "big");
+    expect_last_use(&f, "r", "end");
+    expect_last_use(&f, "t", "big");
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* ---- hand-computed moves ------------------------------------------------- */
+
+/* Graph M. Input a 1000 freeable.
+ *   A reads a -> x 100; B reads a -> y 10; C reads x -> z 1;
+ *   D reads y, z -> out 2 (output).
+ * Order A B C D, baseline 1000:
+ *   A: 1100/1100   B: 1110, frees a -> 110   C: 111, frees x -> 11
+ *   D: 13, frees y, z -> 2.   Peak 1110 at B. */
+static const char graph_m[] =
+    HDR "\"inputs\": [{\"name\": \"a\", \"size\": 1000, \"freeable\": true}],"
+        "\"outputs\": [\"out\"],"
+        "\"nodes\": ["
+        "{\"name\": \"A\", \"kind\": \"compute\", \"inputs\": [\"a\"], "
+        "\"outputs\": [{\"name\": \"x\", \"size\": 100}]},"
+        "{\"name\": \"B\", \"kind\": \"compute\", \"inputs\": [\"a\"], "
+        "\"outputs\": [{\"name\": \"y\", \"size\": 10}]},"
+        "{\"name\": \"C\", \"kind\": \"compute\", \"inputs\": [\"x\"], "
+        "\"outputs\": [{\"name\": \"z\", \"size\": 1}]},"
+        "{\"name\": \"D\", \"kind\": \"compute\", \"inputs\": [\"y\", \"z\"], "
+        "\"outputs\": [{\"name\": \"out\", \"size\": 2}]}]}";
+
+static int64_t plan(fixture *f, commsched_move dir, const char *cand,
+                    const char *head, const char *tail)
+{
+    int64_t peak = -1;
+    commsched_error err = {0};
+    assert_int_equal(commsched_memory_plan_move(f->m, f->s, dir,
+                                                tu_node(f->g, cand),
+                                                tu_node(f->g, head),
+                                                tu_node(f->g, tail), &peak,
+                                                &err),
+                     COMMSCHED_OK);
+    return peak;
+}
+
+static void expect_order(const fixture *f, const char *const *names)
+{
+    uint32_t v = commsched_schedule_first(f->s);
+    for (size_t k = 0; names[k]; k++) {
+        assert_int_not_equal(v, COMMSCHED_NONE);
+        assert_string_equal(commsched_graph_node_name(f->g, v), names[k]);
+        v = commsched_schedule_next(f->s, v);
+    }
+    assert_int_equal(v, COMMSCHED_NONE);
+}
+
+/* AFTER_GROUP moving the FIRST node, with a last-use change: A jumps after
+ * [B]. New order B A C D:
+ *   B: 1000 + 10 = 1010; a is now last read by A, so B frees nothing: 1010
+ *   A: 1010 + 100 = 1110; frees a 1000 -> 110
+ *   C, D unchanged (111/11, 13/2).
+ * potential peak = max(1010, 1110) = 1110. The baseline (1000) stays
+ * charged to no node: were it charged to the first node (the seed), A would
+ * carry it to its new place. */
+static void test_memory_move_after_first_node_last_use_changes(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, graph_m, NULL);
+    expect_node(&f, "A", 100, 0, 1100, 1100);
+    expect_node(&f, "B", 10, 1000, 1110, 110);
+    expect_last_use(&f, "a", "B");
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_AFTER_GROUP, "A", "B", "B"),
+                     1110);
+    /* planning changes nothing */
+    expect_node(&f, "A", 100, 0, 1100, 1100);
+    expect_verified(&f);
+    commsched_memory_commit_move(f.m, f.s);
+    static const char *const order[] = {"B", "A", "C", "D", NULL};
+    expect_order(&f, order);
+    assert_int_equal(commsched_memory_baseline(f.m), 1000);
+    expect_node(&f, "B", 10, 0, 1010, 1010);
+    expect_node(&f, "A", 100, 1000, 1110, 110);
+    expect_node(&f, "C", 1, 100, 111, 11);
+    expect_node(&f, "D", 2, 11, 13, 2);
+    expect_last_use(&f, "a", "A");
+    expect_peak(&f, 1110, "A");
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* AFTER_GROUP without a last-use change: B jumps after [C]. New order
+ * A C B D:
+ *   A: 1100/1100 (a is still last read by B, which stays after A)
+ *   C: 1101, frees x 100 -> 1001
+ *   B: 1011, frees a 1000 -> 11
+ *   D: 13/2.
+ * potential peak = max(1101, 1011) = 1101. */
+static void test_memory_move_after_no_last_use_change(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, graph_m, NULL);
+    /* a plan is only a price: a later plan replaces it (A after [B] would
+     * cost 1110, see above) */
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_AFTER_GROUP, "A", "B", "B"),
+                     1110);
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_AFTER_GROUP, "B", "C", "C"),
+                     1101);
+    commsched_memory_commit_move(f.m, f.s);
+    static const char *const order[] = {"A", "C", "B", "D", NULL};
+    expect_order(&f, order);
+    expect_node(&f, "A", 100, 0, 1100, 1100);
+    expect_node(&f, "C", 1, 100, 1101, 1001);
+    expect_node(&f, "B", 10, 1000, 1011, 11);
+    expect_node(&f, "D", 2, 11, 13, 2);
+    expect_last_use(&f, "a", "B");
+    expect_peak(&f, 1101, "C");
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* BEFORE_GROUP (sink) with a last-use change: B sinks before [A], which is
+ * the first node. B is the last reader of a; after the move A is, so the
+ * last-use map must move a to A (the seed forgets this). New order
+ * B A C D:
+ *   B: 1010/1010   A: 1110, frees a -> 110   C 111/11   D 13/2
+ * potential peak = max(1010, 1110) = 1110. */
+static void test_memory_move_before_updates_last_use(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, graph_m, NULL);
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_BEFORE_GROUP, "B", "A", "A"),
+                     1110);
+    commsched_memory_commit_move(f.m, f.s);
+    static const char *const order[] = {"B", "A", "C", "D", NULL};
+    expect_order(&f, order);
+    expect_last_use(&f, "a", "A");
+    expect_node(&f, "B", 10, 0, 1010, 1010);
+    expect_node(&f, "A", 100, 1000, 1110, 110);
+    expect_node(&f, "C", 1, 100, 111, 11);
+    expect_peak(&f, 1110, "A");
+    expect_verified(&f);
+    /* And back: B after [A] (AFTER_GROUP) restores A B C D, handing a
+     * back to B:  A 1100/1100, B 1110/110; potential = 1110. */
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_AFTER_GROUP, "B", "A", "A"),
+                     1110);
+    commsched_memory_commit_move(f.m, f.s);
+    expect_last_use(&f, "a", "B");
+    expect_node(&f, "A", 100, 0, 1100, 1100);
+    expect_node(&f, "B", 10, 1000, 1110, 110);
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* BEFORE_GROUP without a last-use change: start from A C B D and sink B
+ * before [C]. C does not read a, so a stays last used by B. New order
+ * A B C D (the original levels):
+ *   B: 1100 + 10 = 1110, frees a -> 110;  C: 111, frees x -> 11
+ * potential peak = max(1110, 111) = 1110. */
+static void test_memory_move_before_no_last_use_change(void **state)
+{
+    (void)state;
+    fixture f;
+    /* node indices: A 0, B 1, C 2, D 3 */
+    static const uint32_t acbd[] = {0, 2, 1, 3};
+    open_fixture(&f, graph_m, acbd);
+    expect_node(&f, "C", 1, 100, 1101, 1001);
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_BEFORE_GROUP, "B", "C", "C"),
+                     1110);
+    commsched_memory_commit_move(f.m, f.s);
+    static const char *const order[] = {"A", "B", "C", "D", NULL};
+    expect_order(&f, order);
+    expect_node(&f, "B", 10, 1000, 1110, 110);
+    expect_node(&f, "C", 1, 100, 111, 11);
+    expect_last_use(&f, "a", "B");
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* Graph N: inputs p 500, q 300 (both freeable): baseline 800.
+ *   K reads p, q -> k 40; G1 reads q -> g1 5; G2 reads p -> g2 7;
+ *   G3 -> g3 11; T reads k, g1, g2, g3 -> t 1 (output).
+ * Order K G1 G2 G3 T:
+ *   K 840/840; G1 845, frees q 300 -> 545; G2 552, frees p 500 -> 52;
+ *   G3 63/63; T 64, frees 40+5+7+11 -> 1.   Peak 845 at G1.
+ * Move K after [G1 G2 G3]: q and p become last used by K (from G1, G2 in
+ * the middle of the group). New order G1 G2 G3 K T:
+ *   G1 805/805; G2 812/812; G3 823/823; K 863, frees 800 -> 63; T 64/1.
+ * potential peak 863. Then sink K back before the same group: last uses
+ * return to G1 (q) and G2 (p); potential = max(840, 845, 552, 63) = 845. */
+static void test_memory_move_group_of_three_round_trip(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(
+        &f,
+        HDR "\"inputs\": [{\"name\": \"p\", \"size\": 500, \"freeable\": true},"
+            "{\"name\": \"q\", \"size\": 300, \"freeable\": true}],"
+            "\"outputs\": [\"t\"],"
+            "\"nodes\": ["
+            "{\"name\": \"K\", \"kind\": \"compute\", \"inputs\": [\"p\", "
+            "\"q\"], \"outputs\": [{\"name\": \"k\", \"size\": 40}]},"
+            "{\"name\": \"G1\", \"kind\": \"compute\", \"inputs\": [\"q\"], "
+            "\"outputs\": [{\"name\": \"g1\", \"size\": 5}]},"
+            "{\"name\": \"G2\", \"kind\": \"compute\", \"inputs\": [\"p\"], "
+            "\"outputs\": [{\"name\": \"g2\", \"size\": 7}]},"
+            "{\"name\": \"G3\", \"kind\": \"compute\", "
+            "\"outputs\": [{\"name\": \"g3\", \"size\": 11}]},"
+            "{\"name\": \"T\", \"kind\": \"compute\", \"inputs\": [\"k\", "
+            "\"g1\", \"g2\", \"g3\"], \"outputs\": [{\"name\": \"t\", "
+            "\"size\": 1}]}]}",
+        NULL);
+    assert_int_equal(commsched_memory_baseline(f.m), 800);
+    expect_node(&f, "K", 40, 0, 840, 840);
+    expect_node(&f, "G1", 5, 300, 845, 545);
+    expect_node(&f, "G2", 7, 500, 552, 52);
+    expect_node(&f, "G3", 11, 0, 63, 63);
+    expect_node(&f, "T", 1, 63, 64, 1);
+    expect_peak(&f, 845, "G1");
+
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_AFTER_GROUP, "K", "G1", "G3"),
+                     863);
+    commsched_memory_commit_move(f.m, f.s);
+    static const char *const moved[] = {"G1", "G2", "G3", "K", "T", NULL};
+    expect_order(&f, moved);
+    expect_node(&f, "G1", 5, 0, 805, 805);
+    expect_node(&f, "G2", 7, 0, 812, 812);
+    expect_node(&f, "G3", 11, 0, 823, 823);
+    expect_node(&f, "K", 40, 800, 863, 63);
+    expect_node(&f, "T", 1, 63, 64, 1);
+    expect_last_use(&f, "p", "K");
+    expect_last_use(&f, "q", "K");
+    expect_peak(&f, 863, "K");
+    expect_verified(&f);
+
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_BEFORE_GROUP, "K", "G1", "G3"),
+                     845);
+    commsched_memory_commit_move(f.m, f.s);
+    static const char *const back[] = {"K", "G1", "G2", "G3", "T", NULL};
+    expect_order(&f, back);
+    expect_node(&f, "K", 40, 0, 840, 840);
+    expect_node(&f, "G1", 5, 300, 845, 545);
+    expect_node(&f, "G2", 7, 500, 552, 52);
+    expect_node(&f, "G3", 11, 0, 63, 63);
+    expect_last_use(&f, "p", "G2");
+    expect_last_use(&f, "q", "G1");
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* Moving the first node, which reads nothing and frees its own unread
+ * output, across a group holding a collective and its wait whose output is
+ * kept alive by a graph output. Baseline 30 (i freeable, read by mk):
+ *   ind -> e 3 (unread):        33, frees e 3 -> 30
+ *   mk reads i -> x 100:        130, frees i 30 -> 100
+ *   rs reads x -> rs_out 25:    125, frees x 100 -> 25
+ *   rsw reads rs_out -> alias:  25/25 (rs_out kept: rsw_out is an output)
+ *   tail reads rsw_out -> z 7:  32, frees z 7 (unread, not an output) -> 25 */
+static void test_memory_move_unread_output_node(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, HDR
+                 "\"groups\": [{\"name\": \"dp\", \"size\": 2}],"
+                 "\"inputs\": [{\"name\": \"i\", \"size\": 30, \"freeable\": "
+                 "true}],"
+                 "\"outputs\": [\"rsw_out\"],"
+                 "\"nodes\": ["
+                 "{\"name\": \"ind\", \"kind\": \"compute\", \"outputs\": "
+                 "[{\"name\": \"e\", \"size\": 3}]},"
+                 "{\"name\": \"mk\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"i\"], \"outputs\": [{\"name\": \"x\", \"size\": 100}]},"
+                 "{\"name\": \"rs\", \"kind\": \"collective\", \"op\": "
+                 "\"reduce_scatter\", \"group\": \"dp\", \"inputs\": [\"x\"], "
+                 "\"outputs\": [{\"name\": \"rs_out\", \"size\": 25}]},"
+                 "{\"name\": \"rsw\", \"kind\": \"wait\", \"inputs\": "
+                 "[\"rs_out\"], \"outputs\": [{\"name\": \"rsw_out\", "
+                 "\"alias_of\": \"rs_out\"}]},"
+                 "{\"name\": \"tail\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"rsw_out\"], \"outputs\": [{\"name\": \"z\", \"size\": "
+                 "7}]}]}",
+                 NULL);
+    expect_node(&f, "ind", 3, 3, 33, 30);
+    expect_node(&f, "mk", 100, 30, 130, 100);
+    expect_node(&f, "rs", 25, 100, 125, 25);
+    expect_node(&f, "tail", 7, 7, 32, 25);
+    /* ind after [mk rs rsw]: levels shift by -(3 - 3) = 0 and ind sits on
+     * rsw's 25: ind 28/25.  potential = max(130, 125, 25, 28) = 130. */
+    assert_int_equal(plan(&f, COMMSCHED_MOVE_AFTER_GROUP, "ind", "mk", "rsw"),
+                     130);
+    commsched_memory_commit_move(f.m, f.s);
+    expect_node(&f, "mk", 100, 30, 130, 100);
+    expect_node(&f, "ind", 3, 3, 28, 25);
+    expect_peak(&f, 130, "mk");
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+/* ---- the property test --------------------------------------------------- */
+
+/* 1 when node a has a non-fake dependency on node b (g->deps). */
+static int depends(const commsched_graph *g, uint32_t a, uint32_t b)
+{
+    for (uint32_t k = g->deps.off[a]; k < g->deps.off[a + 1]; k++)
+        if (g->deps.idx[k] == b)
+            return 1;
+    return 0;
+}
+
+static unsigned long long total_moves, total_last_use_changes;
+
+/* Random legal moves over one random graph; after every move the tracked
+ * state must equal a full recompute and the potential peak must equal the
+ * highest post_alloc among the group and the candidate. */
+static void run_random_moves(uint64_t seed, uint32_t n_nodes, unsigned moves)
+{
+    tu_graph_opts o = tu_random_opts(n_nodes);
+    o.fake_percent = 30;
+    commsched_graph *g = tu_random_graph(seed, &o);
+    uint32_t n = commsched_graph_node_count(g);
+    commsched_error err = {0};
+    commsched_schedule *s = NULL;
+    commsched_memory *m = NULL, *fresh = NULL;
+    uint32_t *order = malloc(n * sizeof *order);
+    assert_non_null(order);
+    tu_random_topo_order(g, seed * 7 + 1, 0, order);
+    assert_int_equal(commsched_schedule_create(g, order, &s, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(commsched_memory_create(s, &m, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_memory_create(s, &fresh, &err), COMMSCHED_OK);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    unsigned done = 0, attempts = 0, changed[2] = {0, 0};
+    uint32_t *lu_before = malloc(commsched_graph_buffer_count(g) *
+                                 sizeof *lu_before);
+    assert_non_null(lu_before);
+    while (done < moves) {
+        assert_true(++attempts < moves * 50);
+        assert_int_equal(commsched_schedule_to_array(s, order, &err),
+                         COMMSCHED_OK);
+        commsched_move dir = tu_rng_chance(&r, 50)
+                                 ? COMMSCHED_MOVE_AFTER_GROUP
+                                 : COMMSCHED_MOVE_BEFORE_GROUP;
+        uint32_t len = 1 + tu_rng_below(&r, tu_rng_chance(&r, 20) ? 30 : 6);
+        if (len + 1 > n)
+            continue;
+        uint32_t i = tu_rng_below(&r, n - len);
+        uint32_t cand, head, tail;
+        int legal = 1;
+        if (dir == COMMSCHED_MOVE_AFTER_GROUP) {
+            /* cand = order[i], group = order[i+1 .. i+len] */
+            cand = order[i];
+            head = order[i + 1];
+            tail = order[i + len];
+            for (uint32_t k = i + 1; k <= i + len && legal; k++)
+                legal = !depends(g, order[k], cand);
+        } else {
+            /* group = order[i .. i+len-1], cand = order[i+len] */
+            head = order[i];
+            tail = order[i + len - 1];
+            cand = order[i + len];
+            for (uint32_t k = i; k < i + len && legal; k++)
+                legal = !depends(g, cand, order[k]);
+        }
+        if (!legal)
+            continue;
+        for (uint32_t b = 0; b < commsched_graph_buffer_count(g); b++)
+            lu_before[b] = commsched_memory_last_use(m, b);
+        int64_t potential = -1;
+        assert_int_equal(commsched_memory_plan_move(m, s, dir, cand, head,
+                                                    tail, &potential, &err),
+                         COMMSCHED_OK);
+        commsched_memory_commit_move(m, s);
+        /* the candidate sits on the other side of the group now */
+        if (dir == COMMSCHED_MOVE_AFTER_GROUP)
+            assert_int_equal(commsched_schedule_next(s, tail), cand);
+        else
+            assert_int_equal(commsched_schedule_next(s, cand), head);
+        assert_int_equal(commsched_memory_recompute(fresh, s, &err),
+                         COMMSCHED_OK);
+        int64_t truth = commsched_memory_node(fresh, cand).post_alloc;
+        for (uint32_t v = head;; v = commsched_schedule_next(s, v)) {
+            int64_t pa = commsched_memory_node(fresh, v).post_alloc;
+            if (pa > truth)
+                truth = pa;
+            if (v == tail)
+                break;
+        }
+        if (potential != truth)
+            fail_msg("seed %llu move %u: potential peak %lld, recompute "
+                     "%lld",
+                     (unsigned long long)seed, done, (long long)potential,
+                     (long long)truth);
+        commsched_status st = commsched_memory_verify(m, s, &err);
+        if (st != COMMSCHED_OK)
+            fail_msg("seed %llu move %u (%s, cand %s): %s",
+                     (unsigned long long)seed, done,
+                     dir == COMMSCHED_MOVE_AFTER_GROUP ? "after" : "before",
+                     commsched_graph_node_name(g, cand), err.text);
+        st = commsched_schedule_check(s, 0, &err);
+        if (st != COMMSCHED_OK)
+            fail_msg("seed %llu move %u: %s", (unsigned long long)seed, done,
+                     err.text);
+        for (uint32_t b = 0; b < commsched_graph_buffer_count(g); b++)
+            if (lu_before[b] != commsched_memory_last_use(m, b)) {
+                changed[dir]++;
+                break;
+            }
+        done++;
+    }
+    /* the workload must move last uses both ways, or it proves little */
+    assert_true(changed[COMMSCHED_MOVE_AFTER_GROUP] >= moves / 100);
+    assert_true(changed[COMMSCHED_MOVE_BEFORE_GROUP] >= moves / 100);
+    total_last_use_changes += changed[0] + changed[1];
+    total_moves += done;
+    free(lu_before);
+    free(order);
+    commsched_memory_destroy(fresh);
+    commsched_memory_destroy(m);
+    commsched_schedule_destroy(s);
+    commsched_graph_destroy(g);
+}
+
+static void test_memory_random_moves_match_recompute(void **state)
+{
+    (void)state;
+    total_moves = total_last_use_changes = 0;
+    static const struct {
+        uint64_t seed;
+        uint32_t nodes;
+        unsigned moves;
+    } runs[] = {{11, 200, 2500}, {12, 300, 2500}, {13, 400, 3000},
+                {14, 250, 2500}, {15, 120, 1500}, {16, 600, 3000}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++)
+        run_random_moves(runs[k].seed, runs[k].nodes, runs[k].moves);
+    assert_true(total_moves >= 10000);
+    print_message("verified %llu random moves (%llu changed a last use)\n",
+                  total_moves, total_last_use_changes);
+}
+
+/* verify notices a schedule changed behind the tracker's back, and names
+ * where; a recompute repairs it. */
+static void test_memory_verify_detects_untracked_move(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, graph_m, NULL);
+    commsched_error err = {0};
+    /* Move B after C without telling the tracker: the true levels are
+     * A 1100, C 1101/1001, B 1011/11 (see the AFTER case above), the
+     * tracked ones still say C 111/11. */
+    commsched_schedule_move_run_after(f.s, tu_node(f.g, "B"),
+                                      tu_node(f.g, "B"), tu_node(f.g, "C"));
+    assert_int_equal(commsched_memory_verify(f.m, f.s, &err),
+                     COMMSCHED_EINTERNAL);
+    assert_int_equal(err.status, COMMSCHED_EINTERNAL);
+    assert_non_null(strstr(err.text, "\"C\""));
+    assert_non_null(strstr(err.text, "post_alloc"));
+    commsched_error_clear(&err);
+    assert_int_equal(commsched_memory_recompute(f.m, f.s, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(commsched_memory_verify(f.m, f.s, &err), COMMSCHED_OK);
+    expect_node(&f, "C", 1, 100, 1101, 1001);
+    close_fixture(&f);
+}
+
+/* A plan committed on a clone: the tracker follows the clone, not the
+ * untouched original, and verify says so at the first differing node
+ * (A: it frees a in B A C D, not in A B C D). */
+static void test_memory_verify_detects_commit_on_other_schedule(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, graph_m, NULL);
+    commsched_error err = {0};
+    commsched_schedule *c = NULL;
+    assert_int_equal(commsched_schedule_clone(f.s, &c, &err), COMMSCHED_OK);
+    int64_t peak = 0;
+    assert_int_equal(commsched_memory_plan_move(f.m, c,
+                                                COMMSCHED_MOVE_AFTER_GROUP,
+                                                tu_node(f.g, "A"),
+                                                tu_node(f.g, "B"),
+                                                tu_node(f.g, "B"), &peak, &err),
+                     COMMSCHED_OK);
+    commsched_memory_commit_move(f.m, c);
+    assert_int_equal(commsched_memory_verify(f.m, c, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_memory_verify(f.m, f.s, &err),
+                     COMMSCHED_EINTERNAL);
+    assert_non_null(strstr(err.text, "at node \"A\""));
+    assert_non_null(strstr(err.text, "size_free 1000, recompute 0"));
+    commsched_schedule_destroy(c);
+    close_fixture(&f);
+}
+
+/* A difference in the last-use map alone (every level equal) is detected:
+ * z has size 0 and is read by A and B, which allocate nothing. Tracking the
+ * swap B A on a clone makes A z's last use; the original A B says B. */
+static void test_memory_verify_detects_last_use_only_mismatch(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, HDR
+                 "\"inputs\": [{\"name\": \"z\", \"size\": 0, \"freeable\": "
+                 "true}],"
+                 "\"nodes\": ["
+                 "{\"name\": \"A\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"z\"]},"
+                 "{\"name\": \"B\", \"kind\": \"compute\", \"inputs\": "
+                 "[\"z\"]}]}",
+                 NULL);
+    commsched_error err = {0};
+    commsched_schedule *c = NULL;
+    assert_int_equal(commsched_schedule_clone(f.s, &c, &err), COMMSCHED_OK);
+    expect_last_use(&f, "z", "B");
+    int64_t peak = -1;
+    assert_int_equal(commsched_memory_plan_move(f.m, c,
+                                                COMMSCHED_MOVE_AFTER_GROUP,
+                                                tu_node(f.g, "A"),
+                                                tu_node(f.g, "B"),
+                                                tu_node(f.g, "B"), &peak, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(peak, 0);
+    commsched_memory_commit_move(f.m, c);
+    expect_last_use(&f, "z", "A");
+    assert_int_equal(commsched_memory_verify(f.m, c, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_memory_verify(f.m, f.s, &err),
+                     COMMSCHED_EINTERNAL);
+    assert_non_null(strstr(err.text, "buffer \"z\" last used by \"A\", "
+                                     "recompute says \"B\""));
+    commsched_schedule_destroy(c);
+    close_fixture(&f);
+}
+
+/* A schedule that lost a node cannot be estimated. */
+static void test_memory_rejects_incomplete_schedule(void **state)
+{
+    (void)state;
+    fixture f;
+    open_fixture(&f, graph_m, NULL);
+    commsched_error err = {0};
+    commsched_schedule_unlink(f.s, tu_node(f.g, "C"));
+    assert_int_equal(commsched_memory_recompute(f.m, f.s, &err),
+                     COMMSCHED_EINTERNAL);
+    commsched_memory *m2 = NULL;
+    commsched_error_clear(&err);
+    assert_int_equal(commsched_memory_create(f.s, &m2, &err),
+                     COMMSCHED_EINTERNAL);
+    assert_null(m2);
+    commsched_memory_destroy(NULL);
+    close_fixture(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory_freeable_inputs_and_unread_buffers),
+        cmocka_unit_test(test_memory_wait_alias_extends_collective_output),
+        cmocka_unit_test(test_memory_inplace_all_reduce_extends_input),
+        cmocka_unit_test(test_memory_graph_outputs_never_freed),
+        cmocka_unit_test(test_memory_peak_is_first_node_and_alias_chains),
+        cmocka_unit_test(test_memory_move_after_first_node_last_use_changes),
+        cmocka_unit_test(test_memory_move_after_no_last_use_change),
+        cmocka_unit_test(test_memory_move_before_updates_last_use),
+        cmocka_unit_test(test_memory_move_before_no_last_use_change),
+        cmocka_unit_test(test_memory_move_group_of_three_round_trip),
+        cmocka_unit_test(test_memory_move_unread_output_node),
+        cmocka_unit_test(test_memory_random_moves_match_recompute),
+        cmocka_unit_test(test_memory_verify_detects_untracked_move),
+        cmocka_unit_test(test_memory_verify_detects_commit_on_other_schedule),
+        cmocka_unit_test(test_memory_verify_detects_last_use_only_mismatch),
+        cmocka_unit_test(test_memory_rejects_incomplete_schedule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,436 @@
+/* commsched unit tests — shared helpers (see testutil.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_internal.h"
+#include "testutil.h"
+
+/* ---- PRNG ------------------------------------------------------------- */
+
+void tu_rng_seed(tu_rng *r, uint64_t seed)
+{
+    r->state = seed ^ 0x9e3779b97f4a7c15ull;
+}
+
+uint64_t tu_rng_next(tu_rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint32_t tu_rng_below(tu_rng *r, uint32_t n)
+{
+    assert_true(n > 0);
+    return (uint32_t)(tu_rng_next(r) % n);
+}
+
+int tu_rng_chance(tu_rng *r, uint32_t percent)
+{
+    return tu_rng_below(r, 100) < percent;
+}
+
+tu_graph_opts tu_random_opts(uint32_t n_nodes)
+{
+    tu_graph_opts o;
+    o.n_nodes = n_nodes;
+    o.fake_percent = 10;
+    o.after_percent = 10;
+    return o;
+}
+
+/* ---- random graphs ---------------------------------------------------- */
+
+typedef struct tu_name {
+    char s[24];
+} tu_name;
+
+typedef struct gen {
+    tu_rng r;
+    commsched_builder *b;
+    const tu_graph_opts *o;
+    tu_name *readable; /* buffers any node may read */
+    size_t n_readable;
+    tu_name *pending; /* async collective outputs still waiting for a wait */
+    size_t n_pending;
+    tu_name *wait_aliases;
+    size_t n_wait_aliases;
+    size_t cap; /* capacity of each of the three arrays */
+    uint32_t n_nodes, n_bufs, n_groups;
+} gen;
+
+static void push(gen *G, tu_name *arr, size_t *n, const char *s)
+{
+    assert_true(*n < G->cap);
+    snprintf(arr[*n].s, sizeof arr[*n].s, "%s", s);
+    (*n)++;
+}
+
+static const char *pick_readable(gen *G)
+{
+    size_t n = G->n_readable;
+    assert_true(n > 0);
+    if (n > 16 && tu_rng_chance(&G->r, 70))
+        return G->readable[n - 1 - tu_rng_below(&G->r, 16)].s;
+    return G->readable[tu_rng_below(&G->r, (uint32_t)n)].s;
+}
+
+static int64_t random_size(gen *G)
+{
+    uint32_t c = tu_rng_below(&G->r, 100);
+    if (c < 5)
+        return 0;
+    if (c < 35)
+        return 1 + tu_rng_below(&G->r, 1000);
+    return 1 + tu_rng_below(&G->r, 1u << 20);
+}
+
+static void new_buffer_name(gen *G, char *out, size_t size)
+{
+    snprintf(out, size, "b%u", G->n_bufs++);
+}
+
+static void maybe_estimates(gen *G, commsched_node_spec *s)
+{
+    s->runtime_ns = s->flops = s->bytes = -1.0;
+    if (tu_rng_chance(&G->r, 50))
+        s->runtime_ns = tu_rng_chance(&G->r, 50)
+                            ? (double)tu_rng_below(&G->r, 200000)
+                            : (double)tu_rng_below(&G->r, 200000) + 0.25;
+    if (tu_rng_chance(&G->r, 30))
+        s->flops = (double)tu_rng_below(&G->r, 1u << 30) * 64.0;
+    if (tu_rng_chance(&G->r, 30))
+        s->bytes = (double)tu_rng_below(&G->r, 1u << 24);
+}
+
+static void add_node(gen *G, const commsched_node_spec *s)
+{
+    commsched_error err = {0};
+    commsched_status st = commsched_builder_add_node(G->b, s, &err);
+    if (st != COMMSCHED_OK)
+        fail_msg("add_node %s: %s: %s", s->name, err.path, err.text);
+    G->n_nodes++;
+}
+
+static void gen_compute(gen *G)
+{
+    commsched_node_spec s;
+    char name[24], outn[3][24];
+    const char *in[4], *after[1], *fake[1];
+    commsched_output_spec outs[3];
+    memset(&s, 0, sizeof s);
+    memset(outs, 0, sizeof outs);
+    snprintf(name, sizeof name, "n%u", G->n_nodes);
+    s.name = name;
+    s.kind = COMMSCHED_NODE_COMPUTE;
+    static const char *const ops[] = {"mm", "add", "layernorm", NULL};
+    s.op = ops[tu_rng_below(&G->r, 4)];
+    size_t n_in = 0;
+    if (G->n_readable > 0) {
+        n_in = 1 + tu_rng_below(&G->r, 3);
+        for (size_t k = 0; k < n_in; k++)
+            in[k] = pick_readable(G);
+        if (tu_rng_chance(&G->r, 5))
+            in[n_in++] = in[0]; /* a repeated read */
+    }
+    s.inputs = in;
+    s.n_inputs = n_in;
+    size_t n_out = 0;
+    size_t n_real = tu_rng_chance(&G->r, 5) ? 0 : 1 + tu_rng_below(&G->r, 2);
+    for (size_t k = 0; k < n_real; k++) {
+        new_buffer_name(G, outn[n_out], sizeof outn[n_out]);
+        outs[n_out].name = outn[n_out];
+        outs[n_out].size = random_size(G);
+        n_out++;
+    }
+    if (n_in > 0 && tu_rng_chance(&G->r, 15)) {
+        /* a view of something it reads */
+        new_buffer_name(G, outn[n_out], sizeof outn[n_out]);
+        outs[n_out].name = outn[n_out];
+        outs[n_out].alias_of = in[tu_rng_below(&G->r, (uint32_t)n_in)];
+        n_out++;
+    } else if (n_real > 0 && tu_rng_chance(&G->r, 5)) {
+        /* a view of its own output */
+        new_buffer_name(G, outn[n_out], sizeof outn[n_out]);
+        outs[n_out].name = outn[n_out];
+        outs[n_out].alias_of = outn[0];
+        n_out++;
+    }
+    s.outputs = outs;
+    s.n_outputs = n_out;
+    char an[24], fn[24];
+    if (G->n_nodes > 0 && tu_rng_chance(&G->r, G->o->after_percent)) {
+        snprintf(an, sizeof an, "n%u", tu_rng_below(&G->r, G->n_nodes));
+        after[0] = an;
+        s.after = after;
+        s.n_after = 1;
+    }
+    if (G->n_nodes > 0 && tu_rng_chance(&G->r, G->o->fake_percent)) {
+        snprintf(fn, sizeof fn, "n%u", tu_rng_below(&G->r, G->n_nodes));
+        fake[0] = fn;
+        s.after_fake = fake;
+        s.n_after_fake = 1;
+    }
+    maybe_estimates(G, &s);
+    s.gemm_like = tu_rng_chance(&G->r, 20);
+    if (tu_rng_chance(&G->r, 20))
+        s.dtype = (commsched_dtype)(1 + tu_rng_below(
+                                            &G->r, COMMSCHED_DTYPE_COUNT - 1));
+    add_node(G, &s);
+    for (size_t k = 0; k < n_out; k++)
+        push(G, G->readable, &G->n_readable, outs[k].name);
+}
+
+static void gen_collective(gen *G, int sync)
+{
+    commsched_node_spec s;
+    char name[24], group[24], outn[24];
+    const char *in[1];
+    commsched_output_spec out;
+    memset(&s, 0, sizeof s);
+    memset(&out, 0, sizeof out);
+    snprintf(name, sizeof name, "n%u", G->n_nodes);
+    snprintf(group, sizeof group, "pg%u", tu_rng_below(&G->r, G->n_groups));
+    s.name = name;
+    s.kind = COMMSCHED_NODE_COLLECTIVE;
+    commsched_coll_op op =
+        tu_rng_chance(&G->r, 40)
+            ? COMMSCHED_COLL_ALL_REDUCE
+            : (commsched_coll_op)tu_rng_below(&G->r, COMMSCHED_COLL_OP_COUNT);
+    s.op = commsched_coll_op_str(op);
+    s.group = group;
+    s.is_sync = sync;
+    in[0] = pick_readable(G);
+    s.inputs = in;
+    s.n_inputs = 1;
+    new_buffer_name(G, outn, sizeof outn);
+    out.name = outn;
+    if (op == COMMSCHED_COLL_ALL_REDUCE && tu_rng_chance(&G->r, 50))
+        out.alias_of = in[0]; /* in place */
+    else
+        out.size = random_size(G);
+    s.outputs = &out;
+    s.n_outputs = 1;
+    if (tu_rng_chance(&G->r, 30))
+        s.dtype = COMMSCHED_DTYPE_BFLOAT16;
+    if (op == COMMSCHED_COLL_ALL_REDUCE && tu_rng_chance(&G->r, 50))
+        s.reduce_op = COMMSCHED_REDUCE_SUM;
+    maybe_estimates(G, &s);
+    add_node(G, &s);
+    if (sync)
+        push(G, G->readable, &G->n_readable, outn);
+    else
+        push(G, G->pending, &G->n_pending, outn);
+}
+
+static void gen_wait(gen *G)
+{
+    size_t k = tu_rng_below(&G->r, (uint32_t)G->n_pending);
+    tu_name coll = G->pending[k];
+    G->pending[k] = G->pending[--G->n_pending];
+    commsched_node_spec s;
+    char name[24], outn[24];
+    const char *in[1] = {coll.s};
+    commsched_output_spec out;
+    memset(&s, 0, sizeof s);
+    memset(&out, 0, sizeof out);
+    snprintf(name, sizeof name, "n%u", G->n_nodes);
+    s.name = name;
+    s.kind = COMMSCHED_NODE_WAIT;
+    s.inputs = in;
+    s.n_inputs = 1;
+    new_buffer_name(G, outn, sizeof outn);
+    out.name = outn;
+    out.alias_of = coll.s;
+    s.outputs = &out;
+    s.n_outputs = 1;
+    s.runtime_ns = s.flops = s.bytes = -1.0;
+    add_node(G, &s);
+    push(G, G->readable, &G->n_readable, outn);
+    push(G, G->wait_aliases, &G->n_wait_aliases, outn);
+}
+
+static int already(const tu_name *names, size_t n, const char *s)
+{
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(names[k].s, s) == 0)
+            return 1;
+    return 0;
+}
+
+commsched_graph *tu_random_graph(uint64_t seed, const tu_graph_opts *opts)
+{
+    gen G;
+    commsched_error err = {0};
+    char name[32];
+    memset(&G, 0, sizeof G);
+    tu_rng_seed(&G.r, seed);
+    G.o = opts;
+    G.cap = (size_t)opts->n_nodes * 4 + 64;
+    G.readable = calloc(G.cap, sizeof *G.readable);
+    G.pending = calloc(G.cap, sizeof *G.pending);
+    G.wait_aliases = calloc(G.cap, sizeof *G.wait_aliases);
+    assert_non_null(G.readable);
+    assert_non_null(G.pending);
+    assert_non_null(G.wait_aliases);
+    snprintf(name, sizeof name, "random-%llu", (unsigned long long)seed);
+    assert_int_equal(commsched_builder_create(name, &G.b, &err),
+                     COMMSCHED_OK);
+
+    G.n_groups = 1 + tu_rng_below(&G.r, 4);
+    for (uint32_t i = 0; i < G.n_groups; i++) {
+        char gn[24];
+        int64_t size = 2 + tu_rng_below(&G.r, 15);
+        int64_t hosts = tu_rng_chance(&G.r, 50) ? 0
+                                                : 1 + tu_rng_below(
+                                                          &G.r, (uint32_t)size);
+        snprintf(gn, sizeof gn, "pg%u", i);
+        assert_int_equal(commsched_builder_add_group(G.b, gn, size, hosts, &err),
+                         COMMSCHED_OK);
+    }
+    uint32_t n_inputs = 3 + tu_rng_below(&G.r, 6);
+    for (uint32_t i = 0; i < n_inputs; i++) {
+        char in[24];
+        snprintf(in, sizeof in, "in%u", i);
+        int freeable = tu_rng_chance(&G.r, 50);
+        assert_int_equal(commsched_builder_add_input(G.b, in, random_size(&G),
+                                                     freeable, &err),
+                         COMMSCHED_OK);
+        if (i == 0 || !tu_rng_chance(&G.r, 20)) /* some inputs stay unread */
+            push(&G, G.readable, &G.n_readable, in);
+    }
+
+    while (G.n_nodes < opts->n_nodes) {
+        uint32_t c = tu_rng_below(&G.r, 100);
+        if (G.n_pending > 0 && (c < 20 || G.n_pending > 6))
+            gen_wait(&G);
+        else if (c < 40)
+            gen_collective(&G, 0);
+        else if (c < 45)
+            gen_collective(&G, 1);
+        else
+            gen_compute(&G);
+    }
+    while (G.n_pending > 0)
+        gen_wait(&G);
+
+    /* Graph outputs: a few readable buffers, usually a wait's alias. */
+    tu_name chosen[8];
+    size_t n_chosen = 0;
+    if (G.n_wait_aliases > 0 && tu_rng_chance(&G.r, 80))
+        push(&G, chosen, &n_chosen,
+             G.wait_aliases[tu_rng_below(&G.r, (uint32_t)G.n_wait_aliases)].s);
+    uint32_t want = 1 + tu_rng_below(&G.r, 4);
+    for (uint32_t k = 0; k < want; k++) {
+        const char *b = pick_readable(&G);
+        if (!already(chosen, n_chosen, b))
+            push(&G, chosen, &n_chosen, b);
+    }
+    for (size_t k = 0; k < n_chosen; k++)
+        assert_int_equal(commsched_builder_add_output(G.b, chosen[k].s, &err),
+                         COMMSCHED_OK);
+
+    commsched_graph *g = NULL;
+    commsched_status st = commsched_builder_finish(G.b, 0, &g, &err);
+    if (st != COMMSCHED_OK)
+        fail_msg("random graph (seed %llu) rejected: %s: %s: %s",
+                 (unsigned long long)seed, commsched_status_name(st), err.path,
+                 err.text);
+    free(G.readable);
+    free(G.pending);
+    free(G.wait_aliases);
+    return g;
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+commsched_graph *tu_graph_from_json(const char *json)
+{
+    commsched_graph *g = NULL;
+    commsched_error err = {0};
+    commsched_status st = commsched_graph_load_string(json, 0, &g, &err);
+    if (st != COMMSCHED_OK) {
+        char buf[800];
+        fail_msg("graph does not load: %s (%s)",
+                 commsched_error_format(&err, "<json>", buf, sizeof buf),
+                 commsched_status_name(st));
+    }
+    return g;
+}
+
+char *tu_graph_to_json(const commsched_graph *g, const uint32_t *order)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    commsched_error err = {0};
+    commsched_status st = commsched_graph_save_stream(g, order, NULL, f, &err);
+    assert_int_equal(fclose(f), 0);
+    if (st != COMMSCHED_OK)
+        fail_msg("save failed: %s", err.text);
+    return text;
+}
+
+void tu_random_topo_order(const commsched_graph *g, uint64_t seed,
+                          int with_fake, uint32_t *order)
+{
+    uint32_t n = g->n_nodes;
+    uint32_t *indeg = calloc(n, sizeof *indeg);
+    uint32_t *ready = malloc(n * sizeof *ready);
+    assert_non_null(indeg);
+    assert_non_null(ready);
+    for (uint32_t v = 0; v < n; v++) {
+        indeg[v] = CS_ROW_LEN(g->deps, v);
+        if (with_fake)
+            indeg[v] += CS_ROW_LEN(g->after_fake, v);
+    }
+    uint32_t n_ready = 0, k = 0;
+    for (uint32_t v = 0; v < n; v++)
+        if (indeg[v] == 0)
+            ready[n_ready++] = v;
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    while (n_ready > 0) {
+        uint32_t i = tu_rng_below(&r, n_ready);
+        uint32_t v = ready[i];
+        ready[i] = ready[--n_ready];
+        order[k++] = v;
+        const cs_csr *rows[2] = {&g->users, with_fake ? &g->fake_users : NULL};
+        for (int c = 0; c < 2; c++) {
+            if (!rows[c])
+                continue;
+            for (uint32_t e = rows[c]->off[v]; e < rows[c]->off[v + 1]; e++)
+                if (--indeg[rows[c]->idx[e]] == 0)
+                    ready[n_ready++] = rows[c]->idx[e];
+        }
+    }
+    assert_int_equal(k, n);
+    free(indeg);
+    free(ready);
+}
+
+uint32_t tu_node(const commsched_graph *g, const char *name)
+{
+    uint32_t v = commsched_graph_find_node(g, name);
+    if (v == COMMSCHED_NONE)
+        fail_msg("no node \"%s\"", name);
+    return v;
+}
+
+uint32_t tu_buffer(const commsched_graph *g, const char *name)
+{
+    uint32_t b = commsched_graph_find_buffer(g, name);
+    if (b == COMMSCHED_NONE)
+        fail_msg("no buffer \"%s\"", name);
+    return b;
+}
