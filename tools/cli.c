@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int cli_exit_code(commsched_status st)
@@ -161,4 +162,56 @@ const char *cli_time_ns(double ns, char *buf, size_t size)
     else
         snprintf(buf, size, "%.0f ns", ns);
     return buf;
+}
+
+int cli_cost_setup(cli_cost *c, const char *sub, const char *device,
+                   const char *model)
+{
+    commsched_error err = {0};
+    memset(c, 0, sizeof *c);
+    commsched_cost_options_init(&c->opts);
+    if (model && commsched_comm_model_parse(model, &c->opts.comm_model) != 0)
+        return cli_usage_error(sub,
+                               "unknown cost model \"%s\" (nccl, inductor)",
+                               model);
+    if (commsched_device_lookup(device ? device : "h100", &c->device, &err) !=
+        COMMSCHED_OK) {
+        /* A located error names the profile file; a bad name does not. */
+        if (err.line > 0 || err.path[0] || err.status == COMMSCHED_EIO)
+            return cli_report(device, &err);
+        return cli_report(NULL, &err);
+    }
+    c->opts.device = &c->device;
+    return 0;
+}
+
+int cli_estimate(const commsched_graph *g, const cli_cost *c, double **runtime,
+                 commsched_cost_source **sources)
+{
+    commsched_error err = {0};
+    size_t n = commsched_graph_node_count(g);
+    *runtime = malloc((n ? n : 1) * sizeof **runtime);
+    if (sources)
+        *sources = malloc((n ? n : 1) * sizeof **sources);
+    if (!*runtime || (sources && !*sources)) {
+        free(*runtime);
+        *runtime = NULL;
+        if (sources) {
+            free(*sources);
+            *sources = NULL;
+        }
+        fprintf(stderr, "commsched: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    if (commsched_cost_graph(g, &c->opts, *runtime, sources ? *sources : NULL,
+                             &err) != COMMSCHED_OK)
+        return cli_report(NULL, &err);
+    return 0;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

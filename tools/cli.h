@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "commsched/cost.h"
 #include "commsched/graph.h"
 
 /* Exit statuses (DESIGN.md §2). */
@@ -66,10 +67,42 @@ void cli_print_pass_stats(FILE *f, const commsched_graph *g,
 struct json_t *cli_pass_stats_json(const commsched_graph *g,
                                    const commsched_run *run);
 
+/* The cost model as the CLI configures it: --device NAME|FILE and
+ * --cost-model nccl|inductor. `device` holds the profile; opts.device points
+ * into it, so a cli_cost must not be copied after cli_cost_setup. */
+typedef struct cli_cost {
+    commsched_device device;
+    commsched_cost_options opts;
+} cli_cost;
+
+/* Fills c from the option values (NULL: h100, nccl). On a bad value prints
+ * a located error ("commsched: prof.json: nccl.channels: ...") and returns
+ * the exit code (2); 0 on success. */
+int cli_cost_setup(cli_cost *c, const char *sub, const char *device,
+                   const char *model);
+
+/* Every node's runtime (malloc'ed arrays the caller frees; sources may be
+ * NULL). Returns 0 or an exit code after printing why. */
+int cli_estimate(const commsched_graph *g, const cli_cost *c, double **runtime,
+                 commsched_cost_source **sources);
+
+/* Help text for the two options above, shared by every command. */
+#define CLI_COST_HELP                                                          \
+    "  --device D        device profile: h100 (default), a100, b200, or a\n"   \
+    "                    JSON profile file (docs/COST.md)\n"                   \
+    "  --cost-model M    collective model: nccl (default: ring/tree x\n"       \
+    "                    LL/LL128/Simple, fastest) or inductor (Inductor's\n"  \
+    "                    canonical ring + LL estimate)\n"
+
+/* Monotonic clock in seconds, for --verbose timings. */
+double cli_now(void);
+
 /* Subcommands. */
 int cmd_validate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 
 #endif /* COMMSCHED_CLI_H */

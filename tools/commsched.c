@@ -9,6 +9,8 @@ static const cli_command commands[] = {
     {"validate", cmd_validate, "check a graph file; silent when it is valid"},
     {"info", cmd_info, "summarize a graph: counts, bytes, peak memory, critical path"},
     {"optimize", cmd_optimize, "run scheduling passes and write the new order"},
+    {"estimate", cmd_estimate, "print every node's runtime estimate, its source and cost tuple"},
+    {"simulate", cmd_simulate, "simulate the schedule: overlap table, JSON or Chrome trace"},
     {"generate", cmd_generate, "write a synthetic graph of any size"},
 };
 
