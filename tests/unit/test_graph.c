@@ -61,6 +61,75 @@ static void test_graph_random_round_trip(void **state)
     }
 }
 
+/* The generator makes every shape the other tests rely on. */
+static void test_graph_random_generator_covers_features(void **state)
+{
+    (void)state;
+    enum {
+        FREEABLE_READ, FREEABLE_UNREAD, NONFREEABLE, ASYNC, SYNC, WAIT,
+        INPLACE, VIEW, CHAIN3, UNREAD, OUT_WAIT_ALIAS, AFTER, FAKE,
+        REPEAT, N_FEATURES
+    };
+    unsigned seen[N_FEATURES] = {0};
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        tu_graph_opts o = tu_random_opts(200);
+        commsched_graph *g = tu_random_graph(seed, &o);
+        assert_true(g->n_nodes >= 200);
+        assert_true(g->n_groups >= 1);
+        for (uint32_t b = 0; b < g->n_buffers; b++) {
+            const cs_buffer *x = &g->buffers[b];
+            uint32_t readers = CS_ROW_LEN(g->readers, x->root);
+            if (x->is_input)
+                seen[!x->freeable ? NONFREEABLE
+                     : readers  ? FREEABLE_READ
+                                : FREEABLE_UNREAD]++;
+            if (x->alias_of == COMMSCHED_NONE && !x->is_input && !readers)
+                seen[UNREAD]++;
+            if (x->alias_of != COMMSCHED_NONE) {
+                const cs_node *p = &g->nodes[x->producer];
+                if (p->kind == COMMSCHED_NODE_COMPUTE)
+                    seen[VIEW]++;
+                if (p->kind == COMMSCHED_NODE_COLLECTIVE)
+                    seen[INPLACE]++;
+                uint32_t depth = 0;
+                for (uint32_t c = b; g->buffers[c].alias_of != COMMSCHED_NONE;
+                     c = g->buffers[c].alias_of)
+                    depth++;
+                if (depth >= 3)
+                    seen[CHAIN3]++;
+            }
+        }
+        for (uint32_t i = 0; i < g->n_outputs; i++) {
+            uint32_t p = g->buffers[g->outputs[i]].producer;
+            if (p != COMMSCHED_NONE && g->nodes[p].kind == COMMSCHED_NODE_WAIT)
+                seen[OUT_WAIT_ALIAS]++;
+        }
+        for (uint32_t v = 0; v < g->n_nodes; v++) {
+            const cs_node *n = &g->nodes[v];
+            if (n->kind == COMMSCHED_NODE_COLLECTIVE)
+                seen[n->is_sync ? SYNC : ASYNC]++;
+            if (n->kind == COMMSCHED_NODE_WAIT) {
+                /* a wait's output aliases what it completes */
+                assert_int_equal(n->n_out, 1);
+                assert_int_equal(g->buffers[n->out_first].alias_of,
+                                 CS_ROW_BEGIN(g->reads, v)[0]);
+                seen[WAIT]++;
+            }
+            seen[AFTER] += CS_ROW_LEN(g->after, v);
+            seen[FAKE] += CS_ROW_LEN(g->after_fake, v);
+            const uint32_t *in = CS_ROW_BEGIN(g->reads, v);
+            for (uint32_t a = 0; a < CS_ROW_LEN(g->reads, v); a++)
+                for (uint32_t c = 0; c < a; c++)
+                    seen[REPEAT] += in[a] == in[c];
+        }
+        commsched_graph_destroy(g);
+    }
+    for (int f = 0; f < N_FEATURES; f++)
+        if (seen[f] == 0)
+            fail_msg("feature %d never generated", f);
+    assert_int_equal(seen[ASYNC], seen[WAIT]);
+}
+
 /* Every field of format v1. */
 static const char every_field[] =
     "{\"format\": \"commsched-graph\", \"version\": 1, \"name\": "
@@ -1020,6 +1089,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_graph_random_round_trip),
+        cmocka_unit_test(test_graph_random_generator_covers_features),
         cmocka_unit_test(test_graph_every_field_round_trip),
         cmocka_unit_test(test_graph_builder_matches_json),
         cmocka_unit_test(test_graph_builder_rejects_what_json_cannot_hold),

@@ -322,6 +322,132 @@ static void test_memory_peak_is_first_node_and_alias_chains(void **state)
     close_fixture(&f);
 }
 
+/* An independent oracle for DESIGN.md §3, from the graph as written
+ * (reads, alias_of, outputs), not the library's derived tables. */
+static void oracle(const commsched_graph *g, const uint32_t *order,
+                   int64_t *base, int64_t *alloc, int64_t *fr, int64_t *pa,
+                   int64_t *pf, uint32_t *last)
+{
+    uint32_t n = g->n_nodes, nb = g->n_buffers;
+    uint32_t *pos = malloc(n * sizeof *pos);
+    uint32_t *last_reader = malloc(nb * sizeof *last_reader);
+    uint8_t *keep = calloc(nb, 1);
+    assert_non_null(pos);
+    assert_non_null(last_reader);
+    assert_non_null(keep);
+    for (uint32_t k = 0; k < n; k++)
+        pos[order[k]] = k;
+    for (uint32_t b = 0; b < nb; b++) {
+        last_reader[b] = COMMSCHED_NONE;
+        last[b] = COMMSCHED_NONE;
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        for (uint32_t c = g->outputs[i]; c != COMMSCHED_NONE;
+             c = g->buffers[c].alias_of)
+            keep[c] = 1;
+    for (uint32_t v = 0; v < n; v++)
+        for (uint32_t k = g->reads.off[v]; k < g->reads.off[v + 1]; k++) {
+            uint32_t r = g->reads.idx[k];
+            while (g->buffers[r].alias_of != COMMSCHED_NONE)
+                r = g->buffers[r].alias_of;
+            if (last_reader[r] == COMMSCHED_NONE ||
+                pos[v] > pos[last_reader[r]])
+                last_reader[r] = v;
+        }
+    memset(alloc, 0, n * sizeof *alloc);
+    memset(fr, 0, n * sizeof *fr);
+    *base = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        const cs_buffer *x = &g->buffers[b];
+        if (x->alias_of != COMMSCHED_NONE)
+            continue;
+        if (x->is_input) {
+            if (!x->freeable || last_reader[b] == COMMSCHED_NONE)
+                continue;
+            *base += x->size;
+        } else {
+            alloc[x->producer] += x->size;
+        }
+        if (keep[b])
+            continue;
+        uint32_t f = last_reader[b] != COMMSCHED_NONE ? last_reader[b]
+                                                      : x->producer;
+        fr[f] += x->size;
+        last[b] = f;
+    }
+    int64_t cur = *base;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t v = order[k];
+        cur += alloc[v];
+        pa[v] = cur;
+        cur -= fr[v];
+        pf[v] = cur;
+    }
+    free(pos);
+    free(last_reader);
+    free(keep);
+}
+
+static void test_memory_matches_oracle_on_random_orders(void **state)
+{
+    (void)state;
+    unsigned checked = 0;
+    for (uint64_t seed = 50; seed < 58; seed++) {
+        tu_graph_opts o = tu_random_opts(200);
+        commsched_graph *g = tu_random_graph(seed, &o);
+        uint32_t n = g->n_nodes, nb = g->n_buffers;
+        uint32_t *order = malloc(n * sizeof *order);
+        int64_t *a = malloc(n * sizeof *a), *f = malloc(n * sizeof *f);
+        int64_t *pa = malloc(n * sizeof *pa), *pf = malloc(n * sizeof *pf);
+        uint32_t *last = malloc(nb * sizeof *last);
+        assert_true(order && a && f && pa && pf && last);
+        for (int rep = 0; rep < 5; rep++) {
+            tu_random_topo_order(g, seed * 31 + (uint64_t)rep, 0, order);
+            int64_t base;
+            oracle(g, order, &base, a, f, pa, pf, last);
+            commsched_schedule *s = NULL;
+            commsched_memory *m = NULL;
+            commsched_error err = {0};
+            assert_int_equal(commsched_schedule_create(g, order, &s, &err),
+                             COMMSCHED_OK);
+            assert_int_equal(commsched_memory_create(s, &m, &err),
+                             COMMSCHED_OK);
+            assert_int_equal(commsched_memory_baseline(m), base);
+            int64_t peak = base;
+            for (uint32_t v = 0; v < n; v++) {
+                commsched_node_memory nm = commsched_memory_node(m, v);
+                if (nm.size_alloc != a[v] || nm.size_free != f[v] ||
+                    nm.post_alloc != pa[v] || nm.post_free != pf[v])
+                    fail_msg("seed %llu node %s: %lld %lld %lld %lld, oracle "
+                             "%lld %lld %lld %lld",
+                             (unsigned long long)seed, g->nodes[v].name,
+                             (long long)nm.size_alloc, (long long)nm.size_free,
+                             (long long)nm.post_alloc, (long long)nm.post_free,
+                             (long long)a[v], (long long)f[v],
+                             (long long)pa[v], (long long)pf[v]);
+                if (pa[v] > peak)
+                    peak = pa[v];
+            }
+            for (uint32_t b = 0; b < nb; b++)
+                if (commsched_memory_last_use(m, b) != last[b])
+                    fail_msg("seed %llu buffer %s: last use differs",
+                             (unsigned long long)seed, g->buffers[b].name);
+            assert_int_equal(commsched_memory_peak(m, s, NULL), peak);
+            commsched_memory_destroy(m);
+            commsched_schedule_destroy(s);
+            checked++;
+        }
+        free(order);
+        free(a);
+        free(f);
+        free(pa);
+        free(pf);
+        free(last);
+        commsched_graph_destroy(g);
+    }
+    assert_int_equal(checked, 40);
+}
+
 /* ---- hand-computed moves ------------------------------------------------- */
 
 /* Graph M. Input a 1000 freeable.
@@ -874,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_memory_inplace_all_reduce_extends_input),
         cmocka_unit_test(test_memory_graph_outputs_never_freed),
         cmocka_unit_test(test_memory_peak_is_first_node_and_alias_chains),
+        cmocka_unit_test(test_memory_matches_oracle_on_random_orders),
         cmocka_unit_test(test_memory_move_after_first_node_last_use_changes),
         cmocka_unit_test(test_memory_move_after_no_last_use_change),
         cmocka_unit_test(test_memory_move_before_updates_last_use),
