@@ -350,16 +350,21 @@ static json_t *slice(const commsched_sim *sim, uint32_t v, uint32_t tid,
     return o;
 }
 
-/* A flow event: "s" inside the collective's slice, "f" inside the wait's
- * ("bp": "e" binds it to the enclosing slice). Midpoints keep the binding
- * unambiguous where slices touch end to start. */
+/* A flow event. "s" binds to the slice enclosing its ts, so it sits at the
+ * collective's midpoint, unambiguous where slices touch end to start. "f"
+ * with "bp": "e" binds the same way and sits at the wait's midpoint; a wait
+ * that takes no time (no stall, runtime 0) has no interior, so its "f"
+ * omits "bp" and sits at the wait's ts: the trace format then binds it to
+ * the next slice that starts there, and the caller writes the wait's slice
+ * right after it. */
 static json_t *flow(const char *ph, const char *name, json_int_t id,
-                    uint32_t tid, double ts_ns)
+                    uint32_t tid, double ts_ns, int enclosing)
 {
     json_t *o = json_pack("{sssssssIsIsIso}", "name", name, "cat", "wait",
                           "ph", ph, "id", id, "pid", (json_int_t)PID, "tid",
                           (json_int_t)tid, "ts", number(us(ts_ns)));
-    if (o && ph[0] == 'f' && json_object_set_new(o, "bp", json_string("e"))) {
+    if (o && ph[0] == 'f' && enclosing &&
+        json_object_set_new(o, "bp", json_string("e"))) {
         json_decref(o);
         return NULL;
     }
@@ -427,6 +432,27 @@ commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
         const cs_node *nd = &g->nodes[v];
         const commsched_sim_node *r = &res[v];
         if (nd->kind == COMMSCHED_NODE_WAIT) {
+            /* Arrows from the collectives this wait completes, written just
+             * before its slice so "next slice" binding finds the wait. */
+            int empty = !(r->end_ns > r->issue_ns);
+            for (uint32_t k = g->reads.off[v]; k < g->reads.off[v + 1]; k++) {
+                uint32_t c = g->buffers[g->reads.idx[k]].producer;
+                if (c == COMMSCHED_NONE || res[c].wait != v ||
+                    g->nodes[c].kind != COMMSCHED_NODE_COLLECTIVE)
+                    continue;
+                uint32_t first = g->reads.off[v]; /* one arrow per collective */
+                while (g->buffers[g->reads.idx[first]].producer != c)
+                    first++;
+                if (first != k)
+                    continue;
+                flow_id++;
+                EMIT(flow("s", g->nodes[c].name, flow_id, res[c].stream,
+                          (res[c].start_ns + res[c].end_ns) / 2, 1));
+                EMIT(flow("f", g->nodes[c].name, flow_id,
+                          COMMSCHED_STREAM_COMPUTE,
+                          empty ? r->issue_ns : (r->issue_ns + r->end_ns) / 2,
+                          !empty));
+            }
             /* The wait's slice covers its stall, so the stall shows. */
             EMIT(slice(sim, v, COMMSCHED_STREAM_COMPUTE, r->issue_ns,
                        r->end_ns, ctx));
@@ -435,15 +461,6 @@ commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
             if (nd->kind == COMMSCHED_NODE_COLLECTIVE && nd->is_sync)
                 EMIT(slice(sim, v, COMMSCHED_STREAM_COMPUTE, r->issue_ns,
                            r->end_ns, ctx));
-        }
-        if (nd->kind == COMMSCHED_NODE_COLLECTIVE &&
-            r->wait != COMMSCHED_NONE) {
-            const commsched_sim_node *w = &res[r->wait];
-            flow_id++;
-            EMIT(flow("s", nd->name, flow_id, r->stream,
-                      (r->start_ns + r->end_ns) / 2));
-            EMIT(flow("f", nd->name, flow_id, COMMSCHED_STREAM_COMPUTE,
-                      (w->issue_ns + w->end_ns) / 2));
         }
     }
 
