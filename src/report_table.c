@@ -215,10 +215,24 @@ static void compare_row(FILE *out, const char *what, const char *x,
 static const char *pct_change(double before, double after, char *buf,
                               size_t size)
 {
-    if (before == 0)
-        snprintf(buf, size, "%s", after == 0 ? "0%" : "-");
+    double pct = before == 0 ? 0 : 100.0 * (after - before) / before;
+    if (before == 0 && after != 0)
+        snprintf(buf, size, "-");
+    else if (pct > -0.05 && pct < 0.05) /* sums in another order: no "-0.0" */
+        snprintf(buf, size, "0.0%%");
     else
-        snprintf(buf, size, "%+.1f%%", 100.0 * (after - before) / before);
+        snprintf(buf, size, "%+.1f%%", pct);
+    return buf;
+}
+
+static const char *pt_change(double before, double after, char *buf,
+                             size_t size)
+{
+    double pt = 100.0 * (after - before);
+    if (pt > -0.05 && pt < 0.05)
+        snprintf(buf, size, "0.0 pt");
+    else
+        snprintf(buf, size, "%+.1f pt", pt);
     return buf;
 }
 
@@ -247,12 +261,12 @@ commsched_status commsched_report_compare(FILE *out,
                     pct_change(times[i].x, times[i].y, c, sizeof c));
     snprintf(a, sizeof a, "%.1f%%", 100.0 * x->efficiency);
     snprintf(b, sizeof b, "%.1f%%", 100.0 * y->efficiency);
-    snprintf(c, sizeof c, "%+.1f pt", 100.0 * (y->efficiency - x->efficiency));
-    compare_row(out, "efficiency", a, b, c);
+    compare_row(out, "efficiency", a, b,
+                pt_change(x->efficiency, y->efficiency, c, sizeof c));
     snprintf(a, sizeof a, "%.1f%%", 100.0 * x->overlap);
     snprintf(b, sizeof b, "%.1f%%", 100.0 * y->overlap);
-    snprintf(c, sizeof c, "%+.1f pt", 100.0 * (y->overlap - x->overlap));
-    compare_row(out, "overlap", a, b, c);
+    compare_row(out, "overlap", a, b,
+                pt_change(x->overlap, y->overlap, c, sizeof c));
     compare_row(out, "peak memory (sim)",
                 fmt_bytes((double)x->peak_memory, a, sizeof a),
                 fmt_bytes((double)y->peak_memory, b, sizeof b),

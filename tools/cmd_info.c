@@ -10,11 +10,15 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: commsched info [--toposort] FILE\n"
+    fprintf(f, "usage: commsched info [options] FILE\n"
                "\n"
                "Prints node counts by kind, collectives by op and group with the\n"
                "bytes they move, buffer totals, peak memory (DESIGN.md section 3)\n"
-               "and the node where it happens, and the critical path in nodes.\n");
+               "and the node where it happens, and the critical path in nodes and\n"
+               "in time (runtimes from the file or the cost model).\n"
+               "\n"
+               CLI_COST_HELP
+               "  --toposort        repair a non-topological input order first\n");
 }
 
 /* Bytes a collective moves: the larger of what it reads and writes. */
@@ -29,7 +33,7 @@ static double collective_bytes(const commsched_graph *g, uint32_t i)
     return in > out ? in : out;
 }
 
-static int print_info(const commsched_graph *g)
+static int print_info(const commsched_graph *g, const cli_cost *cost)
 {
     char b1[32], b2[32];
     uint32_t kinds[3] = {0};
@@ -83,7 +87,7 @@ static int print_info(const commsched_graph *g)
     commsched_error err = {0};
     commsched_schedule *s = NULL;
     commsched_memory *m = NULL;
-    double *unit = NULL;
+    double *unit = NULL, *runtime = NULL;
     uint32_t *path = NULL, path_len = 0;
     double length = 0;
     int rc = EXIT_OK;
@@ -115,7 +119,24 @@ static int print_info(const commsched_graph *g)
     }
     printf("critical path: %.0f nodes (\"%s\" ... \"%s\")\n", length,
            g->nodes[path[0]].name, g->nodes[path[path_len - 1]].name);
+    /* The same in time: runtimes from the cost model (or the file) as
+     * weights over data and control edges. */
+    commsched_free(path);
+    path = NULL;
+    if ((rc = cli_estimate(g, cost, &runtime, NULL)) != 0)
+        goto cleanup;
+    if (commsched_graph_longest_path(g, COMMSCHED_EDGES_REAL, runtime, &length,
+                                     &path, &path_len, &err) != COMMSCHED_OK) {
+        rc = cli_report(NULL, &err);
+        goto cleanup;
+    }
+    printf("               %s with the cost model (%s, %s): %u nodes "
+           "(\"%s\" ... \"%s\")\n",
+           cli_time_ns(length, b1, sizeof b1), cost->device.name,
+           commsched_comm_model_str(cost->opts.comm_model), path_len,
+           g->nodes[path[0]].name, g->nodes[path[path_len - 1]].name);
 cleanup:
+    free(runtime);
     commsched_free(path);
     free(unit);
     commsched_memory_destroy(m);
@@ -126,23 +147,32 @@ cleanup:
 int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {{"toposort", no_argument, 0, 't'},
+                                         {"device", required_argument, 0, 'd'},
+                                         {"cost-model", required_argument, 0, 'm'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     unsigned flags = 0;
+    const char *device = NULL, *model = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 't': flags |= COMMSCHED_FINISH_TOPOSORT; break;
+        case 'd': device = optarg; break;
+        case 'm': model = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
         default: return cli_usage_error("info", "bad option");
         }
     }
     if (optind != argc - 1)
         return cli_usage_error("info", "expected exactly one FILE");
+    cli_cost cost;
+    int rc = cli_cost_setup(&cost, "info", device, model);
+    if (rc != 0)
+        return rc;
     commsched_graph *g = NULL;
-    int rc = cli_load(argv[optind], flags, &g);
+    rc = cli_load(argv[optind], flags, &g);
     if (rc == 0)
-        rc = print_info(g);
+        rc = print_info(g, &cost);
     commsched_graph_destroy(g);
     return rc;
 }

@@ -13,7 +13,9 @@
 #include "commsched/cost.h"
 #include "commsched/memory.h"
 #include "commsched/passes.h"
+#include "commsched/report.h"
 #include "commsched/schedule.h"
+#include "commsched/simulate.h"
 
 static void usage(FILE *f)
 {
@@ -31,7 +33,12 @@ static void usage(FILE *f)
             "  --set KEY=VALUE      set a knob (repeatable; see --list-passes)\n"
             "  --stats[=FORMAT]     print each pass's statistics: table (default)\n"
             "                       or json\n"
-            "  --report             print the figures before and after\n"
+            "  --report             print the figures before and after: peak\n"
+            "                       memory and the simulator's totals (makespan,\n"
+            "                       lower bound, efficiency, exposed comm, overlap)\n"
+            "  --device D           device profile for the runtimes: h100\n"
+            "                       (default), a100, b200 or a JSON profile file\n"
+            "  --cost-model M       nccl (default) or inductor (docs/COST.md)\n"
             "  --verify-memory      recompute memory after every move and stop at\n"
             "                       the first difference; check every pass\n"
             "  --list-passes        list passes and knobs with their defaults\n"
@@ -70,8 +77,24 @@ static commsched_status measure(const commsched_schedule *s, figures *out,
     return st;
 }
 
+/* The simulator's totals for the current order of s (runtimes from the
+ * same cost model the passes used). */
+static commsched_status simulate(commsched_sim *sim, const commsched_schedule *s,
+                                 const double *runtime,
+                                 commsched_sim_totals *out,
+                                 commsched_error *err)
+{
+    commsched_status st =
+        commsched_sim_run_schedule(sim, s, runtime, NULL, err);
+    if (st == COMMSCHED_OK)
+        *out = *commsched_sim_get_totals(sim);
+    return st;
+}
+
 static void print_report(FILE *f, const commsched_graph *g, const figures *b,
-                         const figures *a)
+                         const figures *a, const commsched_sim_totals *sb,
+                         const commsched_sim_totals *sa, const char *device,
+                         const char *model)
 {
     char x[32], y[32];
     fprintf(f, "graph %s: %u nodes\n",
@@ -81,6 +104,9 @@ static void print_report(FILE *f, const commsched_graph *g, const figures *b,
     fprintf(f, "%-14s %14s %14s\n", "peak memory",
             cli_bytes((double)b->peak, x, sizeof x),
             cli_bytes((double)a->peak, y, sizeof y));
+    fprintf(f, "\n");
+    commsched_report_compare(f, sb, sa, NULL, NULL, NULL);
+    fprintf(f, "(simulated on %s, %s model; docs/REPORTS.md)\n", device, model);
 }
 
 /* The "schedule" object of the output (DESIGN.md §2). */
@@ -106,20 +132,22 @@ static char *schedule_json(const char *passes, const figures *b,
 int cmd_optimize(int argc, char **argv)
 {
     enum { O_PASSES = 256, O_SET, O_STATS, O_REPORT, O_VERIFY, O_LIST,
-           O_TOPO };
+           O_TOPO, O_DEVICE, O_MODEL };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"passes", required_argument, 0, O_PASSES},
         {"set", required_argument, 0, O_SET},
         {"stats", optional_argument, 0, O_STATS},
         {"report", no_argument, 0, O_REPORT},
+        {"device", required_argument, 0, O_DEVICE},
+        {"cost-model", required_argument, 0, O_MODEL},
         {"verify-memory", no_argument, 0, O_VERIFY},
         {"list-passes", no_argument, 0, O_LIST},
         {"toposort", no_argument, 0, O_TOPO},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *out_path = NULL, *passes = commsched_default_pipeline();
-    const char *stats = NULL;
+    const char *stats = NULL, *device = NULL, *model = NULL;
     int report = 0, c, rc = 0;
     unsigned flags = 0, pipe_flags = 0;
     commsched_error err = {0};
@@ -155,6 +183,8 @@ int cmd_optimize(int argc, char **argv)
             }
             break;
         case O_REPORT: report = 1; break;
+        case O_DEVICE: device = optarg; break;
+        case O_MODEL: model = optarg; break;
         case O_VERIFY: pipe_flags |= COMMSCHED_PIPELINE_VERIFY; break;
         case O_LIST:
             commsched_knobs_destroy(knobs);
@@ -187,8 +217,11 @@ int cmd_optimize(int argc, char **argv)
     char *sched = NULL;
     figures before, after;
     cli_out out = {0};
-    commsched_cost_options cost;
-    commsched_cost_options_init(&cost);
+    commsched_sim *sim = NULL;
+    commsched_sim_totals sim_before, sim_after;
+    cli_cost cost;
+    if ((rc = cli_cost_setup(&cost, "optimize", device, model)) != 0)
+        goto done;
     if ((rc = cli_load(in_path, flags, &g)) != 0)
         goto done;
     uint32_t n = commsched_graph_node_count(g);
@@ -198,13 +231,19 @@ int cmd_optimize(int argc, char **argv)
         commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto fail;
     }
-    if (commsched_cost_graph(g, &cost, runtime, NULL, &err) != COMMSCHED_OK ||
+    if (commsched_cost_graph(g, &cost.opts, runtime, NULL, &err) !=
+            COMMSCHED_OK ||
         commsched_schedule_create(g, NULL, &s, &err) != COMMSCHED_OK ||
         measure(s, &before, &err) != COMMSCHED_OK ||
+        (report &&
+         (commsched_sim_create(g, &sim, &err) != COMMSCHED_OK ||
+          simulate(sim, s, runtime, &sim_before, &err) != COMMSCHED_OK)) ||
         commsched_pipeline_run(g, s, runtime, passes, knobs, pipe_flags, &run,
                                &err) != COMMSCHED_OK ||
         commsched_schedule_check(s, 0, &err) != COMMSCHED_OK ||
         measure(s, &after, &err) != COMMSCHED_OK ||
+        (report &&
+         simulate(sim, s, runtime, &sim_after, &err) != COMMSCHED_OK) ||
         commsched_graph_drop_violated_fake_edges(g, s, &n_dropped, &dropped,
                                                  &err) != COMMSCHED_OK ||
         commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
@@ -235,7 +274,9 @@ int cmd_optimize(int argc, char **argv)
         cli_print_pass_stats(tables, g, run);
     }
     if (report)
-        print_report(tables, g, &before, &after);
+        print_report(tables, g, &before, &after, &sim_before, &sim_after,
+                     cost.device.name,
+                     commsched_comm_model_str(cost.opts.comm_model));
     goto done;
 fail:
     rc = cli_report(in_name, &err);
@@ -244,6 +285,7 @@ done:
     commsched_free(dropped);
     free(order);
     free(runtime);
+    commsched_sim_destroy(sim);
     commsched_run_destroy(run);
     commsched_schedule_destroy(s);
     commsched_graph_destroy(g);
