@@ -1,6 +1,7 @@
 /* commsched — helpers shared by the pass families: text, statistics rows,
  * dependency tests, runtimes with Inductor's multipliers, and the seed's two
  * exposed-time walks. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,14 +101,90 @@ double *cs_iterative_runtimes(const cs_pass_ctx *ctx)
     return rt;
 }
 
-/* The seed prints runtimes with Python's str(float): "5.0", "0.25". */
-static void append_time(cs_text *info, const char *sep, const char *name,
-                        double t)
+const char *cs_pyfloat(char buf[static 32], double x)
 {
-    if (t == (double)(long long)t && t > -1e15 && t < 1e15)
-        cs_text_appendf(info, "%s%s[%.1f]", sep, name, t);
-    else
-        cs_text_appendf(info, "%s%s[%.17g]", sep, name, t);
+    if (x != x)
+        return strcpy(buf, "nan");
+    if (x == HUGE_VAL || x == -HUGE_VAL)
+        return strcpy(buf, x > 0 ? "inf" : "-inf");
+    /* The shortest %.*e that reads back as x: its digits and exponent. */
+    char e[40];
+    int p = 1;
+    for (; p < 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, x);
+        if (strtod(e, NULL) == x)
+            break;
+    }
+    snprintf(e, sizeof e, "%.*e", p - 1, x);
+    char digits[24];
+    int nd = 0, neg = e[0] == '-';
+    const char *c = e + neg;
+    for (; *c && *c != 'e'; c++)
+        if (*c >= '0' && *c <= '9')
+            digits[nd++] = *c;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    digits[nd] = '\0';
+    int decpt = atoi(c + 1) + 1; /* digits are 0.DDD x 10^decpt */
+    /* At most 24 characters: "-0.000" and 17 digits, or
+     * "-d." 16 digits "e+308". */
+    char *o = buf;
+    if (neg)
+        *o++ = '-';
+    if (decpt > -4 && decpt <= 16) {
+        if (decpt <= 0) {
+            *o++ = '0';
+            *o++ = '.';
+            for (int i = 0; i < -decpt; i++)
+                *o++ = '0';
+            memcpy(o, digits, (size_t)nd);
+            o += nd;
+        } else if (decpt >= nd) {
+            memcpy(o, digits, (size_t)nd);
+            o += nd;
+            for (int i = nd; i < decpt; i++)
+                *o++ = '0';
+            *o++ = '.';
+            *o++ = '0';
+        } else {
+            memcpy(o, digits, (size_t)decpt);
+            o += decpt;
+            *o++ = '.';
+            memcpy(o, digits + decpt, (size_t)(nd - decpt));
+            o += nd - decpt;
+        }
+    } else {
+        int ex = decpt - 1;
+        *o++ = digits[0];
+        if (nd > 1) {
+            *o++ = '.';
+            memcpy(o, digits + 1, (size_t)(nd - 1));
+            o += nd - 1;
+        }
+        *o++ = 'e';
+        *o++ = ex < 0 ? '-' : '+';
+        ex = abs(ex);
+        if (ex >= 100)
+            *o++ = (char)('0' + ex / 100);
+        *o++ = (char)('0' + ex / 10 % 10);
+        *o++ = (char)('0' + ex % 10);
+    }
+    *o = '\0';
+    return buf;
+}
+
+const char *cs_pymax0(char buf[static 32], double x)
+{
+    return x > 0 ? cs_pyfloat(buf, x) : strcpy(buf, "0");
+}
+
+/* The seed's overlap_info entry: "+name[t]" where t is the walk's
+ * comp_time after minus before the node, printed by Python. */
+static void append_time(cs_text *info, const char *name, double after,
+                        double before)
+{
+    char b[32];
+    cs_text_appendf(info, "+%s[%s]", name, cs_pyfloat(b, after - before));
 }
 
 void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
@@ -132,9 +209,10 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
         /* The seed also stops at a wait for one of the async collectives
          * passed on the way, but tests it against `coll` itself, which the
          * first check above already caught: that branch never fires. */
+        double before = comp_time;
         comp_time += rt[v];
         if (info)
-            append_time(info, "+", g->nodes[v].name, rt[v]);
+            append_time(info, g->nodes[v].name, comp_time, before);
     }
     *comm = rt[coll];
     *comp = comp_time;
@@ -176,9 +254,10 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                 }
             continue;
         }
+        double before = comp_time;
         comp_time += rt[v];
         if (info)
-            append_time(info, "+", g->nodes[v].name, rt[v]);
+            append_time(info, g->nodes[v].name, comp_time, before);
     }
     free(waits);
     *comm = comm_time;

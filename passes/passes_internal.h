@@ -54,6 +54,14 @@ char *cs_strdup(const char *s);
 /* Moves the text out as a malloc'ed string ("" when empty); NULL on OOM. */
 char *cs_text_take(cs_text *t);
 
+/* x as Python's str(float) prints it (the seed formats its limiting factors
+ * and overlap info with f-strings): the shortest text that reads back as x,
+ * fixed notation with at least one decimal ("5.0", "0.0001") when
+ * 1e-4 <= |x| < 1e16, else "1e+16", "1.5e-05". Returns buf. */
+const char *cs_pyfloat(char buf[static 32], double x);
+/* The seed's max(0, x) printed: Python returns the int 0 unless x > 0. */
+const char *cs_pymax0(char buf[static 32], double x);
+
 /* The statistics a pass records (public view: commsched_pass_stats). */
 typedef struct cs_pass_record {
     commsched_pass_stats pub;

@@ -165,11 +165,13 @@ static commsched_status process(rcppm *r, uint32_t curr,
                         delta += (ga > 0 ? ga : 0) - (gb > 0 ? gb : 0);
                     }
                     if (delta > 0) {
+                        char b1[32], b2[32];
                         cs_text_appendf(&r->why,
-                                        "candidate has compute %.17g, group "
+                                        "candidate has compute %s, group "
                                         "contains waits, total_exposed_delta "
-                                        "%.17g",
-                                        c, delta);
+                                        "%s",
+                                        cs_pyfloat(b1, c),
+                                        cs_pyfloat(b2, delta));
                         stopped = 1;
                         break;
                     }
@@ -182,12 +184,15 @@ static commsched_status process(rcppm *r, uint32_t curr,
                 double before = cc - cp, after = cc - cp + group_runtime;
                 double delta = (after > 0 ? after : 0) - (before > 0 ? before : 0);
                 if (delta > 0) {
+                    char b1[32], b2[32], b3[32], b4[32];
                     cs_text_appendf(&r->why,
                                     "candidate %s is collective, "
-                                    "group_runtime:%.17g, exposed_delta:%.17g "
-                                    "c_comm_time:%.17g c_comp_time:%.17g",
-                                    g->nodes[cand].name, group_runtime, delta,
-                                    cc, cp);
+                                    "group_runtime:%s, exposed_delta:%s "
+                                    "c_comm_time:%s c_comp_time:%s",
+                                    g->nodes[cand].name,
+                                    cs_pyfloat(b1, group_runtime),
+                                    cs_pyfloat(b2, delta), cs_pyfloat(b3, cc),
+                                    cs_pyfloat(b4, cp));
                     stopped = 1;
                     break;
                 }

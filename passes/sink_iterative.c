@@ -181,10 +181,12 @@ static commsched_status process(sinker *k, uint32_t curr,
                 double before = pos0(wc - wp);
                 double after = pos0(wc - wp + group_runtime);
                 if (after > before) {
+                    char b1[32], b2[32];
                     cs_text_appendf(&k->why,
-                                    "candidate is wait, exposed_before:%.17g "
-                                    "vs exposed_after:%.17g",
-                                    before, after);
+                                    "candidate is wait, exposed_before:%s "
+                                    "vs exposed_after:%s",
+                                    cs_pymax0(b1, before),
+                                    cs_pymax0(b2, after));
                     stopped = 1;
                     break;
                 }
@@ -199,11 +201,13 @@ static commsched_status process(sinker *k, uint32_t curr,
                         delta += pos0(gb + c) - pos0(gb);
                     }
                     if (delta > 0) {
+                        char b1[32], b2[32];
                         cs_text_appendf(&k->why,
-                                        "candidate has compute %.17g, group "
+                                        "candidate has compute %s, group "
                                         "contains collectives, "
-                                        "total_exposed_delta %.17g",
-                                        c, delta);
+                                        "total_exposed_delta %s",
+                                        cs_pyfloat(b1, c),
+                                        cs_pyfloat(b2, delta));
                         stopped = 1;
                         break;
                     }

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Deterministic random commsched graphs (format v1) for differential tests.
+
+random_graph(seed) builds a valid graph whose node array is a topological
+order of every edge kind. It mixes:
+  * compute nodes (some gemm_like), reading 0-3 available buffers, producing
+    1-2 outputs (some never read), occasionally a view (alias_of an input);
+  * async collectives on one of two groups, each completed by a later wait
+    that outputs an alias of the collective's output (consumers read the
+    alias); sometimes one wait completes two collectives; some all_reduces
+    are in place (output alias_of their input);
+  * sync collectives (async: false) whose output anyone may read, sometimes
+    also completed by a wait;
+  * freeable and non-freeable graph inputs, some unread; graph outputs
+    (compute outputs, wait aliases);
+  * `after` and `after_fake` edges to earlier nodes (collectives included);
+  * sizes and runtimes from small sets, with zeros and exact ties, so the
+    passes' tie-breaking and zero-runtime branches are exercised.
+Every node carries runtime_ns, so no cost model is involved.
+
+Usage: random_graph.py SEED [N_NODES]  -> the graph JSON on stdout.
+"""
+import json
+import random
+import sys
+
+SIZES = [0, 1, 4, 16, 16, 64, 100, 256, 1000, 4096]
+RUNTIMES = [0, 0, 1, 1, 2, 3, 5, 5, 10, 20, 50, 100, 0.5, 0.1, 2.5]
+COMM_RUNTIMES = [0, 1, 5, 10, 20, 40, 50, 100, 200, 7.5, 0.3]
+
+
+def random_graph(seed, n_nodes=None):
+    rng = random.Random(seed)
+    if n_nodes is None:
+        n_nodes = rng.randint(6, 36)
+    groups = [{"name": "g0", "size": 8, "hosts": 1},
+              {"name": "g1", "size": 16, "hosts": 2}]
+    inputs = []
+    readable = []  # buffers anyone may read
+    for i in range(rng.randint(1, 4)):
+        name = f"in{i}"
+        inp = {"name": name, "size": rng.choice(SIZES)}
+        r = rng.random()
+        if r < 0.5:
+            inp["freeable"] = True
+        elif r < 0.75:
+            inp["freeable"] = False
+        inputs.append(inp)
+        if rng.random() < 0.85:
+            readable.append(name)
+    nodes = []
+    pending = []  # [due index, [(coll name, coll out buffer)...]]
+    wait_aliases = []
+    n_coll = 0
+
+    def pick_inputs(k):
+        if not readable:
+            return []
+        return rng.sample(readable, min(k, len(readable)))
+
+    def add_edges(node):
+        if nodes and rng.random() < 0.25:
+            node["after"] = sorted({rng.choice(nodes)["name"]
+                                    for _ in range(rng.randint(1, 2))})
+        if nodes and rng.random() < 0.2:
+            cand = [n["name"] for n in nodes
+                    if n["name"] not in node.get("after", [])]
+            if cand:
+                node["after_fake"] = sorted({rng.choice(cand)
+                                             for _ in range(rng.randint(1, 2))})
+
+    def runtime(comm=False):
+        return rng.choice(COMM_RUNTIMES if comm else RUNTIMES)
+
+    i = 0
+    while len(nodes) < n_nodes or pending:
+        idx = len(nodes)
+        due = [p for p in pending if p[0] <= idx]
+        if due or (len(nodes) >= n_nodes and pending):
+            p = due[0] if due else pending[0]
+            pending.remove(p)
+            name = f"w{idx}"
+            ins = [b for _, b in p[1]]
+            outs = [{"name": f"{name}_{k}", "alias_of": b}
+                    for k, (_, b) in enumerate(p[1])]
+            node = {"name": name, "kind": "wait", "op": "wait_tensor",
+                    "inputs": ins, "outputs": outs,
+                    "runtime_ns": rng.choice([0, 0, 0, 1, 0.5])}
+            add_edges(node)
+            nodes.append(node)
+            for o in outs:
+                readable.append(o["name"])
+                wait_aliases.append(o["name"])
+            continue
+        r = rng.random()
+        if r < 0.22 and len(nodes) < n_nodes:
+            # async collective
+            name = f"c{idx}"
+            n_coll += 1
+            op = rng.choice(["all_reduce", "all_gather", "reduce_scatter",
+                             "all_to_all"])
+            ins = pick_inputs(1)
+            node = {"name": name, "kind": "collective", "op": op,
+                    "group": rng.choice(["g0", "g1"]), "inputs": ins,
+                    "runtime_ns": runtime(comm=True)}
+            if op == "all_reduce" and ins and rng.random() < 0.5:
+                out = {"name": f"{name}_out", "alias_of": ins[0]}
+            else:
+                out = {"name": f"{name}_out", "size": rng.choice(SIZES)}
+            node["outputs"] = [out]
+            add_edges(node)
+            nodes.append(node)
+            if rng.random() < 0.95:
+                due_at = idx + 1 + rng.randint(0, 8)
+                # sometimes share the wait of a pending collective
+                if pending and rng.random() < 0.15:
+                    pending[-1][1].append((name, out["name"]))
+                else:
+                    pending.append([due_at, [(name, out["name"])]])
+                    pending.sort(key=lambda p: p[0])
+            continue
+        if r < 0.28 and len(nodes) < n_nodes:
+            # sync collective
+            name = f"s{idx}"
+            node = {"name": name, "kind": "collective",
+                    "op": rng.choice(["all_to_all", "all_reduce",
+                                      "broadcast"]),
+                    "group": rng.choice(["g0", "g1"]), "async": False,
+                    "inputs": pick_inputs(1),
+                    "outputs": [{"name": f"{name}_out",
+                                 "size": rng.choice(SIZES)}],
+                    "runtime_ns": runtime(comm=True)}
+            add_edges(node)
+            nodes.append(node)
+            if rng.random() < 0.2:
+                pending.append([idx + 1 + rng.randint(0, 3),
+                                [(name, f"{name}_out")]])
+                pending.sort(key=lambda p: p[0])
+            else:
+                readable.append(f"{name}_out")
+            continue
+        # compute
+        name = f"n{idx}"
+        ins = pick_inputs(rng.choice([0, 1, 1, 2, 2, 3]))
+        outs = [{"name": f"{name}_o", "size": rng.choice(SIZES)}]
+        if rng.random() < 0.25:
+            outs.append({"name": f"{name}_x", "size": rng.choice(SIZES)})
+        if ins and rng.random() < 0.1:
+            outs.append({"name": f"{name}_v", "alias_of": ins[0]})
+        node = {"name": name, "kind": "compute",
+                "op": rng.choice(["mm", "relu", "add", "mul"]),
+                "inputs": ins, "outputs": outs, "runtime_ns": runtime()}
+        if rng.random() < 0.3:
+            node["gemm_like"] = True
+        add_edges(node)
+        nodes.append(node)
+        for k, o in enumerate(outs):
+            # the second real output is read less often (unread buffers)
+            if k == 0 or rng.random() < 0.4:
+                readable.append(o["name"])
+        i += 1
+    outputs = []
+    cands = [b for n in nodes if n["kind"] != "collective"
+             for b in (o["name"] for o in n["outputs"])]
+    for b in rng.sample(cands, min(len(cands), rng.randint(0, 3))):
+        outputs.append(b)
+    if wait_aliases and rng.random() < 0.3:
+        b = rng.choice(wait_aliases)
+        if b not in outputs:
+            outputs.append(b)
+    return {"format": "commsched-graph", "version": 1,
+            "name": f"random-{seed}", "groups": groups, "inputs": inputs,
+            "outputs": outputs, "nodes": nodes}
+
+
+def main(argv):
+    seed = int(argv[0])
+    n = int(argv[1]) if len(argv) > 1 else None
+    json.dump(random_graph(seed, n), sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
