@@ -53,6 +53,36 @@ static commsched_status emit(FILE *out, json_t *v, const char *before,
     return COMMSCHED_OK;
 }
 
+/* The rows that grow with the graph (a collective per line here, about 4M
+ * events in a million-node trace) are printed field by field: numbers with
+ * printf, strings escaped by jansson one at a time. That keeps jansson the
+ * only JSON encoder without building a json_t tree per row. */
+typedef struct jw {
+    FILE *f;
+    int bad;     /* a string failed to encode (invalid UTF-8) or OOM */
+} jw;
+
+static void jw_raw(jw *w, const char *s) { fputs(s, w->f); }
+
+/* A JSON string: jansson validates UTF-8 and escapes. */
+static void jw_str(jw *w, const char *s)
+{
+    json_t *j = json_string(s);
+    if (!j || json_dumpf(j, w->f, JSON_ENCODE_ANY) != 0)
+        w->bad = 1;
+    json_decref(j);
+}
+
+/* Integral values as integers, others with 12 significant digits, like
+ * number() for the json_t writers. */
+static void jw_num(jw *w, double d)
+{
+    if (d == floor(d) && fabs(d) < 9007199254740992.0)
+        fprintf(w->f, "%.0f", d);
+    else
+        fprintf(w->f, "%.12g", d);
+}
+
 static const char *bound_key(const commsched_sim_totals *t)
 {
     if (t->lower_bound_ns <= 0)
@@ -168,47 +198,49 @@ static json_t *estimates_json(const commsched_sim *sim,
                      cnt[COMMSCHED_SOURCE_NONE]);
 }
 
-static json_t *collective_json(const commsched_sim *sim, uint32_t v,
-                               const commsched_report_context *ctx)
+/* One collective's row (docs/REPORTS.md), keys in a fixed order. */
+static void collective_row(jw *w, const commsched_sim *sim, uint32_t v,
+                           const commsched_report_context *ctx)
 {
     const commsched_graph *g = commsched_sim_graph(sim);
     const commsched_sim_node *res = commsched_sim_get_nodes(sim);
     const commsched_sim_node *r = &res[v];
     const cs_node *nd = &g->nodes[v];
-    json_t *o = json_object();
-    int ok = o != NULL;
-    if (!ok)
-        return NULL;
-    put(o, "name", json_string(nd->name), &ok);
-    put(o, "op", json_string(commsched_coll_op_str((commsched_coll_op)nd->coll_op)), &ok);
-    put(o, "group", json_string(g->groups[nd->group].name), &ok);
-    put(o, "sync", json_boolean(nd->is_sync), &ok);
-    put(o, "stream", json_integer(r->stream), &ok);
-    put(o, "bytes", number(commsched_cost_collective_bytes(g, v)), &ok);
-    put(o, "comm_ns", number(r->end_ns - r->start_ns), &ok);
-    put(o, "source",
-        ctx->sources ? json_string(commsched_cost_source_str(ctx->sources[v]))
-                     : json_null(),
-        &ok);
-    put(o, "issue_ns", number(r->issue_ns), &ok);
-    put(o, "start_ns", number(r->start_ns), &ok);
-    put(o, "end_ns", number(r->end_ns), &ok);
-    put(o, "queued_ns", number(r->start_ns - r->issue_ns), &ok);
-    put(o, "overlapped_ns", number(r->overlapped_ns), &ok);
-    put(o, "exposed_ns", number(r->exposed_ns), &ok);
-    put(o, "issue_position", json_integer(r->position), &ok);
+    jw_raw(w, "{\"name\":");
+    jw_str(w, nd->name);
+    fprintf(w->f, ",\"op\":\"%s\",\"group\":",
+            commsched_coll_op_str((commsched_coll_op)nd->coll_op));
+    jw_str(w, g->groups[nd->group].name);
+    fprintf(w->f, ",\"sync\":%s,\"stream\":%u,\"bytes\":",
+            nd->is_sync ? "true" : "false", r->stream);
+    jw_num(w, commsched_cost_collective_bytes(g, v));
+    jw_raw(w, ",\"comm_ns\":");
+    jw_num(w, r->end_ns - r->start_ns);
+    if (ctx->sources)
+        fprintf(w->f, ",\"source\":\"%s\"",
+                commsched_cost_source_str(ctx->sources[v]));
+    else
+        jw_raw(w, ",\"source\":null");
+    const struct {
+        const char *key;
+        double v;
+    } f[] = {{"issue_ns", r->issue_ns},
+             {"start_ns", r->start_ns},
+             {"end_ns", r->end_ns},
+             {"queued_ns", r->start_ns - r->issue_ns},
+             {"overlapped_ns", r->overlapped_ns},
+             {"exposed_ns", r->exposed_ns}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        fprintf(w->f, ",\"%s\":", f[i].key);
+        jw_num(w, f[i].v);
+    }
+    fprintf(w->f, ",\"issue_position\":%u,\"wait\":", r->position);
     if (r->wait == COMMSCHED_NONE) {
-        put(o, "wait", json_null(), &ok);
-        put(o, "wait_position", json_null(), &ok);
+        jw_raw(w, "null,\"wait_position\":null}");
     } else {
-        put(o, "wait", json_string(g->nodes[r->wait].name), &ok);
-        put(o, "wait_position", json_integer(res[r->wait].position), &ok);
+        jw_str(w, g->nodes[r->wait].name);
+        fprintf(w->f, ",\"wait_position\":%u}", res[r->wait].position);
     }
-    if (!ok) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
 }
 
 commsched_status commsched_report_json(FILE *out, const commsched_sim *sim,
@@ -249,15 +281,20 @@ commsched_status commsched_report_json(FILE *out, const commsched_sim *sim,
         return st;
     fputs("  \"collectives\": [", out);
     const char *sep = "\n    ";
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
+    jw w = {out, 0};
+    for (uint32_t i = 0; i < g->n_nodes && !w.bad; i++) {
         uint32_t v = order[i];
         if (g->nodes[v].kind != COMMSCHED_NODE_COLLECTIVE)
             continue;
-        if ((st = emit(out, collective_json(sim, v, ctx), sep, "", err)))
-            return st;
+        jw_raw(&w, sep);
+        collective_row(&w, sim, v, ctx);
         sep = ",\n    ";
     }
     fputs(sep[0] == ',' ? "\n  ]\n}\n" : "]\n}\n", out);
+    if (w.bad)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "a name is not valid UTF-8 (or out of "
+                                   "memory): the report is incomplete");
     if (ferror(out))
         return commsched_error_set(err, COMMSCHED_EIO, NULL,
                                    "cannot write the report");
@@ -279,75 +316,61 @@ static const char *category(const cs_node *nd)
     }
 }
 
-static json_t *meta(const char *what, uint32_t tid, const char *key,
-                    json_t *value)
+static void meta(jw *w, const char *what, uint32_t tid, const char *key,
+                 const char *str, long long num)
 {
-    json_t *args = json_object();
-    json_t *o = json_object();
-    int ok = args && o;
-    if (ok) {
-        put(args, key, value, &ok);
-        value = NULL;
-        put(o, "name", json_string(what), &ok);
-        put(o, "ph", json_string("M"), &ok);
-        put(o, "pid", json_integer(PID), &ok);
-        put(o, "tid", json_integer(tid), &ok);
-        put(o, "args", args, &ok);
-        args = NULL;
-    }
-    json_decref(value);
-    json_decref(args);
-    if (!ok) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    fprintf(w->f, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
+                  "\"args\":{\"%s\":",
+            what, PID, tid, key);
+    if (str)
+        jw_str(w, str);
+    else
+        fprintf(w->f, "%lld", num);
+    jw_raw(w, "}}");
 }
 
 /* A complete event for node v on thread tid from t0 to t1 (ns). */
-static json_t *slice(const commsched_sim *sim, uint32_t v, uint32_t tid,
-                     double t0, double t1, const commsched_report_context *ctx)
+static void slice(jw *w, const commsched_sim *sim, uint32_t v, uint32_t tid,
+                  double t0, double t1, const commsched_report_context *ctx)
 {
     const commsched_graph *g = commsched_sim_graph(sim);
     const commsched_sim_node *r = &commsched_sim_get_nodes(sim)[v];
     const cs_node *nd = &g->nodes[v];
-    json_t *o = json_object(), *args = json_object();
-    int ok = o && args;
-    if (ok) {
-        put(args, "position", json_integer(r->position), &ok);
-        if (nd->op)
-            put(args, "op", json_string(nd->op), &ok);
-        put(args, "runtime_ns", number(r->end_ns - r->start_ns), &ok);
-        if (ctx->sources)
-            put(args, "source",
-                json_string(commsched_cost_source_str(ctx->sources[v])), &ok);
-        if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
-            put(args, "group", json_string(g->groups[nd->group].name), &ok);
-            put(args, "bytes", number(commsched_cost_collective_bytes(g, v)),
-                &ok);
-            put(args, "issue_ns", number(r->issue_ns), &ok);
-            put(args, "exposed_ns", number(r->exposed_ns), &ok);
-            if (!nd->is_sync)
-                put(args, "overlapped_ns", number(r->overlapped_ns), &ok);
-        } else if (nd->kind == COMMSCHED_NODE_WAIT) {
-            put(args, "stall_ns", number(r->exposed_ns), &ok);
+    jw_raw(w, ",\n{\"name\":");
+    jw_str(w, nd->name);
+    fprintf(w->f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":",
+            category(nd), PID, tid);
+    jw_num(w, us(t0));
+    jw_raw(w, ",\"dur\":");
+    jw_num(w, us(t1 - t0));
+    fprintf(w->f, ",\"args\":{\"position\":%u", r->position);
+    if (nd->op) {
+        jw_raw(w, ",\"op\":");
+        jw_str(w, nd->op);
+    }
+    jw_raw(w, ",\"runtime_ns\":");
+    jw_num(w, r->end_ns - r->start_ns);
+    if (ctx->sources)
+        fprintf(w->f, ",\"source\":\"%s\"",
+                commsched_cost_source_str(ctx->sources[v]));
+    if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+        jw_raw(w, ",\"group\":");
+        jw_str(w, g->groups[nd->group].name);
+        jw_raw(w, ",\"bytes\":");
+        jw_num(w, commsched_cost_collective_bytes(g, v));
+        jw_raw(w, ",\"issue_ns\":");
+        jw_num(w, r->issue_ns);
+        jw_raw(w, ",\"exposed_ns\":");
+        jw_num(w, r->exposed_ns);
+        if (!nd->is_sync) {
+            jw_raw(w, ",\"overlapped_ns\":");
+            jw_num(w, r->overlapped_ns);
         }
-        put(o, "name", json_string(nd->name), &ok);
-        put(o, "cat", json_string(category(nd)), &ok);
-        put(o, "ph", json_string("X"), &ok);
-        put(o, "pid", json_integer(PID), &ok);
-        put(o, "tid", json_integer(tid), &ok);
-        put(o, "ts", number(us(t0)), &ok);
-        put(o, "dur", number(us(t1 - t0)), &ok);
-        put(o, "args", args, &ok);
-        args = NULL;
+    } else if (nd->kind == COMMSCHED_NODE_WAIT) {
+        jw_raw(w, ",\"stall_ns\":");
+        jw_num(w, r->exposed_ns);
     }
-    json_decref(args);
-    if (!ok) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    jw_raw(w, "}}");
 }
 
 /* A flow event. "s" binds to the slice enclosing its ts, so it sits at the
@@ -357,18 +380,16 @@ static json_t *slice(const commsched_sim *sim, uint32_t v, uint32_t tid,
  * omits "bp" and sits at the wait's ts: the trace format then binds it to
  * the next slice that starts there, and the caller writes the wait's slice
  * right after it. */
-static json_t *flow(const char *ph, const char *name, json_int_t id,
-                    uint32_t tid, double ts_ns, int enclosing)
+static void flow(jw *w, const char *ph, const char *name, long long id,
+                 uint32_t tid, double ts_ns, int enclosing)
 {
-    json_t *o = json_pack("{sssssssIsIsIso}", "name", name, "cat", "wait",
-                          "ph", ph, "id", id, "pid", (json_int_t)PID, "tid",
-                          (json_int_t)tid, "ts", number(us(ts_ns)));
-    if (o && ph[0] == 'f' && enclosing &&
-        json_object_set_new(o, "bp", json_string("e"))) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    jw_raw(w, ",\n{\"name\":");
+    jw_str(w, name);
+    fprintf(w->f, ",\"cat\":\"wait\",\"ph\":\"%s\",\"id\":%lld,\"pid\":%d,"
+                  "\"tid\":%u,\"ts\":",
+            ph, id, PID, tid);
+    jw_num(w, us(ts_ns));
+    jw_raw(w, enclosing && ph[0] == 'f' ? ",\"bp\":\"e\"}" : "}");
 }
 
 commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
@@ -378,43 +399,42 @@ commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
     static const commsched_report_context none = {0};
     const commsched_graph *g = commsched_sim_graph(sim);
     const commsched_sim_node *res = commsched_sim_get_nodes(sim);
+    const commsched_sim_totals *t = commsched_sim_get_totals(sim);
     const uint32_t *order = commsched_sim_get_order(sim);
+    jw w = {out, 0};
     if (!ctx)
         ctx = &none;
-    commsched_status st;
-    const char *sep = "\n";
-#define EMIT(v)                                                                \
-    do {                                                                       \
-        if ((st = emit(out, (v), sep, "", err)) != COMMSCHED_OK)               \
-            return st;                                                         \
-        sep = ",\n";                                                           \
-    } while (0)
 
-    fputs("{\"displayTimeUnit\": \"ns\",\n\"otherData\": ", out);
-    json_t *other = json_object();
-    int ok = other != NULL;
-    if (other) {
-        put(other, "format", json_string("commsched-trace"), &ok);
-        put(other, "graph", g->name ? json_string(g->name) : json_null(), &ok);
-        put(other, "device",
-            ctx->device ? json_string(ctx->device) : json_null(), &ok);
-        put(other, "cost_model",
-            ctx->cost_model ? json_string(ctx->cost_model) : json_null(), &ok);
-        put(other, "makespan_ns",
-            number(commsched_sim_get_totals(sim)->makespan_ns), &ok);
-        put(other, "lower_bound_ns",
-            number(commsched_sim_get_totals(sim)->lower_bound_ns), &ok);
-    }
-    if (!ok) {
-        json_decref(other);
-        other = NULL;
-    }
-    if ((st = emit(out, other, "", ",\n\"traceEvents\": [", err)))
-        return st;
+    jw_raw(&w, "{\"displayTimeUnit\": \"ns\",\n\"otherData\": "
+               "{\"format\":\"commsched-trace\",\"graph\":");
+    if (g->name)
+        jw_str(&w, g->name);
+    else
+        jw_raw(&w, "null");
+    jw_raw(&w, ",\"device\":");
+    if (ctx->device)
+        jw_str(&w, ctx->device);
+    else
+        jw_raw(&w, "null");
+    jw_raw(&w, ",\"cost_model\":");
+    if (ctx->cost_model)
+        jw_str(&w, ctx->cost_model);
+    else
+        jw_raw(&w, "null");
+    jw_raw(&w, ",\"makespan_ns\":");
+    jw_num(&w, t->makespan_ns);
+    jw_raw(&w, ",\"lower_bound_ns\":");
+    jw_num(&w, t->lower_bound_ns);
+    jw_raw(&w, "},\n\"traceEvents\": [");
 
+    /* The first event carries no leading comma; every later one does. */
     char pname[160];
     snprintf(pname, sizeof pname, "commsched: %s", g->name ? g->name : "step");
-    EMIT(meta("process_name", 0, "name", json_string(pname)));
+    fprintf(out, "\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+                 "\"tid\":0,\"args\":{\"name\":",
+            PID);
+    jw_str(&w, pname);
+    jw_raw(&w, "}}");
     for (uint32_t s = 0; s < commsched_sim_stream_count(sim); s++) {
         char tname[160];
         if (s == COMMSCHED_STREAM_COMPUTE)
@@ -422,12 +442,12 @@ commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
         else
             snprintf(tname, sizeof tname, "comm %s",
                      commsched_sim_stream_name(sim, s));
-        EMIT(meta("thread_name", s, "name", json_string(tname)));
-        EMIT(meta("thread_sort_index", s, "sort_index", json_integer(s)));
+        meta(&w, "thread_name", s, "name", tname, 0);
+        meta(&w, "thread_sort_index", s, "sort_index", NULL, (long long)s);
     }
 
-    json_int_t flow_id = 0;
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
+    long long flow_id = 0;
+    for (uint32_t i = 0; i < g->n_nodes && !w.bad; i++) {
         uint32_t v = order[i];
         const cs_node *nd = &g->nodes[v];
         const commsched_sim_node *r = &res[v];
@@ -446,34 +466,38 @@ commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
                 if (first != k)
                     continue;
                 flow_id++;
-                EMIT(flow("s", g->nodes[c].name, flow_id, res[c].stream,
-                          (res[c].start_ns + res[c].end_ns) / 2, 1));
-                EMIT(flow("f", g->nodes[c].name, flow_id,
-                          COMMSCHED_STREAM_COMPUTE,
-                          empty ? r->issue_ns : (r->issue_ns + r->end_ns) / 2,
-                          !empty));
+                flow(&w, "s", g->nodes[c].name, flow_id, res[c].stream,
+                     (res[c].start_ns + res[c].end_ns) / 2, 1);
+                flow(&w, "f", g->nodes[c].name, flow_id,
+                     COMMSCHED_STREAM_COMPUTE,
+                     empty ? r->issue_ns : (r->issue_ns + r->end_ns) / 2,
+                     !empty);
             }
             /* The wait's slice covers its stall, so the stall shows. */
-            EMIT(slice(sim, v, COMMSCHED_STREAM_COMPUTE, r->issue_ns,
-                       r->end_ns, ctx));
+            slice(&w, sim, v, COMMSCHED_STREAM_COMPUTE, r->issue_ns, r->end_ns,
+                  ctx);
         } else {
-            EMIT(slice(sim, v, r->stream, r->start_ns, r->end_ns, ctx));
+            slice(&w, sim, v, r->stream, r->start_ns, r->end_ns, ctx);
             if (nd->kind == COMMSCHED_NODE_COLLECTIVE && nd->is_sync)
-                EMIT(slice(sim, v, COMMSCHED_STREAM_COMPUTE, r->issue_ns,
-                           r->end_ns, ctx));
+                slice(&w, sim, v, COMMSCHED_STREAM_COMPUTE, r->issue_ns,
+                      r->end_ns, ctx);
         }
     }
 
     size_t n_curve = 0;
     const commsched_sim_memory_point *curve =
         commsched_sim_get_memory_curve(sim, &n_curve);
-    for (size_t i = 0; i < n_curve; i++)
-        EMIT(json_pack("{sssssIsoso}", "name", "memory", "ph", "C", "pid",
-                       (json_int_t)PID, "ts", number(us(curve[i].time_ns)),
-                       "args", json_pack("{sI}", "bytes",
-                                         (json_int_t)curve[i].bytes)));
-#undef EMIT
+    for (size_t i = 0; i < n_curve; i++) {
+        fprintf(out, ",\n{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":",
+                PID);
+        jw_num(&w, us(curve[i].time_ns));
+        fprintf(out, ",\"args\":{\"bytes\":%lld}}", (long long)curve[i].bytes);
+    }
     fputs("\n]}\n", out);
+    if (w.bad)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "a name is not valid UTF-8 (or out of "
+                                   "memory): the trace is incomplete");
     if (ferror(out))
         return commsched_error_set(err, COMMSCHED_EIO, NULL,
                                    "cannot write the trace");
