@@ -437,8 +437,11 @@ commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
     jw_raw(&w, "}}");
     for (uint32_t s = 0; s < commsched_sim_stream_count(sim); s++) {
         char tname[160];
-        if (s == COMMSCHED_STREAM_COMPUTE)
-            snprintf(tname, sizeof tname, "compute");
+        if (s == COMMSCHED_STREAM_COMPUTE ||
+            commsched_sim_get_options(sim).comm_streams ==
+                COMMSCHED_STREAMS_SINGLE)
+            snprintf(tname, sizeof tname, "%s",
+                     commsched_sim_stream_name(sim, s));
         else
             snprintf(tname, sizeof tname, "comm %s",
                      commsched_sim_stream_name(sim, s));

@@ -101,8 +101,10 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
     if (!ctx)
         ctx = &none;
 
-    fprintf(out, "%s: %u nodes, %u collectives, %u waits", g->name ? g->name : "(unnamed)",
-            g->n_nodes, t->n_collectives, t->n_waits);
+    /* Names are cut so every line stays within 120 columns. */
+    fprintf(out, "%s: %u nodes, %u collectives, %u waits",
+            fit(g->name ? g->name : "(unnamed)", 32, h, sizeof h), g->n_nodes,
+            t->n_collectives, t->n_waits);
     if (ctx->device)
         fprintf(out, "; device %s", ctx->device);
     if (ctx->cost_model)
@@ -128,9 +130,9 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
             nw = NAME_MAX_W;
         if (gw > GROUP_MAX_W)
             gw = GROUP_MAX_W;
-        fprintf(out, "\n%-*s %-14s %-*s %10s %9s %-5s %9s %9s %9s %6s %6s\n",
+        fprintf(out, "\n%-*s %-14s %-*s %10s %9s %-5s %9s %10s %9s %6s %6s\n",
                 (int)nw, "collective", "op", (int)gw, "group", "bytes",
-                "comm", "src", "queued", "overlap", "exposed", "issue",
+                "comm", "src", "queued", "overlapped", "exposed", "issue",
                 "wait");
         uint32_t rows = 0, skipped = 0;
         for (uint32_t i = 0; i < g->n_nodes; i++) {
@@ -150,7 +152,7 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
             snprintf(op, sizeof op, "%s%s", commsched_coll_op_str((commsched_coll_op)nd->coll_op),
                      nd->is_sync ? "*" : "");
             fprintf(out,
-                    "%-*s %-14s %-*s %10s %9s %-5s %9s %9s %9s %6u %6s\n",
+                    "%-*s %-14s %-*s %10s %9s %-5s %9s %10s %9s %6u %6s\n",
                     (int)nw, fit(nd->name, nw, h, sizeof h), op, (int)gw,
                     fit(g->groups[nd->group].name, gw, k, sizeof k),
                     fmt_bytes(commsched_cost_collective_bytes(g, v), a,
@@ -179,7 +181,9 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
             fmt_time(t->bound_compute_ns, a, sizeof a),
             fmt_time(t->bound_comm_ns, b, sizeof b));
     if (t->bound_comm_stream != COMMSCHED_NONE)
-        fprintf(out, " (%s)", commsched_sim_stream_name(sim, t->bound_comm_stream));
+        fprintf(out, " (%s)",
+                fit(commsched_sim_stream_name(sim, t->bound_comm_stream), 16,
+                    h, sizeof h));
     fprintf(out, ", critical path %s\n", fmt_time(t->bound_path_ns, c, sizeof c));
     fprintf(out, "compute         %10s\n", fmt_time(t->compute_ns, a, sizeof a));
     fprintf(out, "comm            %10s   exposed %s, overlap %.1f%%\n",
@@ -307,7 +311,8 @@ commsched_status commsched_report_estimates_table(
     if (nw > NAME_MAX_W)
         nw = NAME_MAX_W;
     fprintf(out, "%s: %u nodes; device %s, %s model\n",
-            g->name ? g->name : "(unnamed)", g->n_nodes,
+            fit(g->name ? g->name : "(unnamed)", 40, name, sizeof name),
+            g->n_nodes,
             o && o->device ? o->device->name : "-",
             o ? commsched_comm_model_str(o->comm_model) : "-");
     fprintf(out, "runtime = latency + max(bandwidth, compute); mem: bytes "
