@@ -3,8 +3,9 @@
 
 random_graph(seed) builds a valid graph whose node array is a topological
 order of every edge kind. It mixes:
-  * compute nodes (some gemm_like), reading 0-3 available buffers, producing
-    1-2 outputs (some never read), occasionally a view (alias_of an input);
+  * compute nodes (some gemm_like), reading 0-3 available buffers (rarely
+    one twice), producing 1-2 outputs (some never read; rarely none),
+    occasionally a view (alias_of an input);
   * async collectives on one of two groups, each completed by a later wait
     that outputs an alias of the collective's output (consumers read the
     alias); sometimes one wait completes two collectives; some all_reduces
@@ -12,7 +13,7 @@ order of every edge kind. It mixes:
   * sync collectives (async: false) whose output anyone may read, sometimes
     also completed by a wait;
   * freeable and non-freeable graph inputs, some unread; graph outputs
-    (compute outputs, wait aliases);
+    (compute outputs, wait aliases, occasionally an input);
   * `after` and `after_fake` edges to earlier nodes (collectives included);
   * sizes and runtimes from small sets, with zeros and exact ties, so the
     passes' tie-breaking and zero-runtime branches are exercised.
@@ -142,7 +143,11 @@ def random_graph(seed, n_nodes=None):
         # compute
         name = f"n{idx}"
         ins = pick_inputs(rng.choice([0, 1, 1, 2, 2, 3]))
+        if ins and rng.random() < 0.05:
+            ins.append(ins[0])  # a buffer read twice
         outs = [{"name": f"{name}_o", "size": rng.choice(SIZES)}]
+        if rng.random() < 0.05:
+            outs = []  # no outputs: reachable only through `after` edges
         if rng.random() < 0.25:
             outs.append({"name": f"{name}_x", "size": rng.choice(SIZES)})
         if ins and rng.random() < 0.1:
@@ -162,6 +167,8 @@ def random_graph(seed, n_nodes=None):
     outputs = []
     cands = [b for n in nodes if n["kind"] != "collective"
              for b in (o["name"] for o in n["outputs"])]
+    if inputs and rng.random() < 0.1:
+        cands.append(inputs[0]["name"])  # an input listed as an output
     for b in rng.sample(cands, min(len(cands), rng.randint(0, 3))):
         outputs.append(b)
     if wait_aliases and rng.random() < 0.3:
