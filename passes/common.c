@@ -28,6 +28,7 @@ int cs_text_appendf(cs_text *t, const char *fmt, ...)
 void cs_text_clear(cs_text *t)
 {
     t->len = 0;
+    t->terms = 0;
     if (t->s)
         t->s[0] = '\0';
 }
@@ -184,7 +185,17 @@ static void append_time(cs_text *info, const char *name, double after,
                         double before)
 {
     char b[32];
-    cs_text_appendf(info, "+%s[%s]", name, cs_pyfloat(b, after - before));
+    if (info->terms++ < CS_OVERLAP_INFO_TERMS)
+        cs_text_appendf(info, "+%s[%s]", name, cs_pyfloat(b, after - before));
+}
+
+/* Says how many terms the cap left out, so a reader knows the text is cut;
+ * placed where the cut is, before the walk's closing "->W[..]"/"->C[..]". */
+static void finish_info(cs_text *info)
+{
+    if (info && info->terms > CS_OVERLAP_INFO_TERMS)
+        cs_text_appendf(info, "+...(%zu more)",
+                        info->terms - CS_OVERLAP_INFO_TERMS);
 }
 
 void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
@@ -197,8 +208,11 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
     for (uint32_t v = commsched_schedule_next(s, coll); v != COMMSCHED_NONE;
          v = commsched_schedule_next(s, v)) {
         if (cs_depends_on(g, v, coll)) {
-            if (info)
+            if (info) {
+                finish_info(info);
                 cs_text_appendf(info, "->W[%s]", g->nodes[v].name);
+                info = NULL; /* finished */
+            }
             break;
         }
         if (cs_is_collective(g, v)) {
@@ -214,44 +228,43 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
         if (info)
             append_time(info, g->nodes[v].name, comp_time, before);
     }
+    finish_info(info);
     *comm = rt[coll];
     *comp = comp_time;
 }
 
 void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
-                     double *comp, cs_text *info)
+                     double *comp, cs_text *info, cs_walk *w)
 {
     double comm_time = 0.0, comp_time = 0.0;
-    /* Waits seen on the way back; a collective one of them completes
-     * resets the compute count (its wait stalls the stream there). The
-     * list is bounded by the walk, so a small array grows as needed. */
-    uint32_t *waits = NULL;
-    size_t n_waits = 0, cap_waits = 0;
+    /* The seed keeps the waits seen on the way back and resets the compute
+     * count at an async collective one of them completes (that wait stalls
+     * the stream there), scanning the list at every collective. Stamping
+     * each seen wait's dependencies answers the same question in O(1). */
+    if (++w->epoch == 0) {
+        memset(w->mark, 0, (size_t)w->n * sizeof *w->mark);
+        w->epoch = 1;
+    }
     if (info)
         cs_text_clear(info);
     for (uint32_t v = commsched_schedule_prev(s, wait); v != COMMSCHED_NONE;
          v = commsched_schedule_prev(s, v)) {
-        if (cs_is_wait(g, v) &&
-            cs_grow((void **)&waits, &cap_waits, n_waits + 1,
-                    sizeof *waits) == 0)
-            waits[n_waits++] = v;
+        if (cs_is_wait(g, v))
+            for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)
+                w->mark[g->deps.idx[k]] = w->epoch;
         if (cs_is_collective(g, v)) {
             if (cs_depends_on(g, wait, v)) {
                 comm_time = rt[v];
-                if (info)
+                if (info) {
+                    finish_info(info);
                     cs_text_appendf(info, "->C[%s]", g->nodes[v].name);
+                    info = NULL; /* finished */
+                }
                 break;
             }
-            if (!cs_is_async(g, v)) {
+            if (!cs_is_async(g, v) || w->mark[v] == w->epoch)
                 comp_time = 0.0;
-                continue;
-            }
-            for (size_t k = 0; k < n_waits; k++)
-                if (cs_depends_on(g, waits[k], v)) {
-                    comp_time = 0.0;
-                    break;
-                }
             continue;
         }
         double before = comp_time;
@@ -259,7 +272,7 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
         if (info)
             append_time(info, g->nodes[v].name, comp_time, before);
     }
-    free(waits);
+    finish_info(info);
     *comm = comm_time;
     *comp = comp_time;
 }

@@ -40,7 +40,13 @@ struct commsched_knobs {
 typedef struct cs_text {
     char *s;
     size_t len, cap;
+    size_t terms; /* overlap_info terms seen since the last clear */
 } cs_text;
+
+/* overlap_info keeps the seed's first terms only: after a collective has
+ * been hoisted far, the full text names every node it passes, and
+ * formatting it dominated the pass on large graphs. */
+#define CS_OVERLAP_INFO_TERMS 32
 
 int cs_text_appendf(cs_text *t, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -116,11 +122,19 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t coll, double *comm,
                      double *comp, cs_text *info);
 
+/* Scratch for cs_wait_exposed: a stamp per node. Zero-initialise; the
+ * owner allocates mark with one entry per node and frees it. */
+typedef struct cs_walk {
+    uint32_t *mark;
+    uint32_t epoch;
+    uint32_t n;
+} cs_walk;
+
 /* _wait_exposed_communication_time: walk backward from wait to the
  * collective it depends on. */
 void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
-                     double *comp, cs_text *info);
+                     double *comp, cs_text *info, cs_walk *w);
 
 /* The pass functions. */
 commsched_status cs_pass_raise_comms(cs_pass_ctx *ctx);

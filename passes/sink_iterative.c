@@ -43,6 +43,7 @@ typedef struct sinker {
     uint32_t epoch;
     group_coll *colls;
     size_t n_colls, cap_colls;
+    cs_walk walk;
     cs_text info, why, moves;
 } sinker;
 
@@ -97,7 +98,7 @@ static commsched_status process(sinker *k, uint32_t curr,
     const commsched_knobs *kn = k->ctx->k;
     commsched_schedule *s = k->ctx->s;
     double comm, comp;
-    cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, NULL);
+    cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, NULL, &k->walk);
     info->initial_exposed = info->final_exposed = comm - comp;
     info->comm_time = comm;
     info->comp_time = comp;
@@ -177,7 +178,7 @@ static commsched_status process(sinker *k, uint32_t curr,
         if (kn->sink_iterative_use_runtime_estimations) {
             if (cs_is_wait(g, cand)) {
                 double wc, wp;
-                cs_wait_exposed(g, s, k->rt, cand, &wc, &wp, NULL);
+                cs_wait_exposed(g, s, k->rt, cand, &wc, &wp, NULL, &k->walk);
                 double before = pos0(wc - wp);
                 double after = pos0(wc - wp + group_runtime);
                 if (after > before) {
@@ -230,19 +231,31 @@ static commsched_status process(sinker *k, uint32_t curr,
             break;
         }
         info->moves++;
-        cs_text_appendf(&k->moves, "+%s", g->nodes[cand].name);
+        if (info->moves <= CS_OVERLAP_INFO_TERMS)
+            cs_text_appendf(&k->moves, "+%s", g->nodes[cand].name);
         commsched_memory_commit_move(k->m, s);
-        cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, NULL);
-        info->comm_time = comm;
-        info->comp_time = comp;
-        info->final_exposed = comm - comp;
+        /* As in RCPPM: re-walk per move only when a rule reads it. */
+        if (kn->sink_iterative_use_runtime_estimations) {
+            cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, NULL, &k->walk);
+            info->comm_time = comm;
+            info->comp_time = comp;
+            info->final_exposed = comm - comp;
+        }
         if (k->ctx->verify &&
             (st = commsched_memory_verify(k->m, s, k->ctx->err)) !=
                 COMMSCHED_OK)
             return st;
         cand = commsched_schedule_next(s, tail);
     }
-    cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->info);
+    if (info->moves > CS_OVERLAP_INFO_TERMS)
+        cs_text_appendf(&k->moves, "+...(%u more)",
+                        info->moves - CS_OVERLAP_INFO_TERMS);
+    cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->info, &k->walk);
+    if (info->moves > 0) {
+        info->comm_time = comm;
+        info->comp_time = comp;
+        info->final_exposed = comm - comp;
+    }
     char *ov = cs_text_take(&k->info);
     char *lf = factor ? cs_strdup(factor)
                       : stopped ? cs_text_take(&k->why) : cs_strdup("None");
@@ -273,7 +286,9 @@ commsched_status cs_pass_sink_waits_iterative(cs_pass_ctx *ctx)
     k.rt = cs_iterative_runtimes(ctx);
     k.in_group = cs_calloc(g->n_nodes, sizeof *k.in_group);
     uint8_t *processed = cs_calloc(g->n_nodes, 1);
-    if (!k.rt || !k.in_group || !processed) {
+    k.walk.mark = cs_calloc(g->n_nodes, sizeof *k.walk.mark);
+    k.walk.n = g->n_nodes;
+    if (!k.rt || !k.in_group || !processed || !k.walk.mark) {
         st = oom(&k);
         goto cleanup;
     }
@@ -309,6 +324,7 @@ cleanup:
     free(k.rt);
     free(k.in_group);
     free(processed);
+    free(k.walk.mark);
     free(k.colls);
     cs_text_free(&k.info);
     cs_text_free(&k.why);

@@ -56,6 +56,7 @@ struct commsched_builder {
     VEC(bnode, nodes);
     VEC(bout, outs);
     VEC(const char *, refs); /* names in inputs / after / after_fake */
+    commsched_status failed; /* first failed add_* call, or OK */
 };
 
 #define PUSH(b, vec, err)                                                      \
@@ -122,10 +123,9 @@ void commsched_builder_destroy(commsched_builder *b)
 
 static int valid_name(const char *s) { return s && s[0] != '\0'; }
 
-commsched_status commsched_builder_add_group(commsched_builder *b,
-                                             const char *name, int64_t size,
-                                             int64_t hosts,
-                                             commsched_error *err)
+static commsched_status add_group(commsched_builder *b, const char *name,
+                                  int64_t size, int64_t hosts,
+                                  commsched_error *err)
 {
     char path[64];
     size_t i = b->n_groups;
@@ -154,10 +154,23 @@ commsched_status commsched_builder_add_group(commsched_builder *b,
     return COMMSCHED_OK;
 }
 
-commsched_status commsched_builder_add_input(commsched_builder *b,
+commsched_status commsched_builder_add_group(commsched_builder *b,
                                              const char *name, int64_t size,
-                                             int freeable,
+                                             int64_t hosts,
                                              commsched_error *err)
+{
+    size_t before = b->n_groups;
+    commsched_status st = add_group(b, name, size, hosts, err);
+    if (st != COMMSCHED_OK) {
+        b->n_groups = before;
+        b->failed = st;
+    }
+    return st;
+}
+
+static commsched_status add_input(commsched_builder *b, const char *name,
+                                  int64_t size, int freeable,
+                                  commsched_error *err)
 {
     char path[64];
     size_t i = b->n_inputs;
@@ -179,9 +192,22 @@ commsched_status commsched_builder_add_input(commsched_builder *b,
     return COMMSCHED_OK;
 }
 
-commsched_status commsched_builder_add_output(commsched_builder *b,
-                                              const char *buffer,
-                                              commsched_error *err)
+commsched_status commsched_builder_add_input(commsched_builder *b,
+                                             const char *name, int64_t size,
+                                             int freeable,
+                                             commsched_error *err)
+{
+    size_t before = b->n_inputs;
+    commsched_status st = add_input(b, name, size, freeable, err);
+    if (st != COMMSCHED_OK) {
+        b->n_inputs = before;
+        b->failed = st;
+    }
+    return st;
+}
+
+static commsched_status add_output(commsched_builder *b, const char *buffer,
+                                   commsched_error *err)
 {
     if (!valid_name(buffer)) {
         char path[64];
@@ -193,6 +219,19 @@ commsched_status commsched_builder_add_output(commsched_builder *b,
     if (!o || !(*o = cs_arena_strdup(&b->arena, buffer)))
         return oom(err);
     return COMMSCHED_OK;
+}
+
+commsched_status commsched_builder_add_output(commsched_builder *b,
+                                              const char *buffer,
+                                              commsched_error *err)
+{
+    size_t before = b->n_outputs;
+    commsched_status st = add_output(b, buffer, err);
+    if (st != COMMSCHED_OK) {
+        b->n_outputs = before;
+        b->failed = st;
+    }
+    return st;
 }
 
 static commsched_status push_refs(commsched_builder *b, const char *const *names,
@@ -224,9 +263,9 @@ static int lookup_coll_op(const char *s, uint8_t *op)
     return 0;
 }
 
-commsched_status commsched_builder_add_node(commsched_builder *b,
-                                            const commsched_node_spec *s,
-                                            commsched_error *err)
+static commsched_status add_node(commsched_builder *b,
+                                 const commsched_node_spec *s,
+                                 commsched_error *err)
 {
     char path[96];
     size_t i = b->n_nodes;
@@ -317,22 +356,18 @@ commsched_status commsched_builder_add_node(commsched_builder *b,
         (st = push_refs(b, s->after, s->n_after, "after", i, &n->after_first,
                         err)) != COMMSCHED_OK ||
         (st = push_refs(b, s->after_fake, s->n_after_fake, "after_fake", i,
-                        &n->fake_first, err)) != COMMSCHED_OK) {
-        b->n_nodes--;
+                        &n->fake_first, err)) != COMMSCHED_OK)
         return st;
-    }
     n->out_first = (uint32_t)b->n_outs;
     n->n_out = (uint32_t)s->n_outputs;
     for (size_t k = 0; k < s->n_outputs; k++) {
         const commsched_output_spec *o = &s->outputs[k];
         if (!valid_name(o->name)) {
-            b->n_nodes--;
             snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].name", i, k);
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "an output needs a name");
         }
         if (!o->alias_of && o->size < 0) {
-            b->n_nodes--;
             snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].size", i, k);
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "size must be a non-negative integer, got %lld",
@@ -340,7 +375,6 @@ commsched_status commsched_builder_add_node(commsched_builder *b,
         }
         bout *bo = PUSH(b, outs, err);
         if (!bo) {
-            b->n_nodes--;
             return oom(err);
         }
         bo->name = cs_arena_strdup(&b->arena, o->name);
@@ -348,11 +382,28 @@ commsched_status commsched_builder_add_node(commsched_builder *b,
                                    : NULL;
         bo->size = o->alias_of ? 0 : o->size;
         if (!bo->name || (o->alias_of && !bo->alias_of)) {
-            b->n_nodes--;
             return oom(err);
         }
     }
     return COMMSCHED_OK;
+}
+
+/* A failed call leaves the builder as it was before it (nothing half
+ * added) and marks it failed, so finish cannot return a graph that silently
+ * lacks the node. */
+commsched_status commsched_builder_add_node(commsched_builder *b,
+                                            const commsched_node_spec *s,
+                                            commsched_error *err)
+{
+    size_t n_nodes = b->n_nodes, n_outs = b->n_outs, n_refs = b->n_refs;
+    commsched_status st = add_node(b, s, err);
+    if (st != COMMSCHED_OK) {
+        b->n_nodes = n_nodes;
+        b->n_outs = n_outs;
+        b->n_refs = n_refs;
+        b->failed = st;
+    }
+    return st;
 }
 
 /* ---- finish: resolution and validation ---------------------------------- */
@@ -978,6 +1029,13 @@ commsched_status commsched_builder_finish(commsched_builder *b, unsigned flags,
                                           commsched_error *err)
 {
     *out = NULL;
+    if (b->failed != COMMSCHED_OK) {
+        commsched_status failed = b->failed;
+        commsched_builder_destroy(b);
+        return commsched_error_set(err, failed, NULL,
+                                   "an earlier builder call failed; the "
+                                   "graph is incomplete");
+    }
     commsched_graph *g = NULL;
     commsched_status st;
     for (int attempt = 0; attempt < 2; attempt++) {

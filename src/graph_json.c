@@ -435,6 +435,7 @@ static commsched_status parse_groups_inputs(commsched_builder *b,
         json_t *g = json_array_get(arr, i);
         const char *name = NULL;
         int64_t size = 0, hosts = 0;
+        char p2[80];
         snprintf(p, sizeof p, "groups[%zu]", i);
         if (!json_is_object(g))
             return type_error(err, p, "an object", g);
@@ -444,7 +445,8 @@ static commsched_status parse_groups_inputs(commsched_builder *b,
             (st = get_size(g, p, "hosts", 0, &hosts, err)) != COMMSCHED_OK)
             return st;
         if (json_object_get(g, "hosts") && hosts == 0)
-            return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
+            return commsched_error_set(err, COMMSCHED_ESCHEMA,
+                                       join(p2, sizeof p2, p, "hosts"),
                                        "hosts must be at least 1");
         st = commsched_builder_add_group(b, name, size, hosts, err);
     }
@@ -568,7 +570,7 @@ commsched_status commsched_graph_load_file(const char *path, unsigned flags,
         fclose(f);
     if (read_failed)
         return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                   "cannot read the file");
+                                   "cannot read: %s", strerror(errno));
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
     if (!root)

@@ -59,13 +59,14 @@ const char *cli_bytes(double bytes, char *buf, size_t size);
 const char *cli_time_ns(double ns, char *buf, size_t size);
 
 /* The passes' statistics: the seed's tables, one per pass, or a JSON
- * array (a new reference; NULL on OOM). */
+ * array (a new reference; NULL on OOM). with_timing adds each pass's
+ * wall_ms (left out of output files, which must be deterministic). */
 struct json_t;
 #include "commsched/passes.h"
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run);
 struct json_t *cli_pass_stats_json(const commsched_graph *g,
-                                   const commsched_run *run);
+                                   const commsched_run *run, int with_timing);
 
 /* The cost model as the CLI configures it: --device NAME|FILE and
  * --cost-model nccl|inductor. `device` holds the profile; opts.device points

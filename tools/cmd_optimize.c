@@ -123,7 +123,7 @@ static char *schedule_json(const char *passes, const figures *b,
                           passes, "before", "peak_memory", (json_int_t)b->peak,
                           "after", "peak_memory", (json_int_t)a->peak,
                           "dropped_fake_edges", d ? d : json_array(), "stats",
-                          run ? cli_pass_stats_json(g, run) : json_array());
+                          run ? cli_pass_stats_json(g, run, 0) : json_array());
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
@@ -265,7 +265,7 @@ int cmd_optimize(int argc, char **argv)
         goto done;
     FILE *tables = to_stdout ? stderr : stdout;
     if (stats && strcmp(stats, "json") == 0) {
-        json_t *j = cli_pass_stats_json(g, run);
+        json_t *j = cli_pass_stats_json(g, run, 1);
         if (j)
             json_dumpf(j, tables, JSON_INDENT(1));
         fputc('\n', tables);

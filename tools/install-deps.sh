@@ -3,7 +3,7 @@
 # Runs `apt-get update` once before installing. Used by `make run`, `make
 # test` and `make bench`; safe to run again (it does nothing then).
 set -eu
-PKGS="build-essential cmake pkg-config libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin"
+PKGS="build-essential cmake pkg-config python3 time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

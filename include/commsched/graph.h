@@ -174,7 +174,10 @@ COMMSCHED_EXPORT commsched_status commsched_builder_add_node(
 /* Resolves every name, validates the graph (the list in docs/FORMAT.md) and
  * returns it in *out (caller destroys with commsched_graph_destroy). The
  * builder is consumed: it is destroyed whether or not finish succeeds.
- * On failure *out is NULL and err names the first problem by JSON path. */
+ * On failure *out is NULL and err names the first problem by JSON path.
+ * If any earlier add_* call failed, finish fails with that call's status:
+ * a failed add leaves nothing half-added but marks the builder, so an
+ * ignored error can never yield a graph that silently lacks a node. */
 COMMSCHED_EXPORT commsched_status commsched_builder_finish(
     commsched_builder *b, unsigned flags, commsched_graph **out,
     commsched_error *err);

@@ -7,10 +7,14 @@
 # 2. `validate - < input.json` (standard input) does the same;
 # 3. `optimize --passes none input.json -o SCRATCH/a.json` exits 0 and
 #    `validate SCRATCH/a.json` accepts what it wrote;
-# 4. `optimize SCRATCH/a.json -o SCRATCH/b.json` writes a byte-identical
-#    b.json: saving is idempotent (a saved file loads back to the same
-#    graph and order, and the "schedule" object is regenerated the same);
-# 5. SCRATCH then holds exactly a.json and b.json (no leftover temporary).
+# 4. `optimize --passes none SCRATCH/a.json -o SCRATCH/b.json` writes a
+#    byte-identical b.json: saving is idempotent (a saved file loads back to
+#    the same graph and order, and the "schedule" object is regenerated the
+#    same);
+# 5. the default pipeline with --verify-memory writes c.json, which
+#    validates, and running it again writes the same bytes (deterministic);
+# 6. SCRATCH then holds exactly a.json, b.json, c.json and d.json (no
+#    leftover temporary).
 set -u
 
 if [ $# -ne 3 ]; then
@@ -63,8 +67,9 @@ if [ -f "$scratch/a.json" ]; then
     "$cli" validate "$scratch/a.json" > "$out" 2> "$err"
     expect $? 1 "commsched validate $scratch/a.json"
 
-    "$cli" optimize "$scratch/a.json" -o "$scratch/b.json" > "$out" 2> "$err"
-    expect $? 1 "commsched optimize $scratch/a.json -o $scratch/b.json"
+    "$cli" optimize --passes none "$scratch/a.json" -o "$scratch/b.json" \
+        > "$out" 2> "$err"
+    expect $? 1 "commsched optimize --passes none $scratch/a.json -o $scratch/b.json"
 
     if [ -f "$scratch/b.json" ] &&
         ! cmp -s "$scratch/a.json" "$scratch/b.json"; then
@@ -77,10 +82,23 @@ else
     failed=1
 fi
 
+for f in c d; do
+    "$cli" optimize --verify-memory "$input" -o "$scratch/$f.json" \
+        > "$out" 2> "$err"
+    expect $? 1 "commsched optimize --verify-memory $input -o $scratch/$f.json"
+done
+"$cli" validate "$scratch/c.json" > "$out" 2> "$err"
+expect $? 1 "commsched validate $scratch/c.json (default pipeline output)"
+if ! cmp -s "$scratch/c.json" "$scratch/d.json"; then
+    echo "FAIL: the default pipeline is not deterministic: c.json and d.json differ" >&2
+    diff -u "$scratch/c.json" "$scratch/d.json" >&2
+    failed=1
+fi
+
 for f in "$scratch"/* "$scratch"/.[!.]*; do
     [ -e "$f" ] || continue
     case ${f##*/} in
-    a.json | b.json) ;;
+    a.json | b.json | c.json | d.json) ;;
     *)
         echo "FAIL: unexpected file left in $scratch: ${f##*/}" >&2
         failed=1

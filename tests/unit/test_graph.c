@@ -419,10 +419,20 @@ static void test_graph_builder_rejects_what_json_cannot_hold(void **state)
                      COMMSCHED_ESCHEMA);
     assert_string_equal(err.path, "nodes[0].op");
     s.op = NULL;
-    /* after both rejections the builder still works */
+    /* A builder that refused a call stays failed: finish must not return a
+     * graph that silently lacks the refused node, even if later calls
+     * succeed. It reports the first refusal's status. */
     commsched_error_clear(&err);
     assert_int_equal(commsched_builder_add_node(b, &s, &err), COMMSCHED_OK);
     commsched_graph *g = NULL;
+    assert_int_equal(commsched_builder_finish(b, 0, &g, &err),
+                     COMMSCHED_ESCHEMA);
+    assert_null(g);
+    assert_non_null(strstr(err.text, "earlier builder call failed"));
+    /* a fresh builder with the same node works and round-trips */
+    commsched_error_clear(&err);
+    assert_int_equal(commsched_builder_create("g", &b, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_builder_add_node(b, &s, &err), COMMSCHED_OK);
     assert_int_equal(commsched_builder_finish(b, 0, &g, &err), COMMSCHED_OK);
     commsched_graph *h = reload(g, NULL);
     expect_equal(g, h);
