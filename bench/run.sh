@@ -1,0 +1,7 @@
+#!/bin/sh
+# make bench: speed of load, passes and save on generated graphs. Never part
+# of `make test`. Usage: bench/run.sh BUILD_DIR [SIZES...]
+set -eu
+build=${1:-build/release}
+shift || true
+exec python3 "$(dirname "$0")/bench.py" --cli "$build/tools/commsched" "$@"
