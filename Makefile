@@ -2,6 +2,7 @@
 # Debian machine: they install what is missing, configure, build and run.
 # Everything else is plain CMake (see CMakePresets.json).
 
+MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 RELEASE := build/release
 DEBUG := build/debug
