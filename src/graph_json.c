@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,26 +74,56 @@ static const char *join(char *buf, size_t size, const char *path,
     return buf;
 }
 
+/* A field of an object: *v is NULL when it is absent, which is an error
+ * only when required. */
+static commsched_status field(const json_t *obj, const char *path,
+                              const char *key, int required, json_t **v,
+                              commsched_error *err)
+{
+    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    *v = json_object_get(obj, key);
+    if (!*v && required)
+        return commsched_error_set(err, COMMSCHED_ESCHEMA,
+                                   join(p, sizeof p, path, key),
+                                   "missing required field");
+    return COMMSCHED_OK;
+}
+
+/* A type or range error at "<path>.<key>". */
+static commsched_status bad(commsched_error *err, const char *path,
+                            const char *key, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static commsched_status bad(commsched_error *err, const char *path,
+                            const char *key, const char *fmt, ...)
+{
+    char p[COMMSCHED_ERROR_PATH_LENGTH], text[COMMSCHED_ERROR_TEXT_LENGTH];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return commsched_error_set(err, COMMSCHED_ESCHEMA,
+                               join(p, sizeof p, path, key), "%s", text);
+}
+
 /* Field getters: absent fields leave the default and succeed unless
  * required. Each reports "<path>.<key>: expected ..." on a wrong type. */
 static commsched_status get_string(const json_t *obj, const char *path,
                                    const char *key, int required,
                                    const char **out, commsched_error *err)
 {
-    char p[COMMSCHED_ERROR_PATH_LENGTH];
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        if (required)
-            return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
-                                       "missing required field");
-        return COMMSCHED_OK;
-    }
+    json_t *v;
+    commsched_status st = field(obj, path, key, required, &v, err);
+    if (st != COMMSCHED_OK || !v)
+        return st;
     if (!json_is_string(v))
-        return type_error(err, join(p, sizeof p, path, key), "a string", v);
-    if (json_string_length(v) == 0 || strlen(json_string_value(v)) !=
-                                          json_string_length(v))
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
-                                   "expected a non-empty string without NUL");
+        return bad(err, path, key, "expected a string, got %s", type_name(v));
+    if (json_string_length(v) == 0 ||
+        strlen(json_string_value(v)) != json_string_length(v))
+        return bad(err, path, key, "expected a non-empty string without NUL");
     *out = json_string_value(v);
     return COMMSCHED_OK;
 }
@@ -101,24 +132,19 @@ static commsched_status get_size(const json_t *obj, const char *path,
                                  const char *key, int required, int64_t *out,
                                  commsched_error *err)
 {
-    char p[COMMSCHED_ERROR_PATH_LENGTH];
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        if (required)
-            return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
-                                       "missing required field");
-        return COMMSCHED_OK;
-    }
+    json_t *v;
+    commsched_status st = field(obj, path, key, required, &v, err);
+    if (st != COMMSCHED_OK || !v)
+        return st;
     if (json_is_real(v))
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
-                                   "expected a non-negative integer, got %g",
-                                   json_real_value(v));
+        return bad(err, path, key, "expected a non-negative integer, got %g",
+                   json_real_value(v));
     if (!json_is_integer(v))
-        return type_error(err, join(p, sizeof p, path, key), "a non-negative integer", v);
+        return bad(err, path, key,
+                   "expected a non-negative integer, got %s", type_name(v));
     if (json_integer_value(v) < 0)
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
-                                   "expected a non-negative integer, got %lld",
-                                   (long long)json_integer_value(v));
+        return bad(err, path, key, "expected a non-negative integer, got %lld",
+                   (long long)json_integer_value(v));
     *out = (int64_t)json_integer_value(v);
     return COMMSCHED_OK;
 }
@@ -127,16 +153,17 @@ static commsched_status get_number(const json_t *obj, const char *path,
                                    const char *key, double *out,
                                    commsched_error *err)
 {
-    char p[COMMSCHED_ERROR_PATH_LENGTH];
-    json_t *v = json_object_get(obj, key);
-    if (!v)
-        return COMMSCHED_OK;
+    json_t *v;
+    commsched_status st = field(obj, path, key, 0, &v, err);
+    if (st != COMMSCHED_OK || !v)
+        return st;
     if (!json_is_number(v))
-        return type_error(err, join(p, sizeof p, path, key), "a non-negative number", v);
+        return bad(err, path, key, "expected a non-negative number, got %s",
+                   type_name(v));
     double d = json_number_value(v);
     if (!(d >= 0) || isinf(d))
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
-                                   "expected a non-negative number, got %g", d);
+        return bad(err, path, key, "expected a non-negative number, got %g",
+                   d);
     *out = d;
     return COMMSCHED_OK;
 }
@@ -145,12 +172,12 @@ static commsched_status get_bool(const json_t *obj, const char *path,
                                  const char *key, int *out,
                                  commsched_error *err)
 {
-    char p[COMMSCHED_ERROR_PATH_LENGTH];
-    json_t *v = json_object_get(obj, key);
-    if (!v)
-        return COMMSCHED_OK;
+    json_t *v;
+    commsched_status st = field(obj, path, key, 0, &v, err);
+    if (st != COMMSCHED_OK || !v)
+        return st;
     if (!json_is_boolean(v))
-        return type_error(err, join(p, sizeof p, path, key), "a boolean", v);
+        return bad(err, path, key, "expected a boolean, got %s", type_name(v));
     *out = json_is_true(v) ? 1 : 0;
     return COMMSCHED_OK;
 }
@@ -159,17 +186,13 @@ static commsched_status get_array(const json_t *obj, const char *path,
                                   const char *key, int required,
                                   const json_t **out, commsched_error *err)
 {
-    char p[COMMSCHED_ERROR_PATH_LENGTH];
-    json_t *v = json_object_get(obj, key);
+    json_t *v;
+    commsched_status st = field(obj, path, key, required, &v, err);
     *out = NULL;
-    if (!v) {
-        if (required)
-            return commsched_error_set(err, COMMSCHED_ESCHEMA, join(p, sizeof p, path, key),
-                                       "missing required field");
-        return COMMSCHED_OK;
-    }
+    if (st != COMMSCHED_OK || !v)
+        return st;
     if (!json_is_array(v))
-        return type_error(err, join(p, sizeof p, path, key), "an array", v);
+        return bad(err, path, key, "expected an array, got %s", type_name(v));
     *out = v;
     return COMMSCHED_OK;
 }
