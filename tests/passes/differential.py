@@ -167,7 +167,10 @@ def run_c(cli, path, passes, knobs, tmpdir):
            "--stats=json", "-o", out]
     for k, v in knobs:
         cmd += ["--set", f"{k}={v}"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None, None, "no answer within 60 s", cmd
     if p.returncode != 0:
         return None, None, f"exit {p.returncode}: {p.stderr.strip()}", cmd
     with open(out) as f:
