@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -167,10 +168,17 @@ def run_c(cli, path, passes, knobs, tmpdir):
            "--stats=json", "-o", out]
     for k, v in knobs:
         cmd += ["--set", f"{k}={v}"]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        return None, None, "no answer within 60 s", cmd
+    for attempt in range(6):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True,
+                               timeout=60)
+            break
+        except subprocess.TimeoutExpired:
+            return None, None, "no answer within 60 s", cmd
+        except OSError as e:  # the CLI is being relinked: wait for it
+            if attempt == 5:
+                return None, None, f"cannot run the CLI: {e}", cmd
+            time.sleep(1)
     if p.returncode != 0:
         return None, None, f"exit {p.returncode}: {p.stderr.strip()}", cmd
     with open(out) as f:
