@@ -8,6 +8,7 @@ RELEASE := build/release
 DEBUG := build/debug
 EXAMPLE := graphs/examples/fsdp_2layer.json
 PREFIX ?= /usr/local
+DESTDIR ?=
 
 .PHONY: all deps release debug run test bench install clean
 
@@ -24,10 +25,12 @@ debug: deps
 	@cmake --preset debug >/dev/null
 	@cmake --build $(DEBUG) -j $(JOBS)
 
-# Optimizes the bundled example and prints the before/after report.
+# Optimizes the bundled example, prints the before/after report and writes
+# the HTML report (timelines, memory, per-collective table) next to it.
 run: release
-	@$(RELEASE)/tools/commsched optimize $(EXAMPLE) -o $(RELEASE)/example.opt.json --report
+	@$(RELEASE)/tools/commsched optimize $(EXAMPLE) -o $(RELEASE)/example.opt.json --report --html $(RELEASE)/example.report.html
 	@echo "optimized schedule written to $(RELEASE)/example.opt.json"
+	@echo "HTML report written to $(CURDIR)/$(RELEASE)/example.report.html (open it in a browser)"
 
 # Builds with asserts and runs every test (ctest).
 test: debug
@@ -37,8 +40,11 @@ test: debug
 bench: release
 	@sh bench/run.sh $(RELEASE)
 
+# Headers, libraries, the CLI, commsched.pc and the CMake package
+# (docs/API.md). DESTDIR stages the tree for packaging:
+#   make install PREFIX=/usr DESTDIR=/tmp/pkgroot
 install: release
-	@cmake --install $(RELEASE) --prefix $(PREFIX)
+	@DESTDIR="$(DESTDIR)" cmake --install $(RELEASE) --prefix $(PREFIX)
 
 clean:
 	rm -rf build

@@ -3,7 +3,9 @@
 # Runs `apt-get update` once before installing. Used by `make run`, `make
 # test` and `make bench`; safe to run again (it does nothing then).
 set -eu
-PKGS="build-essential cmake pkg-config python3 time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin"
+# python3-pip: the Python binding's install test (pip install ./python; the
+# binding's build backend needs nothing else).
+PKGS="build-essential cmake pkg-config python3 python3-pip time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

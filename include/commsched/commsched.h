@@ -1,0 +1,219 @@
+/* commsched — the whole public API in one include, and the one-call entry
+ * point a compiler uses (commsched_optimize).
+ *
+ *     #include <commsched/commsched.h>
+ *     cc prog.c $(pkg-config --cflags --libs commsched)
+ *     find_package(commsched) + target_link_libraries(t commsched::commsched)
+ *
+ * The API, by task (each header documents its own functions in full):
+ *
+ *   build a graph in memory   commsched/graph.h: commsched_builder_create,
+ *                             _add_group, _add_input, _add_node,
+ *                             _add_output, _finish -> commsched_graph
+ *   or load one               commsched_graph_load_file / _load_string
+ *                             (format v1, docs/FORMAT.md)
+ *   optimize it (one call)    commsched_optimize below: cost model ->
+ *                             schedule -> pass pipeline -> simulator
+ *                             before and after -> commsched_result
+ *   set passes and knobs      commsched_optimize_options_create / _set
+ *                             ("passes", "device", any knob by its
+ *                             Inductor name, ...)
+ *   read the new order        commsched_result_order (node indices),
+ *                             commsched_result_node_name (names)
+ *   read per-pass stats       commsched_result_run -> commsched_run_pass
+ *                             (commsched/passes.h: ReorderInfo and
+ *                             SinkWaitInfo rows per collective / wait)
+ *   read simulator totals     commsched_result_before / _after
+ *                             (commsched/simulate.h: makespan, exposed
+ *                             comm, overlap, lower bound, peak memory)
+ *   free everything           commsched_result_destroy,
+ *                             commsched_optimize_options_destroy,
+ *                             commsched_graph_destroy (NULL is fine)
+ *   step by step instead      commsched/schedule.h, memory.h, passes.h
+ *                             (commsched_pipeline_run), cost.h,
+ *                             simulate.h, report.h, analysis.h
+ *   version / ABI             commsched/version.h: commsched_version()
+ *
+ * Conventions that hold everywhere:
+ * - Handles are opaque; every object has a _create/_destroy (or _finish /
+ *   _load) pair and _destroy(NULL) does nothing.
+ * - Every fallible function returns a commsched_status (commsched/status.h)
+ *   and takes an optional commsched_error * (NULL allowed) that receives the
+ *   first error's message and its place: "nodes[3].inputs[1]" for a graph
+ *   field, line and column for JSON syntax, the option's key for an option.
+ * - Strings and arrays passed in are borrowed for the call; results say who
+ *   owns them ("caller destroys", "borrowed until ...").
+ * - No global state. Different graphs (and their options and results) may be
+ *   used from different threads at the same time; one object is used by one
+ *   thread at a time, except that a finished graph may be read — and given
+ *   to commsched_optimize — from several threads at once.
+ *   One restriction: igraph (the Debian build is not thread-safe) is used by
+ *   the graph analysis functions of commsched/analysis.h and by graph
+ *   validation only when a node order is NOT topological (a cycle to report,
+ *   or COMMSCHED_FINISH_TOPOSORT repairing the order). Serialise those calls
+ *   across threads. Building or loading a graph whose order is already
+ *   topological, and everything commsched_optimize does, never touches
+ *   igraph.
+ */
+#ifndef COMMSCHED_COMMSCHED_H
+#define COMMSCHED_COMMSCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "commsched/analysis.h"
+#include "commsched/cost.h"
+#include "commsched/export.h"
+#include "commsched/graph.h"
+#include "commsched/memory.h"
+#include "commsched/passes.h"
+#include "commsched/report.h"
+#include "commsched/schedule.h"
+#include "commsched/simulate.h"
+#include "commsched/status.h"
+#include "commsched/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Options                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* Everything commsched_optimize can be told, as key/value text so that new
+ * options never change the ABI. Opaque; caller-owned. */
+typedef struct commsched_optimize_options commsched_optimize_options;
+
+/* Options at their defaults: the default pipeline, every knob at Inductor's
+ * default, the built-in "h100" profile, the NCCL cost model, one comm
+ * stream per process group, no extra verification. *out is owned by the
+ * caller (commsched_optimize_options_destroy). Fails only with ENOMEM. */
+COMMSCHED_EXPORT commsched_status commsched_optimize_options_create(
+    commsched_optimize_options **out, commsched_error *err);
+
+/* Frees the options. NULL is allowed. */
+COMMSCHED_EXPORT void commsched_optimize_options_destroy(
+    commsched_optimize_options *o);
+
+/* Sets one option from text (both strings are copied; borrowed for the
+ * call). Keys:
+ *   "passes"        comma-separated pass names run in order
+ *                   (commsched_pass_name lists them); "none" runs no pass;
+ *                   "default" (the initial value) runs the library's
+ *                   default pipeline — today commsched_default_pipeline(),
+ *                   Inductor's recommended list; a later release may make
+ *                   it the overlap scheduler. commsched_result_passes says
+ *                   what actually ran. Names are checked here.
+ *   "device"        a built-in profile ("h100", "a100", "b200") or the path
+ *                   of a JSON profile (docs/COST.md), read now.
+ *   "cost_model"    "nccl" or "inductor" (commsched/cost.h).
+ *   "comm_streams"  "per_group" or "single" (the simulator's comm streams).
+ *   "verify"        "true"/"false": check the order after every pass and
+ *                   recompute memory after every move (the CLI's
+ *                   --verify-memory); slower, for tests.
+ *   any knob        by its Inductor config name, as commsched_knobs_set
+ *                   takes it ("reorder_iterative_peak_memory_budget" =
+ *                   "0.1"); commsched_knob_name lists them.
+ * EINVAL, with the key as the error's path, for an unknown key or a bad
+ * value; the option keeps its previous value then. */
+COMMSCHED_EXPORT commsched_status commsched_optimize_options_set(
+    commsched_optimize_options *o, const char *key, const char *value,
+    commsched_error *err);
+
+/* Uses a device profile built in memory (copied; checked with
+ * commsched_device_check, EINVAL names the bad field). */
+COMMSCHED_EXPORT commsched_status commsched_optimize_options_set_device(
+    commsched_optimize_options *o, const commsched_device *device,
+    commsched_error *err);
+
+/* ---------------------------------------------------------------------- */
+/* The one call                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* What commsched_optimize produced. Opaque; caller-owned. */
+typedef struct commsched_result commsched_result;
+
+/* Optimizes graph g's node order:
+ *   1. runtimes: every node's runtime_ns when given, the cost model
+ *      otherwise (commsched_cost_graph with the options' device and model);
+ *   2. simulates g's own order ("before");
+ *   3. runs the pass pipeline over a schedule in g's order
+ *      (commsched_pipeline_run with the options' knobs);
+ *   4. simulates the new order ("after").
+ * o NULL means every option at its default. On success *out holds the
+ * result (caller destroys with commsched_result_destroy); on failure *out
+ * is NULL and err says why (EINVAL: a pass or option problem; EINTERNAL:
+ * an invariant check failed; ENOMEM).
+ *
+ * g is only read, never modified, so one graph may be optimized from
+ * several threads at once with different options. It is borrowed by the
+ * result: destroy the result before the graph. Fake (ordering-only) edges
+ * that a pass adds (decide_global_ordering_of_comms) live in the result's
+ * graph view, not in g.
+ *
+ * Cost: the passes' own cost plus O(V + E) for the estimates and each
+ * simulation; no igraph call. */
+COMMSCHED_EXPORT commsched_status commsched_optimize(
+    const commsched_graph *g, const commsched_optimize_options *o,
+    commsched_result **out, commsched_error *err);
+
+/* Frees the result and everything it lent out. NULL is allowed. */
+COMMSCHED_EXPORT void commsched_result_destroy(commsched_result *r);
+
+/* The graph the result's order indexes: today a read-only view of the
+ * optimized graph g with the fake edges the final order respects (those g
+ * had plus those the pipeline added; violated ones dropped, as the CLI's
+ * output does), so commsched_graph_save_stream(commsched_result_graph(r),
+ * commsched_result_order(r), ...) writes a file that loads again. Its node
+ * indices and names are g's. A later release whose passes create nodes
+ * (bucketing) will return a new graph here, which may then have more or
+ * fewer nodes than g: look nodes up by name, not by g's indices, if that
+ * matters. Borrowed until the result is destroyed; never destroy it. */
+COMMSCHED_EXPORT const commsched_graph *
+commsched_result_graph(const commsched_result *r);
+
+/* Number of nodes in the new order (= commsched_graph_node_count of
+ * commsched_result_graph). */
+COMMSCHED_EXPORT uint32_t commsched_result_node_count(const commsched_result *r);
+
+/* The new order: node indices of commsched_result_graph, first to run
+ * first; commsched_result_node_count entries. Borrowed until the result is
+ * destroyed. */
+COMMSCHED_EXPORT const uint32_t *commsched_result_order(const commsched_result *r);
+
+/* The name of the node at `position` in the new order, or NULL when
+ * position is out of range. Borrowed until the result is destroyed. */
+COMMSCHED_EXPORT const char *commsched_result_node_name(const commsched_result *r,
+                                                        uint32_t position);
+
+/* The pass list that ran, comma-separated: the "passes" option as given,
+ * or the pipeline "default" resolved to ("none" or "" ran no pass).
+ * Borrowed until the result is destroyed. */
+COMMSCHED_EXPORT const char *commsched_result_passes(const commsched_result *r);
+
+/* Per-pass statistics: read with commsched_run_pass_count and
+ * commsched_run_pass (commsched/passes.h); node indices in them index
+ * commsched_result_graph. Borrowed until the result is destroyed (do not
+ * call commsched_run_destroy on it). */
+COMMSCHED_EXPORT const commsched_run *
+commsched_result_run(const commsched_result *r);
+
+/* The simulator's totals for g's own order (before) and for the new order
+ * (after), with memory peaks (peak_memory_step is DESIGN.md §3's per-step
+ * peak). Borrowed until the result is destroyed. */
+COMMSCHED_EXPORT const commsched_sim_totals *
+commsched_result_before(const commsched_result *r);
+COMMSCHED_EXPORT const commsched_sim_totals *
+commsched_result_after(const commsched_result *r);
+
+/* The runtime (ns) the passes and the simulator used for each node, by
+ * node index of commsched_result_graph. Borrowed until the result is
+ * destroyed. */
+COMMSCHED_EXPORT const double *
+commsched_result_runtimes(const commsched_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COMMSCHED_COMMSCHED_H */

@@ -1,0 +1,514 @@
+"""commsched: order a training step's compute, collective and wait nodes so
+communication hides behind compute without raising peak memory.
+
+A thin ctypes binding of libcommsched (standard library only)::
+
+    import commsched
+    g = commsched.Graph("step")
+    g.add_group("dp", size=8)
+    g.add_input("x", 4 << 20)
+    g.compute("mm", inputs=["x"], outputs=[("y", 4 << 20)], runtime_ns=5e4)
+    ...
+    result = commsched.optimize(g)            # the default pipeline
+    result.order                              # node names, new order
+    result.before.makespan_ns, result.after.makespan_ns
+
+Errors raise :class:`commsched.Error`, whose text names the place
+(``nodes[3].inputs[1]: unknown buffer "w9"``). Functions release the GIL
+while C runs (ctypes does), so different graphs can be optimized in
+parallel threads. ``commsched.inductor.reorder`` plugs the library into
+PyTorch Inductor's ``reorder_for_compute_comm_overlap_passes``.
+"""
+
+import collections
+import ctypes as _ctypes
+import dataclasses
+import math
+import threading
+import weakref
+
+from . import _lib
+
+__all__ = [
+    "Error", "Graph", "Output", "alias", "optimize", "simulate", "Result",
+    "SimTotals", "PassStats", "NodeStats", "passes", "knobs",
+    "default_pipeline", "version",
+]
+
+_KINDS = {"compute": 0, "collective": 1, "wait": 2}
+_KIND_NAMES = {v: k for k, v in _KINDS.items()}
+_STATS_KINDS = {0: None, 1: "reorder", 2: "sink"}
+
+
+def _b(s):
+    return None if s is None else str(s).encode()
+
+
+def _s(b):
+    return None if b is None else b.decode()
+
+
+class Error(Exception):
+    """A failure reported by libcommsched.
+
+    ``status`` is the status name (``"EINVAL"``, ``"EGRAPH"``, ...),
+    ``code`` its number, ``path`` the JSON path or option key it concerns
+    (``""`` when none), ``line``/``column`` the place of a JSON syntax
+    error (0 when none), ``text`` the bare message. ``str(error)`` is the
+    located message the CLI would print.
+    """
+
+    def __init__(self, message, status="EINVAL", code=None, path="", line=0,
+                 column=0, text=None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.path = path
+        self.line = line
+        self.column = column
+        self.text = message if text is None else text
+
+    @classmethod
+    def _from(cls, lib, err, status, file=None):
+        buf = _ctypes.create_string_buffer(2048)
+        lib.commsched_error_format(_ctypes.byref(err), _b(file), buf,
+                                   len(buf))
+        code = err.status if err.status else status
+        return cls(buf.value.decode(errors="replace"),
+                   status=_s(lib.commsched_status_name(code)), code=code,
+                   path=err.path.decode(errors="replace"), line=err.line,
+                   column=err.column, text=err.text.decode(errors="replace"))
+
+
+def _call(lib, fn, *args, file=None):
+    """Calls fn(*args, &err) and raises Error on a non-zero status."""
+    err = _lib.ErrorStruct()
+    st = fn(*args, _ctypes.byref(err))
+    if st != 0:
+        raise Error._from(lib, err, st, file)
+
+
+def _strings(items):
+    items = [_b(x) for x in items]
+    arr = (_ctypes.c_char_p * max(1, len(items)))(*items)
+    return arr, len(items)
+
+
+Output = collections.namedtuple("Output", "name size alias_of",
+                                defaults=(0, None))
+Output.__doc__ = """One node output: a real buffer of ``size`` bytes, or
+(``alias_of`` set) an alias of a buffer the node reads or of its own earlier
+output, which allocates nothing (a wait's result, a view, an in-place
+collective)."""
+
+
+def alias(name, of):
+    """An alias output: ``alias("w", of="ag_out")``."""
+    return Output(name, 0, of)
+
+
+def _output(o):
+    if isinstance(o, Output):
+        return o
+    if isinstance(o, str):
+        return Output(o)
+    if isinstance(o, dict):
+        return Output(o["name"], o.get("size", 0) or 0, o.get("alias_of"))
+    return Output(*o)
+
+
+def _enum_index(table_fn, value, what):
+    if value is None:
+        return 0
+    i = 1
+    while True:
+        name = table_fn(i)
+        if name is None:
+            raise Error("unknown %s \"%s\"" % (what, value))
+        if name.decode() == value:
+            return i
+        i += 1
+
+
+class Graph:
+    """A training step's dataflow graph, built node by node (the C builder)
+    or loaded from JSON (:meth:`load`, :meth:`loads`).
+
+    ``add_*`` calls go straight to the C builder, which checks what it can
+    at once and resolves names in :meth:`finish`. The first
+    :func:`optimize`/:func:`simulate` call (or an explicit ``finish()``)
+    validates the graph; after that it is immutable and may be optimized
+    from several threads at once.
+    """
+
+    def __init__(self, name=None):
+        self._lib = lib = _lib.load()
+        self._lock = threading.Lock()
+        self._graph = None
+        self._graph_fin = None
+        handle = _ctypes.c_void_p()
+        _call(lib, lib.commsched_builder_create, _b(name),
+              _ctypes.byref(handle))
+        self._builder = handle
+        self._builder_fin = weakref.finalize(
+            self, lib.commsched_builder_destroy, handle)
+
+    # -- loading ---------------------------------------------------------
+    @classmethod
+    def _adopt(cls, lib, handle):
+        g = cls.__new__(cls)
+        g._lib = lib
+        g._lock = threading.Lock()
+        g._builder = None
+        g._builder_fin = None
+        g._graph = handle
+        g._graph_fin = weakref.finalize(g, lib.commsched_graph_destroy, handle)
+        return g
+
+    @classmethod
+    def load(cls, path, toposort=False):
+        """Loads a graph file (format v1, docs/FORMAT.md); ``"-"`` reads
+        standard input. ``toposort`` repairs a non-topological order."""
+        lib = _lib.load()
+        handle = _ctypes.c_void_p()
+        _call(lib, lib.commsched_graph_load_file, _b(path),
+              1 if toposort else 0, _ctypes.byref(handle), file=str(path))
+        return cls._adopt(lib, handle)
+
+    @classmethod
+    def loads(cls, text, toposort=False):
+        """Loads a graph from JSON text."""
+        lib = _lib.load()
+        handle = _ctypes.c_void_p()
+        _call(lib, lib.commsched_graph_load_string, _b(text),
+              1 if toposort else 0, _ctypes.byref(handle), file="<string>")
+        return cls._adopt(lib, handle)
+
+    # -- building --------------------------------------------------------
+    def _builder_handle(self):
+        if self._builder is None:
+            raise Error("the graph is finished; it can no longer change")
+        return self._builder
+
+    def add_group(self, name, size, hosts=0):
+        """A process group of ``size`` ranks over ``hosts`` hosts (0: derive
+        from the device profile's GPUs per host)."""
+        lib = self._lib
+        _call(lib, lib.commsched_builder_add_group, self._builder_handle(),
+              _b(name), int(size), int(hosts))
+        return self
+
+    def add_input(self, name, size, freeable=False):
+        """A graph input of ``size`` bytes; ``freeable`` frees it after its
+        last reader (Inductor's freeable input buffers)."""
+        lib = self._lib
+        _call(lib, lib.commsched_builder_add_input, self._builder_handle(),
+              _b(name), int(size), 1 if freeable else 0)
+        return self
+
+    def add_output(self, buffer):
+        """Marks a buffer as a graph output (never freed)."""
+        lib = self._lib
+        _call(lib, lib.commsched_builder_add_output, self._builder_handle(),
+              _b(buffer))
+        return self
+
+    def add_node(self, name, kind, *, op=None, group=None, sync=False,
+                 dtype=None, reduce_op=None, inputs=(), outputs=(), after=(),
+                 after_fake=(), runtime_ns=None, flops=None, bytes=None,
+                 gemm_like=False):
+        """Appends a node (nodes run in the order they are added).
+
+        ``kind`` is ``"compute"``, ``"collective"`` or ``"wait"``;
+        ``outputs`` items are :class:`Output`, ``(name, size)``,
+        ``(name, size, alias_of)``, a dict or a bare name (size 0).
+        ``runtime_ns``/``flops``/``bytes`` left as None are absent (the cost
+        model estimates the runtime). Field meanings: docs/FORMAT.md.
+        """
+        lib = self._lib
+        b = self._builder_handle()
+        if kind not in _KINDS:
+            raise Error("unknown kind \"%s\" (expected compute, collective "
+                        "or wait)" % kind)
+        outs = [_output(o) for o in outputs]
+        out_arr = (_lib.OutputSpec * max(1, len(outs)))(
+            *[_lib.OutputSpec(_b(o.name), int(o.size or 0), _b(o.alias_of))
+              for o in outs])
+        in_arr, n_in = _strings(inputs)
+        af_arr, n_af = _strings(after)
+        fk_arr, n_fk = _strings(after_fake)
+        spec = _lib.NodeSpec()
+        spec.name = _b(name)
+        spec.kind = _KINDS[kind]
+        spec.op = _b(op)
+        spec.group = _b(group)
+        spec.is_sync = 1 if sync else 0
+        spec.dtype = _enum_index(lib.commsched_dtype_str, dtype, "dtype")
+        spec.reduce_op = _enum_index(lib.commsched_reduce_op_str, reduce_op,
+                                     "reduce_op")
+        spec.inputs, spec.n_inputs = in_arr, n_in
+        spec.outputs, spec.n_outputs = out_arr, len(outs)
+        spec.after, spec.n_after = af_arr, n_af
+        spec.after_fake, spec.n_after_fake = fk_arr, n_fk
+        spec.runtime_ns = -1.0 if runtime_ns is None else float(runtime_ns)
+        spec.flops = -1.0 if flops is None else float(flops)
+        spec.bytes = -1.0 if bytes is None else float(bytes)
+        spec.gemm_like = 1 if gemm_like else 0
+        _call(lib, lib.commsched_builder_add_node, b, _ctypes.byref(spec))
+        return self
+
+    def compute(self, name, **kw):
+        """``add_node(name, "compute", ...)``."""
+        return self.add_node(name, "compute", **kw)
+
+    def collective(self, name, op, group, **kw):
+        """``add_node(name, "collective", op=op, group=group, ...)``."""
+        return self.add_node(name, "collective", op=op, group=group, **kw)
+
+    def wait(self, name, **kw):
+        """``add_node(name, "wait", ...)``."""
+        return self.add_node(name, "wait", **kw)
+
+    def finish(self, toposort=False):
+        """Validates the graph (idempotent). Raises Error naming the first
+        problem by JSON path, nodes counted in the order they were added."""
+        with self._lock:
+            if self._graph is not None:
+                return self
+            lib = self._lib
+            b = self._builder
+            self._builder = None
+            self._builder_fin.detach()  # finish consumes the builder
+            handle = _ctypes.c_void_p()
+            _call(lib, lib.commsched_builder_finish, b,
+                  1 if toposort else 0, _ctypes.byref(handle))
+            self._graph = handle
+            self._graph_fin = weakref.finalize(
+                self, lib.commsched_graph_destroy, handle)
+            return self
+
+    def _handle(self):
+        if self._graph is None:
+            self.finish()
+        return self._graph
+
+    # -- reading ---------------------------------------------------------
+    @property
+    def name(self):
+        return _s(self._lib.commsched_graph_name(self._handle()))
+
+    def __len__(self):
+        return self._lib.commsched_graph_node_count(self._handle())
+
+    @property
+    def nodes(self):
+        """Node names in the graph's own order."""
+        lib, h = self._lib, self._handle()
+        return [_s(lib.commsched_graph_node_name(h, i))
+                for i in range(lib.commsched_graph_node_count(h))]
+
+    def kind(self, node):
+        """``"compute"``, ``"collective"`` or ``"wait"`` for a node name."""
+        lib, h = self._lib, self._handle()
+        i = lib.commsched_graph_find_node(h, _b(node))
+        if i == 0xFFFFFFFF:
+            raise Error("unknown node \"%s\"" % node)
+        return _KIND_NAMES[lib.commsched_graph_node_kind(h, i)]
+
+
+@dataclasses.dataclass(frozen=True)
+class SimTotals:
+    """The simulator's totals for one order (commsched_sim_totals; times in
+    ns, memory in bytes). ``peak_memory_step`` is the per-step peak of the
+    memory model (DESIGN.md §3), ``peak_memory`` the peak over simulated
+    time."""
+
+    makespan_ns: float
+    compute_ns: float
+    comm_ns: float
+    exposed_ns: float
+    overlap: float
+    lower_bound_ns: float
+    bound_compute_ns: float
+    bound_comm_ns: float
+    bound_path_ns: float
+    efficiency: float
+    n_collectives: int
+    n_waits: int
+    memory_baseline: int
+    peak_memory: int
+    peak_memory_at_ns: float
+    peak_memory_step: int
+
+    @classmethod
+    def _from(cls, t):
+        return cls(**{f.name: getattr(t, f.name)
+                      for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeStats:
+    """One row of a pass's table: Inductor's ReorderInfo (per collective) or
+    SinkWaitInfo (per wait). Times in ns, multiplied by the
+    reorder_sink_runtime_estimations_* factors as the seed does."""
+
+    node: str
+    comm_time: float
+    comp_time: float
+    initial_exposed: float
+    final_exposed: float
+    moves: int
+    grouped: int
+    limiting_factor: str
+    grouped_info: str
+    moves_info: str
+    overlap_info: str
+
+    @property
+    def improvement(self):
+        return self.initial_exposed - self.final_exposed
+
+
+@dataclasses.dataclass(frozen=True)
+class PassStats:
+    """What one pass of the pipeline did. ``kind`` is ``"reorder"``,
+    ``"sink"`` or None (no per-node table)."""
+
+    name: str
+    wall_ms: float
+    peak_before: int
+    peak_after: int
+    kind: object
+    nodes: list
+    fake_edges_added: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What :func:`optimize` returns: plain Python values only."""
+
+    order: list        # node names, first to run first
+    indices: list      # the same as node indices of the graph
+    passes: str        # the pipeline that ran (the default resolved)
+    stats: list        # PassStats per pass, in order
+    before: SimTotals  # the graph's own order
+    after: SimTotals   # the new order
+    runtime_ns: dict   # node name -> runtime the passes and simulator used
+
+
+def _option(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "none"
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else str(v)
+    return str(v)
+
+
+def _read_stats(lib, graph, run):
+    out = []
+    for i in range(lib.commsched_run_pass_count(run)):
+        p = lib.commsched_run_pass(run, i).contents
+        rows = []
+        for k in range(p.n_nodes):
+            r = p.nodes[k]
+            rows.append(NodeStats(
+                _s(lib.commsched_graph_node_name(graph, r.node)),
+                r.comm_time, r.comp_time, r.initial_exposed, r.final_exposed,
+                r.moves, r.grouped, _s(r.limiting_factor),
+                _s(r.grouped_info), _s(r.moves_info), _s(r.overlap_info)))
+        out.append(PassStats(_s(p.pass_), p.wall_ms, p.peak_before,
+                             p.peak_after, _STATS_KINDS.get(p.kind), rows,
+                             p.fake_edges_added))
+    return out
+
+
+def optimize(graph, passes=None, *, device=None, cost_model=None,
+             comm_streams=None, verify=None, **knobs):
+    """Optimizes ``graph``'s node order in C (commsched_optimize) and
+    returns a :class:`Result`.
+
+    ``passes``: a list of pass names or a comma-separated string; None runs
+    the library's default pipeline (today Inductor's recommended list;
+    ``Result.passes`` says what ran). ``device``: ``"h100"``, ``"a100"``,
+    ``"b200"`` or a JSON profile path; ``cost_model``: ``"nccl"`` or
+    ``"inductor"``; ``comm_streams``: ``"per_group"`` or ``"single"``;
+    ``verify``: check every pass and memory move (slow). Other keyword
+    arguments are knobs by their Inductor config names
+    (``reorder_iterative_peak_memory_budget=0.1``); :func:`knobs` lists
+    them. A bad name or value raises Error naming it.
+    """
+    if not isinstance(graph, Graph):
+        raise TypeError("optimize() takes a commsched.Graph")
+    lib = graph._lib
+    g = graph._handle()
+    opts = _ctypes.c_void_p()
+    _call(lib, lib.commsched_optimize_options_create, _ctypes.byref(opts))
+    res = _ctypes.c_void_p()
+    try:
+        settings = []
+        if passes is not None:
+            if not isinstance(passes, str):
+                passes = ",".join(passes) or "none"
+            settings.append(("passes", passes))
+        for key, v in (("device", device), ("cost_model", cost_model),
+                       ("comm_streams", comm_streams), ("verify", verify)):
+            if v is not None:
+                settings.append((key, v))
+        settings += list(knobs.items())
+        for key, v in settings:
+            _call(lib, lib.commsched_optimize_options_set, opts, _b(key),
+                  _b(_option(v)))
+        _call(lib, lib.commsched_optimize, g, opts, _ctypes.byref(res))
+        rg = lib.commsched_result_graph(res)
+        n = lib.commsched_result_node_count(res)
+        order_p = lib.commsched_result_order(res)
+        rt = lib.commsched_result_runtimes(res)
+        indices = [order_p[i] for i in range(n)]
+        names = [_s(lib.commsched_result_node_name(res, i)) for i in range(n)]
+        runtime = {_s(lib.commsched_graph_node_name(rg, i)): rt[i]
+                   for i in range(lib.commsched_graph_node_count(rg))}
+        return Result(
+            order=names, indices=indices,
+            passes=_s(lib.commsched_result_passes(res)),
+            stats=_read_stats(lib, rg, lib.commsched_result_run(res)),
+            before=SimTotals._from(lib.commsched_result_before(res).contents),
+            after=SimTotals._from(lib.commsched_result_after(res).contents),
+            runtime_ns=runtime)
+    finally:
+        lib.commsched_result_destroy(res)
+        lib.commsched_optimize_options_destroy(opts)
+
+
+def simulate(graph, *, device=None, cost_model=None, comm_streams=None):
+    """The simulator's :class:`SimTotals` for ``graph``'s own order (runtimes
+    from the nodes, else the cost model)."""
+    return optimize(graph, "none", device=device, cost_model=cost_model,
+                    comm_streams=comm_streams).before
+
+
+def passes():
+    """``[(name, description)]`` of every pass, in table order."""
+    lib = _lib.load()
+    return [(_s(lib.commsched_pass_name(i)),
+             _s(lib.commsched_pass_description(i)))
+            for i in range(lib.commsched_pass_count())]
+
+
+def knobs():
+    """``[(name, default, description)]`` of every knob."""
+    lib = _lib.load()
+    return [(_s(lib.commsched_knob_name(i)), _s(lib.commsched_knob_default(i)),
+             _s(lib.commsched_knob_description(i)))
+            for i in range(lib.commsched_knob_count())]
+
+
+def default_pipeline():
+    """The pass list the library runs when none is given."""
+    return _s(_lib.load().commsched_default_pipeline()).split(",")
+
+
+def version():
+    """The loaded library's version, ``"MAJOR.MINOR.PATCH"``."""
+    return _s(_lib.load().commsched_version())

@@ -1,0 +1,265 @@
+"""Loading libcommsched and the ctypes declarations of its C API.
+
+Only the standard library is used. The shared library is looked for, in
+order:
+
+1. the file named by the ``COMMSCHED_LIBRARY`` environment variable;
+2. ``libcommsched.so*`` next to this package (a copy placed there);
+3. the build directories of a source checkout this package sits in
+   (``build/release``, ``build/debug``, any other ``build/*``);
+4. ``ctypes.util.find_library("commsched")`` (an installed library on the
+   loader's path, e.g. after ``make install`` and ``ldconfig``).
+
+Struct layouts here mirror the C headers field by field; the test suite
+compares their sizes and offsets with the compiler's (tests/python).
+"""
+
+import ctypes
+import ctypes.util
+import glob
+import os
+import threading
+
+# The major version this binding was written for (the soname's number).
+ABI_MAJOR = 0
+
+c_char_p = ctypes.c_char_p
+c_int = ctypes.c_int
+c_uint = ctypes.c_uint
+c_uint32 = ctypes.c_uint32
+c_int64 = ctypes.c_int64
+c_double = ctypes.c_double
+c_size_t = ctypes.c_size_t
+c_void_p = ctypes.c_void_p
+POINTER = ctypes.POINTER
+
+ERROR_PATH_LENGTH = 160
+ERROR_TEXT_LENGTH = 512
+
+
+class ErrorStruct(ctypes.Structure):
+    """commsched_error (commsched/status.h)."""
+
+    _fields_ = [
+        ("status", c_int),
+        ("line", c_int),
+        ("column", c_int),
+        ("path", ctypes.c_char * ERROR_PATH_LENGTH),
+        ("text", ctypes.c_char * ERROR_TEXT_LENGTH),
+    ]
+
+
+class OutputSpec(ctypes.Structure):
+    """commsched_output_spec (commsched/graph.h)."""
+
+    _fields_ = [("name", c_char_p), ("size", c_int64), ("alias_of", c_char_p)]
+
+
+class NodeSpec(ctypes.Structure):
+    """commsched_node_spec (commsched/graph.h)."""
+
+    _fields_ = [
+        ("name", c_char_p),
+        ("kind", c_int),
+        ("op", c_char_p),
+        ("group", c_char_p),
+        ("is_sync", c_int),
+        ("dtype", c_int),
+        ("reduce_op", c_int),
+        ("inputs", POINTER(c_char_p)),
+        ("n_inputs", c_size_t),
+        ("outputs", POINTER(OutputSpec)),
+        ("n_outputs", c_size_t),
+        ("after", POINTER(c_char_p)),
+        ("n_after", c_size_t),
+        ("after_fake", POINTER(c_char_p)),
+        ("n_after_fake", c_size_t),
+        ("runtime_ns", c_double),
+        ("flops", c_double),
+        ("bytes", c_double),
+        ("gemm_like", c_int),
+    ]
+
+
+class NodeStatsStruct(ctypes.Structure):
+    """commsched_node_stats (commsched/passes.h)."""
+
+    _fields_ = [
+        ("node", c_uint32),
+        ("comm_time", c_double),
+        ("comp_time", c_double),
+        ("initial_exposed", c_double),
+        ("final_exposed", c_double),
+        ("moves", c_uint32),
+        ("grouped", c_uint32),
+        ("limiting_factor", c_char_p),
+        ("grouped_info", c_char_p),
+        ("moves_info", c_char_p),
+        ("overlap_info", c_char_p),
+    ]
+
+
+class PassStatsStruct(ctypes.Structure):
+    """commsched_pass_stats (commsched/passes.h)."""
+
+    _fields_ = [
+        ("pass_", c_char_p),
+        ("wall_ms", c_double),
+        ("peak_before", c_int64),
+        ("peak_after", c_int64),
+        ("kind", c_int),
+        ("n_nodes", c_uint32),
+        ("nodes", POINTER(NodeStatsStruct)),
+        ("fake_edges_added", c_uint32),
+    ]
+
+
+class SimTotalsStruct(ctypes.Structure):
+    """commsched_sim_totals (commsched/simulate.h)."""
+
+    _fields_ = [
+        ("makespan_ns", c_double),
+        ("compute_ns", c_double),
+        ("comm_ns", c_double),
+        ("exposed_ns", c_double),
+        ("overlap", c_double),
+        ("lower_bound_ns", c_double),
+        ("bound_compute_ns", c_double),
+        ("bound_comm_ns", c_double),
+        ("bound_comm_stream", c_uint32),
+        ("bound_path_ns", c_double),
+        ("efficiency", c_double),
+        ("n_collectives", c_uint32),
+        ("n_waits", c_uint32),
+        ("memory_baseline", c_int64),
+        ("peak_memory", c_int64),
+        ("peak_memory_at_ns", c_double),
+        ("peak_memory_step", c_int64),
+    ]
+
+
+# Every struct the binding mirrors, by its C name (for the layout test).
+STRUCTS = {
+    "commsched_error": ErrorStruct,
+    "commsched_output_spec": OutputSpec,
+    "commsched_node_spec": NodeSpec,
+    "commsched_node_stats": NodeStatsStruct,
+    "commsched_pass_stats": PassStatsStruct,
+    "commsched_sim_totals": SimTotalsStruct,
+}
+
+_E = POINTER(ErrorStruct)
+_H = c_void_p  # every opaque handle
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "commsched_version": (c_char_p, []),
+    "commsched_version_number": (c_uint, []),
+    "commsched_status_name": (c_char_p, [c_int]),
+    "commsched_status_str": (c_char_p, [c_int]),
+    "commsched_dtype_str": (c_char_p, [c_int]),
+    "commsched_reduce_op_str": (c_char_p, [c_int]),
+    "commsched_error_format": (
+        c_char_p, [_E, c_char_p, c_char_p, ctypes.c_ulong]),
+    # builder and graph
+    "commsched_builder_create": (c_int, [c_char_p, POINTER(_H), _E]),
+    "commsched_builder_add_group": (c_int, [_H, c_char_p, c_int64, c_int64, _E]),
+    "commsched_builder_add_input": (c_int, [_H, c_char_p, c_int64, c_int, _E]),
+    "commsched_builder_add_output": (c_int, [_H, c_char_p, _E]),
+    "commsched_builder_add_node": (c_int, [_H, POINTER(NodeSpec), _E]),
+    "commsched_builder_finish": (c_int, [_H, c_uint, POINTER(_H), _E]),
+    "commsched_builder_destroy": (None, [_H]),
+    "commsched_graph_load_file": (c_int, [c_char_p, c_uint, POINTER(_H), _E]),
+    "commsched_graph_load_string": (c_int, [c_char_p, c_uint, POINTER(_H), _E]),
+    "commsched_graph_destroy": (None, [_H]),
+    "commsched_graph_name": (c_char_p, [_H]),
+    "commsched_graph_node_count": (c_uint32, [_H]),
+    "commsched_graph_node_name": (c_char_p, [_H, c_uint32]),
+    "commsched_graph_node_kind": (c_int, [_H, c_uint32]),
+    "commsched_graph_find_node": (c_uint32, [_H, c_char_p]),
+    # passes and knobs
+    "commsched_pass_count": (c_size_t, []),
+    "commsched_pass_name": (c_char_p, [c_size_t]),
+    "commsched_pass_description": (c_char_p, [c_size_t]),
+    "commsched_knob_count": (c_size_t, []),
+    "commsched_knob_name": (c_char_p, [c_size_t]),
+    "commsched_knob_default": (c_char_p, [c_size_t]),
+    "commsched_knob_description": (c_char_p, [c_size_t]),
+    "commsched_default_pipeline": (c_char_p, []),
+    "commsched_run_pass_count": (c_size_t, [_H]),
+    "commsched_run_pass": (POINTER(PassStatsStruct), [_H, c_size_t]),
+    # the one call
+    "commsched_optimize_options_create": (c_int, [POINTER(_H), _E]),
+    "commsched_optimize_options_destroy": (None, [_H]),
+    "commsched_optimize_options_set": (c_int, [_H, c_char_p, c_char_p, _E]),
+    "commsched_optimize": (c_int, [_H, _H, POINTER(_H), _E]),
+    "commsched_result_destroy": (None, [_H]),
+    "commsched_result_graph": (_H, [_H]),
+    "commsched_result_node_count": (c_uint32, [_H]),
+    "commsched_result_order": (POINTER(c_uint32), [_H]),
+    "commsched_result_node_name": (c_char_p, [_H, c_uint32]),
+    "commsched_result_passes": (c_char_p, [_H]),
+    "commsched_result_run": (_H, [_H]),
+    "commsched_result_before": (POINTER(SimTotalsStruct), [_H]),
+    "commsched_result_after": (POINTER(SimTotalsStruct), [_H]),
+    "commsched_result_runtimes": (POINTER(c_double), [_H]),
+}
+
+
+def _candidates():
+    env = os.environ.get("COMMSCHED_LIBRARY")
+    if env:
+        yield env
+        return  # an explicit choice is never second-guessed
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in sorted(glob.glob(os.path.join(here, "libcommsched.so*"))):
+        yield path
+    # python/commsched/ inside a checkout: the checkout's build trees.
+    root = os.path.dirname(os.path.dirname(here))
+    builds = os.path.join(root, "build")
+    seen = []
+    for name in ("release", "debug"):
+        seen.append(os.path.join(builds, name, "libcommsched.so"))
+    seen += sorted(glob.glob(os.path.join(builds, "*", "libcommsched.so")))
+    for path in dict.fromkeys(seen):
+        if os.path.exists(path):
+            yield path
+    found = ctypes.util.find_library("commsched")
+    if found:
+        yield found
+
+
+_lock = threading.Lock()
+_lib = None
+
+
+def load():
+    """The loaded library, with every prototype declared (loaded once)."""
+    global _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        lib = None
+        for path in _candidates():
+            try:
+                lib = ctypes.CDLL(path)
+                break
+            except OSError as e:
+                tried.append("%s (%s)" % (path, e))
+        if lib is None:
+            raise OSError(
+                "commsched: cannot find libcommsched; set COMMSCHED_LIBRARY "
+                "to its path (tried: %s)" % ("; ".join(tried) or "nothing"))
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        major = lib.commsched_version_number() // 10000
+        if major != ABI_MAJOR:
+            raise OSError(
+                "commsched: %s is version %s; this binding needs major "
+                "version %d" % (getattr(lib, "_name", "?"),
+                                lib.commsched_version().decode(), ABI_MAJOR))
+        _lib = lib
+        return lib

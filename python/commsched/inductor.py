@@ -1,0 +1,311 @@
+"""PyTorch Inductor plugin: run commsched's passes on Inductor's scheduler
+nodes.
+
+Use it as one entry of ``torch._inductor.config.
+reorder_for_compute_comm_overlap_passes`` (a callable taking and returning
+the list of scheduler nodes)::
+
+    import commsched.inductor
+    torch._inductor.config.reorder_for_compute_comm_overlap = True
+    torch._inductor.config.reorder_for_compute_comm_overlap_passes = [
+        commsched.inductor.reorder,                     # default pipeline
+    ]
+    # or with a chosen pipeline and knobs:
+    #   commsched.inductor.make_pass(
+    #       passes=["sink_waits_iterative"],
+    #       sink_iterative_peak_memory_budget=0.1)
+
+``reorder(snodes)`` reads each node through the same attributes Inductor's
+``comms.py`` reads (the list below), builds a commsched graph, runs the
+pipeline in C (``commsched_optimize``) and returns the *same node objects*
+in the new order. It never changes the nodes.
+
+What is read, exactly (nothing else is touched):
+
+- ``snode.get_name()`` -- the node's name (unique among the nodes).
+- ``snode.get_outputs()`` -- its buffers; of each buffer ``buf.get_name()``
+  and, for its size, ``buf.mpi_buffer.size_alloc`` (the memory-planning
+  info ``comms.py`` also reads through ``buf.mpi_buffer``; 0 when absent).
+  A ``buffer_size=`` callable replaces that size rule.
+- ``snode.get_buffer_names()`` -- buffer names not among ``get_outputs()``
+  are added as outputs of size 0.
+- ``snode.get_operation_names()`` -- so that a dependency naming an
+  operation rather than a buffer still finds its node.
+- ``snode.unmet_dependencies`` -- of each dependency ``dep.name`` and,
+  with ``getattr(dep, "is_fake", None)``, whether it is a ``WeakDep``
+  (only ``WeakDep`` has ``is_fake``) and a fake one. ``MemoryDep`` /
+  ``StarDep`` become data reads (``inputs``), a non-fake ``WeakDep`` a
+  control dependency (``after``), a fake one (``is_fake=True``, as
+  ``decide_global_ordering_of_comms`` adds) an ordering-only edge
+  (``after_fake``, which the iterative passes ignore exactly as
+  ``_is_fake_dep`` makes the seed ignore them). A fake dependency on a
+  later node (an earlier pass in Inductor's list broke it) is dropped.
+- ``snode.get_estimated_runtime()`` -- the runtime, taken as nanoseconds
+  (``estimate_op_runtime`` with ``config.estimate_op_runtime ==
+  "default"``).
+- ``contains_collective(snode)`` and ``contains_wait(snode)`` from
+  ``torch._inductor.utils`` (imported when ``reorder`` is called), or the
+  callables passed as ``contains_collective=`` / ``contains_wait=``: a
+  collective node, a wait node, or else compute.
+- ``snode.node.python_kernel_name`` (``getattr``, may be absent), and for
+  a grouped node each ``snode.snodes[i].node.python_kernel_name``: it
+  marks gemm-like nodes (``"extern_kernels"`` in it, or SDPA flash
+  attention) as ``contains_gemm_like`` does, synchronous collectives
+  (``torch.ops._dtensor.shard_dim_alltoall.default``) as
+  ``is_async_collective`` does, and names the collective's op
+  (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...;
+  unknown names count as all_reduce, which matters only for the cost
+  model, unused when every node has a runtime).
+
+Not read: ``snode.ancestors`` (commsched computes reachability itself) and
+anything through ``V.graph``: pass ``graph_inputs={name: bytes}`` and
+``graph_outputs=[names]`` (e.g. ``V.graph.get_output_names()``) to give
+the memory model what ``comms.py`` takes from ``V.graph``. Inputs are
+freeable unless their names start as Inductor's non-freeable ones do
+(``primals_``, ``arg``, ``fwd_rng_state``, ``bwd_rng_state``,
+``tangents``); without ``graph_inputs`` they count 0 bytes.
+
+Mapping onto the graph format (docs/FORMAT.md): a wait's outputs are
+aliases of the collective outputs it reads (Inductor's wait is a
+mutation of the collective's buffer); a collective output of size 0 (a
+mutation, i.e. an in-place collective such as ``all_reduce_``) is an alias
+of the collective's single input, as memory.py folds mutations into the
+real buffer. All collectives run on one process group (``"default"``)
+unless ``group_of=`` maps a node to its group's name; ``group_sizes=``
+gives group sizes (default 2).
+
+PyTorch 2.x cannot be installed where this was built, so the adapter is
+tested with stand-in objects exposing exactly the attributes above, built
+from Inductor's own test scenarios (tests/python/test_inductor.py).
+"""
+
+import functools
+
+from . import Error, Graph, alias, optimize
+
+__all__ = ["reorder", "make_pass", "to_graph"]
+
+_NON_FREEABLE_PREFIXES = ("primals_", "arg", "fwd_rng_state", "bwd_rng_state",
+                          "tangents")
+
+# Substrings of python_kernel_name -> commsched collective op, most
+# specific first.
+_COLLECTIVE_OPS = (
+    ("reduce_scatter", "reduce_scatter"),
+    ("all_gather", "all_gather"),
+    ("all_to_all", "all_to_all"),
+    ("alltoall", "all_to_all"),
+    ("all_reduce", "all_reduce"),
+    ("allreduce", "all_reduce"),
+    ("broadcast", "broadcast"),
+    ("reduce", "reduce"),
+    ("send", "send"),
+    ("recv", "recv"),
+    ("barrier", "barrier"),
+)
+_SYNC_COLLECTIVE = "torch.ops._dtensor.shard_dim_alltoall.default"
+
+
+def _predicates(contains_collective, contains_wait):
+    if contains_collective is not None and contains_wait is not None:
+        return contains_collective, contains_wait
+    try:
+        from torch._inductor import utils as _utils
+    except ImportError as e:
+        raise Error("commsched.inductor: torch._inductor.utils is not "
+                    "importable; pass contains_collective= and "
+                    "contains_wait=") from e
+    return (contains_collective or _utils.contains_collective,
+            contains_wait or _utils.contains_wait)
+
+
+def _kernel_names(snode):
+    leaves = getattr(snode, "snodes", None) or [snode]
+    names = []
+    for leaf in leaves:
+        name = getattr(getattr(leaf, "node", None), "python_kernel_name", None)
+        if name:
+            names.append(str(name))
+    return names
+
+
+def _is_gemm_like(kernel_names):
+    return any("extern_kernels" in k or
+               "_scaled_dot_product_flash_attention" in k
+               for k in kernel_names)
+
+
+def _collective_op(kernel_names):
+    for k in kernel_names:
+        for needle, op in _COLLECTIVE_OPS:
+            if needle in k:
+                return op
+    return "all_reduce"
+
+
+def _default_size(buf):
+    info = getattr(buf, "mpi_buffer", None)
+    size = getattr(info, "size_alloc", 0) if info is not None else 0
+    try:
+        return max(0, int(size))
+    except (TypeError, ValueError):
+        return 0
+
+
+def to_graph(snodes, *, graph_inputs=None, graph_outputs=(),
+             buffer_size=None, group_of=None, group_sizes=None,
+             contains_collective=None, contains_wait=None, name="inductor"):
+    """Builds the commsched :class:`~commsched.Graph` for ``snodes`` (the
+    mapping described in the module documentation) and returns it, finished.
+    """
+    is_coll, is_wait = _predicates(contains_collective, contains_wait)
+    size_of = buffer_size or _default_size
+    graph_inputs = dict(graph_inputs or {})
+    group_sizes = dict(group_sizes or {})
+
+    # Pass 1: names, outputs and producers.
+    nodes = []
+    producer = {}   # buffer name -> node index
+    op_owner = {}   # operation name -> node index
+    for i, sn in enumerate(snodes):
+        nname = str(sn.get_name())
+        outs = []
+        for buf in sn.get_outputs():
+            outs.append([str(buf.get_name()), size_of(buf), None])
+        listed = {o[0] for o in outs}
+        for bname in sn.get_buffer_names():
+            if str(bname) not in listed:
+                outs.append([str(bname), 0, None])
+                listed.add(str(bname))
+        for o in outs:
+            producer.setdefault(o[0], i)
+        for op_name in sn.get_operation_names():
+            op_owner.setdefault(str(op_name), i)
+        op_owner.setdefault(nname, i)
+        if is_coll(sn):
+            kind = "collective"
+        elif is_wait(sn):
+            kind = "wait"
+        else:
+            kind = "compute"
+        nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
+                      "kernels": _kernel_names(sn),
+                      "runtime": float(sn.get_estimated_runtime())})
+
+    # Pass 2: dependencies. MemoryDep/StarDep (no is_fake) read data;
+    # a WeakDep orders only. A fake WeakDep on a later node (an earlier
+    # pass in Inductor's list broke it, as the iterative passes may) is
+    # dropped; the iterative passes ignore fake edges anyway.
+    used_inputs = []
+    for i, nd in enumerate(nodes):
+        reads, after, after_fake = [], [], []
+        own = {o[0] for o in nd["outs"]}
+        for dep in nd["sn"].unmet_dependencies:
+            dname = str(dep.name)
+            if dname in own:
+                continue
+            is_fake = getattr(dep, "is_fake", None)
+            src = producer.get(dname)
+            if is_fake is None:
+                if src is None and dname not in used_inputs:
+                    used_inputs.append(dname)  # a buffer from outside
+                reads.append(dname)
+                continue
+            if src is None:
+                src = op_owner.get(dname)
+            if src is None or src == i or (is_fake and src > i):
+                continue
+            (after_fake if is_fake else after).append(nodes[src]["name"])
+        nd["reads"] = list(dict.fromkeys(reads))
+        nd["after"] = list(dict.fromkeys(after))
+        nd["after_fake"] = [n for n in dict.fromkeys(after_fake)
+                            if n not in nd["after"]]
+
+    # Pass 3: aliases (waits and in-place collectives).
+    coll_bufs = set()
+    for nd in nodes:
+        if nd["kind"] == "collective":
+            if len(nd["reads"]) == 1:
+                for o in nd["outs"]:
+                    if o[1] == 0:
+                        o[2] = nd["reads"][0]
+            coll_bufs.update(o[0] for o in nd["outs"])
+    for nd in nodes:
+        if nd["kind"] == "wait":
+            completed = [r for r in nd["reads"] if r in coll_bufs]
+            for o, base in zip(nd["outs"], completed):
+                o[2] = base
+
+    g = Graph(name)
+    groups = {}
+    for nd in nodes:
+        if nd["kind"] == "collective":
+            gname = str(group_of(nd["sn"])) if group_of else "default"
+            nd["group"] = gname
+            groups.setdefault(gname, int(group_sizes.get(gname, 2)))
+    for gname, gsize in groups.items():
+        g.add_group(gname, gsize)
+    for iname in used_inputs:
+        size = graph_inputs.get(iname)
+        freeable = size is not None and not iname.startswith(
+            _NON_FREEABLE_PREFIXES)
+        g.add_input(iname, int(size or 0), freeable=freeable)
+    for nd in nodes:
+        kernels = nd["kernels"]
+        kw = dict(inputs=nd["reads"], after=nd["after"],
+                  after_fake=nd["after_fake"], runtime_ns=nd["runtime"],
+                  outputs=[alias(o[0], o[2]) if o[2] else (o[0], o[1])
+                           for o in nd["outs"]])
+        if nd["kind"] == "collective":
+            g.collective(nd["name"], _collective_op(kernels), nd["group"],
+                         sync=any(_SYNC_COLLECTIVE in k for k in kernels),
+                         **kw)
+        elif nd["kind"] == "wait":
+            g.wait(nd["name"], **kw)
+        else:
+            g.compute(nd["name"], op=(kernels[0] if kernels else None),
+                      gemm_like=_is_gemm_like(kernels), **kw)
+    for out in dict.fromkeys(str(o) for o in graph_outputs):
+        if out in producer or out in used_inputs:
+            g.add_output(out)
+    return g.finish()
+
+
+def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=(),
+            buffer_size=None, group_of=None, group_sizes=None,
+            contains_collective=None, contains_wait=None, **knobs):
+    """Returns ``snodes`` (the same objects) in the order commsched's
+    pipeline chooses. ``passes`` None runs the library's default pipeline;
+    otherwise a list of pass names or a comma-separated string. Other
+    keyword arguments are knobs by their Inductor config names
+    (``reorder_iterative_peak_memory_budget=0.1``) or the options of
+    :func:`commsched.optimize` (``device``, ``cost_model``,
+    ``comm_streams``, ``verify``). Raises :class:`commsched.Error` with a
+    located message when the nodes do not form a valid graph.
+    """
+    snodes = list(snodes)
+    if not snodes:
+        return snodes
+    g = to_graph(snodes, graph_inputs=graph_inputs,
+                 graph_outputs=graph_outputs, buffer_size=buffer_size,
+                 group_of=group_of, group_sizes=group_sizes,
+                 contains_collective=contains_collective,
+                 contains_wait=contains_wait)
+    result = optimize(g, passes, **knobs)
+    by_name = {str(sn.get_name()): sn for sn in snodes}
+    if len(result.order) != len(snodes) or any(
+            n not in by_name for n in result.order):
+        raise Error("commsched.inductor: the pipeline %r created or removed "
+                    "nodes; only reordering passes can be used on scheduler "
+                    "nodes" % result.passes)
+    return [by_name[n] for n in result.order]
+
+
+def make_pass(**kwargs):
+    """A ``list[snode] -> list[snode]`` callable with fixed arguments for
+    ``config.reorder_for_compute_comm_overlap_passes``:
+    ``make_pass(passes=["sink_waits_iterative"], graph_outputs=...)``."""
+    fn = functools.partial(reorder, **kwargs)
+    functools.update_wrapper(fn, reorder)
+    fn.__name__ = "commsched_reorder"
+    return fn

@@ -1,0 +1,457 @@
+/* commsched — the one-call API for compilers (commsched/commsched.h):
+ * options as key/value text, commsched_optimize, and the result accessors.
+ *
+ * Design: commsched_optimize never writes to the caller's graph, so a graph
+ * may be optimized from several threads at once. The only part of a graph
+ * a pass changes is its fake-edge table (decide_global_ordering_of_comms and
+ * commsched_graph_drop_violated_fake_edges replace g->after_fake and
+ * g->fake_users through cs_graph_set_fake_edges; nothing else is written).
+ * So the result holds a *view*: a struct copy of the graph that shares every
+ * array with the caller's graph except those two CSR tables, which it owns.
+ * The pipeline runs on the view; freeing the result frees only the view's
+ * two tables. This costs O(V + fake edges) instead of a deep copy.
+ *
+ * Invariant (checked by the tests): the view's shared arrays are never
+ * written or freed; commsched_graph_destroy must never be called on it. If
+ * commsched_pipeline_run one day replaces the graph (bucketing), the
+ * replacement belongs to the result and the view must be left alone, not
+ * destroyed.
+ *
+ * No igraph call is reachable from here (cost model, schedule, passes,
+ * simulator), and there is no global state: everything lives in the
+ * options and the result.
+ */
+#include "commsched/commsched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_internal.h"
+#include "util.h"
+
+/* ---- options --------------------------------------------------------------- */
+
+struct commsched_optimize_options {
+    char *passes; /* NULL: the default pipeline */
+    commsched_device device;
+    commsched_comm_model comm_model;
+    commsched_comm_streams comm_streams;
+    unsigned pipeline_flags;
+    commsched_knobs *knobs;
+};
+
+static commsched_status oom(commsched_error *err)
+{
+    return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+}
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+commsched_status commsched_optimize_options_create(
+    commsched_optimize_options **out, commsched_error *err)
+{
+    *out = NULL;
+    commsched_optimize_options *o = cs_calloc(1, sizeof *o);
+    if (!o)
+        return oom(err);
+    commsched_status st = commsched_knobs_create(&o->knobs, err);
+    if (st != COMMSCHED_OK) {
+        free(o);
+        return st;
+    }
+    o->device = *commsched_device_builtin("h100");
+    o->comm_model = COMMSCHED_COMM_MODEL_NCCL;
+    o->comm_streams = COMMSCHED_STREAMS_PER_GROUP;
+    *out = o;
+    return COMMSCHED_OK;
+}
+
+void commsched_optimize_options_destroy(commsched_optimize_options *o)
+{
+    if (!o)
+        return;
+    commsched_knobs_destroy(o->knobs);
+    free(o->passes);
+    free(o);
+}
+
+/* Every comma-separated name in `list` is a pass (or "none", or empty).
+ * The error lists the known passes, for C and Python callers alike. */
+static commsched_status check_passes(const char *list, commsched_error *err)
+{
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        int known = len == 0 || (len == 4 && strncmp(p, "none", 4) == 0);
+        for (size_t i = 0; !known && i < commsched_pass_count(); i++) {
+            const char *name = commsched_pass_name(i);
+            known = strlen(name) == len && strncmp(name, p, len) == 0;
+        }
+        if (!known) {
+            char names[COMMSCHED_ERROR_TEXT_LENGTH] = "";
+            size_t used = 0;
+            for (size_t i = 0; i < commsched_pass_count(); i++) {
+                int w = snprintf(names + used, sizeof names - used, "%s%s",
+                                 i ? ", " : "", commsched_pass_name(i));
+                if (w < 0 || (size_t)w >= sizeof names - used)
+                    break;
+                used += (size_t)w;
+            }
+            return commsched_error_set(err, COMMSCHED_EINVAL, "passes",
+                                       "unknown pass \"%.*s\" (known: %s)",
+                                       (int)len, p, names);
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return COMMSCHED_OK;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+        *out = 1;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+/* The knob's index in the knob table, or SIZE_MAX. */
+static size_t find_knob(const char *key)
+{
+    for (size_t i = 0; i < commsched_knob_count(); i++)
+        if (strcmp(commsched_knob_name(i), key) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+static commsched_status set_knob(commsched_optimize_options *o, size_t i,
+                                 const char *key, const char *value,
+                                 commsched_error *err)
+{
+    commsched_error local = {0};
+    if (commsched_knobs_set(o->knobs, key, value, &local) == COMMSCHED_OK)
+        return COMMSCHED_OK;
+    if (local.status != COMMSCHED_EINVAL)
+        return commsched_error_set(err, local.status, key, "%s", local.text);
+    /* The knob table's own message is worded for the CLI's --set; say what
+     * the knob takes from its default's shape instead. */
+    const char *def = commsched_knob_default(i);
+    const char *expected =
+        (strcmp(def, "true") == 0 || strcmp(def, "false") == 0)
+            ? "true or false"
+        : strcmp(def, "none") == 0 ? "a count or none"
+                                   : "a number";
+    return commsched_error_set(err, COMMSCHED_EINVAL, key,
+                               "bad value \"%s\" (expected %s)", value,
+                               expected);
+}
+
+commsched_status commsched_optimize_options_set(commsched_optimize_options *o,
+                                                const char *key,
+                                                const char *value,
+                                                commsched_error *err)
+{
+    if (!o || !key || !value)
+        return commsched_error_set(err, COMMSCHED_EINVAL, key,
+                                   "options, key and value must not be NULL");
+    if (strcmp(key, "passes") == 0) {
+        char *copy = NULL;
+        if (strcmp(value, "default") != 0) {
+            commsched_status st = check_passes(value, err);
+            if (st != COMMSCHED_OK)
+                return st;
+            if (!(copy = dup_string(value)))
+                return oom(err);
+        }
+        free(o->passes);
+        o->passes = copy;
+        return COMMSCHED_OK;
+    }
+    if (strcmp(key, "device") == 0) {
+        commsched_device d;
+        commsched_error local = {0};
+        if (commsched_device_lookup(value, &d, &local) != COMMSCHED_OK) {
+            /* Keep a file's own place (line:column or a field path). */
+            if (err && err->status == COMMSCHED_OK) {
+                *err = local;
+                if (!local.path[0] && local.line == 0)
+                    snprintf(err->path, sizeof err->path, "device");
+            }
+            return local.status;
+        }
+        o->device = d;
+        return COMMSCHED_OK;
+    }
+    if (strcmp(key, "cost_model") == 0) {
+        if (commsched_comm_model_parse(value, &o->comm_model) != 0)
+            return commsched_error_set(err, COMMSCHED_EINVAL, key,
+                                       "bad value \"%s\" (expected nccl or "
+                                       "inductor)",
+                                       value);
+        return COMMSCHED_OK;
+    }
+    if (strcmp(key, "comm_streams") == 0) {
+        if (strcmp(value, "per_group") == 0)
+            o->comm_streams = COMMSCHED_STREAMS_PER_GROUP;
+        else if (strcmp(value, "single") == 0)
+            o->comm_streams = COMMSCHED_STREAMS_SINGLE;
+        else
+            return commsched_error_set(err, COMMSCHED_EINVAL, key,
+                                       "bad value \"%s\" (expected per_group "
+                                       "or single)",
+                                       value);
+        return COMMSCHED_OK;
+    }
+    if (strcmp(key, "verify") == 0) {
+        int on;
+        if (parse_bool(value, &on) != 0)
+            return commsched_error_set(err, COMMSCHED_EINVAL, key,
+                                       "bad value \"%s\" (expected true or "
+                                       "false)",
+                                       value);
+        if (on)
+            o->pipeline_flags |= COMMSCHED_PIPELINE_VERIFY;
+        else
+            o->pipeline_flags &= ~COMMSCHED_PIPELINE_VERIFY;
+        return COMMSCHED_OK;
+    }
+    size_t k = find_knob(key);
+    if (k != SIZE_MAX)
+        return set_knob(o, k, key, value, err);
+    return commsched_error_set(err, COMMSCHED_EINVAL, key,
+                               "unknown option (expected passes, device, "
+                               "cost_model, comm_streams, verify or a knob; "
+                               "commsched optimize --list-passes lists the "
+                               "knobs)");
+}
+
+commsched_status commsched_optimize_options_set_device(
+    commsched_optimize_options *o, const commsched_device *device,
+    commsched_error *err)
+{
+    if (!o || !device)
+        return commsched_error_set(err, COMMSCHED_EINVAL, "device",
+                                   "options and device must not be NULL");
+    commsched_status st = commsched_device_check(device, err);
+    if (st == COMMSCHED_OK)
+        o->device = *device;
+    return st;
+}
+
+/* ---- the result ------------------------------------------------------------ */
+
+struct commsched_result {
+    commsched_graph view;  /* see the file comment: shares g's arrays except
+                              after_fake and fake_users, which it owns */
+    int view_ready;        /* the two tables are the view's own copies */
+    char *passes;          /* what ran */
+    uint32_t n;
+    uint32_t *order;       /* n node indices */
+    double *runtime;       /* n runtimes, by node index */
+    commsched_run *run;
+    commsched_sim_totals before, after;
+};
+
+static int csr_copy(cs_csr *dst, const cs_csr *src, uint32_t rows)
+{
+    size_t m = src->off[rows];
+    dst->off = cs_malloc_array((size_t)rows + 1, sizeof *dst->off);
+    dst->idx = cs_malloc_array(m ? m : 1, sizeof *dst->idx);
+    if (!dst->off || !dst->idx) {
+        cs_csr_free(dst);
+        return -1;
+    }
+    memcpy(dst->off, src->off, ((size_t)rows + 1) * sizeof *dst->off);
+    if (m)
+        memcpy(dst->idx, src->idx, m * sizeof *dst->idx);
+    return 0;
+}
+
+/* Makes r->view a view of g (see the file comment). */
+static commsched_status make_view(commsched_result *r, const commsched_graph *g,
+                                  commsched_error *err)
+{
+    cs_csr fake = {0}, users = {0};
+    if (csr_copy(&fake, &g->after_fake, g->n_nodes) != 0)
+        return oom(err);
+    if (csr_copy(&users, &g->fake_users, g->n_nodes) != 0) {
+        cs_csr_free(&fake);
+        return oom(err);
+    }
+    r->view = *g;
+    r->view.after_fake = fake;
+    r->view.fake_users = users;
+    r->view_ready = 1;
+    return COMMSCHED_OK;
+}
+
+void commsched_result_destroy(commsched_result *r)
+{
+    if (!r)
+        return;
+    if (r->view_ready) {
+        /* Only the tables the view owns; everything else is g's. */
+        cs_csr_free(&r->view.after_fake);
+        cs_csr_free(&r->view.fake_users);
+    }
+    commsched_run_destroy(r->run);
+    free(r->passes);
+    free(r->order);
+    free(r->runtime);
+    free(r);
+}
+
+/* Simulates `order` (NULL: the graph's own) of graph g into *out. A sim of
+ * its own each time: a sim may cache the graph's edge tables, and the
+ * pipeline replaces the view's fake-edge tables in between. */
+static commsched_status simulate(const commsched_graph *g, const uint32_t *order,
+                                 const double *runtime,
+                                 commsched_comm_streams streams,
+                                 commsched_sim_totals *out,
+                                 commsched_error *err)
+{
+    commsched_sim *sim = NULL;
+    commsched_sim_options so;
+    commsched_sim_options_init(&so);
+    so.comm_streams = streams;
+    so.flags |= COMMSCHED_SIM_MEMORY;
+    commsched_status st = commsched_sim_create(g, &sim, err);
+    if (st == COMMSCHED_OK)
+        st = commsched_sim_run(sim, order, runtime, &so, err);
+    if (st == COMMSCHED_OK)
+        *out = *commsched_sim_get_totals(sim);
+    commsched_sim_destroy(sim);
+    return st;
+}
+
+commsched_status commsched_optimize(const commsched_graph *g,
+                                    const commsched_optimize_options *o,
+                                    commsched_result **out,
+                                    commsched_error *err)
+{
+    commsched_optimize_options *defaults = NULL;
+    commsched_schedule *s = NULL;
+    commsched_result *r = NULL;
+    commsched_status st;
+    uint32_t dropped = 0;
+
+    if (!out)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "out must not be NULL");
+    *out = NULL;
+    if (!g)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "graph must not be NULL");
+    if (!o) {
+        if ((st = commsched_optimize_options_create(&defaults, err)) !=
+            COMMSCHED_OK)
+            return st;
+        o = defaults;
+    }
+    const char *passes = o->passes ? o->passes : commsched_default_pipeline();
+    commsched_cost_options cost;
+    commsched_cost_options_init(&cost);
+    cost.device = &o->device;
+    cost.comm_model = o->comm_model;
+
+    r = cs_calloc(1, sizeof *r);
+    if (!r) {
+        st = oom(err);
+        goto cleanup;
+    }
+    r->n = g->n_nodes;
+    r->passes = dup_string(passes);
+    r->order = cs_malloc_array(r->n ? r->n : 1, sizeof *r->order);
+    r->runtime = cs_malloc_array(r->n ? r->n : 1, sizeof *r->runtime);
+    if (!r->passes || !r->order || !r->runtime) {
+        st = oom(err);
+        goto cleanup;
+    }
+    if ((st = make_view(r, g, err)) != COMMSCHED_OK ||
+        (st = commsched_cost_graph(g, &cost, r->runtime, NULL, err)) !=
+            COMMSCHED_OK ||
+        (st = simulate(g, NULL, r->runtime, o->comm_streams, &r->before,
+                       err)) != COMMSCHED_OK ||
+        (st = commsched_schedule_create(&r->view, NULL, &s, err)) !=
+            COMMSCHED_OK ||
+        (st = commsched_pipeline_run(&r->view, s, r->runtime, passes,
+                                     o->knobs, o->pipeline_flags, &r->run,
+                                     err)) != COMMSCHED_OK ||
+        (st = commsched_schedule_check(s, 0, err)) != COMMSCHED_OK ||
+        (st = commsched_graph_drop_violated_fake_edges(&r->view, s, &dropped,
+                                                       NULL, err)) !=
+            COMMSCHED_OK ||
+        (st = commsched_schedule_to_array(s, r->order, err)) !=
+            COMMSCHED_OK ||
+        (st = simulate(&r->view, r->order, r->runtime, o->comm_streams,
+                       &r->after, err)) != COMMSCHED_OK)
+        goto cleanup;
+    *out = r;
+    r = NULL;
+cleanup:
+    commsched_schedule_destroy(s);
+    commsched_result_destroy(r);
+    commsched_optimize_options_destroy(defaults);
+    return st;
+}
+
+const commsched_graph *commsched_result_graph(const commsched_result *r)
+{
+    return &r->view;
+}
+
+uint32_t commsched_result_node_count(const commsched_result *r)
+{
+    return r->n;
+}
+
+const uint32_t *commsched_result_order(const commsched_result *r)
+{
+    return r->order;
+}
+
+const char *commsched_result_node_name(const commsched_result *r,
+                                       uint32_t position)
+{
+    if (position >= r->n)
+        return NULL;
+    return r->view.nodes[r->order[position]].name;
+}
+
+const char *commsched_result_passes(const commsched_result *r)
+{
+    return r->passes;
+}
+
+const commsched_run *commsched_result_run(const commsched_result *r)
+{
+    return r->run;
+}
+
+const commsched_sim_totals *commsched_result_before(const commsched_result *r)
+{
+    return &r->before;
+}
+
+const commsched_sim_totals *commsched_result_after(const commsched_result *r)
+{
+    return &r->after;
+}
+
+const double *commsched_result_runtimes(const commsched_result *r)
+{
+    return r->runtime;
+}

@@ -1,0 +1,362 @@
+"""The commsched Python binding: the Graph builder, optimize, simulate,
+located errors, use from several threads, and the ctypes struct mirrors
+against the C compiler's layout.
+
+Run by ctest with COMMSCHED_LIBRARY (the just-built library),
+PYTHONPATH=python/ and COMMSCHED_ABI_LAYOUT (tests/python/abi_layout)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import commsched
+from commsched import _lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+MiB = 1 << 20
+RCPPM = "reorder_communication_preserving_peak_memory"
+
+
+def six_node_step(name="step", scale=1.0):
+    """mm1 -> relu -> mm2 -> upd, and an all-reduce whose wait feeds upd,
+    issued late and waited for at once (the consumer test's graph)."""
+    g = commsched.Graph(name)
+    g.add_group("dp", 8, 1)
+    g.add_input("x", 4 * MiB)
+    g.add_input("grad", 8 * MiB)
+    g.compute("mm1", op="mm", gemm_like=True, inputs=["x"],
+              outputs=[("h1", 4 * MiB)], runtime_ns=50000 * scale)
+    g.compute("relu", inputs=["h1"], outputs=[("h2", 4 * MiB)],
+              runtime_ns=10000 * scale)
+    g.collective("ar", "all_reduce", "dp", inputs=["grad"],
+                 outputs=[("grad_sum", 8 * MiB)], runtime_ns=80000)
+    g.wait("ar_wait", inputs=["grad_sum"],
+           outputs=[commsched.alias("grad_ready", "grad_sum")])
+    g.compute("mm2", op="mm", gemm_like=True, inputs=["h2"],
+              outputs=[("h3", 4 * MiB)], runtime_ns=50000 * scale)
+    g.compute("upd", inputs=["grad_ready", "h3"], outputs=[("out", 4 * MiB)],
+              runtime_ns=5000 * scale)
+    g.add_output("out")
+    return g
+
+
+def fsdp_like(layers, seed):
+    """A forward pass of `layers` layers: all-gather each weight, wait,
+    matmul; sizes and runtimes vary with seed."""
+    g = commsched.Graph("fsdp%d_%d" % (layers, seed))
+    g.add_group("dp", 8)
+    g.add_input("act0", MiB)
+    prev = "act0"
+    for i in range(layers):
+        g.add_input("w%d_shard" % i, MiB * (1 + (seed + i) % 3))
+        g.collective("ag%d" % i, "all_gather", "dp",
+                     inputs=["w%d_shard" % i],
+                     outputs=[("ag%d_out" % i, 8 * MiB)])  # cost model
+        g.wait("ag%d_wait" % i, inputs=["ag%d_out" % i],
+               outputs=[commsched.alias("w%d" % i, "ag%d_out" % i)])
+        g.compute("mm%d" % i, op="mm", gemm_like=True,
+                  inputs=[prev, "w%d" % i],
+                  outputs=[("act%d" % (i + 1), MiB)],
+                  flops=2e11 * (1 + (seed * 7 + i) % 5))
+        prev = "act%d" % (i + 1)
+    g.add_output(prev)
+    return g
+
+
+class Builder(unittest.TestCase):
+    def test_version(self):
+        v = commsched.version()
+        self.assertRegex(v, r"^\d+\.\d+\.\d+$")
+        self.assertEqual(int(v.split(".")[0]), _lib.ABI_MAJOR)
+
+    def test_graph_mirrors_the_builder(self):
+        g = six_node_step()
+        self.assertEqual(g.name, "step")
+        self.assertEqual(len(g), 6)
+        self.assertEqual(g.nodes, ["mm1", "relu", "ar", "ar_wait", "mm2",
+                                   "upd"])
+        self.assertEqual(g.kind("ar"), "collective")
+        self.assertEqual(g.kind("ar_wait"), "wait")
+        with self.assertRaises(commsched.Error):
+            g.kind("nope")
+        # finished: it no longer changes
+        with self.assertRaises(commsched.Error) as cm:
+            g.add_input("late", 1)
+        self.assertIn("finished", str(cm.exception))
+
+    def test_output_forms(self):
+        g = commsched.Graph()
+        g.add_input("a", 8)
+        g.compute("c", inputs=["a"],
+                  outputs=["z", ("y", 8), commsched.Output("v", alias_of="y"),
+                           {"name": "u", "size": 4}],
+                  dtype="bfloat16")
+        g.add_output("v")
+        self.assertEqual(g.nodes, ["c"])
+
+    def test_load_and_optimize_a_file(self):
+        path = os.path.join(ROOT, "graphs", "examples", "fsdp_2layer.json")
+        g = commsched.Graph.load(path)
+        r = commsched.optimize(g, verify=True)
+        self.assertEqual(sorted(r.order), sorted(g.nodes))
+        self.assertLessEqual(r.after.makespan_ns, r.before.makespan_ns)
+        self.assertLessEqual(r.after.peak_memory_step,
+                             r.before.peak_memory_step * 1.2)
+
+
+class Optimize(unittest.TestCase):
+    def test_default_pipeline(self):
+        r = commsched.optimize(six_node_step(), verify=True)
+        self.assertEqual(r.order, ["ar", "mm1", "relu", "mm2", "ar_wait",
+                                   "upd"])
+        self.assertEqual(r.indices, [2, 0, 1, 4, 3, 5])
+        self.assertEqual(r.passes, ",".join(commsched.default_pipeline()))
+        self.assertEqual([p.name for p in r.stats],
+                         commsched.default_pipeline())
+        rcppm = r.stats[1]
+        self.assertEqual(rcppm.kind, "reorder")
+        self.assertEqual([(n.node, n.moves) for n in rcppm.nodes],
+                         [("ar", 2)])
+        self.assertEqual(rcppm.nodes[0].limiting_factor, "None")
+        sink = r.stats[2]
+        self.assertEqual(sink.kind, "sink")
+        self.assertEqual([(n.node, n.moves, n.moves_info)
+                          for n in sink.nodes], [("ar_wait", 1, "+mm2")])
+        self.assertEqual(r.before.exposed_ns, 80000)
+        self.assertEqual(r.after.exposed_ns, 0)
+        self.assertEqual(r.before.makespan_ns, 195000)
+        self.assertEqual(r.after.makespan_ns, 115000)
+        self.assertEqual(r.after.peak_memory_step, 16 * MiB)
+        self.assertEqual(r.runtime_ns["ar"], 80000)
+
+    def test_passes_and_knobs(self):
+        g = six_node_step()
+        self.assertEqual(commsched.optimize(g, "none").order, g.nodes)
+        self.assertEqual(commsched.optimize(g, []).order, g.nodes)
+        self.assertEqual(commsched.optimize(g, ["sink_waits_iterative"]).order,
+                         ["mm1", "relu", "ar", "mm2", "ar_wait", "upd"])
+        # a zero budget still allows ar to rise (the peak does not change)
+        r = commsched.optimize(g, [RCPPM],
+                               reorder_iterative_peak_memory_budget=0.0)
+        self.assertEqual(r.order[0], "ar")
+        # the debug limit stops after zero collectives
+        r = commsched.optimize(g, [RCPPM],
+                               reorder_iterative_debug_limit_to_reorder=0)
+        self.assertEqual(r.order, g.nodes)
+        r = commsched.optimize(g, [RCPPM],
+                               reorder_iterative_debug_limit_to_reorder=None)
+        self.assertEqual(r.order[0], "ar")
+
+    def test_optimize_does_not_change_the_graph(self):
+        # decide_global_ordering_of_comms adds fake edges to the result's
+        # view, never to the graph: a second run sees the same graph.
+        g = six_node_step()
+        first = commsched.optimize(g)
+        second = commsched.optimize(g)
+        self.assertEqual(first.order, second.order)
+        self.assertEqual(first.before, second.before)
+        self.assertEqual(first.after, second.after)
+        self.assertEqual(g.nodes, ["mm1", "relu", "ar", "ar_wait", "mm2",
+                                   "upd"])
+
+    def test_simulate(self):
+        g = six_node_step()
+        t = commsched.simulate(g)
+        self.assertEqual(t, commsched.optimize(g).before)
+        self.assertEqual(t.n_collectives, 1)
+        self.assertEqual(t.n_waits, 1)
+        self.assertEqual(t.compute_ns, 115000)
+        self.assertEqual(t.overlap, 0.0)
+        # the device matters only for nodes without runtime_ns
+        g2 = fsdp_like(3, 1)
+        h100 = commsched.simulate(g2, device="h100")
+        a100 = commsched.simulate(g2, device="a100")
+        self.assertGreater(a100.compute_ns, h100.compute_ns)
+        single = commsched.simulate(g2, comm_streams="single",
+                                    cost_model="inductor")
+        self.assertEqual(single.n_collectives, 3)
+
+    def test_registry(self):
+        names = [n for n, _ in commsched.passes()]
+        self.assertIn("sink_waits_iterative", names)
+        for p in commsched.default_pipeline():
+            self.assertIn(p, names)
+        knobs = {n: d for n, d, _ in commsched.knobs()}
+        self.assertEqual(knobs["reorder_iterative_peak_memory_budget"], "0.2")
+
+
+class Errors(unittest.TestCase):
+    def check(self, fn, status, message=None, path=None):
+        """fn raises Error with this status (and message, path if given)."""
+        with self.assertRaises(commsched.Error) as cm:
+            fn()
+        e = cm.exception
+        self.assertEqual(e.status, status, str(e))
+        if message is not None:
+            self.assertEqual(str(e), message)
+        if path is not None:
+            self.assertEqual(e.path, path)
+        self.assertTrue(e.text and e.text in str(e))
+        return e
+
+    def test_builder_errors_name_their_place(self):
+        g = commsched.Graph()
+        self.check(lambda: g.collective("x", "nope", "dp"), "ESCHEMA",
+                   'nodes[0].op: unknown collective op "nope" (expected '
+                   'all_reduce, all_gather, reduce_scatter, all_to_all, '
+                   'broadcast, reduce, send, recv or barrier)',
+                   path="nodes[0].op")
+        g = commsched.Graph()
+        g.add_input("a", 4)
+        g.compute("c", inputs=["a"], outputs=[("b", 4)])
+        g.compute("d", inputs=["b", "zz"], outputs=[("e", 4)])
+        self.check(g.finish, "EGRAPH",
+                   'nodes[1].inputs[1]: unknown buffer "zz"',
+                   path="nodes[1].inputs[1]")
+
+    def test_file_errors_name_file_line_and_column(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "bad.json")
+            with open(bad, "w") as f:
+                f.write('{"format": "commsched-graph",\n "version": 1,,}\n')
+            e = self.check(lambda: commsched.Graph.load(bad), "EPARSE")
+            self.assertEqual((e.line, e.column), (2, 15))
+            self.assertEqual(str(e), "%s:2:15: %s" % (bad, e.text))
+            sem = os.path.join(d, "sem.json")
+            with open(sem, "w") as f:
+                json.dump({"format": "commsched-graph", "version": 1,
+                           "nodes": [{"name": "a", "kind": "compute",
+                                      "inputs": ["nowhere"]}]}, f)
+            self.check(lambda: commsched.Graph.load(sem), "EGRAPH",
+                       '%s: nodes[0].inputs[0]: unknown buffer "nowhere"'
+                       % sem, path="nodes[0].inputs[0]")
+        e = self.check(lambda: commsched.Graph.loads("[1, 2"), "EPARSE")
+        self.assertTrue(str(e).startswith("<string>:1:"), str(e))
+
+    def test_option_errors_name_the_option(self):
+        g = six_node_step()
+        e = self.check(lambda: commsched.optimize(g, "raise_comms,nope"),
+                       "EINVAL", path="passes")
+        self.assertTrue(str(e).startswith(
+            'passes: unknown pass "nope" (known: '), str(e))
+        for name, _ in commsched.passes():
+            self.assertIn(name, str(e))
+        self.check(lambda: commsched.optimize(
+            g, reorder_iterative_peak_memory_budget="lots"), "EINVAL",
+            'reorder_iterative_peak_memory_budget: bad value "lots" '
+            '(expected a number)')
+        self.check(lambda: commsched.optimize(g, frobnicate=1), "EINVAL",
+                   path="frobnicate")
+        self.check(lambda: commsched.optimize(g, device="tpu9"), "EINVAL",
+                   path="device")
+        self.check(lambda: commsched.optimize(g, cost_model="x"), "EINVAL",
+                   'cost_model: bad value "x" (expected nccl or inductor)')
+        with self.assertRaises(TypeError):
+            commsched.optimize("graph.json")
+        with self.assertRaises(commsched.Error):
+            commsched.Graph().add_node("n", "kernel")
+        with self.assertRaises(commsched.Error):
+            commsched.Graph().compute("n", dtype="float7")
+
+
+class Threads(unittest.TestCase):
+    def test_different_graphs_in_parallel_threads(self):
+        jobs = [(3 + i % 5, i) for i in range(16)]
+        serial = {}
+        for layers, seed in jobs:
+            r = commsched.optimize(fsdp_like(layers, seed), verify=True)
+            serial[seed] = (r.order, r.after)
+        got, errors = {}, []
+
+        def work(chunk):
+            try:
+                for _ in range(3):
+                    for layers, seed in chunk:
+                        r = commsched.optimize(fsdp_like(layers, seed),
+                                               verify=True)
+                        got.setdefault(seed, set()).add(
+                            (tuple(r.order), r.after))
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        threads = [threading.Thread(target=work, args=(jobs[i::8],))
+                   for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        for seed, (order, after) in serial.items():
+            self.assertEqual(got[seed], {(tuple(order), after)})
+
+    def test_one_graph_from_several_threads(self):
+        g = fsdp_like(6, 3).finish()
+        budgets = [0.0, 0.1, 0.2, 0.5]
+        want = {b: commsched.optimize(
+            g, reorder_iterative_peak_memory_budget=b).order for b in budgets}
+        errors = []
+
+        def work(b):
+            try:
+                for _ in range(10):
+                    r = commsched.optimize(
+                        g, reorder_iterative_peak_memory_budget=b)
+                    if r.order != want[b]:
+                        errors.append((b, r.order))
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        threads = [threading.Thread(target=work, args=(b,))
+                   for b in budgets * 2]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+
+
+class Layout(unittest.TestCase):
+    # Structs the binding allocates and hands to C must match exactly;
+    # structs it only reads through the library's pointers need only agree
+    # on the fields it mirrors (C may append fields, e.g. bucketing stats).
+    ALLOCATED = {"commsched_error", "commsched_output_spec",
+                 "commsched_node_spec"}
+
+    def test_ctypes_structs_match_the_c_layout(self):
+        exe = os.environ.get("COMMSCHED_ABI_LAYOUT")
+        if not exe:
+            self.skipTest("COMMSCHED_ABI_LAYOUT not set")
+        c = json.loads(subprocess.check_output([exe]))
+        self.assertEqual(set(c), set(_lib.STRUCTS))
+        for name, struct in _lib.STRUCTS.items():
+            if name in self.ALLOCATED:
+                self.assertEqual(_ctypes_sizeof(struct), c[name]["size"],
+                                 name)
+            else:
+                self.assertLessEqual(_ctypes_sizeof(struct),
+                                     c[name]["size"], name)
+            py = {f[0]: getattr(struct, f[0]).offset
+                  for f in struct._fields_}
+            self.assertEqual(py, c[name]["fields"], name)
+
+
+def _ctypes_sizeof(struct):
+    import ctypes
+    return ctypes.sizeof(struct)
+
+
+class Loading(unittest.TestCase):
+    def test_missing_library_is_a_clear_error(self):
+        env = dict(os.environ, COMMSCHED_LIBRARY="/nonexistent/libx.so")
+        p = subprocess.run(
+            [sys.executable, "-c", "import commsched; commsched.version()"],
+            env=env, capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("COMMSCHED_LIBRARY", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

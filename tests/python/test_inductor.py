@@ -1,0 +1,292 @@
+"""commsched.inductor.reorder on stand-in scheduler nodes built from
+Inductor's own test scenarios (reference/inductor-overlap-passes.md §6,
+S1-S6), with the orders those tests expect. PyTorch cannot be installed
+here: fake_inductor.py provides objects exposing exactly the attributes
+the adapter documents, and a stand-in torch._inductor.utils."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import commsched  # noqa: E402
+import commsched.inductor as ci  # noqa: E402
+import fake_inductor as fi  # noqa: E402
+from fake_inductor import Step  # noqa: E402
+
+RCPPM = "reorder_communication_preserving_peak_memory"
+SINK = "sink_waits_iterative"
+PRED = dict(contains_collective=fi.contains_collective,
+            contains_wait=fi.contains_wait)
+
+
+def reorder(step, passes=None, **kw):
+    """Runs the adapter with invariant checks on; returns node names."""
+    kw = dict(PRED, **kw)
+    out = ci.reorder(step.snodes, passes=passes, verify=True, **kw)
+    # the same objects come back, each once
+    assert sorted(map(id, out)) == sorted(map(id, step.snodes))
+    return step.names(out)
+
+
+def s1():
+    """test_sink_waits: ar=AR(a); w=W(ar); b=mm(a,a); out=mm(w,b)."""
+    st = Step()
+    st.collective("ar", "a")
+    st.wait("w", "ar")
+    st.mm("b", "a", "a")
+    st.mm("out", "w", "b")
+    return st
+
+
+def s2(in_place):
+    """test_raise_comms: b=mm(a,a); c=relu(b); d=mm(c,c); e=AR(b); we=W(e);
+    out=mm(d,we). In place (Inductor's all_reduce_), e overwrites b, so the
+    scheduler orders it after b's reader c with a WeakDep."""
+    st = Step()
+    st.mm("b", "a", "a")
+    st.pointwise("c", "b")
+    st.mm("d", "c", "c")
+    if in_place:
+        st.collective("e", "b", kernel=fi.ALL_REDUCE_, in_place=True,
+                      weak=["c"])
+    else:
+        st.collective("e", "b")
+    st.wait("we", "e")
+    st.mm("out", "d", "we")
+    return st
+
+
+def s3():
+    """aten test_sink_waits_raise_comms; c10d ops (the wait too) and mm cost
+    1.0, relu 0.1."""
+    st = Step()
+    st.mm("mm", "a", "a", runtime=1)
+    st.pointwise("relu", "mm", runtime=0.1)
+    st.mm("mm_1", "relu", "relu", runtime=1)
+    st.collective("ar", "mm", runtime=1)
+    st.pointwise("relu_1", "mm_1", runtime=0.1)
+    st.mm("mm_2", "relu_1", "relu_1", runtime=1)
+    st.wait("w", "ar", runtime=1)
+    st.mm("mm_3", "w", "mm_2", runtime=1)
+    return st
+
+
+def s4():
+    """test_reorder_compute_for_overlap: collective 100, wait 0, extern
+    kernel 5, other 1."""
+    st = Step()
+    st.collective("ar", "a")
+    st.mm("mm_g", "a", "a")
+    st.pointwise("relu", "a")
+    st.mm("mm_d", "relu", "relu")
+    st.wait("w_ar", "ar")
+    st.pointwise("mul", "mm_d", "relu", "w_ar")
+    st.collective("fr", "mul")
+    st.wait("w_fr", "fr")
+    st.pointwise("add", "mm_d", "w_ar", "w_fr")
+    st.mm("mm_e", "add", "mm_g")
+    return st
+
+
+def s5():
+    """test_inductor_default_comms_ordering: AR0..AR2 on three groups,
+    waits in reverse, no compute."""
+    st = Step()
+    for i in range(3):
+        st.collective("AR%d" % i, "x", runtime=10)
+    for i in (2, 1, 0):
+        st.wait("W%d" % i, "AR%d" % i)
+    return st
+
+
+def s6():
+    """test_reorder_respects_wait_dep: ag0=AG(inp); w0=W(ag0); ag1=AG(w0);
+    w1=W(ag1)."""
+    st = Step()
+    st.collective("ag0", "inp", kernel=fi.ALL_GATHER, runtime=10, size=128)
+    st.wait("w0", "ag0")
+    st.collective("ag1", "w0", kernel=fi.ALL_GATHER, runtime=10, size=1024)
+    st.wait("w1", "ag1")
+    return st
+
+
+GROUP = {"AR0": "g1", "AR1": "g2", "AR2": "g3"}
+
+
+class Scenarios(unittest.TestCase):
+    def test_s1_sink_waits(self):
+        self.assertEqual(reorder(s1(), ["sink_waits"]),
+                         ["ar", "b", "w", "out"])
+        self.assertEqual(reorder(s1(), [SINK]), ["ar", "b", "w", "out"])
+
+    def test_s2_raise_comms(self):
+        self.assertEqual(reorder(s2(False), ["raise_comms"]),
+                         ["b", "e", "c", "d", "we", "out"])
+
+    def test_s2_in_place_all_reduce_keeps_war_order(self):
+        # Inductor's FileCheck: mm, relu, all_reduce_, mm, wait, mm
+        self.assertEqual(reorder(s2(True), ["raise_comms"]),
+                         ["b", "c", "e", "d", "we", "out"])
+
+    def test_s3_sink_and_raise(self):
+        self.assertEqual(reorder(s3(), ["sink_waits", "raise_comms"]),
+                         ["mm", "ar", "relu", "mm_1", "relu_1", "mm_2", "w",
+                          "mm_3"])
+        # the aten scheduler's exact order, from the iterative pair with
+        # runtime estimations
+        self.assertEqual(
+            reorder(s3(), [SINK, RCPPM],
+                    sink_iterative_use_runtime_estimations=True,
+                    reorder_iterative_use_runtime_estimations=True,
+                    reorder_iterative_extra_comm_comp_overlap=0),
+            ["mm", "relu", "ar", "mm_1", "relu_1", "mm_2", "w", "mm_3"])
+
+    def test_s4_reorder_compute_for_overlap(self):
+        self.assertEqual(reorder(s4(), ["reorder_compute_for_overlap"]),
+                         ["ar", "relu", "mm_d", "mm_g", "w_ar", "mul", "fr",
+                          "w_fr", "add", "mm_e"])
+
+    def test_s5_collective_order(self):
+        def group(sn):
+            return GROUP[sn.get_name()]
+        # Inductor's safe setting keeps the collective order
+        self.assertEqual(
+            reorder(s5(), [RCPPM], group_of=group,
+                    reorder_iterative_unsafe_collectives_reorder=False),
+            ["AR0", "AR1", "AR2", "W2", "W1", "W0"])
+        # its default (unsafe reorder on) reverses them, as the seed does
+        self.assertEqual(reorder(s5(), [RCPPM], group_of=group),
+                         ["AR2", "AR1", "AR0", "W2", "W1", "W0"])
+
+    def test_s6_wait_dependency_blocks_motion(self):
+        g = ci.to_graph(s6().snodes, **PRED)
+        r = commsched.optimize(g, ["sink_waits", RCPPM])
+        self.assertEqual(r.order, ["ag0", "w0", "ag1", "w1"])
+        rows = r.stats[1].nodes
+        self.assertEqual([(x.node, x.moves) for x in rows],
+                         [("ag0", 0), ("ag1", 0)])
+        self.assertTrue(rows[1].limiting_factor.startswith(
+            "data dependency detected"))
+
+    def test_default_pipeline(self):
+        # Inductor's recommended list: the wait of S1 sinks past b
+        self.assertEqual(reorder(s1()), ["ar", "b", "w", "out"])
+
+
+class Mapping(unittest.TestCase):
+    def test_reads_only_the_documented_attributes(self):
+        fi.ACCESSED.clear()
+        st = s2(True)
+        grouped = fi.GroupedSchedulerNode("grp", [st.snodes[2]])
+        snodes = st.snodes[:2] + [grouped] + st.snodes[3:]
+        ci.reorder(snodes, **PRED)
+        attrs = {a.split(".", 1)[1] for a in fi.ACCESSED}
+        allowed = {"get_name", "get_outputs", "get_buffer_names",
+                   "get_operation_names", "unmet_dependencies",
+                   "get_estimated_runtime", "node", "snodes", "mpi_buffer"}
+        self.assertTrue(attrs <= allowed, attrs - allowed)
+        self.assertNotIn("ancestors", attrs)
+
+    def test_default_predicates_come_from_torch_inductor_utils(self):
+        remove = fi.install_fake_torch()
+        try:
+            out = ci.reorder(s1().snodes, passes=["sink_waits"])
+            self.assertEqual([s.get_name() for s in out],
+                             ["ar", "b", "w", "out"])
+        finally:
+            remove()
+
+    def test_without_torch_the_predicates_are_required(self):
+        if "torch" in sys.modules:
+            self.skipTest("a torch module is loaded")
+        with self.assertRaises(commsched.Error) as cm:
+            ci.reorder(s1().snodes)
+        self.assertIn("contains_collective", str(cm.exception))
+
+    def test_graph_mapping(self):
+        st = s2(True)
+        g = ci.to_graph(st.snodes, graph_inputs={"a": 64, "primals_1": 8},
+                        graph_outputs=["buf5"], **PRED)
+        self.assertEqual(g.nodes, ["b", "c", "d", "e", "we", "out"])
+        self.assertEqual([g.kind(n) for n in g.nodes],
+                         ["compute", "compute", "compute", "collective",
+                          "wait", "compute"])
+        r = commsched.optimize(g, "none")
+        self.assertEqual(r.runtime_ns["e"], 100.0)
+        self.assertEqual(r.runtime_ns["b"], 5.0)
+        # freeable input a (64 bytes) is the baseline
+        self.assertEqual(r.before.memory_baseline, 64)
+
+    def test_in_place_collective_keeps_its_input_alive(self):
+        # e = all_reduce_(b) mutates b; we = wait(e). b's 16 bytes must
+        # stay live until out reads the wait's result (memory.py folds the
+        # mutations into b): 16 + 100 + 1 at out, not 100 + 1.
+        st = Step()
+        st.mm("b", "a", "a")
+        st.collective("e", "b", kernel=fi.ALL_REDUCE_, in_place=True)
+        st.wait("we", "e")
+        st.size = 100
+        st.pointwise("big", "x")
+        st.size = 1
+        st.pointwise("out", "we", "big")
+        r = commsched.optimize(ci.to_graph(st.snodes, **PRED), "none")
+        self.assertEqual(r.before.peak_memory_step, 117)
+
+    def test_sync_collective_and_gemm_flags(self):
+        st = Step()
+        st.collective("a2a", "x", kernel=fi.SHARD_DIM_ALLTOALL)
+        st.pointwise("use", "a2a")   # sync: read without a wait
+        g = ci.to_graph(st.snodes, **PRED)
+        self.assertEqual(g.nodes, ["a2a", "use"])
+        # an async collective read without a wait is a located error
+        st = Step()
+        st.collective("ar", "x")
+        st.pointwise("use", "ar")
+        with self.assertRaises(commsched.Error) as cm:
+            ci.reorder(st.snodes, **PRED)
+        self.assertEqual(cm.exception.status, "EGRAPH")
+        self.assertEqual(cm.exception.path, "nodes[1].inputs[0]")
+        self.assertIn("only its wait may read it", str(cm.exception))
+
+    def test_fake_deps_from_global_ordering(self):
+        # decide_global_ordering_of_comms chains collectives with fake
+        # WeakDeps; RCPPM ignores them (the seed's _is_fake_dep) and still
+        # reverses S5; a fake dep on a later node is dropped.
+        st = s5()
+        ar1, ar2 = st.snodes[1], st.snodes[2]
+        ar1.unmet_dependencies.add(fi.WeakDep("buf0", "buf1", is_fake=True))
+        ar2.unmet_dependencies.add(fi.WeakDep("buf1", "buf2", is_fake=True))
+        st.snodes[0].unmet_dependencies.add(
+            fi.WeakDep("buf5", "buf0", is_fake=True))
+        out = ci.reorder(st.snodes, passes=[RCPPM],
+                         group_of=lambda s: GROUP[s.get_name()], **PRED)
+        self.assertEqual([s.get_name() for s in out],
+                         ["AR2", "AR1", "AR0", "W2", "W1", "W0"])
+        # the heap scheduler respects them
+        out = ci.reorder(st.snodes, passes=["raise_comms"],
+                         group_of=lambda s: GROUP[s.get_name()], **PRED)
+        names = [s.get_name() for s in out]
+        self.assertLess(names.index("AR0"), names.index("AR1"))
+        self.assertLess(names.index("AR1"), names.index("AR2"))
+
+    def test_as_an_inductor_pass_list(self):
+        # what reorder_compute_and_comm_for_overlap does with the config list
+        passes = [ci.make_pass(passes=["sink_waits"], **PRED),
+                  ci.make_pass(passes=[RCPPM], **PRED)]
+        order = s4().snodes
+        for p in passes:
+            self.assertTrue(callable(p))
+            order = p(order)
+        self.assertEqual(len(order), 10)
+        self.assertEqual(ci.reorder([], **PRED), [])
+
+    def test_bad_knob_is_located(self):
+        with self.assertRaises(commsched.Error) as cm:
+            ci.reorder(s1().snodes, no_such_knob=1, **PRED)
+        self.assertEqual(cm.exception.path, "no_such_knob")
+
+
+if __name__ == "__main__":
+    unittest.main()
