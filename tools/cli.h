@@ -105,5 +105,6 @@ int cmd_optimize(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif /* COMMSCHED_CLI_H */

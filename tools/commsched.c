@@ -11,6 +11,7 @@ static const cli_command commands[] = {
     {"optimize", cmd_optimize, "run scheduling passes and write the new order"},
     {"estimate", cmd_estimate, "print every node's runtime estimate, its source and cost tuple"},
     {"simulate", cmd_simulate, "simulate the schedule: overlap table, JSON or Chrome trace"},
+    {"run", cmd_run, "execute the schedule on MPI ranks, measured against the prediction"},
     {"generate", cmd_generate, "write a synthetic graph of any size"},
 };
 

@@ -2,7 +2,8 @@
 # usage: run.sh BUILD_DIR SOURCE_DIR WORK_DIR LIBDIR CC CMAKE PKG_CONFIG
 #
 # 1. DESTDIR=WORK/stage cmake --install BUILD_DIR --prefix /usr/local
-#    (the package must be usable where it lands: it is relocatable);
+#    (the package must be usable where it lands: it is relocatable), and
+#    the shared library has a versioned soname and exports only commsched_*;
 # 2. tests/consumer/project via find_package(commsched): shared and static;
 # 3. the same consumer.c via `pkg-config --cflags --libs commsched`, and
 #    linked statically via `pkg-config --static --libs commsched`;
@@ -21,6 +22,20 @@ step() { printf '== %s\n' "$*"; }
 step "install into DESTDIR=$stage, prefix $prefix"
 DESTDIR="$stage" "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log"
 (cd "$stage" && find . \( -type f -o -type l \) | sort)
+
+step "shared library: soname and exported symbols"
+so="$root/$libdir/libcommsched.so"
+if command -v readelf >/dev/null 2>&1; then
+    readelf -d "$so" | grep -q 'SONAME.*\[libcommsched\.so\.[0-9]*\]' ||
+        { echo "$so: no versioned SONAME"; readelf -d "$so" | grep SONAME; exit 1; }
+fi
+if command -v nm >/dev/null 2>&1; then
+    others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v '^commsched_' || true)
+    [ -z "$others" ] || { echo "$so exports non-API symbols:"; echo "$others"; exit 1; }
+    nm -D --defined-only "$so" | grep -q ' T commsched_optimize$' ||
+        { echo "$so: commsched_optimize not exported"; exit 1; }
+    echo "$(nm -D --defined-only "$so" | wc -l) symbols, all commsched_*"
+fi
 
 step "find_package(commsched): shared and static targets"
 "$cmake" -S "$src/tests/consumer/project" -B "$work/cmake-build" \

@@ -1,0 +1,791 @@
+/* commsched — reports of a measured run (runtime.h): the measured figures
+ * beside the simulator's prediction, as a table, JSON and a Chrome trace.
+ * No communication library here: everything works from the gathered
+ * commsched_measurement.
+ *
+ * Aggregation: a per-node or per-step figure is first averaged over ranks
+ * within an iteration (the ranks run the same step), then the median over
+ * iterations is taken, so one descheduled rank in one iteration does not
+ * move the result. Step time is the exception: an iteration's step is its
+ * slowest rank's (the step ends when every rank is done).
+ *
+ * Exposure: a wait's blocked time is split over the collectives it
+ * completes by the simulator's rule (by completion time: the first to
+ * complete owns the stall up to its completion, the next the increment),
+ * and anything after the last completion (bookkeeping, --check) goes to
+ * the last, so exposures add up to the time blocked in waits. A sync
+ * collective is exposed for its whole issue-to-completion time. */
+#include "commsched/runtime.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commsched/cost.h"
+#include "graph_internal.h"
+
+/* ---- prediction ------------------------------------------------------------ */
+
+void commsched_measurement_predict(const commsched_measurement *m,
+                                   const double *model_ns, double *runtime_ns,
+                                   uint8_t *sources)
+{
+    const commsched_graph *g = m->graph;
+    double ts = m->options.time_scale;
+    for (uint32_t v = 0; v < m->nodes; v++) {
+        const cs_node *nd = &g->nodes[v];
+        double model = model_ns ? model_ns[v] : 0;
+        double r = 0;
+        uint8_t measured = 0;
+        if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+            if (m->solo_ns) {
+                r = m->solo_ns[v];
+                measured = 1;
+            } else {
+                r = model * ts;
+            }
+        } else if (nd->kind == COMMSCHED_NODE_COMPUTE) {
+            if (m->options.compute == COMMSCHED_COMPUTE_TOUCH && m->solo_ns) {
+                r = m->solo_ns[v];
+                measured = 1;
+            } else {
+                r = model * ts;
+            }
+        } else {
+            r = model * ts; /* a wait's own runtime, normally 0 */
+        }
+        runtime_ns[v] = r > 0 && isfinite(r) ? r : 0;
+        if (sources)
+            sources[v] = measured;
+    }
+}
+
+/* ---- aggregation --------------------------------------------------------------- */
+
+typedef struct summary {
+    uint32_t R, n, I;
+    double step_med, step_min, step_max;
+    double *step_it;      /* [iter]: slowest rank */
+    double compute, comm, exposed, overlap; /* medians of rank means */
+    double *dur;          /* [node] median over iterations of the rank mean */
+    double *exposed_node; /* [node] collectives: the same for exposure */
+    double *issue;        /* [node] the same for the start time */
+    int64_t peak;         /* max over ranks */
+    uint32_t n_coll;
+    double *rank_tot;     /* [rank * 5 + f]: medians over iterations of the
+                             rank's step, compute, comm, exposed, overlap */
+} summary;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void summary_free(summary *s)
+{
+    free(s->step_it);
+    free(s->dur);
+    free(s->exposed_node);
+    free(s->issue);
+    free(s->rank_tot);
+}
+
+/* The collectives a wait completes: its direct producers that are
+ * collectives (the simulator's rule). */
+static size_t wait_colls(const commsched_graph *g, uint32_t w, uint32_t *out,
+                         size_t cap)
+{
+    size_t k = 0;
+    for (uint32_t e = g->reads.off[w]; e < g->reads.off[w + 1]; e++) {
+        uint32_t p = g->buffers[g->reads.idx[e]].producer;
+        if (p == COMMSCHED_NONE || g->nodes[p].kind != COMMSCHED_NODE_COLLECTIVE)
+            continue;
+        int seen = 0;
+        for (size_t i = 0; i < k; i++)
+            seen |= out[i] == p;
+        if (!seen && k < cap)
+            out[k++] = p;
+    }
+    return k;
+}
+
+static int summarize(const commsched_measurement *m, summary *s)
+{
+    const commsched_graph *g = m->graph;
+    uint32_t R = m->ranks, n = m->nodes, I = m->iters;
+    memset(s, 0, sizeof *s);
+    s->R = R;
+    s->n = n;
+    s->I = I;
+    s->step_it = calloc(I ? I : 1, sizeof *s->step_it);
+    s->dur = calloc(n ? n : 1, sizeof *s->dur);
+    s->exposed_node = calloc(n ? n : 1, sizeof *s->exposed_node);
+    s->issue = calloc(n ? n : 1, sizeof *s->issue);
+    double *exp_ir = calloc(n ? n : 1, sizeof *exp_ir);  /* one (iter, rank) */
+    double *acc_d = calloc((size_t)I * n + 1, sizeof *acc_d);
+    double *acc_e = calloc((size_t)I * n + 1, sizeof *acc_e);
+    double *acc_s = calloc((size_t)I * n + 1, sizeof *acc_s);
+    double *tot = calloc((size_t)I * 4 + 1, sizeof *tot);
+    double *col = malloc(((size_t)I + 1) * sizeof *col);
+    double *tot_ir = calloc((size_t)I * R * 5 + 1, sizeof *tot_ir);
+    s->rank_tot = calloc((size_t)R * 5 + 1, sizeof *s->rank_tot);
+    uint32_t wc[64];
+    int ok = s->step_it && s->dur && s->exposed_node && s->issue && exp_ir &&
+             acc_d && acc_e && acc_s && tot && col && tot_ir && s->rank_tot;
+    if (!ok)
+        goto done;
+    for (uint32_t v = 0; v < n; v++)
+        if (g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE)
+            s->n_coll++;
+    for (uint32_t it = 0; it < I; it++) {
+        double worst = 0;
+        for (uint32_t r = 0; r < R; r++) {
+            size_t base = ((size_t)it * R + r) * n;
+            const double *t0 = m->start_ns + base, *t1 = m->end_ns + base;
+            double step = m->step_ns[(size_t)it * R + r];
+            if (step > worst)
+                worst = step;
+            memset(exp_ir, 0, (size_t)n * sizeof *exp_ir);
+            double comp = 0, comm = 0, exposed = 0;
+            for (uint32_t v = 0; v < n; v++) {
+                const cs_node *nd = &g->nodes[v];
+                double d = t1[v] - t0[v];
+                if (nd->kind == COMMSCHED_NODE_COMPUTE) {
+                    comp += d;
+                } else if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+                    comm += d;
+                    if (nd->is_sync) {
+                        exp_ir[v] += d;
+                        exposed += d;
+                    }
+                } else {
+                    exposed += d;
+                    size_t k = wait_colls(g, v, wc, sizeof wc / sizeof wc[0]);
+                    /* by completion time (insertion sort: k is small) */
+                    for (size_t i = 1; i < k; i++)
+                        for (size_t j = i; j > 0 && t1[wc[j - 1]] > t1[wc[j]]; j--) {
+                            uint32_t tmp = wc[j];
+                            wc[j] = wc[j - 1];
+                            wc[j - 1] = tmp;
+                        }
+                    double cur = t0[v];
+                    for (size_t i = 0; i < k; i++) {
+                        double e = fmin(t1[wc[i]], t1[v]);
+                        if (e > cur) {
+                            exp_ir[wc[i]] += e - cur;
+                            cur = e;
+                        }
+                    }
+                    if (k > 0 && t1[v] > cur)
+                        exp_ir[wc[k - 1]] += t1[v] - cur;
+                }
+            }
+            for (uint32_t v = 0; v < n; v++) {
+                acc_d[(size_t)it * n + v] += (t1[v] - t0[v]) / R;
+                acc_e[(size_t)it * n + v] += exp_ir[v] / R;
+                acc_s[(size_t)it * n + v] += t0[v] / R;
+            }
+            tot[it * 4 + 0] += comp / R;
+            tot[it * 4 + 1] += comm / R;
+            tot[it * 4 + 2] += exposed / R;
+            tot[it * 4 + 3] += (comm > 0 ? fmax(0, 1 - exposed / comm) : 1) / R;
+            double *ir = tot_ir + ((size_t)it * R + r) * 5;
+            ir[0] = step;
+            ir[1] = comp;
+            ir[2] = comm;
+            ir[3] = exposed;
+            ir[4] = comm > 0 ? fmax(0, 1 - exposed / comm) : 1;
+        }
+        s->step_it[it] = worst;
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        for (uint32_t it = 0; it < I; it++)
+            col[it] = acc_d[(size_t)it * n + v];
+        s->dur[v] = median(col, I);
+        for (uint32_t it = 0; it < I; it++)
+            col[it] = acc_e[(size_t)it * n + v];
+        s->exposed_node[v] = median(col, I);
+        for (uint32_t it = 0; it < I; it++)
+            col[it] = acc_s[(size_t)it * n + v];
+        s->issue[v] = median(col, I);
+    }
+    double *fig[4] = {&s->compute, &s->comm, &s->exposed, &s->overlap};
+    for (int f = 0; f < 4; f++) {
+        for (uint32_t it = 0; it < I; it++)
+            col[it] = tot[it * 4 + (uint32_t)f];
+        *fig[f] = median(col, I);
+    }
+    for (uint32_t it = 0; it < I; it++)
+        col[it] = s->step_it[it];
+    s->step_med = median(col, I);
+    s->step_min = s->step_max = I ? s->step_it[0] : 0;
+    for (uint32_t it = 0; it < I; it++) {
+        s->step_min = fmin(s->step_min, s->step_it[it]);
+        s->step_max = fmax(s->step_max, s->step_it[it]);
+    }
+    for (uint32_t r = 0; r < R; r++) {
+        if (m->peak_live[r] > s->peak)
+            s->peak = m->peak_live[r];
+        for (uint32_t f = 0; f < 5; f++) {
+            for (uint32_t it = 0; it < I; it++)
+                col[it] = tot_ir[((size_t)it * R + r) * 5 + f];
+            s->rank_tot[(size_t)r * 5 + f] = median(col, I);
+        }
+    }
+done:
+    free(tot_ir);
+    free(exp_ir);
+    free(acc_d);
+    free(acc_e);
+    free(acc_s);
+    free(tot);
+    free(col);
+    if (!ok)
+        summary_free(s);
+    return ok ? 0 : -1;
+}
+
+/* ---- formatting -------------------------------------------------------------------- */
+
+static const char *fmt_time(double ns, char *buf, size_t size)
+{
+    if (!isfinite(ns))
+        snprintf(buf, size, "-");
+    else if (fabs(ns) >= 1e9)
+        snprintf(buf, size, "%.3f s", ns / 1e9);
+    else if (fabs(ns) >= 1e6)
+        snprintf(buf, size, "%.3f ms", ns / 1e6);
+    else if (fabs(ns) >= 1e3)
+        snprintf(buf, size, "%.1f us", ns / 1e3);
+    else
+        snprintf(buf, size, "%.0f ns", ns);
+    return buf;
+}
+
+static const char *fmt_bytes(double bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%.0f B", bytes);
+    else
+        snprintf(buf, size, "%.2f %s", bytes, units[u]);
+    return buf;
+}
+
+static double err_pct(double measured, double predicted)
+{
+    return predicted > 0 ? 100.0 * (measured - predicted) / predicted : NAN;
+}
+
+static const char *fmt_pct(double p, char *buf, size_t size)
+{
+    if (isfinite(p))
+        snprintf(buf, size, "%+.1f%%", p);
+    else
+        snprintf(buf, size, "-");
+    return buf;
+}
+
+static const char *prediction_source(const commsched_measurement *m,
+                                     const commsched_run_prediction *p)
+{
+    if (!p || !p->sim)
+        return "none";
+    return m->solo_ns ? "calibrated" : "model";
+}
+
+static commsched_status io_status(FILE *out, commsched_error *err)
+{
+    if (ferror(out))
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "cannot write the report");
+    return COMMSCHED_OK;
+}
+
+static commsched_status oom(commsched_error *err)
+{
+    return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+}
+
+/* ---- table ------------------------------------------------------------------------- */
+
+commsched_status commsched_run_report_table(FILE *out,
+                                            const commsched_measurement *m,
+                                            const commsched_run_prediction *p,
+                                            commsched_error *err)
+{
+    const commsched_graph *g = m->graph;
+    summary s;
+    if (summarize(m, &s) != 0)
+        return oom(err);
+    const commsched_sim *sim = p ? p->sim : NULL;
+    const commsched_sim_node *sn = sim ? commsched_sim_get_nodes(sim) : NULL;
+    const commsched_sim_totals *st = sim ? commsched_sim_get_totals(sim) : NULL;
+    const commsched_run_options *o = &m->options;
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    fprintf(out,
+            "%s: %u nodes, %u collectives on %u ranks (%s, %s)\n"
+            "compute %s x%g, sizes x%g, all-reduce %s; %u iterations after "
+            "%u warm-up; prediction: %s\n\n",
+            g->name ? g->name : "(unnamed)", m->nodes, s.n_coll, m->ranks,
+            m->runtime, m->library[0] ? m->library : "?",
+            commsched_compute_mode_str(o->compute), o->time_scale,
+            o->size_scale, commsched_allreduce_algo_str(o->allreduce), m->iters,
+            o->warmup,
+            strcmp(prediction_source(m, p), "calibrated") == 0
+                ? "simulator, collectives timed alone (calibration)"
+                : strcmp(prediction_source(m, p), "model") == 0
+                      ? "simulator, cost model"
+                      : "none");
+    if (s.n_coll > 0) {
+        fprintf(out, "%-20s %-14s %-6s %10s %10s %10s %7s %10s %10s\n",
+                "collective", "op", "group", "bytes", "predicted", "measured",
+                "error", "pred exp", "meas exp");
+        for (uint32_t k = 0; k < m->nodes; k++) {
+            uint32_t v = m->order[k];
+            const cs_node *nd = &g->nodes[v];
+            if (nd->kind != COMMSCHED_NODE_COLLECTIVE)
+                continue;
+            double pred = sn ? sn[v].end_ns - sn[v].issue_ns : NAN;
+            double pexp = sn ? sn[v].exposed_ns : NAN;
+            char name[21], op[16];
+            snprintf(name, sizeof name, "%s", nd->name);
+            snprintf(op, sizeof op, "%s%s", nd->op, nd->is_sync ? "*" : "");
+            fprintf(out, "%-20s %-14s %-6.6s %10s %10s %10s %7s %10s %10s\n",
+                    name, op, g->groups[nd->group].name,
+                    fmt_bytes(commsched_cost_collective_bytes(g, v) *
+                                  o->size_scale,
+                              a, sizeof a),
+                    fmt_time(pred, b, sizeof b), fmt_time(s.dur[v], c, sizeof c),
+                    fmt_pct(err_pct(s.dur[v], pred), d, sizeof d),
+                    fmt_time(pexp, e, sizeof e),
+                    fmt_time(s.exposed_node[v], f, sizeof f));
+        }
+        fprintf(out, "(predicted/measured: issue to completion; exp: time "
+                     "the compute stream was blocked on it; * sync)\n\n");
+    }
+    fprintf(out, "%-22s %12s %12s %8s\n", "", "predicted", "measured", "error");
+    fprintf(out, "%-22s %12s %12s %8s   (min %s, max %s)\n", "step time",
+            fmt_time(st ? st->makespan_ns : NAN, a, sizeof a),
+            fmt_time(s.step_med, b, sizeof b),
+            fmt_pct(err_pct(s.step_med, st ? st->makespan_ns : NAN), c, sizeof c),
+            fmt_time(s.step_min, d, sizeof d), fmt_time(s.step_max, e, sizeof e));
+    fprintf(out, "%-22s %12s %12s %8s\n", "compute",
+            fmt_time(st ? st->compute_ns : NAN, a, sizeof a),
+            fmt_time(s.compute, b, sizeof b),
+            fmt_pct(err_pct(s.compute, st ? st->compute_ns : NAN), c, sizeof c));
+    fprintf(out, "%-22s %12s %12s %8s\n", "comm",
+            fmt_time(st ? st->comm_ns : NAN, a, sizeof a),
+            fmt_time(s.comm, b, sizeof b),
+            fmt_pct(err_pct(s.comm, st ? st->comm_ns : NAN), c, sizeof c));
+    fprintf(out, "%-22s %12s %12s %8s\n", "exposed comm",
+            fmt_time(st ? st->exposed_ns : NAN, a, sizeof a),
+            fmt_time(s.exposed, b, sizeof b),
+            fmt_pct(err_pct(s.exposed, st ? st->exposed_ns : NAN), c, sizeof c));
+    snprintf(a, sizeof a, "%.1f%%", st ? 100 * st->overlap : NAN);
+    snprintf(b, sizeof b, "%.1f%%", 100 * s.overlap);
+    fprintf(out, "%-22s %12s %12s\n", "overlap", st ? a : "-", b);
+    fprintf(out, "peak memory            model %s per step, %s over simulated "
+                 "time; measured %s (max over ranks)\n",
+            st ? fmt_bytes((double)st->peak_memory_step * o->size_scale, a, sizeof a) : "-",
+            st ? fmt_bytes((double)st->peak_memory * o->size_scale, b, sizeof b) : "-",
+            fmt_bytes((double)s.peak, c, sizeof c));
+    if (m->other_bytes > 0)
+        fprintf(out, "                       plus %s of inputs the model does "
+                     "not count\n",
+                fmt_bytes((double)m->other_bytes, a, sizeof a));
+    if (o->check)
+        fprintf(out, "check                  %llu results verified on %u ranks: "
+                     "%s%s\n",
+                (unsigned long long)m->checked, m->ranks,
+                m->mismatches ? "MISMATCHES, first: " : "all correct",
+                m->mismatches ? m->first_mismatch : "");
+    summary_free(&s);
+    return io_status(out, err);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+typedef struct jw {
+    FILE *f;
+    int bad;
+} jw;
+
+static void jw_str(jw *w, const char *s)
+{
+    if (!s) {
+        fputs("null", w->f);
+        return;
+    }
+    json_t *j = json_string(s);
+    if (!j || json_dumpf(j, w->f, JSON_ENCODE_ANY) != 0)
+        w->bad = 1;
+    json_decref(j);
+}
+
+static void jw_num(jw *w, double d)
+{
+    if (!isfinite(d))
+        fputs("null", w->f);
+    else if (d == floor(d) && fabs(d) < 9007199254740992.0)
+        fprintf(w->f, "%.0f", d);
+    else
+        fprintf(w->f, "%.12g", d);
+}
+
+static void jw_key(jw *w, const char *k, int first)
+{
+    if (!first)
+        fputc(',', w->f);
+    jw_str(w, k);
+    fputc(':', w->f);
+}
+
+/* The totals object of the measured-run schema. */
+static void jw_totals(jw *w, double makespan, double compute, double comm,
+                      double exposed, double overlap)
+{
+    fputs("{\"makespan_ns\":", w->f);
+    jw_num(w, makespan);
+    fputs(",\"compute_ns\":", w->f);
+    jw_num(w, compute);
+    fputs(",\"comm_ns\":", w->f);
+    jw_num(w, comm);
+    fputs(",\"exposed_ns\":", w->f);
+    jw_num(w, exposed);
+    fputs(",\"overlap\":", w->f);
+    jw_num(w, overlap);
+    fputs("}", w->f);
+}
+
+/* The file follows the measured-run schema the HTML report reads
+ * (docs/REPORTS.md "Measured runs": totals, memory.peak, per-node rows,
+ * ranks) and adds the prediction, the step distribution and the check. */
+commsched_status commsched_run_report_json(FILE *out,
+                                           const commsched_measurement *m,
+                                           const commsched_run_prediction *p,
+                                           commsched_error *err)
+{
+    const commsched_graph *g = m->graph;
+    summary s;
+    if (summarize(m, &s) != 0)
+        return oom(err);
+    const commsched_sim *sim = p ? p->sim : NULL;
+    const commsched_sim_node *sn = sim ? commsched_sim_get_nodes(sim) : NULL;
+    const commsched_sim_totals *st = sim ? commsched_sim_get_totals(sim) : NULL;
+    const commsched_run_options *o = &m->options;
+    jw w = {out, 0};
+    fputs("{\"format\":\"commsched-measured\",\"version\":1,\n", out);
+    jw_key(&w, "graph", 1);
+    jw_str(&w, g->name);
+    fprintf(out, ",\"node_count\":%u,\"collective_count\":%u,\"rank_count\":%u,\n",
+            m->nodes, s.n_coll, m->ranks);
+    jw_key(&w, "runtime", 1);
+    jw_str(&w, m->runtime);
+    jw_key(&w, "library", 0);
+    jw_str(&w, m->library);
+    fputs(",\n\"options\":{\"compute\":", out);
+    jw_str(&w, commsched_compute_mode_str(o->compute));
+    fputs(",\"time_scale\":", out);
+    jw_num(&w, o->time_scale);
+    fputs(",\"size_scale\":", out);
+    jw_num(&w, o->size_scale);
+    fputs(",\"allreduce\":", out);
+    jw_str(&w, commsched_allreduce_algo_str(o->allreduce));
+    fprintf(out,
+            ",\"ring_threshold\":%llu,\"check\":%s,\"iters\":%u,\"warmup\":%u,"
+            "\"calibrate\":%u,\"timeout_s\":",
+            (unsigned long long)o->ring_threshold, o->check ? "true" : "false",
+            o->iters, o->warmup, o->calibrate);
+    jw_num(&w, o->timeout_s);
+    fputs(",\"poll_us\":", out);
+    jw_num(&w, o->poll_us);
+    fputs("},\n\"totals\":", out);
+    jw_totals(&w, s.step_med, s.compute, s.comm, s.exposed, s.overlap);
+    fputs(",\n\"step\":{\"median_ns\":", out);
+    jw_num(&w, s.step_med);
+    fputs(",\"min_ns\":", out);
+    jw_num(&w, s.step_min);
+    fputs(",\"max_ns\":", out);
+    jw_num(&w, s.step_max);
+    fputs(",\"predicted_ns\":", out);
+    jw_num(&w, st ? st->makespan_ns : NAN);
+    fputs(",\"error_pct\":", out);
+    jw_num(&w, err_pct(s.step_med, st ? st->makespan_ns : NAN));
+    fputs(",\"per_iteration_ns\":[", out);
+    for (uint32_t it = 0; it < m->iters; it++) {
+        if (it)
+            fputc(',', out);
+        jw_num(&w, s.step_it[it]);
+    }
+    fputs("]},\n\"prediction\":{\"source\":", out);
+    jw_str(&w, prediction_source(m, p));
+    fputs(",\"device\":", out);
+    jw_str(&w, p ? p->device : NULL);
+    fputs(",\"totals\":", out);
+    if (st) {
+        jw_totals(&w, st->makespan_ns, st->compute_ns, st->comm_ns,
+                  st->exposed_ns, st->overlap);
+        fputs(",\"lower_bound_ns\":", out);
+        jw_num(&w, st->lower_bound_ns);
+    } else {
+        fputs("null", out);
+    }
+    fputs("},\n\"memory\":{\"peak\":", out);
+    fprintf(out, "%lld", (long long)s.peak);
+    fputs(",\"per_rank\":[", out);
+    for (uint32_t r = 0; r < m->ranks; r++)
+        fprintf(out, "%s%lld", r ? "," : "", (long long)m->peak_live[r]);
+    fputs("],\"model_peak_step\":", out);
+    jw_num(&w, st ? round((double)st->peak_memory_step * o->size_scale) : NAN);
+    fputs(",\"model_peak_simulated\":", out);
+    jw_num(&w, st ? round((double)st->peak_memory * o->size_scale) : NAN);
+    fprintf(out, ",\"uncounted_inputs\":%lld},\n", (long long)m->other_bytes);
+    fprintf(out, "\"check\":{\"enabled\":%s,\"verified\":%llu,\"mismatches\":%llu,"
+                 "\"first_mismatch\":",
+            o->check ? "true" : "false", (unsigned long long)m->checked,
+            (unsigned long long)m->mismatches);
+    jw_str(&w, m->first_mismatch[0] ? m->first_mismatch : NULL);
+    fputs("},\n\"ranks\":[", out);
+    for (uint32_t r = 0; r < m->ranks; r++) {
+        const double *t = s.rank_tot + (size_t)r * 5;
+        fprintf(out, "%s\n{\"rank\":%u,\"totals\":", r ? "," : "", r);
+        jw_totals(&w, t[0], t[1], t[2], t[3], t[4]);
+        fprintf(out, ",\"peak_memory\":%lld}", (long long)m->peak_live[r]);
+    }
+    /* Per node, in the executed order: the median (over iterations) of the
+     * rank-mean issue time and duration. */
+    fputs("],\n\"nodes\":[", out);
+    for (uint32_t k = 0; k < m->nodes; k++) {
+        uint32_t v = m->order[k];
+        const cs_node *nd = &g->nodes[v];
+        fputs(k ? ",\n{\"name\":" : "\n{\"name\":", out);
+        jw_str(&w, nd->name);
+        fputs(",\"kind\":", out);
+        jw_str(&w, commsched_node_kind_str((commsched_node_kind)nd->kind));
+        fputs(",\"start_ns\":", out);
+        jw_num(&w, fmax(0, s.issue[v]));
+        fputs(",\"end_ns\":", out);
+        jw_num(&w, fmax(0, s.issue[v]) + fmax(0, s.dur[v]));
+        if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+            fputs(",\"issue_ns\":", out);
+            jw_num(&w, fmax(0, s.issue[v]));
+            fputs(",\"exposed_ns\":", out);
+            jw_num(&w, s.exposed_node[v]);
+        }
+        fputs("}", out);
+    }
+    fputs("],\n\"collectives\":[", out);
+    int first = 1;
+    for (uint32_t k = 0; k < m->nodes; k++) {
+        uint32_t v = m->order[k];
+        const cs_node *nd = &g->nodes[v];
+        if (nd->kind != COMMSCHED_NODE_COLLECTIVE)
+            continue;
+        fputs(first ? "\n{\"name\":" : ",\n{\"name\":", out);
+        first = 0;
+        jw_str(&w, nd->name);
+        fputs(",\"op\":", out);
+        jw_str(&w, nd->op);
+        fputs(",\"group\":", out);
+        jw_str(&w, g->groups[nd->group].name);
+        fprintf(out, ",\"sync\":%s,\"bytes\":", nd->is_sync ? "true" : "false");
+        jw_num(&w, round(commsched_cost_collective_bytes(g, v) * o->size_scale));
+        fputs(",\"issue_ns\":", out);
+        jw_num(&w, fmax(0, s.issue[v]));
+        fputs(",\"start_ns\":", out);
+        jw_num(&w, fmax(0, s.issue[v]));
+        fputs(",\"end_ns\":", out);
+        jw_num(&w, fmax(0, s.issue[v]) + fmax(0, s.dur[v]));
+        fputs(",\"measured_ns\":", out);
+        jw_num(&w, s.dur[v]);
+        fputs(",\"exposed_ns\":", out);
+        jw_num(&w, s.exposed_node[v]);
+        fputs(",\"solo_ns\":", out);
+        jw_num(&w, m->solo_ns ? m->solo_ns[v] : NAN);
+        double pred = sn ? sn[v].end_ns - sn[v].issue_ns : NAN;
+        fputs(",\"predicted_ns\":", out);
+        jw_num(&w, pred);
+        fputs(",\"error_pct\":", out);
+        jw_num(&w, err_pct(s.dur[v], pred));
+        fputs(",\"predicted_exposed_ns\":", out);
+        jw_num(&w, sn ? sn[v].exposed_ns : NAN);
+        fputs("}", out);
+    }
+    fputs("],\n\"wall_s\":", out);
+    jw_num(&w, m->wall_s);
+    fputs("}\n", out);
+    summary_free(&s);
+    if (w.bad)
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "cannot encode a name as JSON");
+    return io_status(out, err);
+}
+
+/* ---- trace ---------------------------------------------------------------------------- */
+
+/* Names and orders a process (is_process) or one of its threads. */
+static void tr_meta(jw *w, int *first, int pid, int tid, int is_process,
+                    const char *name, int sort)
+{
+    const char *kind = is_process ? "process" : "thread";
+    fputs(*first ? "\n" : ",\n", w->f);
+    *first = 0;
+    fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s_name\","
+                  "\"args\":{\"name\":",
+            pid, tid, kind);
+    jw_str(w, name);
+    fprintf(w->f, "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":"
+                  "\"%s_sort_index\",\"args\":{\"sort_index\":%d}}",
+            pid, tid, kind, sort);
+}
+
+static void tr_slice(jw *w, int pid, int tid, const char *name, const char *cat,
+                     double ts_ns, double dur_ns, const cs_node *nd,
+                     const commsched_graph *g, uint32_t iter)
+{
+    fprintf(w->f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":", pid, tid);
+    jw_str(w, name);
+    fprintf(w->f, ",\"cat\":\"%s\",\"ts\":", cat);
+    jw_num(w, ts_ns / 1e3);
+    fputs(",\"dur\":", w->f);
+    jw_num(w, fmax(0, dur_ns) / 1e3);
+    fputs(",\"args\":{\"op\":", w->f);
+    jw_str(w, nd->op);
+    if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+        fputs(",\"group\":", w->f);
+        jw_str(w, g->groups[nd->group].name);
+    }
+    fprintf(w->f, ",\"iteration\":%u,\"dur_ns\":", iter);
+    jw_num(w, dur_ns);
+    fputs("}}", w->f);
+}
+
+static const char *cat_of(const cs_node *nd)
+{
+    if (nd->kind == COMMSCHED_NODE_COMPUTE)
+        return "compute";
+    if (nd->kind == COMMSCHED_NODE_WAIT)
+        return "wait";
+    return nd->is_sync ? "sync collective" : "collective";
+}
+
+commsched_status commsched_run_report_trace(FILE *out,
+                                            const commsched_measurement *m,
+                                            const commsched_run_prediction *p,
+                                            commsched_error *err)
+{
+    const commsched_graph *g = m->graph;
+    summary s;
+    if (summarize(m, &s) != 0)
+        return oom(err);
+    uint32_t R = m->ranks, n = m->nodes;
+    const commsched_sim *sim = p ? p->sim : NULL;
+    jw w = {out, 0};
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"format\":"
+          "\"commsched-run-trace\",\"graph\":",
+          out);
+    jw_str(&w, g->name);
+    fprintf(out, ",\"ranks\":%u,\"iterations\":%u,\"step_median_ns\":", R,
+            m->iters);
+    jw_num(&w, s.step_med);
+    fputs("},\n\"traceEvents\":[", out);
+    int first = 1;
+    char label[64];
+    uint32_t procs = R + (sim ? 1u : 0u);
+    for (uint32_t r = 0; r < procs; r++) {
+        int pid = (int)r + 1;
+        if (r < R)
+            snprintf(label, sizeof label, "rank %u", r);
+        else
+            snprintf(label, sizeof label, "predicted (simulator)");
+        tr_meta(&w, &first, pid, 0, 1, label, (int)r);
+        tr_meta(&w, &first, pid, 0, 0, "compute", 0);
+        for (uint32_t gi = 0; gi < g->n_groups; gi++) {
+            snprintf(label, sizeof label, "comm %s", g->groups[gi].name);
+            tr_meta(&w, &first, pid, (int)gi + 1, 0, label, (int)gi + 1);
+        }
+    }
+    /* Iterations end to end, a small gap apart, whatever the ranks' clocks
+     * say (each iteration's times are relative to its own start). */
+    double gap = s.step_med * 0.02, offset = 0;
+    uint32_t wc[64];
+    for (uint32_t it = 0; it < m->iters; it++) {
+        for (uint32_t r = 0; r < R; r++) {
+            size_t base = ((size_t)it * R + r) * n;
+            int pid = (int)r + 1;
+            for (uint32_t v = 0; v < n; v++) {
+                const cs_node *nd = &g->nodes[v];
+                /* A collective's slice starts when it was handed to MPI:
+                 * queueing behind its stream shows as a gap. */
+                double s0 = nd->kind == COMMSCHED_NODE_COLLECTIVE && m->post_ns
+                                ? m->post_ns[base + v]
+                                : m->start_ns[base + v];
+                double t0 = offset + s0;
+                double d = m->end_ns[base + v] - s0;
+                int tid = nd->kind == COMMSCHED_NODE_COLLECTIVE ? (int)nd->group + 1 : 0;
+                tr_slice(&w, pid, tid, nd->name, cat_of(nd), t0, d, nd, g, it);
+                if (nd->kind == COMMSCHED_NODE_COLLECTIVE && nd->is_sync)
+                    tr_slice(&w, pid, 0, nd->name, cat_of(nd), t0, d, nd, g, it);
+                if (nd->kind != COMMSCHED_NODE_WAIT)
+                    continue;
+                size_t k = wait_colls(g, v, wc, sizeof wc / sizeof wc[0]);
+                for (size_t i = 0; i < k; i++) {
+                    uint32_t c = wc[i];
+                    unsigned long long id =
+                        ((unsigned long long)(it * R + r) * n + c) + 1;
+                    double cs = offset + (m->post_ns ? m->post_ns[base + c]
+                                                     : m->start_ns[base + c]),
+                           ce = offset + m->end_ns[base + c];
+                    fprintf(out, ",\n{\"ph\":\"s\",\"pid\":%d,\"tid\":%u,"
+                                 "\"name\":\"completes\",\"cat\":\"flow\","
+                                 "\"id\":%llu,\"ts\":",
+                            pid, g->nodes[c].group + 1, id);
+                    jw_num(&w, (cs + ce) / 2 / 1e3);
+                    fprintf(out, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,"
+                                 "\"tid\":0,\"name\":\"completes\",\"cat\":"
+                                 "\"flow\",\"id\":%llu,\"ts\":",
+                            pid, id);
+                    jw_num(&w, (t0 + t0 + fmax(d, 0)) / 2 / 1e3);
+                    fputs("}", out);
+                }
+            }
+        }
+        offset += s.step_it[it] + gap;
+    }
+    if (sim) {
+        const commsched_sim_node *sn = commsched_sim_get_nodes(sim);
+        int pid = (int)R + 1;
+        for (uint32_t v = 0; v < n; v++) {
+            const cs_node *nd = &g->nodes[v];
+            int tid = nd->kind == COMMSCHED_NODE_COLLECTIVE ? (int)nd->group + 1 : 0;
+            double t0 = nd->kind == COMMSCHED_NODE_WAIT ? sn[v].issue_ns : sn[v].start_ns;
+            tr_slice(&w, pid, tid, nd->name, cat_of(nd), t0, sn[v].end_ns - t0,
+                     nd, g, 0);
+            if (nd->kind == COMMSCHED_NODE_COLLECTIVE && nd->is_sync)
+                tr_slice(&w, pid, 0, nd->name, cat_of(nd), t0,
+                         sn[v].end_ns - t0, nd, g, 0);
+        }
+    }
+    fputs("\n]}\n", out);
+    summary_free(&s);
+    if (w.bad)
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "cannot encode a name as JSON");
+    return io_status(out, err);
+}

@@ -1,0 +1,1588 @@
+/* commsched — the MPI runtime adaptor: every rank walks the same schedule
+ * (DESIGN.md §8, docs/RUNTIME.md). The only file of the library besides
+ * ring_allreduce.c that includes mpi.h.
+ *
+ * Execution model, per node in the order:
+ * - compute: its outputs are allocated (and their pages touched), then it
+ *   runs for its runtime x time_scale: sleeping, spinning or streaming over
+ *   its bytes; in every mode it tests the in-flight requests every poll
+ *   quantum, because MPI (like a NIC without its own progress engine) only
+ *   moves a non-blocking collective forward inside MPI calls;
+ * - async collective: its output is allocated and the non-blocking call is
+ *   posted on the group's communicator (MPI_Iallreduce, MPI_Iallgather,
+ *   MPI_Ireduce_scatter_block, MPI_Ialltoall, MPI_Ibcast, MPI_Ireduce,
+ *   MPI_Ibarrier; send and recv as an MPI_Isend/MPI_Irecv ring shift;
+ *   all_reduce optionally as seed 001's ring); its end is the first time a
+ *   test sees it complete;
+ * - sync collective: posted and completed where it stands;
+ * - wait: completes the collectives it reads (MPI_Wait, or a test loop
+ *   against the watchdog's deadline); the time spent is the measured
+ *   exposed communication.
+ * Buffers are freed at the plan's points (plan.c: a collective's buffers
+ * live until its wait).
+ *
+ * Communicators: a group of size k in a world of N ranks is N/k disjoint
+ * communicators of consecutive ranks (MPI_Comm_split with color rank / k).
+ *
+ * Safety: before anything runs, the ranks compare the graph hash and the
+ * (op, group, bytes) sequence of their collectives, so a rank-divergent
+ * order fails with a message instead of deadlocking (Inductor #189454,
+ * torchrec #4149). Every blocking point (waits, sync collectives, the
+ * barriers between iterations) polls against --timeout and turns a stuck
+ * rank into MPI_Abort naming the node. A rank that dies is mpirun's
+ * business: Open MPI and MPICH both tear the job down.
+ *
+ * No globals: the state of a run lives in `exec`, the adaptor's in
+ * `struct commsched_runtime`. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <mpi.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include "commsched/runtime.h"
+#include "graph_internal.h"
+#include "plan.h"
+#include "ring_allreduce.h"
+#include "runtime_internal.h"
+
+struct commsched_runtime {
+    int rank, size;
+    int we_initialized; /* MPI_Init was ours, so MPI_Finalize is too */
+    int tag_ub;
+    double wake_ns;     /* how late a sleep wakes up: sleeps end this early
+                           and spin the rest, so compute nodes last their
+                           runtime and not runtime + wake-up latency */
+    char library[96];
+};
+
+/* ---- time ------------------------------------------------------------------ */
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void sleep_until(double t_ns)
+{
+    struct timespec ts;
+    double s = floor(t_ns / 1e9);
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)(t_ns - s * 1e9);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* ---- element values for --check ---------------------------------------------- */
+
+typedef enum ekind { EK_F64, EK_F32, EK_U16, EK_U8, EK_I64, EK_I32, EK_I16, EK_I8 } ekind;
+
+/* MPI has no 16-bit or 8-bit floats: those travel as unsigned integers of
+ * their width, which moves the same bytes (a sum then wraps instead of
+ * rounding, which --check accounts for). */
+static void dtype_to_mpi(commsched_dtype d, MPI_Datatype *dt, ekind *k)
+{
+    switch (d) {
+    case COMMSCHED_DTYPE_FLOAT64: *dt = MPI_DOUBLE; *k = EK_F64; return;
+    case COMMSCHED_DTYPE_FLOAT16:
+    case COMMSCHED_DTYPE_BFLOAT16: *dt = MPI_UINT16_T; *k = EK_U16; return;
+    case COMMSCHED_DTYPE_FLOAT8_E4M3FN:
+    case COMMSCHED_DTYPE_FLOAT8_E5M2:
+    case COMMSCHED_DTYPE_UINT8:
+    case COMMSCHED_DTYPE_BOOL: *dt = MPI_UINT8_T; *k = EK_U8; return;
+    case COMMSCHED_DTYPE_INT64: *dt = MPI_INT64_T; *k = EK_I64; return;
+    case COMMSCHED_DTYPE_INT32: *dt = MPI_INT32_T; *k = EK_I32; return;
+    case COMMSCHED_DTYPE_INT16: *dt = MPI_INT16_T; *k = EK_I16; return;
+    case COMMSCHED_DTYPE_INT8: *dt = MPI_INT8_T; *k = EK_I8; return;
+    default: *dt = MPI_FLOAT; *k = EK_F32; return;
+    }
+}
+
+typedef enum rkind { RK_SUM, RK_PROD, RK_MIN, RK_MAX } rkind;
+
+/* avg and premul_sum have no MPI operation: they sum (same traffic). */
+static void reduce_to_mpi(commsched_reduce_op r, MPI_Op *op, rkind *k)
+{
+    switch (r) {
+    case COMMSCHED_REDUCE_PRODUCT: *op = MPI_PROD; *k = RK_PROD; return;
+    case COMMSCHED_REDUCE_MIN: *op = MPI_MIN; *k = RK_MIN; return;
+    case COMMSCHED_REDUCE_MAX: *op = MPI_MAX; *k = RK_MAX; return;
+    default: *op = MPI_SUM; *k = RK_SUM; return;
+    }
+}
+
+static void put_elem(void *base, size_t i, ekind k, int64_t v)
+{
+    switch (k) {
+    case EK_F64: ((double *)base)[i] = (double)v; break;
+    case EK_F32: ((float *)base)[i] = (float)v; break;
+    case EK_U16: ((uint16_t *)base)[i] = (uint16_t)v; break;
+    case EK_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
+    case EK_I64: ((int64_t *)base)[i] = v; break;
+    case EK_I32: ((int32_t *)base)[i] = (int32_t)v; break;
+    case EK_I16: ((int16_t *)base)[i] = (int16_t)v; break;
+    case EK_I8: ((int8_t *)base)[i] = (int8_t)v; break;
+    }
+}
+
+/* The element as the type holds it, and what `v` becomes in that type
+ * (integer wrap-around included), both as doubles (exact: values stay far
+ * below 2^53). */
+static double get_elem(const void *base, size_t i, ekind k)
+{
+    switch (k) {
+    case EK_F64: return ((const double *)base)[i];
+    case EK_F32: return (double)((const float *)base)[i];
+    case EK_U16: return (double)((const uint16_t *)base)[i];
+    case EK_U8: return (double)((const uint8_t *)base)[i];
+    case EK_I64: return (double)((const int64_t *)base)[i];
+    case EK_I32: return (double)((const int32_t *)base)[i];
+    case EK_I16: return (double)((const int16_t *)base)[i];
+    case EK_I8: return (double)((const int8_t *)base)[i];
+    }
+    return 0;
+}
+
+static double as_type(int64_t v, ekind k)
+{
+    union {
+        double f64; float f32; uint16_t u16; uint8_t u8;
+        int64_t i64; int32_t i32; int16_t i16; int8_t i8;
+    } u;
+    put_elem(&u, 0, k, v);
+    return get_elem(&u, 0, k);
+}
+
+/* Inputs of reductions: small, so every sum and product is exact in every
+ * type up to a few dozen ranks (and wraps identically beyond). */
+static int64_t red_fill(rkind rk, int r, size_t i)
+{
+    switch (rk) {
+    case RK_PROD: return 1 + (int64_t)(((size_t)r + i) & 1u);
+    case RK_MIN:
+    case RK_MAX: return 1 + (int64_t)(((size_t)r * 5u + i) % 11u);
+    default: return 1 + (int64_t)(((size_t)r + i) % 3u);
+    }
+}
+
+static int64_t red_expect(rkind rk, int ranks, size_t i)
+{
+    int64_t acc = red_fill(rk, 0, i);
+    for (int r = 1; r < ranks; r++) {
+        int64_t v = red_fill(rk, r, i);
+        switch (rk) {
+        case RK_PROD: acc *= v; break;
+        case RK_MIN: acc = v < acc ? v : acc; break;
+        case RK_MAX: acc = v > acc ? v : acc; break;
+        default: acc += v; break;
+        }
+    }
+    return acc;
+}
+
+/* Data movers: element i as sent by src (to dst for all-to-all). */
+static int64_t mv_fill(int src, size_t i)
+{
+    return 1 + (int64_t)(((size_t)src * 7u + i) % 13u);
+}
+static int64_t a2a_fill(int src, int dst, size_t i)
+{
+    return 1 + (int64_t)(((size_t)src * 7u + (size_t)dst * 3u + i) % 13u);
+}
+
+/* ---- the state of one run -------------------------------------------------------- */
+
+typedef struct xcoll {
+    uint32_t node;
+    uint32_t group;
+    commsched_coll_op op;
+    MPI_Datatype dt;
+    ekind ek;
+    MPI_Op mop;
+    rkind rk;
+    size_t es;          /* element size */
+    int count;          /* elements, in the op's own convention */
+    int in_place;
+    int tag;
+    int use_ring;       /* all_reduce through cs_ring */
+    cs_ring ring;
+    char *scratch;      /* send/recv shift partner, in-place all-to-all */
+    size_t scratch_bytes;
+    MPI_Request req[2];
+    int n_req;
+    int state;          /* IDLE, QUEUED, IN_FLIGHT, DONE */
+    int verified;
+    uint32_t stream;    /* NONE: posted at once (concurrent) */
+    uint32_t qnext;     /* next queued on the stream */
+} xcoll;
+
+enum { IDLE = 0, IN_FLIGHT = 1, DONE = 2, QUEUED = 3 };
+
+typedef struct exec {
+    commsched_runtime *rt;
+    const commsched_graph *g;
+    const commsched_run_options *o;
+    cs_plan plan;
+    MPI_Comm *comm;     /* per group */
+    int *grank, *gsize; /* per group */
+    xcoll *colls;
+    uint32_t n_colls;
+    uint32_t *coll_of;  /* node -> index in colls, NONE otherwise */
+    void **mem;         /* per buffer (roots) */
+    int64_t live, peak;
+    uint32_t *active;   /* colls in flight */
+    uint32_t n_active;
+    double *t0, *t1;    /* per node, this iteration, absolute ns */
+    double *tp;         /* per node: when a collective was posted */
+    uint32_t n_streams;
+    uint32_t *s_busy;   /* per stream: the collective in flight, or NONE */
+    uint32_t *s_head, *s_tail; /* per stream: queued collectives */
+    double *compute_ns; /* per node: what compute plays */
+    int64_t *touch;     /* per node: bytes touch mode streams */
+    double poll_ns, timeout_ns;
+    uint32_t iter;      /* for messages */
+    const char *phase;  /* "calibration", "warm-up", "iteration" */
+    uint64_t checked, mismatches;
+    char first_mismatch[256];
+    char dummy[64];     /* stands in for absent buffers */
+    char *touch_scratch;
+    size_t touch_scratch_bytes;
+    volatile unsigned long sink; /* keeps touch mode's reads alive */
+} exec;
+
+/* A failure in the middle of a step cannot be agreed on without risking a
+ * deadlock, so it ends the job with a message naming where. */
+static void die(exec *x, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3), noreturn))
+#endif
+    ;
+static void die(exec *x, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "commsched run: rank %d: ", x->rt->rank);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort(); /* MPI_Abort does not return */
+}
+
+static void check_mpi(exec *x, int rc, const char *call, uint32_t node)
+{
+    if (rc == MPI_SUCCESS)
+        return;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    die(x, "%s failed at node \"%s\": %s", call,
+        node == COMMSCHED_NONE ? "(none)" : x->g->nodes[node].name, msg);
+}
+
+static const char *node_name(const exec *x, uint32_t v)
+{
+    return v == COMMSCHED_NONE ? "(end of step)" : x->g->nodes[v].name;
+}
+
+/* ---- buffers ---------------------------------------------------------------------- */
+
+static void buf_alloc(exec *x, uint32_t b, uint32_t node, int counted)
+{
+    int64_t n = x->plan.bytes[b];
+    if (n <= 0 || x->mem[b])
+        return;
+    void *p = NULL;
+    size_t sz = ((size_t)n + 63u) / 64u * 64u;
+    if (posix_memalign(&p, 64, sz) != 0)
+        die(x, "cannot allocate %lld bytes for buffer \"%s\" at node \"%s\" "
+            "(try a smaller --size-scale)",
+            (long long)n, x->g->buffers[b].name, node_name(x, node));
+    /* Touch every page: the memory is really resident, as on a device. */
+    volatile char *c = p;
+    for (size_t i = 0; i < sz; i += 4096)
+        c[i] = 0;
+    c[sz - 1] = 0;
+    x->mem[b] = p;
+    if (counted) {
+        x->live += n;
+        if (x->live > x->peak)
+            x->peak = x->live;
+    }
+}
+
+static void buf_free(exec *x, uint32_t b)
+{
+    if (!x->mem[b])
+        return;
+    free(x->mem[b]);
+    x->mem[b] = NULL;
+    x->live -= x->plan.bytes[b];
+}
+
+/* A buffer's memory; absent and empty buffers get a small stand-in that
+ * only ever takes zero elements. */
+static char *bufp(exec *x, uint32_t b)
+{
+    if (b == COMMSCHED_NONE || x->plan.bytes[b] == 0)
+        return x->dummy;
+    if (!x->mem[b])
+        die(x, "internal: buffer \"%s\" is used while not allocated",
+            x->g->buffers[b].name);
+    return x->mem[b];
+}
+
+/* ---- progress ------------------------------------------------------------------------ */
+
+static int coll_test(exec *x, xcoll *c)
+{
+    int done = 0;
+    if (c->use_ring)
+        check_mpi(x, cs_ring_test(&c->ring, &done), "ring all-reduce", c->node);
+    else
+        check_mpi(x, MPI_Testall(c->n_req, c->req, &done, MPI_STATUSES_IGNORE),
+                  "MPI_Testall", c->node);
+    return done;
+}
+
+static void post(exec *x, uint32_t ci);
+
+/* Records a completion and starts the next collective of its stream. */
+static void mark_done(exec *x, uint32_t i_active)
+{
+    xcoll *c = &x->colls[x->active[i_active]];
+    c->state = DONE;
+    x->t1[c->node] = now_ns();
+    x->active[i_active] = x->active[--x->n_active];
+    uint32_t s = c->stream;
+    if (s == COMMSCHED_NONE)
+        return;
+    x->s_busy[s] = COMMSCHED_NONE;
+    uint32_t next = x->s_head[s];
+    if (next != COMMSCHED_NONE) {
+        x->s_head[s] = x->colls[next].qnext;
+        post(x, next);
+    }
+}
+
+/* Tests every in-flight collective once; records completions. */
+static void progress(exec *x)
+{
+    for (uint32_t i = 0; i < x->n_active;) {
+        if (coll_test(x, &x->colls[x->active[i]]))
+            mark_done(x, i);
+        else
+            i++;
+    }
+}
+
+/* Blocks until collective ci completes; `at` names the node that waits. */
+static void complete(exec *x, uint32_t ci, uint32_t at)
+{
+    xcoll *c = &x->colls[ci];
+    /* Queued: what runs ahead of it on its stream completes first. */
+    while (c->state == QUEUED)
+        complete(x, x->s_busy[c->stream], at);
+    if (c->state != IN_FLIGHT)
+        return;
+    uint32_t slot = 0;
+    while (x->active[slot] != ci)
+        slot++;
+    if (x->timeout_ns <= 0 && !c->use_ring) {
+        /* No watchdog: MPI_Wait itself. */
+        check_mpi(x, MPI_Waitall(c->n_req, c->req, MPI_STATUSES_IGNORE),
+                  "MPI_Waitall", c->node);
+        mark_done(x, slot);
+        return;
+    }
+    double deadline = x->timeout_ns > 0 ? now_ns() + x->timeout_ns : INFINITY;
+    for (;;) {
+        progress(x);
+        if (c->state == DONE)
+            return;
+        double t = now_ns();
+        if (t > deadline)
+            die(x,
+                "watchdog: node \"%s\" has waited %.3g s for \"%s\" (%s on "
+                "group \"%s\") in %s %u; a rank is stuck or the ranks issue "
+                "collectives in different orders; aborting the job",
+                node_name(x, at), x->timeout_ns / 1e9, x->g->nodes[c->node].name,
+                commsched_coll_op_str(c->op), x->g->groups[c->group].name,
+                x->phase, x->iter);
+        if (x->poll_ns > 0)
+            sleep_until(fmin(t + x->poll_ns, deadline));
+    }
+}
+
+/* Completes a blocking point that is not a node (barriers), under the same
+ * watchdog. */
+static void complete_req(exec *x, MPI_Request *req, const char *what)
+{
+    double deadline = x->timeout_ns > 0 ? now_ns() + x->timeout_ns : INFINITY;
+    for (;;) {
+        int done = 0;
+        check_mpi(x, MPI_Test(req, &done, MPI_STATUS_IGNORE), "MPI_Test",
+                  COMMSCHED_NONE);
+        if (done)
+            return;
+        double t = now_ns();
+        if (t > deadline)
+            die(x, "watchdog: %s did not complete within %.3g s (%s %u); a "
+                "rank is stuck or gone; aborting the job",
+                what, x->timeout_ns / 1e9, x->phase, x->iter);
+        sleep_until(fmin(t + (x->poll_ns > 0 ? x->poll_ns : 1000.0), deadline));
+    }
+}
+
+static void barrier(exec *x, MPI_Comm comm, const char *what)
+{
+    MPI_Request req;
+    check_mpi(x, MPI_Ibarrier(comm, &req), "MPI_Ibarrier", COMMSCHED_NONE);
+    complete_req(x, &req, what);
+}
+
+/* ---- compute ---------------------------------------------------------------------------- */
+
+static void stream_over(exec *x, char *p, size_t len, int write)
+{
+    if (write) {
+        memset(p, (int)(x->iter & 0x7f), len);
+        return;
+    }
+    unsigned long acc = 0;
+    const unsigned long *w = (const unsigned long *)(const void *)p;
+    for (size_t i = 0; i < len / sizeof *w; i++)
+        acc += w[i];
+    x->sink += acc;
+}
+
+/* Touch mode: stream the node's bytes over its inputs (read) and outputs
+ * (written), in 64 KiB pieces with a progress test between pieces, going
+ * round its buffers until the node's byte count is done. */
+static void run_touch(exec *x, uint32_t v)
+{
+    const commsched_graph *g = x->g;
+    const cs_node *nd = &g->nodes[v];
+    uint32_t n_in = CS_ROW_LEN(g->reads, v), n_all = n_in + nd->n_out;
+    int64_t left = x->touch[v];
+    enum { PIECE = 65536 };
+    while (left > 0) {
+        int any = 0;
+        for (uint32_t j = 0; j < n_all && left > 0; j++) {
+            int write = j >= n_in;
+            uint32_t b = write
+                             ? g->buffers[nd->out_first + (j - n_in)].root
+                             : g->buffers[g->reads.idx[g->reads.off[v] + j]].root;
+            char *p = x->mem[b];
+            if (!p)
+                continue;
+            any = 1;
+            size_t len = (size_t)x->plan.bytes[b];
+            for (size_t off = 0; off < len && left > 0; off += PIECE) {
+                size_t piece = len - off < PIECE ? len - off : PIECE;
+                if ((int64_t)piece > left)
+                    piece = (size_t)left;
+                stream_over(x, p + off, piece, write);
+                left -= (int64_t)piece;
+                if (x->n_active)
+                    progress(x);
+            }
+        }
+        if (!any) { /* nothing allocated to stream over: a private block */
+            size_t piece = x->touch_scratch_bytes;
+            if ((int64_t)piece > left)
+                piece = (size_t)left;
+            stream_over(x, x->touch_scratch, piece, 1);
+            left -= (int64_t)piece;
+            if (x->n_active)
+                progress(x);
+        }
+    }
+}
+
+static void run_compute(exec *x, uint32_t v)
+{
+    if (x->o->compute == COMMSCHED_COMPUTE_TOUCH) {
+        run_touch(x, v);
+        return;
+    }
+    double t = now_ns(), end = t + x->compute_ns[v];
+    if (x->o->compute == COMMSCHED_COMPUTE_SPIN) {
+        while (now_ns() < end)
+            if (x->n_active)
+                progress(x);
+        return;
+    }
+    /* Sleep, testing requests every poll quantum; stop sleeping wake_ns
+     * before the end and spin the rest, so the node lasts its runtime. */
+    double wake_at = end - x->rt->wake_ns;
+    for (;;) {
+        if (x->n_active)
+            progress(x);
+        t = now_ns();
+        if (t >= end)
+            return;
+        if (t >= wake_at)
+            continue;
+        double until = wake_at;
+        if (x->n_active) {
+            if (x->poll_ns <= 0)
+                continue;
+            until = fmin(until, t + x->poll_ns);
+        }
+        sleep_until(until);
+    }
+}
+
+/* ---- collectives ----------------------------------------------------------------------- */
+
+static void fill_inputs(exec *x, xcoll *c, char *sb, char *rb)
+{
+    int k = x->gsize[c->group], r = x->grank[c->group];
+    size_t n = (size_t)c->count;
+    char *src = c->in_place ? rb : sb;
+    switch (c->op) {
+    case COMMSCHED_COLL_ALL_REDUCE:
+    case COMMSCHED_COLL_REDUCE:
+        for (size_t i = 0; i < n; i++)
+            put_elem(src, i, c->ek, red_fill(c->rk, r, i));
+        break;
+    case COMMSCHED_COLL_REDUCE_SCATTER:
+        for (size_t i = 0; i < n * (size_t)k; i++)
+            put_elem(src, i, c->ek, red_fill(c->rk, r, i));
+        break;
+    case COMMSCHED_COLL_ALL_GATHER:
+        for (size_t i = 0; i < n; i++)
+            put_elem(c->in_place ? rb + (size_t)r * n * c->es : sb, i, c->ek,
+                     mv_fill(r, i));
+        break;
+    case COMMSCHED_COLL_ALL_TO_ALL:
+        for (int d = 0; d < k; d++)
+            for (size_t i = 0; i < n; i++)
+                put_elem(src + (size_t)d * n * c->es, i, c->ek,
+                         a2a_fill(r, d, i));
+        break;
+    case COMMSCHED_COLL_BROADCAST:
+        for (size_t i = 0; i < n; i++)
+            put_elem(r == 0 ? src : rb, i, c->ek, r == 0 ? mv_fill(0, i) : 0);
+        break;
+    case COMMSCHED_COLL_SEND:
+        for (size_t i = 0; i < n; i++)
+            put_elem(sb, i, c->ek, mv_fill(r, i));
+        memset(c->scratch, 0, c->scratch_bytes);
+        break;
+    case COMMSCHED_COLL_RECV:
+        for (size_t i = 0; i < n; i++)
+            put_elem(c->scratch, i, c->ek, mv_fill(r, i));
+        memset(rb, 0, n * c->es);
+        break;
+    default:
+        break;
+    }
+    /* The result buffer starts wrong, so a collective that does nothing
+     * cannot pass. */
+    if (!c->in_place && rb != x->dummy && c->op != COMMSCHED_COLL_BROADCAST &&
+        c->op != COMMSCHED_COLL_RECV && c->op != COMMSCHED_COLL_SEND)
+        memset(rb, 0, (size_t)x->plan.bytes[x->plan.coll[c->node].recv]);
+}
+
+static void mismatch(exec *x, xcoll *c, size_t i, double want, double got)
+{
+    x->mismatches++;
+    if (x->first_mismatch[0])
+        return;
+    snprintf(x->first_mismatch, sizeof x->first_mismatch,
+             "\"%s\" (%s) on rank %d, %s %u, element %zu: expected %.17g, "
+             "got %.17g",
+             x->g->nodes[c->node].name, commsched_coll_op_str(c->op),
+             x->rt->rank, x->phase, x->iter, i, want, got);
+}
+
+static void verify(exec *x, xcoll *c)
+{
+    if (c->verified || c->op == COMMSCHED_COLL_BARRIER)
+        return;
+    c->verified = 1;
+    const cs_plan_coll *pc = &x->plan.coll[c->node];
+    char *rb = bufp(x, c->in_place ? pc->send : pc->recv);
+    if (c->op == COMMSCHED_COLL_REDUCE && pc->recv == COMMSCHED_NONE)
+        rb = bufp(x, pc->send);
+    if (c->op == COMMSCHED_COLL_BROADCAST && pc->recv == COMMSCHED_NONE)
+        rb = bufp(x, pc->send);
+    int k = x->gsize[c->group], r = x->grank[c->group];
+    size_t n = (size_t)c->count;
+    uint64_t before = x->mismatches;
+    for (size_t i = 0; i < n && x->mismatches == before; i++) {
+        switch (c->op) {
+        case COMMSCHED_COLL_ALL_REDUCE:
+        case COMMSCHED_COLL_REDUCE: {
+            if (c->op == COMMSCHED_COLL_REDUCE && r != 0)
+                break;
+            double want = as_type(red_expect(c->rk, k, i), c->ek);
+            double got = get_elem(rb, i, c->ek);
+            if (want != got)
+                mismatch(x, c, i, want, got);
+            break;
+        }
+        case COMMSCHED_COLL_REDUCE_SCATTER: {
+            double want =
+                as_type(red_expect(c->rk, k, (size_t)r * n + i), c->ek);
+            double got = get_elem(rb, i, c->ek);
+            if (want != got)
+                mismatch(x, c, i, want, got);
+            break;
+        }
+        case COMMSCHED_COLL_ALL_GATHER:
+            for (int j = 0; j < k; j++) {
+                double want = as_type(mv_fill(j, i), c->ek);
+                double got = get_elem(rb + (size_t)j * n * c->es, i, c->ek);
+                if (want != got) {
+                    mismatch(x, c, (size_t)j * n + i, want, got);
+                    break;
+                }
+            }
+            break;
+        case COMMSCHED_COLL_ALL_TO_ALL:
+            for (int j = 0; j < k; j++) {
+                double want = as_type(a2a_fill(j, r, i), c->ek);
+                double got = get_elem(rb + (size_t)j * n * c->es, i, c->ek);
+                if (want != got) {
+                    mismatch(x, c, (size_t)j * n + i, want, got);
+                    break;
+                }
+            }
+            break;
+        case COMMSCHED_COLL_BROADCAST: {
+            double want = as_type(mv_fill(0, i), c->ek);
+            double got = get_elem(rb, i, c->ek);
+            if (want != got)
+                mismatch(x, c, i, want, got);
+            break;
+        }
+        case COMMSCHED_COLL_SEND:
+        case COMMSCHED_COLL_RECV: {
+            int prev = (r + k - 1) % k;
+            double want = as_type(mv_fill(prev, i), c->ek);
+            double got = get_elem(c->op == COMMSCHED_COLL_SEND ? c->scratch : rb,
+                                  i, c->ek);
+            if (want != got)
+                mismatch(x, c, i, want, got);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    x->checked++;
+}
+
+/* The send and receive buffers of a collective. */
+static void coll_bufs(exec *x, const xcoll *c, char **sb, char **rb)
+{
+    const cs_plan_coll *pc = &x->plan.coll[c->node];
+    *sb = bufp(x, pc->send);
+    *rb = bufp(x, pc->recv);
+    if (pc->recv == COMMSCHED_NONE)
+        *rb = *sb; /* nothing written: work in place on the input */
+    if (pc->send == COMMSCHED_NONE)
+        *sb = *rb;
+}
+
+/* Hands collective ci to MPI. */
+static void post(exec *x, uint32_t ci)
+{
+    xcoll *c = &x->colls[ci];
+    uint32_t v = c->node;
+    MPI_Comm comm = x->comm[c->group];
+    int k = x->gsize[c->group], r = x->grank[c->group];
+    char *sb, *rb;
+    coll_bufs(x, c, &sb, &rb);
+    c->n_req = 1;
+    int rc = MPI_SUCCESS;
+    const char *call = "";
+    void *in = c->in_place ? MPI_IN_PLACE : sb;
+    switch (c->op) {
+    case COMMSCHED_COLL_ALL_REDUCE:
+        if (c->use_ring) {
+            call = "ring all-reduce";
+            c->n_req = 0;
+            rc = cs_ring_start(&c->ring, c->in_place ? NULL : sb, rb);
+        } else {
+            call = "MPI_Iallreduce";
+            rc = MPI_Iallreduce(in, rb, c->count, c->dt, c->mop, comm,
+                                &c->req[0]);
+        }
+        break;
+    case COMMSCHED_COLL_ALL_GATHER:
+        call = "MPI_Iallgather";
+        rc = MPI_Iallgather(in, c->count, c->dt, rb, c->count, c->dt, comm,
+                            &c->req[0]);
+        break;
+    case COMMSCHED_COLL_REDUCE_SCATTER:
+        call = "MPI_Ireduce_scatter_block";
+        rc = MPI_Ireduce_scatter_block(in, rb, c->count, c->dt, c->mop, comm,
+                                       &c->req[0]);
+        break;
+    case COMMSCHED_COLL_ALL_TO_ALL:
+        call = "MPI_Ialltoall";
+        if (c->in_place) { /* send from a copy: portable in-place */
+            memcpy(c->scratch, rb, c->scratch_bytes);
+            sb = c->scratch;
+        }
+        rc = MPI_Ialltoall(sb, c->count, c->dt, rb, c->count, c->dt, comm,
+                           &c->req[0]);
+        break;
+    case COMMSCHED_COLL_BROADCAST:
+        call = "MPI_Ibcast";
+        if (r == 0 && sb != rb)
+            memcpy(rb, sb, (size_t)c->count * c->es);
+        rc = MPI_Ibcast(rb, c->count, c->dt, 0, comm, &c->req[0]);
+        break;
+    case COMMSCHED_COLL_REDUCE:
+        call = "MPI_Ireduce";
+        rc = MPI_Ireduce(c->in_place && r == 0 ? MPI_IN_PLACE : sb, rb,
+                         c->count, c->dt, c->mop, 0, comm, &c->req[0]);
+        break;
+    case COMMSCHED_COLL_SEND:
+    case COMMSCHED_COLL_RECV: {
+        /* A ring shift: every rank sends to the next rank of its group and
+         * receives from the previous one, so the pair matches on every
+         * rank whatever else the graph does. */
+        call = c->op == COMMSCHED_COLL_SEND ? "MPI_Isend" : "MPI_Irecv";
+        char *to_send = c->op == COMMSCHED_COLL_SEND ? sb : c->scratch;
+        char *to_recv = c->op == COMMSCHED_COLL_SEND ? c->scratch : rb;
+        c->n_req = 2;
+        rc = MPI_Irecv(to_recv, c->count, c->dt, (r + k - 1) % k, c->tag, comm,
+                       &c->req[0]);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Isend(to_send, c->count, c->dt, (r + 1) % k, c->tag, comm,
+                           &c->req[1]);
+        break;
+    }
+    case COMMSCHED_COLL_BARRIER:
+        call = "MPI_Ibarrier";
+        rc = MPI_Ibarrier(comm, &c->req[0]);
+        break;
+    default:
+        die(x, "node \"%s\": unknown collective", x->g->nodes[v].name);
+    }
+    check_mpi(x, rc, call, v);
+    c->state = IN_FLIGHT;
+    x->tp[v] = now_ns();
+    x->active[x->n_active++] = ci;
+    if (c->stream != COMMSCHED_NONE)
+        x->s_busy[c->stream] = ci;
+}
+
+/* The host reaches collective v: its inputs are ready (--check fills them
+ * now), and it is posted at once or queued behind its stream. */
+static void issue(exec *x, uint32_t v)
+{
+    uint32_t ci = x->coll_of[v];
+    xcoll *c = &x->colls[ci];
+    if (x->o->check) {
+        char *sb, *rb;
+        coll_bufs(x, c, &sb, &rb);
+        fill_inputs(x, c, sb, rb);
+    }
+    c->verified = 0;
+    uint32_t s = c->stream;
+    if (s == COMMSCHED_NONE || x->s_busy[s] == COMMSCHED_NONE) {
+        post(x, ci);
+        return;
+    }
+    c->state = QUEUED;
+    c->qnext = COMMSCHED_NONE;
+    if (x->s_head[s] == COMMSCHED_NONE)
+        x->s_head[s] = ci;
+    else
+        x->colls[x->s_tail[s]].qnext = ci;
+    x->s_tail[s] = ci;
+}
+
+/* ---- one pass over the schedule ---------------------------------------------------------- */
+
+static void run_node(exec *x, uint32_t v, int calibrating)
+{
+    const cs_plan *p = &x->plan;
+    const cs_node *nd = &x->g->nodes[v];
+    for (uint32_t e = p->alloc_at.off[v]; e < p->alloc_at.off[v + 1]; e++)
+        buf_alloc(x, p->alloc_at.idx[e], v, 1);
+    if (calibrating && nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+        /* Alone: every rank of the group starts it together. */
+        barrier(x, x->comm[x->colls[x->coll_of[v]].group],
+                "the barrier before a calibrated collective");
+    }
+    x->t0[v] = now_ns();
+    switch (nd->kind) {
+    case COMMSCHED_NODE_COMPUTE:
+        run_compute(x, v);
+        x->t1[v] = now_ns();
+        break;
+    case COMMSCHED_NODE_COLLECTIVE:
+        issue(x, v);
+        if (nd->is_sync || calibrating) {
+            complete(x, x->coll_of[v], v);
+            if (x->o->check)
+                verify(x, &x->colls[x->coll_of[v]]);
+        }
+        break;
+    default: /* wait */
+        for (uint32_t e = p->wait_colls.off[v]; e < p->wait_colls.off[v + 1];
+             e++)
+            complete(x, x->coll_of[p->wait_colls.idx[e]], v);
+        if (x->compute_ns[v] > 0)
+            run_compute(x, v);
+        x->t1[v] = now_ns();
+        /* Verified after the wait's end: --check's own time is not
+         * counted as exposed communication (it still lengthens the step). */
+        for (uint32_t e = p->wait_colls.off[v];
+             x->o->check && e < p->wait_colls.off[v + 1]; e++)
+            verify(x, &x->colls[x->coll_of[p->wait_colls.idx[e]]]);
+        break;
+    }
+    for (uint32_t e = p->free_after.off[v]; e < p->free_after.off[v + 1]; e++)
+        buf_free(x, p->free_after.idx[e]);
+}
+
+/* One iteration; returns the step time (ns) and leaves per-node times in
+ * t0/t1 relative to the step's start. */
+static double run_iteration(exec *x, int calibrating)
+{
+    const cs_plan *p = &x->plan;
+    barrier(x, MPI_COMM_WORLD, "the barrier before an iteration");
+    for (uint32_t i = 0; i < x->n_colls; i++)
+        x->colls[i].state = IDLE;
+    for (uint32_t s = 0; s < x->n_streams; s++)
+        x->s_busy[s] = x->s_head[s] = x->s_tail[s] = COMMSCHED_NONE;
+    for (uint32_t i = 0; i < p->n_baseline; i++)
+        buf_alloc(x, p->baseline[i], COMMSCHED_NONE, 1);
+    double start = now_ns();
+    for (uint32_t k = 0; k < p->n; k++)
+        run_node(x, p->order[k], calibrating);
+    while (x->n_active > 0) { /* collectives nobody waits for */
+        uint32_t ci = x->active[0];
+        complete(x, ci, COMMSCHED_NONE); /* posts what queued behind it */
+        if (x->o->check)
+            verify(x, &x->colls[ci]);
+    }
+    double end = now_ns();
+    for (uint32_t b = 0; b < x->g->n_buffers; b++)
+        if (x->g->buffers[b].alias_of == COMMSCHED_NONE &&
+            !(x->g->buffers[b].is_input &&
+              (!x->g->buffers[b].freeable ||
+               CS_ROW_LEN(x->g->readers, b) == 0)))
+            buf_free(x, b);
+    for (uint32_t v = 0; v < p->n; v++) {
+        x->t0[v] -= start;
+        x->t1[v] -= start;
+        x->tp[v] = x->coll_of[v] != COMMSCHED_NONE ? x->tp[v] - start : x->t0[v];
+    }
+    return end - start;
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+static int fits_int(size_t v) { return v <= (size_t)INT_MAX; }
+
+/* Element counts and scratch for every collective; needs group sizes. */
+static commsched_status setup_colls(exec *x, commsched_error *err)
+{
+    const commsched_graph *g = x->g;
+    const cs_plan *p = &x->plan;
+    for (uint32_t i = 0; i < x->n_colls; i++) {
+        xcoll *c = &x->colls[i];
+        const cs_node *nd = &g->nodes[c->node];
+        const cs_plan_coll *pc = &p->coll[c->node];
+        size_t k = (size_t)x->gsize[c->group];
+        c->op = (commsched_coll_op)nd->coll_op;
+        dtype_to_mpi((commsched_dtype)nd->dtype, &c->dt, &c->ek);
+        reduce_to_mpi((commsched_reduce_op)nd->reduce_op, &c->mop, &c->rk);
+        c->es = pc->elem;
+        size_t in_e = pc->send != COMMSCHED_NONE
+                          ? (size_t)p->bytes[pc->send] / c->es : 0;
+        size_t out_e = pc->recv != COMMSCHED_NONE
+                           ? (size_t)p->bytes[pc->recv] / c->es : 0;
+        int has_in = pc->send != COMMSCHED_NONE, has_out = pc->recv != COMMSCHED_NONE;
+        c->in_place = (has_in && pc->send == pc->recv) || !has_in || !has_out;
+        size_t one = !has_in ? out_e : !has_out ? in_e : 0; /* in place size */
+        size_t count = 0;
+        switch (c->op) {
+        case COMMSCHED_COLL_ALL_REDUCE:
+        case COMMSCHED_COLL_REDUCE:
+        case COMMSCHED_COLL_BROADCAST:
+            count = c->in_place ? (pc->send == pc->recv ? in_e : one)
+                                : (in_e < out_e ? in_e : out_e);
+            break;
+        case COMMSCHED_COLL_ALL_GATHER:
+            count = c->in_place ? (has_out ? out_e : in_e) / k
+                                : (in_e < out_e / k ? in_e : out_e / k);
+            break;
+        case COMMSCHED_COLL_REDUCE_SCATTER:
+            count = c->in_place ? (has_in ? in_e : out_e) / k
+                                : (out_e < in_e / k ? out_e : in_e / k);
+            break;
+        case COMMSCHED_COLL_ALL_TO_ALL:
+            count = (c->in_place ? (pc->send == pc->recv ? in_e : one)
+                                 : (in_e < out_e ? in_e : out_e)) / k;
+            if (c->in_place) {
+                c->scratch_bytes = count * k * c->es;
+            }
+            break;
+        case COMMSCHED_COLL_SEND:
+            count = has_in ? in_e : out_e;
+            c->scratch_bytes = count * c->es;
+            c->in_place = 0;
+            break;
+        case COMMSCHED_COLL_RECV:
+            count = has_out ? out_e : in_e;
+            c->scratch_bytes = count * c->es;
+            c->in_place = 0;
+            break;
+        default:
+            count = 0;
+            break;
+        }
+        if (!fits_int(count) || !fits_int(count * k))
+            return commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL,
+                "collective \"%s\" moves %zu elements, more than one MPI call "
+                "takes; use --size-scale",
+                nd->name, count * k);
+        c->count = (int)count;
+        c->tag = (int)(c->node % ((uint32_t)x->rt->tag_ub + 1u));
+        if (c->scratch_bytes > 0) {
+            c->scratch = malloc(c->scratch_bytes);
+            if (!c->scratch)
+                return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                           "out of memory");
+        }
+        if (c->op == COMMSCHED_COLL_ALL_REDUCE &&
+            x->o->allreduce != COMMSCHED_ALLREDUCE_MPI) {
+            int ring = cs_ring_use_ring(
+                (int)k, count, x->o->ring_threshold,
+                x->o->allreduce == COMMSCHED_ALLREDUCE_RING_ALWAYS);
+            if (cs_ring_init(&c->ring, x->comm[c->group], c->tag, c->dt, c->es,
+                             c->mop, count, ring) != MPI_SUCCESS)
+                return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                           "out of memory");
+            c->use_ring = 1;
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* Checks that need nothing but the local graph and the world size. */
+static commsched_status check_groups(exec *x, commsched_error *err)
+{
+    int n = x->rt->size;
+    for (uint32_t i = 0; i < x->g->n_groups; i++) {
+        const cs_group *gr = &x->g->groups[i];
+        if (gr->size > (uint32_t)n)
+            return commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL,
+                "group \"%s\" has %u ranks but the job has %d; start it with "
+                "mpirun -np %u (or a multiple)",
+                gr->name, gr->size, n, gr->size);
+        if ((uint32_t)n % gr->size != 0)
+            return commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL,
+                "group \"%s\" of %u ranks does not divide the job's %d ranks "
+                "(groups are formed from consecutive ranks, docs/RUNTIME.md)",
+                gr->name, gr->size, n);
+    }
+    return COMMSCHED_OK;
+}
+
+/* Every rank learns whether any failed; the lowest failing rank keeps its
+ * message, the others return the same status with an empty one. */
+static commsched_status agree(exec *x, commsched_status st,
+                              commsched_error *err)
+{
+    int mine = st != COMMSCHED_OK ? x->rt->rank : x->rt->size, lowest = 0;
+    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (lowest == x->rt->size)
+        return COMMSCHED_OK;
+    int code = (int)st;
+    MPI_Bcast(&code, 1, MPI_INT, lowest, MPI_COMM_WORLD);
+    if (lowest != x->rt->rank && err) {
+        commsched_error_clear(err);
+        err->status = (commsched_status)code;
+    }
+    return (commsched_status)code;
+}
+
+/* The cross-rank check: same collective sequence, same graph. */
+static commsched_status preflight(exec *x, commsched_error *err)
+{
+    commsched_runtime *rt = x->rt;
+    const cs_plan *p = &x->plan;
+    uint64_t mine[2] = {p->graph_hash, p->n_coll};
+    uint64_t *all = malloc(2 * (size_t)rt->size * sizeof *all);
+    char *theirs = NULL;
+    commsched_status st =
+        all ? COMMSCHED_OK
+            : commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+    if ((st = agree(x, st, err)) != COMMSCHED_OK)
+        goto done;
+    MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, MPI_COMM_WORLD);
+    unsigned long long len0 = p->seq_len;
+    MPI_Bcast(&len0, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    /* Too long for one broadcast: the hash comparison below still catches
+     * any difference, only less precisely. */
+    int too_long = len0 > (unsigned long long)INT_MAX;
+    if (too_long)
+        len0 = 0;
+    theirs = malloc((size_t)len0 + 1);
+    st = theirs ? COMMSCHED_OK
+                : commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                      "out of memory");
+    if ((st = agree(x, st, err)) != COMMSCHED_OK)
+        goto done;
+    if (rt->rank == 0 && len0 > 0)
+        memcpy(theirs, p->seq, (size_t)len0);
+    if (len0 > 0)
+        MPI_Bcast(theirs, (int)len0, MPI_CHAR, 0, MPI_COMM_WORLD);
+    theirs[len0] = '\0';
+    char a[200], b[200];
+    long diff = too_long ? -1
+                         : cs_plan_seq_diff(p->seq, p->seq_len, theirs,
+                                            (size_t)len0, a, b, sizeof a);
+    int in[2] = {diff < 0 ? INT_MAX : (int)(diff < INT_MAX ? diff : INT_MAX - 1),
+                 rt->rank};
+    int res[2] = {INT_MAX, 0};
+    MPI_Allreduce(in, res, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+    if (res[0] != INT_MAX) {
+        if (res[1] == rt->rank)
+            commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL,
+                "the ranks would issue collectives in different orders: "
+                "collective #%d is %s on rank %d but %s on rank 0; running "
+                "would deadlock (the rank-divergent order of Inductor "
+                "#189454 and torchrec #4149)",
+                res[0] + 1, a, rt->rank, b);
+        else if (err) {
+            commsched_error_clear(err);
+            err->status = COMMSCHED_EINVAL;
+        }
+        st = COMMSCHED_EINVAL;
+        goto done;
+    }
+    for (int r = 1; r < rt->size; r++) {
+        if (all[2 * r] == all[0] && all[2 * r + 1] == all[1])
+            continue;
+        if (rt->rank == 0)
+            commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL,
+                "the graph on rank %d differs from rank 0's (hash %016llx vs "
+                "%016llx, %llu vs %llu collectives); the collective sequences "
+                "agree, but the ranks would not run the same step "
+                "(--no-preflight runs anyway)",
+                r, (unsigned long long)all[2 * r], (unsigned long long)all[0],
+                (unsigned long long)all[2 * r + 1],
+                (unsigned long long)all[1]);
+        else if (err) {
+            commsched_error_clear(err);
+            err->status = COMMSCHED_EINVAL;
+        }
+        st = COMMSCHED_EINVAL;
+        goto done;
+    }
+done:
+    free(all);
+    free(theirs);
+    return st;
+}
+
+static void exec_fini(exec *x)
+{
+    if (x->colls) {
+        for (uint32_t i = 0; i < x->n_colls; i++) {
+            cs_ring_fini(&x->colls[i].ring);
+            free(x->colls[i].scratch);
+        }
+    }
+    if (x->mem) {
+        for (uint32_t b = 0; b < x->g->n_buffers; b++)
+            free(x->mem[b]);
+    }
+    if (x->comm) {
+        for (uint32_t i = 0; i < x->g->n_groups; i++)
+            if (x->comm[i] != MPI_COMM_NULL)
+                MPI_Comm_free(&x->comm[i]);
+    }
+    free(x->comm);
+    free(x->grank);
+    free(x->gsize);
+    free(x->colls);
+    free(x->coll_of);
+    free(x->mem);
+    free(x->active);
+    free(x->t0);
+    free(x->t1);
+    free(x->tp);
+    free(x->s_busy);
+    free(x->s_head);
+    free(x->s_tail);
+    free(x->compute_ns);
+    free(x->touch);
+    free(x->touch_scratch);
+    cs_plan_fini(&x->plan);
+}
+
+static commsched_status setup_local(exec *x, const uint32_t *order,
+                                    commsched_error *err)
+{
+    const commsched_graph *g = x->g;
+    const commsched_run_options *o = x->o;
+    uint32_t n = g->n_nodes;
+    commsched_status st = cs_plan_build(&x->plan, g, order, o->size_scale, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    if ((st = check_groups(x, err)) != COMMSCHED_OK)
+        return st;
+    x->comm = malloc((g->n_groups ? g->n_groups : 1) * sizeof *x->comm);
+    x->grank = calloc(g->n_groups ? g->n_groups : 1, sizeof *x->grank);
+    x->gsize = calloc(g->n_groups ? g->n_groups : 1, sizeof *x->gsize);
+    x->coll_of = malloc((size_t)n * sizeof *x->coll_of);
+    x->colls = calloc(x->plan.n_coll ? x->plan.n_coll : 1, sizeof *x->colls);
+    x->active = malloc((x->plan.n_coll ? x->plan.n_coll : 1) * sizeof *x->active);
+    x->mem = calloc(g->n_buffers ? g->n_buffers : 1, sizeof *x->mem);
+    x->t0 = calloc(n, sizeof *x->t0);
+    x->t1 = calloc(n, sizeof *x->t1);
+    x->tp = calloc(n, sizeof *x->tp);
+    x->n_streams = o->streams == COMMSCHED_RUN_STREAMS_PER_GROUP ? g->n_groups
+                   : o->streams == COMMSCHED_RUN_STREAMS_SINGLE ? 1u : 0u;
+    x->s_busy = malloc((x->n_streams ? x->n_streams : 1) * sizeof *x->s_busy);
+    x->s_head = malloc((x->n_streams ? x->n_streams : 1) * sizeof *x->s_head);
+    x->s_tail = malloc((x->n_streams ? x->n_streams : 1) * sizeof *x->s_tail);
+    x->compute_ns = calloc(n, sizeof *x->compute_ns);
+    x->touch = calloc(n, sizeof *x->touch);
+    x->touch_scratch_bytes = 1u << 20;
+    x->touch_scratch = malloc(x->touch_scratch_bytes);
+    if (!x->comm || !x->grank || !x->gsize || !x->coll_of || !x->colls ||
+        !x->active || !x->mem || !x->t0 || !x->t1 || !x->tp || !x->s_busy ||
+        !x->s_head || !x->s_tail || !x->compute_ns ||
+        !x->touch || !x->touch_scratch)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (uint32_t i = 0; i < g->n_groups; i++)
+        x->comm[i] = MPI_COMM_NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t v = x->plan.order[k];
+        const cs_node *nd = &g->nodes[v];
+        x->coll_of[v] = COMMSCHED_NONE;
+        if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+            x->coll_of[v] = x->n_colls;
+            x->colls[x->n_colls].node = v;
+            x->colls[x->n_colls].stream =
+                o->streams == COMMSCHED_RUN_STREAMS_PER_GROUP ? nd->group
+                : o->streams == COMMSCHED_RUN_STREAMS_SINGLE ? 0u
+                                                              : COMMSCHED_NONE;
+            x->colls[x->n_colls++].group = nd->group;
+            continue;
+        }
+        double rt = o->runtime_ns ? o->runtime_ns[v] : 0;
+        x->compute_ns[v] = rt > 0 ? rt * o->time_scale : 0;
+        if (nd->kind == COMMSCHED_NODE_COMPUTE) {
+            double bytes = 0;
+            if (nd->bytes >= 0) {
+                bytes = ceil(nd->bytes * o->size_scale);
+            } else {
+                for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1]; e++)
+                    bytes += (double)x->plan.bytes[g->buffers[g->reads.idx[e]].root];
+                for (uint32_t i = 0; i < nd->n_out; i++)
+                    bytes += (double)x->plan.bytes[g->buffers[nd->out_first + i].root];
+            }
+            x->touch[v] = bytes < 9e18 ? (int64_t)bytes : INT64_MAX;
+        }
+    }
+    memset(x->touch_scratch, 1, x->touch_scratch_bytes);
+    x->poll_ns = o->poll_us * 1e3;
+    x->timeout_ns = o->timeout_s * 1e9;
+    return COMMSCHED_OK;
+}
+
+static commsched_status setup_comms(exec *x, commsched_error *err)
+{
+    int rank = x->rt->rank;
+    for (uint32_t i = 0; i < x->g->n_groups; i++) {
+        int k = (int)x->g->groups[i].size;
+        int rc = MPI_Comm_split(MPI_COMM_WORLD, rank / k, rank, &x->comm[i]);
+        if (rc != MPI_SUCCESS)
+            return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                                       "MPI_Comm_split failed for group "
+                                       "\"%s\"",
+                                       x->g->groups[i].name);
+        MPI_Comm_rank(x->comm[i], &x->grank[i]);
+        MPI_Comm_size(x->comm[i], &x->gsize[i]);
+    }
+    return COMMSCHED_OK;
+}
+
+static void progress_bar(exec *x, uint32_t done, uint32_t total)
+{
+    if (!x->o->progress || x->rt->rank != 0)
+        return;
+    enum { WIDTH = 30 };
+    unsigned fill = total ? (unsigned)((uint64_t)done * WIDTH / total) : WIDTH;
+    char bar[WIDTH + 1];
+    for (unsigned i = 0; i < WIDTH; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[WIDTH] = '\0';
+    fprintf(stderr, "\rcommsched run: [%s] %u/%u %s", bar, done, total,
+            done == total ? "passes\n" : "passes");
+    fflush(stderr);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- the adaptor ---------------------------------------------------------------------------- */
+
+static commsched_status mpi_init(int *argc, char ***argv,
+                                 commsched_runtime **out, commsched_error *err)
+{
+    *out = NULL;
+    commsched_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+            free(rt);
+            return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                                       "MPI_Init failed");
+        }
+        rt->we_initialized = 1;
+    }
+    /* Errors come back as codes, so a failing call can name its node. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rt->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &rt->size);
+    void *ub = NULL;
+    int flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    rt->tag_ub = flag && ub ? *(int *)ub : 32767;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    size_t cut = strcspn(lib, ",\n");
+    if (cut >= sizeof rt->library)
+        cut = sizeof rt->library - 1;
+    memcpy(rt->library, lib, cut);
+    rt->library[cut] = '\0';
+#ifdef __linux__
+    /* Sleeps end within a microsecond or so of the timer instead of the
+     * default 50 µs slack: compute nodes are timed by sleeping. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+#ifdef __GLIBC__
+    /* A caching allocator, as a GPU framework has: freed buffers stay
+     * mapped (no mmap for big blocks, no trimming), so a buffer allocated
+     * again in the next iteration is touched without page faults. Buffers
+     * are still malloc'ed and freed at the model's points; only the
+     * first-touch faults (0.5 ms per MiB on a VM) move to the warm-up. */
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+    /* What is left is the wake-up latency (15-20 µs on a VM): the median
+     * of a few short sleeps, capped, with a little margin. */
+    double late[15];
+    for (int i = 0; i < 15; i++) {
+        double t = now_ns() + 50e3;
+        sleep_until(t);
+        late[i] = now_ns() - t;
+    }
+    qsort(late, 15, sizeof late[0], cmp_double);
+    rt->wake_ns = fmin(late[7] * 1.5 + 2e3, 500e3);
+    *out = rt;
+    return COMMSCHED_OK;
+}
+
+static int mpi_rank(const commsched_runtime *rt) { return rt->rank; }
+static int mpi_size(const commsched_runtime *rt) { return rt->size; }
+
+static int mpi_first_failed(commsched_runtime *rt, int failed)
+{
+    int mine = failed ? rt->rank : rt->size, lowest = rt->size;
+    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return lowest == rt->size ? -1 : lowest;
+}
+
+static void mpi_fini(commsched_runtime *rt)
+{
+    if (!rt)
+        return;
+    if (rt->we_initialized) {
+        int fin = 0;
+        MPI_Finalized(&fin);
+        if (!fin)
+            MPI_Finalize();
+    }
+    free(rt);
+}
+
+/* Gathers everything on rank 0 into a measurement. */
+static commsched_status gather(exec *x, const double *rec0, const double *rec1,
+                               const double *rec2, const double *steps, const double *solo,
+                               commsched_measurement **out,
+                               commsched_error *err)
+{
+    commsched_runtime *rt = x->rt;
+    const commsched_run_options *o = x->o;
+    uint32_t n = x->g->n_nodes, R = (uint32_t)rt->size, I = o->iters;
+    size_t per = (size_t)I * n;
+    commsched_measurement *m = NULL;
+    double *g0 = NULL, *g1 = NULL, *g2 = NULL, *gs = NULL, *solo_sum = NULL;
+    char *mis = NULL;
+    int ok = 1;
+    if (rt->rank == 0) {
+        m = calloc(1, sizeof *m);
+        g0 = malloc(per * R * sizeof *g0);
+        g1 = malloc(per * R * sizeof *g1);
+        g2 = malloc(per * R * sizeof *g2);
+        gs = malloc((size_t)I * R * sizeof *gs);
+        mis = calloc(R, sizeof x->first_mismatch);
+        solo_sum = solo ? calloc(n, sizeof *solo_sum) : NULL;
+        ok = m && g0 && g1 && g2 && gs && mis && (!solo || solo_sum);
+        if (ok) {
+            m->order = malloc((size_t)n * sizeof *m->order);
+            m->start_ns = malloc(per * R * sizeof *m->start_ns);
+            m->end_ns = malloc(per * R * sizeof *m->end_ns);
+            m->post_ns = malloc(per * R * sizeof *m->post_ns);
+            m->step_ns = malloc((size_t)I * R * sizeof *m->step_ns);
+            m->peak_live = calloc(R, sizeof *m->peak_live);
+            ok = m->order && m->start_ns && m->end_ns && m->post_ns &&
+                 m->step_ns &&
+                 m->peak_live;
+        }
+    }
+    int all_ok = 0;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    all_ok = ok && per <= (size_t)INT_MAX;
+    if (!all_ok) {
+        commsched_measurement_destroy(m);
+        free(g0);
+        free(g1);
+        free(g2);
+        free(gs);
+        free(mis);
+        free(solo_sum);
+        if (rt->rank == 0)
+            return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                       "out of memory gathering the "
+                                       "measurement (use fewer --iters)");
+        if (err) {
+            commsched_error_clear(err);
+            err->status = COMMSCHED_ENOMEM;
+        }
+        return COMMSCHED_ENOMEM;
+    }
+    MPI_Gather(rec0, (int)per, MPI_DOUBLE, g0, (int)per, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    MPI_Gather(rec1, (int)per, MPI_DOUBLE, g1, (int)per, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    MPI_Gather(rec2, (int)per, MPI_DOUBLE, g2, (int)per, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    MPI_Gather(steps, (int)I, MPI_DOUBLE, gs, (int)I, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    long long peak = x->peak;
+    long long *peaks = rt->rank == 0 ? malloc(R * sizeof *peaks) : NULL;
+    MPI_Gather(&peak, 1, MPI_LONG_LONG, peaks, 1, MPI_LONG_LONG, 0,
+               MPI_COMM_WORLD);
+    unsigned long long counts[2] = {x->checked, x->mismatches}, sums[2] = {0, 0};
+    MPI_Reduce(counts, sums, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
+               MPI_COMM_WORLD);
+    MPI_Gather(x->first_mismatch, (int)sizeof x->first_mismatch, MPI_CHAR, mis,
+               (int)sizeof x->first_mismatch, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (solo)
+        MPI_Reduce(solo, solo_sum, (int)n, MPI_DOUBLE, MPI_SUM, 0,
+                   MPI_COMM_WORLD);
+    if (rt->rank != 0) {
+        *out = NULL;
+        return COMMSCHED_OK;
+    }
+    m->graph = x->g;
+    m->ranks = R;
+    m->nodes = n;
+    m->iters = I;
+    memcpy(m->order, x->plan.order, (size_t)n * sizeof *m->order);
+    for (uint32_t r = 0; r < R; r++) {
+        for (uint32_t it = 0; it < I; it++) {
+            size_t dst = ((size_t)it * R + r) * n, src = (size_t)r * per + (size_t)it * n;
+            memcpy(m->start_ns + dst, g0 + src, (size_t)n * sizeof *g0);
+            memcpy(m->end_ns + dst, g1 + src, (size_t)n * sizeof *g1);
+            memcpy(m->post_ns + dst, g2 + src, (size_t)n * sizeof *g2);
+            m->step_ns[(size_t)it * R + r] = gs[(size_t)r * I + it];
+        }
+        m->peak_live[r] = (int64_t)peaks[r];
+        if (!m->first_mismatch[0] && mis[(size_t)r * sizeof x->first_mismatch])
+            snprintf(m->first_mismatch, sizeof m->first_mismatch, "%s",
+                     mis + (size_t)r * sizeof x->first_mismatch);
+    }
+    if (solo) {
+        for (uint32_t v = 0; v < n; v++)
+            solo_sum[v] /= (double)R;
+        m->solo_ns = solo_sum;
+        solo_sum = NULL;
+    }
+    int64_t other = 0;
+    for (uint32_t i = 0; i < x->plan.n_other; i++)
+        other += x->plan.bytes[x->plan.other[i]];
+    m->other_bytes = other;
+    m->checked = sums[0];
+    m->mismatches = sums[1];
+    m->options = *o;
+    m->options.runtime_ns = NULL;
+    snprintf(m->runtime, sizeof m->runtime, "mpi");
+    snprintf(m->library, sizeof m->library, "%s", rt->library);
+    free(g0);
+    free(g1);
+    free(g2);
+    free(gs);
+    free(mis);
+    free(peaks);
+    *out = m;
+    return COMMSCHED_OK;
+}
+
+static commsched_status mpi_execute(commsched_runtime *rt,
+                                    const commsched_graph *g,
+                                    const uint32_t *order,
+                                    const commsched_run_options *o,
+                                    commsched_measurement **out,
+                                    commsched_error *err)
+{
+    double wall0 = now_ns();
+    exec x;
+    memset(&x, 0, sizeof x);
+    x.rt = rt;
+    x.g = g;
+    x.o = o;
+    x.phase = "setup";
+    *out = NULL;
+    uint32_t n = g->n_nodes;
+    double *rec0 = NULL, *rec1 = NULL, *rec2 = NULL, *steps = NULL, *solo = NULL,
+           *samples = NULL;
+    commsched_status st;
+    if (o->iters < 1 || !(o->size_scale > 0) || !(o->time_scale >= 0))
+        st = commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                 "bad run options (iters >= 1, size scale > 0, "
+                                 "time scale >= 0)");
+    else
+        st = setup_local(&x, order, err);
+    if (st == COMMSCHED_OK) {
+        rec0 = malloc((size_t)o->iters * n * sizeof *rec0);
+        rec1 = malloc((size_t)o->iters * n * sizeof *rec1);
+        rec2 = malloc((size_t)o->iters * n * sizeof *rec2);
+        steps = malloc((size_t)o->iters * sizeof *steps);
+        if (o->calibrate) {
+            solo = calloc(n, sizeof *solo);
+            samples = malloc((size_t)o->calibrate * n * sizeof *samples);
+        }
+        if (!rec0 || !rec1 || !rec2 || !steps || (o->calibrate && (!solo || !samples)))
+            st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                     "out of memory");
+    }
+    if ((st = agree(&x, st, err)) != COMMSCHED_OK)
+        goto done;
+    if (o->preflight && (st = preflight(&x, err)) != COMMSCHED_OK)
+        goto done;
+    st = setup_comms(&x, err);
+    if (st == COMMSCHED_OK)
+        st = setup_colls(&x, err);
+    if ((st = agree(&x, st, err)) != COMMSCHED_OK)
+        goto done;
+
+    /* Inputs the model does not count exist for the whole run. */
+    for (uint32_t i = 0; i < x.plan.n_other; i++)
+        buf_alloc(&x, x.plan.other[i], COMMSCHED_NONE, 0);
+    if (o->debug_kill_rank == rt->rank) {
+        fprintf(stderr, "commsched run: rank %d: killing itself "
+                        "(--debug-kill-rank)\n", rt->rank);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+    uint32_t total = o->calibrate + o->warmup + o->iters, done_passes = 0;
+    x.phase = "calibration pass";
+    for (uint32_t c = 0; c < o->calibrate; c++) {
+        x.iter = c;
+        run_iteration(&x, 1);
+        for (uint32_t v = 0; v < n; v++)
+            samples[(size_t)v * o->calibrate + c] = x.t1[v] - x.t0[v];
+        progress_bar(&x, ++done_passes, total);
+    }
+    for (uint32_t v = 0; v < n && o->calibrate; v++) {
+        double *s = samples + (size_t)v * o->calibrate;
+        qsort(s, o->calibrate, sizeof *s, cmp_double);
+        solo[v] = o->calibrate % 2 ? s[o->calibrate / 2]
+                                   : (s[o->calibrate / 2 - 1] + s[o->calibrate / 2]) / 2;
+    }
+    x.phase = "warm-up iteration";
+    for (uint32_t w = 0; w < o->warmup; w++) {
+        x.iter = w;
+        run_iteration(&x, 0);
+        progress_bar(&x, ++done_passes, total);
+    }
+    /* The measured peak is the measured iterations' own. */
+    x.peak = 0;
+    x.phase = "iteration";
+    for (uint32_t it = 0; it < o->iters; it++) {
+        x.iter = it;
+        steps[it] = run_iteration(&x, 0);
+        memcpy(rec0 + (size_t)it * n, x.t0, (size_t)n * sizeof *rec0);
+        memcpy(rec1 + (size_t)it * n, x.t1, (size_t)n * sizeof *rec1);
+        memcpy(rec2 + (size_t)it * n, x.tp, (size_t)n * sizeof *rec2);
+        progress_bar(&x, ++done_passes, total);
+    }
+    x.phase = "gather";
+    st = gather(&x, rec0, rec1, rec2, steps, solo, out, err);
+    if (*out)
+        (*out)->wall_s = (now_ns() - wall0) / 1e9;
+done:
+    exec_fini(&x);
+    free(rec0);
+    free(rec1);
+    free(rec2);
+    free(steps);
+    free(solo);
+    free(samples);
+    return st;
+}
+
+const commsched_runtime_ops cs_runtime_mpi_ops = {
+    .version = COMMSCHED_RUNTIME_VERSION,
+    .name = "mpi",
+    .description = "MPI ranks: non-blocking collectives on per-group "
+                   "communicators, timed compute kernels",
+    .init = mpi_init,
+    .rank = mpi_rank,
+    .size = mpi_size,
+    .first_failed = mpi_first_failed,
+    .execute = mpi_execute,
+    .fini = mpi_fini,
+};

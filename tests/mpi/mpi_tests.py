@@ -1,0 +1,497 @@
+#!/usr/bin/env python3
+"""MPI runtime tests: `commsched run` under mpirun (docs/RUNTIME.md).
+
+usage: mpi_tests.py CLI SCRATCH CASE [MPIEXEC]
+
+Every case builds its graphs here (so the group sizes fit the rank count),
+runs mpirun with a hard timeout, and checks exit status, messages and the
+JSON report. Exit 77 (skipped) when the build has no MPI runtime or there
+is no mpirun. Standard library only.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+SKIP = 77
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+# ---- graphs ----------------------------------------------------------------
+
+
+class Graph:
+    def __init__(self, name, groups):
+        self.g = {"format": "commsched-graph", "version": 1, "name": name,
+                  "groups": [{"name": n, "size": s} for n, s in groups],
+                  "inputs": [], "outputs": [], "nodes": []}
+
+    def inp(self, name, size, freeable=True):
+        self.g["inputs"].append({"name": name, "size": size,
+                                 "freeable": freeable})
+
+    def out(self, name):
+        self.g["outputs"].append(name)
+
+    def compute(self, name, inputs, out, size, runtime_us):
+        self.g["nodes"].append({"name": name, "kind": "compute",
+                                "inputs": inputs,
+                                "outputs": [{"name": out, "size": size}],
+                                "runtime_ns": runtime_us * 1000})
+
+    def coll(self, name, op, group, inputs, out=None, size=0, dtype=None,
+             reduce_op=None, sync=False, alias=None, wait=True):
+        n = {"name": name, "kind": "collective", "op": op, "group": group,
+             "inputs": inputs}
+        if alias is not None:
+            n["outputs"] = [{"name": out, "alias_of": alias}]
+        elif out is not None:
+            n["outputs"] = [{"name": out, "size": size}]
+        if dtype:
+            n["dtype"] = dtype
+        if reduce_op:
+            n["reduce_op"] = reduce_op
+        if sync:
+            n["async"] = False
+        self.g["nodes"].append(n)
+        if wait and out is not None and not sync:
+            self.wait(name + "_w", out, out + "_v")
+
+    def wait(self, name, buf, alias):
+        self.g["nodes"].append({"name": name, "kind": "wait",
+                                "inputs": [buf],
+                                "outputs": [{"name": alias,
+                                             "alias_of": buf}]})
+
+    def write(self, path):
+        with open(path, "w") as f:
+            json.dump(self.g, f, indent=1)
+        return path
+
+
+def kinds_graph(world):
+    """Every collective kind, on a group of the whole world and on pairs,
+    with every dtype class, in place and out of place, sync and async."""
+    g = Graph("kinds-%d" % world, [("world", world), ("pair", 2)])
+    K = 1024  # elements per rank block
+    g.inp("x", 64 * K)
+    g.inp("w", 4 * K, freeable=False)
+    g.compute("c0", ["x"], "a0", 16 * K * 4, 300)
+    # all_reduce float32 sum (async) overlapping c1
+    g.coll("ar", "all_reduce", "world", ["a0"], "ar_out", 16 * K * 4,
+           dtype="float32", wait=False)
+    g.compute("c1", ["x"], "a1", world * K * 4, 400)
+    g.wait("ar_w", "ar_out", "ar_v")
+    # all_gather bfloat16 (travels as 16-bit integers)
+    g.coll("ag", "all_gather", "world", ["w"], "ag_out", world * 4 * K,
+           dtype="bfloat16")
+    # reduce_scatter int32 max on pairs
+    g.coll("rs", "reduce_scatter", "pair", ["a1"], "rs_out",
+           world * K * 4 // 2, dtype="int32", reduce_op="max")
+    # all_to_all int64 on the world
+    g.compute("c2", ["x"], "a2", world * K * 8, 200)
+    g.coll("a2a", "all_to_all", "world", ["a2"], "a2a_out", world * K * 8,
+           dtype="int64")
+    # broadcast float64 on pairs
+    g.compute("c3", ["x"], "a3", K * 8, 100)
+    g.coll("bc", "broadcast", "pair", ["a3"], "bc_out", K * 8,
+           dtype="float64")
+    # reduce int16 product to rank 0 of the world
+    g.compute("c4", ["x"], "a4", K * 2, 100)
+    g.coll("rd", "reduce", "world", ["a4"], "rd_out", K * 2, dtype="int16",
+           reduce_op="product")
+    # send / recv (ring shift) uint8 and float16
+    g.compute("c5", ["x"], "a5", K, 100)
+    g.coll("snd", "send", "pair", ["a5"], "snd_done", 0, dtype="uint8")
+    g.coll("rcv", "recv", "pair", ["a5"], "rcv_out", K * 2,
+           dtype="float16")
+    # sync all_reduce int8 min, and an in-place all_reduce
+    g.compute("c6", ["x"], "a6", K, 100)
+    g.coll("sar", "all_reduce", "world", ["a6"], "sar_out", K,
+           dtype="int8", reduce_op="min", sync=True)
+    g.compute("c7", ["x", "sar_out"], "a7", K * 4, 100)
+    g.coll("ipar", "all_reduce", "world", ["a7"], "ipar_out", alias="a7",
+           dtype="float32")
+    g.coll("bar", "barrier", "world", [], "bar_out", 0)
+    g.compute("loss", ["ar_v", "ag_out_v", "rs_out_v", "a2a_out_v",
+                       "bc_out_v", "rd_out_v", "snd_done_v", "rcv_out_v",
+                       "ipar_out_v", "bar_out_v", "a7"], "loss_v", 4, 200)
+    g.out("loss_v")
+    return g
+
+
+def allreduce_graph(world, sizes, dtype="int32"):
+    """All-reduces of the given element counts (4-byte elements)."""
+    g = Graph("allreduce-%d" % world, [("world", world)])
+    g.inp("x", 4096)
+    names = []
+    for i, n in enumerate(sizes):
+        g.compute("p%d" % i, ["x"], "g%d" % i, n * 4, 50)
+        g.coll("ar%d" % i, "all_reduce", "world", ["g%d" % i], "r%d" % i,
+               n * 4, dtype=dtype)
+        names.append("r%d_v" % i)
+    g.compute("use", names, "out", 4, 50)
+    g.out("out")
+    return g
+
+
+def overlap_graph(world, exposed):
+    """DDP-like: a gradient all-reduce with independent compute after it.
+    exposed: the wait right after the collective (input order); otherwise
+    the wait sunk past the independent compute (what sink_waits does)."""
+    g = Graph("overlap-%s" % ("exposed" if exposed else "sunk"),
+              [("world", world)])
+    g.inp("x", 1 << 16)
+    g.compute("bwd1", ["x"], "grad1", 1 << 20, 1000)
+    g.coll("ar1", "all_reduce", "world", ["grad1"], "ar1_out", 1 << 20,
+           dtype="float32", wait=False)
+    if exposed:
+        g.wait("ar1_w", "ar1_out", "ar1_v")
+    g.compute("bwd2", ["x"], "grad2", 1 << 10, 3000)
+    if not exposed:
+        g.wait("ar1_w", "ar1_out", "ar1_v")
+    g.compute("opt", ["ar1_v", "grad2"], "params", 4, 200)
+    g.out("params")
+    return g
+
+
+def compute_sum_ns(graph):
+    return sum(n.get("runtime_ns", 0) for n in graph.g["nodes"]
+               if n["kind"] == "compute")
+
+
+# ---- running ----------------------------------------------------------------
+
+
+class Env:
+    def __init__(self, cli, scratch, mpiexec):
+        self.cli = cli
+        self.scratch = scratch
+        self.mpiexec = mpiexec or shutil.which("mpirun") or \
+            shutil.which("mpiexec")
+
+    def path(self, name):
+        return os.path.join(self.scratch, name)
+
+    def mpirun(self, np, args, timeout=60, expect=None):
+        cmd = [self.mpiexec]
+        env = dict(os.environ)
+        if "Open MPI" in self.flavour():
+            # Root on these machines; more ranks than cores; shared memory
+            # only, so no network probing slows the start.
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            cmd += ["--oversubscribe", "--mca", "btl", "self,vader"]
+        cmd += ["-np", str(np), self.cli, "run"] + args
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True,
+                               timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            fail("hung: %s did not end within %d s" % (" ".join(cmd),
+                                                       timeout))
+        dt = time.monotonic() - t0
+        print("$ %s  (%.1f s, exit %d)" % (" ".join(cmd[len(cmd) - len(args)
+                                                          - 2:]), dt,
+                                            p.returncode))
+        if expect is not None and (p.returncode == 0) != (expect == 0):
+            fail("exit %d, expected %s\nstdout:\n%s\nstderr:\n%s" % (
+                p.returncode, "0" if expect == 0 else "non-zero",
+                p.stdout[-3000:], p.stderr[-3000:]))
+        return p, dt
+
+    _flavour = None
+
+    def flavour(self):
+        if Env._flavour is None:
+            try:
+                Env._flavour = subprocess.run(
+                    [self.mpiexec, "--version"], capture_output=True,
+                    text=True, timeout=20).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                Env._flavour = ""
+        return Env._flavour
+
+
+def run_json(env, np, graph_path, extra, name):
+    out = env.path(name + ".report.json")
+    p, _ = env.mpirun(np, ["--format", "json", "-o", out, "--no-progress"] +
+                      extra + [graph_path], expect=0)
+    with open(out) as f:
+        return json.load(f)
+
+
+def check_report(rep, graph, np, min_verified=True):
+    if rep["format"] != "commsched-measured" or rep["rank_count"] != np:
+        fail("bad report header: %r" % {k: rep[k] for k in
+                                        ("format", "rank_count")})
+    if rep["options"]["check"]:
+        c = rep["check"]
+        if c["mismatches"] != 0:
+            fail("--check mismatches: %s" % c["first_mismatch"])
+        if min_verified and c["verified"] == 0:
+            fail("--check verified nothing")
+    colls = [n["name"] for n in graph.g["nodes"]
+             if n["kind"] == "collective"]
+    got = [c["name"] for c in rep["collectives"]]
+    if got != colls:
+        fail("collectives in the report %r, expected %r" % (got, colls))
+    # Physics: a step cannot take less than its compute.
+    need = compute_sum_ns(graph) * rep["options"]["time_scale"]
+    if rep["options"]["compute"] in ("sleep", "spin"):
+        low = min(rep["step"]["per_iteration_ns"])
+        if low < need:
+            fail("measured step %.0f ns < total compute %.0f ns" % (low,
+                                                                   need))
+        if rep["totals"]["compute_ns"] < need:
+            fail("measured compute %.0f ns < the runtimes' %.0f ns" % (
+                rep["totals"]["compute_ns"], need))
+    if len(rep["ranks"]) != np or len(rep["nodes"]) != len(graph.g["nodes"]):
+        fail("per-rank or per-node rows missing")
+    if rep["memory"]["peak"] <= 0:
+        fail("no measured memory peak")
+
+
+# ---- cases ------------------------------------------------------------------
+
+
+def case_kinds(env, np):
+    g = kinds_graph(np)
+    path = g.write(env.path("kinds-%d.json" % np))
+    base = ["--check", "--iters", "3", "--warmup", "1", "--calibrate", "1"]
+    rep = run_json(env, np, path, base, "kinds-%d" % np)
+    check_report(rep, g, np)
+    print("kinds on %d ranks: %d results verified, step %.0f us" % (
+        np, rep["check"]["verified"], rep["step"]["median_ns"] / 1e3))
+    # Every stream mode and the other compute modes give the same results.
+    for extra in (["--comm-streams", "concurrent"],
+                  ["--comm-streams", "single", "--compute", "spin",
+                   "--time-scale", "0.5"],
+                  ["--compute", "touch", "--size-scale", "0.5"]):
+        rep = run_json(env, np, path, base + extra, "kinds-%d-x" % np)
+        check_report(rep, g, np)
+
+
+def case_ring(env, np):
+    # Below and above tinygrad's 256k threshold, uneven sizes, tiny ones.
+    sizes = [1, 5, 1000, 257 * 3, 300001]
+    g = allreduce_graph(np, sizes)
+    path = g.write(env.path("ring-%d.json" % np))
+    for algo in ("ring", "ring-always"):
+        rep = run_json(env, np, path,
+                       ["--check", "--allreduce", algo, "--iters", "2",
+                        "--warmup", "0", "--calibrate", "0"],
+                       "ring-%d-%s" % (np, algo))
+        check_report(rep, g, np)
+    gf = allreduce_graph(np, [3, 70000], dtype="float32")
+    pf = gf.write(env.path("ring-f-%d.json" % np))
+    rep = run_json(env, np, pf, ["--check", "--allreduce", "ring-always",
+                                 "--iters", "2", "--warmup", "0",
+                                 "--calibrate", "0", "--ring-threshold",
+                                 "10"], "ring-f-%d" % np)
+    check_report(rep, gf, np)
+
+
+def case_ring_vs_mpi(env, np, exe, extra_env=None):
+    cmd_env = dict(os.environ)
+    cmd_env.update(extra_env or {})
+    cmd = [env.mpiexec]
+    if "Open MPI" in env.flavour():
+        cmd_env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        cmd_env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        cmd += ["--oversubscribe", "--mca", "btl", "self,vader"]
+    cmd += ["-np", str(np), exe]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                           env=cmd_env)
+    except subprocess.TimeoutExpired:
+        fail("test_ring hung")
+    print(p.stdout[-2000:], p.stderr[-2000:])
+    if p.returncode != 0:
+        fail("test_ring failed on %d ranks" % np)
+    return p.stdout
+
+
+def case_overlap(env, np):
+    for exposed in (True, False):
+        g = overlap_graph(np, exposed)
+        name = "overlap-%s" % ("exposed" if exposed else "sunk")
+        path = g.write(env.path(name + ".json"))
+        out_t = env.path(name + ".txt")
+        trace = env.path(name + ".trace.json")
+        rep = run_json(env, np, path, ["--iters", "5", "--warmup", "1",
+                                       "--calibrate", "2", "--trace",
+                                       trace], name)
+        check_report(rep, g, np)
+        env.mpirun(np, ["-o", out_t, "--iters", "2", "--warmup", "0",
+                        "--calibrate", "1", path], expect=0)
+        text = open(out_t).read()
+        for want in ("step time", "exposed comm", "predicted", "measured",
+                     "peak memory", "ar1"):
+            if want not in text:
+                fail("table lacks %r:\n%s" % (want, text))
+        tr = json.load(open(trace))
+        ev = tr["traceEvents"]
+        pids = {e["pid"] for e in ev if e["ph"] == "X"}
+        if pids != set(range(1, np + 2)):
+            fail("trace processes %r, expected one per rank + predicted" %
+                 sorted(pids))
+        names = {(e["pid"], e["args"]["name"]) for e in ev
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        for r in range(1, np + 1):
+            if (r, "compute") not in names or (r, "comm world") not in names:
+                fail("rank %d lacks its compute / comm tracks" % r)
+        if not any(e["ph"] == "s" for e in ev):
+            fail("no flow arrows in the trace")
+        print("%s: step %.0f us (predicted %.0f us), exposed %.0f us" % (
+            name, rep["step"]["median_ns"] / 1e3,
+            rep["step"]["predicted_ns"] / 1e3,
+            rep["totals"]["exposed_ns"] / 1e3))
+
+
+def case_divergent(env, np):
+    # Rank 1 issues the two all-reduces in the other order.
+    for r in range(np):
+        g = Graph("divergent", [("world", np)])
+        g.inp("x", 4096)
+        g.compute("c", ["x"], "a", 4096, 10)
+        g.compute("d", ["x"], "b", 8192, 10)
+        first, second = (("a", "b") if r == 0 else ("b", "a"))
+        g.coll("ar_" + first, "all_reduce", "world", [first],
+               "o_" + first, 4096 if first == "a" else 8192)
+        g.coll("ar_" + second, "all_reduce", "world", [second],
+               "o_" + second, 4096 if second == "a" else 8192)
+        g.write(env.path("divergent.%d.json" % r))
+    p, dt = env.mpirun(np, ["--timeout", "20",
+                            env.path("divergent.%r.json")], timeout=40,
+                       expect=1)
+    if p.returncode != 2 or "different orders" not in p.stderr or \
+            "deadlock" not in p.stderr:
+        fail("divergent order: exit %d, stderr:\n%s" % (p.returncode,
+                                                        p.stderr))
+    if p.stderr.count("different orders") != 1:
+        fail("the message should come once:\n" + p.stderr)
+    # Same collectives, different compute: the graph hash differs.
+    for r in range(np):
+        g = Graph("divergent-hash", [("world", np)])
+        g.inp("x", 4096)
+        g.compute("c", ["x"], "a", 4096, 10 + r)
+        g.coll("ar", "all_reduce", "world", ["a"], "o", 4096)
+        g.write(env.path("hash.%d.json" % r))
+    p, _ = env.mpirun(np, [env.path("hash.%r.json")], timeout=40, expect=1)
+    if p.returncode != 2 or "differs from rank 0" not in p.stderr:
+        fail("divergent graph: exit %d, stderr:\n%s" % (p.returncode,
+                                                        p.stderr))
+    # ... which --no-preflight runs anyway.
+    env.mpirun(np, ["--no-preflight", "--iters", "1", "--warmup", "0",
+                    "--calibrate", "0", env.path("hash.%r.json")],
+               expect=0)
+
+
+def case_watchdog(env, np):
+    # Rank 0 waits for an all-reduce that rank 1 reaches only after 30 s.
+    for r in range(np):
+        g = Graph("stuck", [("world", np)])
+        g.inp("x", 4096)
+        g.compute("slow", ["x"], "a", 4096, 30_000_000 if r == 1 else 10)
+        g.coll("ar", "all_reduce", "world", ["a"], "o", 4096)
+        g.write(env.path("stuck.%d.json" % r))
+    p, dt = env.mpirun(np, ["--no-preflight", "--timeout", "1",
+                            "--calibrate", "0", "--warmup", "0",
+                            env.path("stuck.%r.json")], timeout=40,
+                       expect=1)
+    if "watchdog" not in p.stderr or "\"ar_w\"" not in p.stderr:
+        fail("watchdog message should name the wait:\n" + p.stderr)
+    if dt > 20:
+        fail("the watchdog took %.1f s for a 1 s timeout" % dt)
+
+
+def case_errors(env, np):
+    g = Graph("too-big", [("dp", 8)])
+    g.inp("x", 4096)
+    g.compute("c", ["x"], "a", 4096, 10)
+    g.coll("ag", "all_gather", "dp", ["a"], "o", 8 * 4096)
+    path = g.write(env.path("too-big.json"))
+    p, _ = env.mpirun(np, [path], timeout=40, expect=1)
+    if p.returncode != 2 or "has 8 ranks but the job has %d" % np \
+            not in p.stderr:
+        fail("group larger than the world: exit %d\n%s" % (p.returncode,
+                                                           p.stderr))
+    if p.stderr.count("has 8 ranks") != 1:
+        fail("the message should come once:\n" + p.stderr)
+    # A rank that cannot load its graph stops the others.
+    good = overlap_graph(np, True).write(env.path("ok.0.json"))
+    with open(env.path("ok.1.json"), "w") as f:
+        f.write("{\"format\": \"commsched-graph\",")
+    p, _ = env.mpirun(np, [env.path("ok.%r.json")], timeout=40, expect=1)
+    if "ok.1.json" not in p.stderr:
+        fail("the bad rank's file should be named:\n" + p.stderr)
+    # A killed rank ends the run (mpirun tears the job down), no hang.
+    p, dt = env.mpirun(np, ["--debug-kill-rank", "1", "--timeout", "30",
+                            good], timeout=40, expect=1)
+    print("killed rank: exit %d after %.1f s" % (p.returncode, dt))
+    # Runtimes this build lacks, and unknown ones.
+    r = subprocess.run([env.cli, "run", "--runtime", "cuda", good],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 1 or "this build has no cuda runtime" not in r.stderr:
+        fail("--runtime cuda: exit %d %s" % (r.returncode, r.stderr))
+    r = subprocess.run([env.cli, "run", "--runtime", "nope", good],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 2:
+        fail("--runtime nope: exit %d" % r.returncode)
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__)
+        return 2
+    cli, scratch, case = sys.argv[1:4]
+    extra = sys.argv[4:]
+    os.makedirs(scratch, exist_ok=True)
+    h = subprocess.run([cli, "run", "--help"], capture_output=True,
+                       text=True, timeout=30)
+    if "has: mpi" not in h.stdout.replace("\n", " "):
+        print("SKIP: this build has no MPI runtime")
+        return SKIP
+    env = Env(cli, scratch, None)
+    if not env.mpiexec:
+        print("SKIP: no mpirun")
+        return SKIP
+    np_ = 4 if case.endswith("-4") else 2
+    name = case[:-2] if case[-2:] in ("-2", "-4") else case
+    if name == "kinds":
+        case_kinds(env, np_)
+    elif name == "ring":
+        case_ring(env, np_)
+    elif name == "ring-vs-mpi":
+        for n in (2, 3, 4):
+            case_ring_vs_mpi(env, n, extra[0])
+        if "Open MPI" in env.flavour():
+            # Without the op/avx component (which saturates unsigned sums)
+            # MPI_Allreduce must agree with the reference everywhere.
+            out = case_ring_vs_mpi(env, 4, extra[0], {"OMPI_MCA_op": "^avx"})
+            if "disagreed" in out:
+                fail("MPI_Allreduce still disagrees without op/avx")
+    elif name == "overlap":
+        case_overlap(env, np_)
+    elif name == "divergent":
+        case_divergent(env, np_)
+    elif name == "watchdog":
+        case_watchdog(env, np_)
+    elif name == "errors":
+        case_errors(env, np_)
+    else:
+        print("unknown case " + case)
+        return 2
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
