@@ -83,7 +83,10 @@ class Error(Exception):
 def _call(lib, fn, *args, file=None):
     """Calls fn(*args, &err) and raises Error on a non-zero status."""
     err = _lib.ErrorStruct()
-    st = fn(*args, _ctypes.byref(err))
+    try:
+        st = fn(*args, _ctypes.byref(err))
+    except _ctypes.ArgumentError as e:  # e.g. a size beyond int64
+        raise Error("bad argument: %s" % e) from None
     if st != 0:
         raise Error._from(lib, err, st, file)
 
@@ -146,6 +149,7 @@ class Graph:
         self._lock = threading.Lock()
         self._graph = None
         self._graph_fin = None
+        self._failed = None
         handle = _ctypes.c_void_p()
         _call(lib, lib.commsched_builder_create, _b(name),
               _ctypes.byref(handle))
@@ -161,6 +165,7 @@ class Graph:
         g._lock = threading.Lock()
         g._builder = None
         g._builder_fin = None
+        g._failed = None
         g._graph = handle
         g._graph_fin = weakref.finalize(g, lib.commsched_graph_destroy, handle)
         return g
@@ -186,6 +191,8 @@ class Graph:
 
     # -- building --------------------------------------------------------
     def _builder_handle(self):
+        if self._failed is not None:
+            raise self._failed
         if self._builder is None:
             raise Error("the graph is finished; it can no longer change")
         return self._builder
@@ -275,13 +282,20 @@ class Graph:
         with self._lock:
             if self._graph is not None:
                 return self
+            if self._failed is not None:
+                # finish consumed the builder: the same error again
+                raise self._failed
             lib = self._lib
             b = self._builder
             self._builder = None
             self._builder_fin.detach()  # finish consumes the builder
             handle = _ctypes.c_void_p()
-            _call(lib, lib.commsched_builder_finish, b,
-                  1 if toposort else 0, _ctypes.byref(handle))
+            try:
+                _call(lib, lib.commsched_builder_finish, b,
+                      1 if toposort else 0, _ctypes.byref(handle))
+            except Error as e:
+                self._failed = e
+                raise
             self._graph = handle
             self._graph_fin = weakref.finalize(
                 self, lib.commsched_graph_destroy, handle)

@@ -219,6 +219,18 @@ class Errors(unittest.TestCase):
                    'nodes[1].inputs[1]: unknown buffer "zz"',
                    path="nodes[1].inputs[1]")
 
+    def test_a_graph_that_failed_keeps_failing(self):
+        # finish consumes the C builder even when it fails: every later use
+        # raises the same error (never touches the freed builder)
+        g = commsched.Graph()
+        g.compute("a", inputs=["zz"], outputs=[("b", 1)])
+        first = self.check(g.finish, "EGRAPH")
+        for use in (g.finish, lambda: commsched.optimize(g),
+                    lambda: commsched.simulate(g), lambda: g.nodes,
+                    lambda: g.add_input("x", 1)):
+            e = self.check(use, "EGRAPH")
+            self.assertEqual(str(e), str(first))
+
     def test_file_errors_name_file_line_and_column(self):
         with tempfile.TemporaryDirectory() as d:
             bad = os.path.join(d, "bad.json")
@@ -262,6 +274,8 @@ class Errors(unittest.TestCase):
             commsched.Graph().add_node("n", "kernel")
         with self.assertRaises(commsched.Error):
             commsched.Graph().compute("n", dtype="float7")
+        with self.assertRaises(commsched.Error):
+            commsched.Graph().add_input("huge", 1 << 70)
 
 
 class Threads(unittest.TestCase):
