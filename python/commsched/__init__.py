@@ -91,6 +91,14 @@ def _call(lib, fn, *args, file=None):
         raise Error._from(lib, err, st, file)
 
 
+def _int64(v, what):
+    """v as an int64 for C; ctypes would silently wrap larger values."""
+    v = int(v)
+    if not -(1 << 63) <= v < (1 << 63):
+        raise Error("%s %d does not fit in 64 bits" % (what, v))
+    return v
+
+
 def _strings(items):
     items = [_b(x) for x in items]
     arr = (_ctypes.c_char_p * max(1, len(items)))(*items)
@@ -202,7 +210,7 @@ class Graph:
         from the device profile's GPUs per host)."""
         lib = self._lib
         _call(lib, lib.commsched_builder_add_group, self._builder_handle(),
-              _b(name), int(size), int(hosts))
+              _b(name), _int64(size, "size"), _int64(hosts, "hosts"))
         return self
 
     def add_input(self, name, size, freeable=False):
@@ -210,7 +218,7 @@ class Graph:
         last reader (Inductor's freeable input buffers)."""
         lib = self._lib
         _call(lib, lib.commsched_builder_add_input, self._builder_handle(),
-              _b(name), int(size), 1 if freeable else 0)
+              _b(name), _int64(size, "size"), 1 if freeable else 0)
         return self
 
     def add_output(self, buffer):
@@ -239,7 +247,8 @@ class Graph:
                         "or wait)" % kind)
         outs = [_output(o) for o in outputs]
         out_arr = (_lib.OutputSpec * max(1, len(outs)))(
-            *[_lib.OutputSpec(_b(o.name), int(o.size or 0), _b(o.alias_of))
+            *[_lib.OutputSpec(_b(o.name), _int64(o.size or 0, "size"),
+                              _b(o.alias_of))
               for o in outs])
         in_arr, n_in = _strings(inputs)
         af_arr, n_af = _strings(after)
