@@ -52,6 +52,9 @@ PIPELINES = {
         (DECIDE + ",reorder_compute_for_overlap", []),
     "heap-after-iterative":
         (DECIDE + "," + SINK + "," + RCPPM + ",raise_comms,sink_waits", []),
+    "decide-after-iterative":
+        (RCPPM + "," + SINK + "," + DECIDE + ",reorder_compute_for_overlap",
+         []),
     "rcppm-runtime": (RCPPM, [("reorder_iterative_use_runtime_estimations",
                                "true")]),
     "sink-runtime": (SINK, [("sink_iterative_use_runtime_estimations",
