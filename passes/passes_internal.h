@@ -34,7 +34,18 @@ struct commsched_knobs {
     double reorder_sink_runtime_estimations_comm_mult;
     double reorder_sink_runtime_estimations_non_comm_mult;
     int reorder_iterative_debug_memory_recompute;
+    /* bucketing (passes/bucketing.c) */
+    double bucket_cap_mb;             /* MiB, as Inductor's * 1024 * 1024 */
+    long bucket_max_ops;              /* <= 0: unlimited */
+    int bucket_multidtype;
+    int bucket_mode;                  /* cs_bucket_mode */
+    double bucket_peak_memory_budget;
 };
+
+typedef enum cs_bucket_mode {
+    CS_BUCKET_GREEDY = 0, /* Inductor's greedy_bucket_collective_by_mb */
+    CS_BUCKET_COST = 1    /* stop when a merge no longer shortens the step */
+} cs_bucket_mode;
 
 /* A growable string for limiting factors and overlap info. */
 typedef struct cs_text {
@@ -73,6 +84,9 @@ typedef struct cs_pass_record {
     commsched_pass_stats pub;
     commsched_node_stats *rows;
     size_t cap_rows;
+    commsched_bucket_stats *buckets; /* members arrays owned (one malloc
+                                        each: pointers, then the names) */
+    size_t cap_buckets;
 } cs_pass_record;
 
 /* Appends a row for `node` with the seed's initial values; returns it or
@@ -89,7 +103,20 @@ typedef struct cs_pass_ctx {
     int verify;                  /* full recompute after every move */
     cs_pass_record *rec;
     commsched_error *err;
+    /* For passes that rewrite the graph (cs_pass_replace). */
+    const commsched_cost_options *cost; /* estimates for new nodes */
+    commsched_run *run;          /* owns the graphs a rewrite creates */
 } cs_pass_ctx;
+
+/* Hands a rewritten graph, a schedule over it and its runtimes (all owned
+ * by the run from now on, even on failure) to the pipeline: ctx->g, ->s and
+ * ->runtime_ns point at them afterwards. The previous ones stay valid until
+ * the run is destroyed, so earlier records can still name their nodes. */
+commsched_status cs_pass_replace(cs_pass_ctx *ctx, commsched_graph *g,
+                                 commsched_schedule *s, double *runtime_ns);
+
+/* Appends a bucket row (zeroed); returns it or NULL on OOM. */
+commsched_bucket_stats *cs_record_bucket(cs_pass_record *r);
 
 typedef commsched_status (*cs_pass_fn)(cs_pass_ctx *ctx);
 
@@ -143,6 +170,9 @@ commsched_status cs_pass_reorder_compute_for_overlap(cs_pass_ctx *ctx);
 commsched_status cs_pass_reorder_preserving_peak_memory(cs_pass_ctx *ctx);
 commsched_status cs_pass_sink_waits_iterative(cs_pass_ctx *ctx);
 commsched_status cs_pass_decide_global_ordering(cs_pass_ctx *ctx);
+commsched_status cs_pass_bucket_all_gather(cs_pass_ctx *ctx);
+commsched_status cs_pass_bucket_reduce_scatter(cs_pass_ctx *ctx);
+commsched_status cs_pass_bucket_all_reduce(cs_pass_ctx *ctx);
 
 /* Replaces g's fake edges (after_fake) and the derived fake_users; takes
  * ownership of `after_fake` on success. Returns 0 or -1 on OOM. */

@@ -23,29 +23,48 @@ typedef struct pass {
     cs_pass_fn run;
     commsched_stats_kind stats;
     const char *description;
+    int rewrites; /* builds a new graph (cs_pass_replace) */
 } pass;
 
 static const pass passes[] = {
     {"decide_global_ordering_of_comms", cs_pass_decide_global_ordering,
      COMMSCHED_STATS_NONE,
      "fake edges chain consecutive collectives so every rank issues them in "
-     "one order"},
+     "one order",
+     0},
     {"raise_comms", cs_pass_raise_comms, COMMSCHED_STATS_NONE,
-     "heap list scheduler: issue collectives as early as dependencies allow"},
+     "heap list scheduler: issue collectives as early as dependencies allow",
+     0},
     {"sink_waits", cs_pass_sink_waits, COMMSCHED_STATS_NONE,
-     "heap list scheduler: place waits as late as dependencies allow"},
+     "heap list scheduler: place waits as late as dependencies allow", 0},
     {"reorder_compute_for_overlap", cs_pass_reorder_compute_for_overlap,
      COMMSCHED_STATS_NONE,
      "heap list scheduler: raise collectives, sink waits and fill each "
-     "collective's time with ready compute"},
+     "collective's time with ready compute",
+     0},
     {"reorder_communication_preserving_peak_memory",
      cs_pass_reorder_preserving_peak_memory, COMMSCHED_STATS_REORDER,
      "move each collective earlier, one swap at a time, while peak memory "
-     "stays within the budget"},
+     "stays within the budget",
+     0},
     {"sink_waits_iterative", cs_pass_sink_waits_iterative,
      COMMSCHED_STATS_SINK,
      "move each wait later, one swap at a time, while peak memory stays "
-     "within the budget"},
+     "within the budget",
+     0},
+    {"bucket_all_gather", cs_pass_bucket_all_gather, COMMSCHED_STATS_BUCKET,
+     "merge all-gathers adjacent in wait order (one group and dtype) into "
+     "one copy-in, one all-gather and one wait, up to bucket_cap_mb",
+     1},
+    {"bucket_reduce_scatter", cs_pass_bucket_reduce_scatter,
+     COMMSCHED_STATS_BUCKET,
+     "merge reduce-scatters adjacent in wait order (one group, dtype and "
+     "reduce op), up to bucket_cap_mb",
+     1},
+    {"bucket_all_reduce", cs_pass_bucket_all_reduce, COMMSCHED_STATS_BUCKET,
+     "merge all-reduces adjacent in wait order (one group, dtype and reduce "
+     "op), up to bucket_cap_mb",
+     1},
 };
 #define N_PASSES (sizeof passes / sizeof passes[0])
 
@@ -58,6 +77,10 @@ const char *commsched_pass_description(size_t i)
 {
     return i < N_PASSES ? passes[i].description : NULL;
 }
+int commsched_pass_rewrites(size_t i)
+{
+    return i < N_PASSES ? passes[i].rewrites : 0;
+}
 
 const char *commsched_default_pipeline(void)
 {
@@ -69,7 +92,7 @@ const char *commsched_default_pipeline(void)
 
 /* ---- knobs --------------------------------------------------------------- */
 
-typedef enum { K_BOOL, K_REAL, K_LIMIT } knob_type;
+typedef enum { K_BOOL, K_REAL, K_LIMIT, K_ENUM } knob_type;
 
 typedef struct knob {
     const char *name;
@@ -77,10 +100,16 @@ typedef struct knob {
     size_t offset;
     const char *def;
     const char *description;
+    const char *const *choices; /* K_ENUM: names of 0, 1, ..., then NULL */
 } knob;
 
 #define KNOB(field, type, def, text)                                           \
-    {#field, type, offsetof(commsched_knobs, field), def, text}
+    {#field, type, offsetof(commsched_knobs, field), def, text, NULL}
+#define KNOB_ENUM(field, choices, def, text)                                   \
+    {#field, K_ENUM, offsetof(commsched_knobs, field), def, text, choices}
+
+/* bucket_mode, in cs_bucket_mode order. */
+static const char *const bucket_modes[] = {"greedy", "cost", NULL};
 
 static const knob knobs[] = {
     KNOB(reorder_iterative_peak_memory_budget, K_REAL, "0.2",
@@ -116,6 +145,21 @@ static const knob knobs[] = {
     KNOB(reorder_iterative_debug_memory_recompute, K_BOOL, "false",
          "recompute memory after every move and stop at the first "
          "difference (as --verify-memory)"),
+    KNOB(bucket_cap_mb, K_REAL, "2000",
+         "bucketing: close a bucket before it passes this many MiB "
+         "(Inductor's bucket_cap_mb; DDP uses 25)"),
+    KNOB(bucket_max_ops, K_LIMIT, "0",
+         "bucketing: at most this many collectives a bucket (0 or none: no "
+         "limit; XLA uses 256)"),
+    KNOB(bucket_multidtype, K_BOOL, "false",
+         "bucket_all_gather: leave the dtype out of the key (Inductor's "
+         "multidtype mode)"),
+    KNOB_ENUM(bucket_mode, bucket_modes, "greedy",
+              "bucketing: greedy (Inductor's rule) or cost (stop when a merge "
+              "no longer shortens the simulated step)"),
+    KNOB(bucket_peak_memory_budget, K_REAL, "0",
+         "bucketing: refuse a merge that raises peak memory above "
+         "(1 + this) x the peak before the pass"),
 };
 #define N_KNOBS (sizeof knobs / sizeof knobs[0])
 
@@ -169,8 +213,36 @@ static int parse_value(const knob *kn, const char *text, void *field)
         *(long *)field = l;
         return 0;
     }
+    case K_ENUM:
+        for (int i = 0; kn->choices[i]; i++)
+            if (!strcmp(text, kn->choices[i])) {
+                *(int *)field = i;
+                return 0;
+            }
+        return -1;
     }
     return -1;
+}
+
+/* What a knob of this type accepts, for error messages. */
+static void expected_text(const knob *kn, char *buf, size_t size)
+{
+    switch (kn->type) {
+    case K_BOOL: snprintf(buf, size, "expected true or false"); return;
+    case K_REAL: snprintf(buf, size, "expected a number"); return;
+    case K_LIMIT: snprintf(buf, size, "expected a count or none"); return;
+    case K_ENUM: {
+        size_t len = (size_t)snprintf(buf, size, "expected");
+        for (int i = 0; kn->choices[i] && len < size; i++)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                                    i == 0                 ? " "
+                                    : kn->choices[i + 1]   ? ", "
+                                                           : " or ",
+                                    kn->choices[i]);
+        return;
+    }
+    }
+    snprintf(buf, size, "bad value");
 }
 
 commsched_status commsched_knobs_create(commsched_knobs **out,
@@ -199,13 +271,13 @@ commsched_status commsched_knobs_set(commsched_knobs *k, const char *key,
     for (size_t i = 0; i < N_KNOBS; i++) {
         if (strcmp(knobs[i].name, key) != 0)
             continue;
-        if (parse_value(&knobs[i], value, (char *)k + knobs[i].offset) != 0)
-            return commsched_error_set(
-                err, COMMSCHED_EINVAL, NULL, "--set %s: bad value \"%s\" (%s)",
-                key, value,
-                knobs[i].type == K_BOOL   ? "expected true or false"
-                : knobs[i].type == K_REAL ? "expected a number"
-                                          : "expected a count or none");
+        if (parse_value(&knobs[i], value, (char *)k + knobs[i].offset) != 0) {
+            char expected[128];
+            expected_text(&knobs[i], expected, sizeof expected);
+            return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                       "--set %s: bad value \"%s\" (%s)", key,
+                                       value, expected);
+        }
         return COMMSCHED_OK;
     }
     return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
@@ -219,6 +291,16 @@ commsched_status commsched_knobs_set(commsched_knobs *k, const char *key,
 struct commsched_run {
     cs_pass_record *records;
     size_t n, cap;
+    /* What rewriting passes created: every graph and schedule (the last
+     * ones are the pipeline's result) and the runtimes of the last graph.
+     * The caller's own graph and schedule are never here. */
+    struct made {
+        commsched_graph *g;
+        commsched_schedule *s;
+    } *made;
+    size_t n_made, cap_made;
+    double *runtime;            /* owned, for the last created graph */
+    const double *final_runtime; /* runtime, or the caller's array */
 };
 
 static void record_free(cs_pass_record *r)
@@ -230,6 +312,20 @@ static void record_free(cs_pass_record *r)
         free((char *)r->rows[i].overlap_info);
     }
     free(r->rows);
+    for (uint32_t i = 0; i < r->pub.n_buckets; i++)
+        free((void *)r->buckets[i].members);
+    free(r->buckets);
+}
+
+commsched_bucket_stats *cs_record_bucket(cs_pass_record *r)
+{
+    if (cs_grow((void **)&r->buckets, &r->cap_buckets,
+                (size_t)r->pub.n_buckets + 1, sizeof *r->buckets) != 0)
+        return NULL;
+    commsched_bucket_stats *b = &r->buckets[r->pub.n_buckets++];
+    memset(b, 0, sizeof *b);
+    r->pub.buckets = r->buckets;
+    return b;
 }
 
 void commsched_run_destroy(commsched_run *r)
@@ -239,6 +335,12 @@ void commsched_run_destroy(commsched_run *r)
     for (size_t i = 0; i < r->n; i++)
         record_free(&r->records[i]);
     free(r->records);
+    for (size_t i = 0; i < r->n_made; i++) {
+        commsched_schedule_destroy(r->made[i].s);
+        commsched_graph_destroy(r->made[i].g);
+    }
+    free(r->made);
+    free(r->runtime);
     free(r);
 }
 
@@ -248,6 +350,35 @@ const commsched_pass_stats *commsched_run_pass(const commsched_run *r,
                                                size_t i)
 {
     return i < r->n ? &r->records[i].pub : NULL;
+}
+
+const double *commsched_run_runtime_ns(const commsched_run *r)
+{
+    return r->final_runtime;
+}
+
+commsched_status cs_pass_replace(cs_pass_ctx *ctx, commsched_graph *g,
+                                 commsched_schedule *s, double *runtime_ns)
+{
+    commsched_run *r = ctx->run;
+    if (cs_grow((void **)&r->made, &r->cap_made, r->n_made + 1,
+                sizeof *r->made) != 0) {
+        /* The contract: they belong to the run even on failure. */
+        commsched_schedule_destroy(s);
+        commsched_graph_destroy(g);
+        free(runtime_ns);
+        return commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    }
+    r->made[r->n_made].g = g;
+    r->made[r->n_made++].s = s;
+    free(r->runtime); /* no later pass reads the previous graph's */
+    r->runtime = runtime_ns;
+    r->final_runtime = runtime_ns;
+    ctx->g = g;
+    ctx->s = s;
+    ctx->runtime_ns = runtime_ns;
+    return COMMSCHED_OK;
 }
 
 /* Splits "a,b,c" into pass indices; "" and "none" give an empty list. */
@@ -309,19 +440,31 @@ static commsched_status peak_of(const commsched_schedule *s, int64_t *peak,
     return st;
 }
 
-commsched_status commsched_pipeline_run(commsched_graph *g,
-                                        commsched_schedule *s,
-                                        const double *runtime_ns,
-                                        const char *list,
-                                        const commsched_knobs *k,
-                                        unsigned flags, commsched_run **out,
-                                        commsched_error *err)
+/* The runner behind both entry points. allow_rewrite is 0 for
+ * commsched_pipeline_run, whose caller could not receive a new graph. */
+static commsched_status run_pipeline(commsched_graph **gp,
+                                     commsched_schedule **sp,
+                                     const double *runtime_ns,
+                                     const commsched_cost_options *cost,
+                                     const char *list, const commsched_knobs *k,
+                                     unsigned flags, int allow_rewrite,
+                                     commsched_run **out, commsched_error *err)
 {
     size_t *ids = NULL, n_ids = 0;
     *out = NULL;
     commsched_status st = parse_pipeline(list, &ids, &n_ids, err);
     if (st != COMMSCHED_OK)
         return st;
+    for (size_t i = 0; i < n_ids && !allow_rewrite; i++)
+        if (passes[ids[i]].rewrites) {
+            const char *name = passes[ids[i]].name;
+            free(ids);
+            return commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL,
+                "pass %s rewrites the graph: run it with "
+                "commsched_pipeline_apply",
+                name);
+        }
     commsched_run *run = cs_calloc(1, sizeof *run);
     if (!run || (n_ids && !(run->records = cs_calloc(n_ids,
                                                      sizeof *run->records)))) {
@@ -331,40 +474,74 @@ commsched_status commsched_pipeline_run(commsched_graph *g,
                                    "out of memory");
     }
     run->cap = n_ids;
+    run->final_runtime = runtime_ns;
+    commsched_cost_options default_cost;
+    commsched_cost_options_init(&default_cost);
 #ifndef NDEBUG
     int check = 1;
 #else
     int check = (flags & COMMSCHED_PIPELINE_VERIFY) != 0;
 #endif
+    commsched_graph *g0 = *gp;
+    commsched_schedule *s0 = *sp;
+    cs_pass_ctx ctx = {*gp, *sp, runtime_ns, k,
+                       (flags & COMMSCHED_PIPELINE_VERIFY) ||
+                           k->reorder_iterative_debug_memory_recompute,
+                       NULL, err, cost ? cost : &default_cost, run};
     for (size_t i = 0; i < n_ids && st == COMMSCHED_OK; i++) {
         const pass *ps = &passes[ids[i]];
         cs_pass_record *rec = &run->records[run->n++];
         rec->pub.pass = ps->name;
         rec->pub.kind = ps->stats;
-        cs_pass_ctx ctx = {g, s, runtime_ns, k,
-                           (flags & COMMSCHED_PIPELINE_VERIFY) ||
-                               k->reorder_iterative_debug_memory_recompute,
-                           rec, err};
-        if ((st = peak_of(s, &rec->pub.peak_before, err)) != COMMSCHED_OK)
+        ctx.rec = rec;
+        if ((st = peak_of(ctx.s, &rec->pub.peak_before, err)) != COMMSCHED_OK)
             break;
         double t0 = now_ms();
         st = ps->run(&ctx);
         rec->pub.wall_ms = now_ms() - t0;
+        rec->pub.graph = ctx.g;
         if (st == COMMSCHED_OK)
-            st = peak_of(s, &rec->pub.peak_after, err);
+            st = peak_of(ctx.s, &rec->pub.peak_after, err);
         if (st == COMMSCHED_OK && check &&
-            (st = commsched_schedule_check(s, 0, err)) != COMMSCHED_OK)
+            (st = commsched_schedule_check(ctx.s, 0, err)) != COMMSCHED_OK)
             commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
                                 "after pass %s: the order is invalid",
                                 ps->name);
     }
     free(ids);
     if (st != COMMSCHED_OK) {
+        /* The caller gets its own graph and schedule back; whatever the
+         * passes created goes with the run. */
+        *gp = g0;
+        *sp = s0;
         commsched_run_destroy(run);
         return st;
     }
+    *gp = ctx.g;
+    *sp = ctx.s;
     *out = run;
     return COMMSCHED_OK;
+}
+
+commsched_status commsched_pipeline_run(commsched_graph *g,
+                                        commsched_schedule *s,
+                                        const double *runtime_ns,
+                                        const char *list,
+                                        const commsched_knobs *k,
+                                        unsigned flags, commsched_run **out,
+                                        commsched_error *err)
+{
+    return run_pipeline(&g, &s, runtime_ns, NULL, list, k, flags, 0, out,
+                        err);
+}
+
+commsched_status commsched_pipeline_apply(
+    commsched_graph **g, commsched_schedule **s, const double *runtime_ns,
+    const commsched_cost_options *cost, const char *list,
+    const commsched_knobs *k, unsigned flags, commsched_run **out,
+    commsched_error *err)
+{
+    return run_pipeline(g, s, runtime_ns, cost, list, k, flags, 1, out, err);
 }
 
 commsched_status commsched_graph_drop_violated_fake_edges(

@@ -129,6 +129,62 @@ static char *schedule_json(const char *passes, const figures *b,
     return text;
 }
 
+/* Runs the pipeline. A pass that rewrites the graph (bucketing) leaves *g
+ * and *s pointing at a graph and schedule the run owns; *g_in and *s_in
+ * then keep the loaded ones, which stay ours to destroy. Everything sized
+ * or built for the graph follows it: the runtimes (the run's), the order
+ * buffer, the report's simulator and the estimate sources (sources may
+ * be NULL, *sources NULL when not kept). */
+static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
+                                   commsched_graph **g_in,
+                                   commsched_schedule **s_in, double **runtime,
+                                   uint32_t **order, commsched_sim **sim,
+                                   commsched_cost_source **sources,
+                                   const cli_cost *cost, const char *passes,
+                                   const commsched_knobs *knobs, unsigned flags,
+                                   commsched_run **run, commsched_error *err)
+{
+    commsched_graph *g0 = *g;
+    commsched_schedule *s0 = *s;
+    commsched_status st = commsched_pipeline_apply(
+        g, s, *runtime, &cost->opts, passes, knobs, flags, run, err);
+    if (st != COMMSCHED_OK || *g == g0)
+        return st;
+    *g_in = g0;
+    *s_in = s0;
+    uint32_t n = commsched_graph_node_count(*g);
+    double *rt = malloc((size_t)n * sizeof *rt);
+    uint32_t *ord = realloc(*order, (size_t)n * sizeof *ord);
+    if (ord)
+        *order = ord;
+    int want_sources = sources && *sources;
+    commsched_cost_source *src =
+        want_sources ? realloc(*sources, (size_t)n * sizeof *src) : NULL;
+    if (src)
+        *sources = src;
+    if (!rt || !ord || (want_sources && !src)) {
+        free(rt);
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    }
+    /* The estimates of the nodes that stayed are unchanged; only the
+     * sources need the new graph. */
+    if (src && (st = commsched_cost_graph(*g, &cost->opts, rt, src, err)) !=
+                   COMMSCHED_OK) {
+        free(rt);
+        return st;
+    }
+    memcpy(rt, commsched_run_runtime_ns(*run), (size_t)n * sizeof *rt);
+    free(*runtime);
+    *runtime = rt;
+    if (*sim) {
+        commsched_sim_destroy(*sim);
+        *sim = NULL;
+        st = commsched_sim_create(*g, sim, err);
+    }
+    return st;
+}
+
 int cmd_optimize(int argc, char **argv)
 {
     enum { O_PASSES = 256, O_SET, O_STATS, O_REPORT, O_VERIFY, O_LIST,
@@ -207,8 +263,8 @@ int cmd_optimize(int argc, char **argv)
     const char *in_path = argv[optind];
     const char *in_name = strcmp(in_path, "-") == 0 ? "<stdin>" : in_path;
 
-    commsched_graph *g = NULL;
-    commsched_schedule *s = NULL;
+    commsched_graph *g = NULL, *g_in = NULL;
+    commsched_schedule *s = NULL, *s_in = NULL;
     commsched_run *run = NULL;
     uint32_t *order = NULL;
     double *runtime = NULL;
@@ -238,8 +294,9 @@ int cmd_optimize(int argc, char **argv)
         (report &&
          (commsched_sim_create(g, &sim, &err) != COMMSCHED_OK ||
           simulate(sim, s, runtime, &sim_before, &err) != COMMSCHED_OK)) ||
-        commsched_pipeline_run(g, s, runtime, passes, knobs, pipe_flags, &run,
-                               &err) != COMMSCHED_OK ||
+        run_passes(&g, &s, &g_in, &s_in, &runtime, &order, &sim, NULL,
+                   &cost, passes, knobs, pipe_flags, &run, &err) !=
+            COMMSCHED_OK ||
         commsched_schedule_check(s, 0, &err) != COMMSCHED_OK ||
         measure(s, &after, &err) != COMMSCHED_OK ||
         (report &&
@@ -287,8 +344,9 @@ done:
     free(runtime);
     commsched_sim_destroy(sim);
     commsched_run_destroy(run);
-    commsched_schedule_destroy(s);
-    commsched_graph_destroy(g);
+    /* The loaded graph and its schedule; a rewritten pair is the run's. */
+    commsched_schedule_destroy(g_in ? s_in : s);
+    commsched_graph_destroy(g_in ? g_in : g);
     commsched_knobs_destroy(knobs);
     return rc;
 }

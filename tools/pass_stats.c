@@ -53,17 +53,64 @@ static void print_table(FILE *f, const commsched_graph *g,
             (long long)p->peak_before, (long long)p->peak_after);
 }
 
+/* One row per bucket: what merged, its size, its estimated time before
+ * (the members' runtimes) and after (merged collective + copy-in), and why
+ * it took no further member. */
+static void print_buckets(FILE *f, const commsched_graph *g,
+                          const commsched_pass_stats *p)
+{
+    uint32_t members = 0;
+    double before = 0, after = 0;
+    for (uint32_t i = 0; i < p->n_buckets; i++) {
+        members += p->buckets[i].n_members;
+        before += p->buckets[i].time_before_ns;
+        after += p->buckets[i].time_after_ns;
+    }
+    fprintf(f,
+            "%s: %u collectives into %u buckets, estimated %.3f us -> "
+            "%.3f us\n",
+            p->pass, members, p->n_buckets, before / 1e3, after / 1e3);
+    if (p->fake_edges_dropped)
+        fprintf(f, " %u after_fake edges the new order breaks were dropped\n",
+                p->fake_edges_dropped);
+    if (p->n_buckets)
+        fprintf(f, "%-24s %7s %12s %12s %12s %12s %-10s  %s\n", "Bucket",
+                "members", "bytes", "before(us)", "after(us)", "saved(us)",
+                "closed by", "members (wait order)");
+    for (uint32_t i = 0; i < p->n_buckets; i++) {
+        const commsched_bucket_stats *b = &p->buckets[i];
+        char size[32];
+        cli_bytes((double)b->bytes, size, sizeof size);
+        fprintf(f, "%-24s %7u %12s %12.3f %12.3f %12.3f %-10s  %s", 
+                commsched_graph_node_name(g, b->node), b->n_members, size,
+                b->time_before_ns / 1e3, b->time_after_ns / 1e3,
+                (b->time_before_ns - b->time_after_ns) / 1e3, b->closed_by,
+                b->members[0]);
+        if (b->n_members > 2)
+            fprintf(f, ", ... (%u more), ", b->n_members - 2);
+        else
+            fprintf(f, ", ");
+        fprintf(f, "%s\n", b->members[b->n_members - 1]);
+    }
+    fprintf(f, " peak_memory_before:%lld\n peak_memory_after:%lld\n",
+            (long long)p->peak_before, (long long)p->peak_after);
+}
+
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run)
 {
     for (size_t i = 0; i < commsched_run_pass_count(run); i++) {
         const commsched_pass_stats *p = commsched_run_pass(run, i);
+        /* Node indices are the pass's own graph's (bucketing makes one). */
+        const commsched_graph *pg = p->graph ? p->graph : g;
         fprintf(f, "== %s (%.2f ms)", p->pass, p->wall_ms);
         if (p->fake_edges_added)
             fprintf(f, ": %u fake edges added", p->fake_edges_added);
         fprintf(f, "\n");
-        if (p->kind != COMMSCHED_STATS_NONE)
-            print_table(f, g, p);
+        if (p->kind == COMMSCHED_STATS_BUCKET)
+            print_buckets(f, pg, p);
+        else if (p->kind != COMMSCHED_STATS_NONE)
+            print_table(f, pg, p);
         else
             fprintf(f, " peak_memory_before:%lld\n peak_memory_after:%lld\n",
                     (long long)p->peak_before, (long long)p->peak_after);
@@ -89,22 +136,47 @@ static json_t *row_json(const commsched_graph *g, const commsched_node_stats *r,
     return o;
 }
 
+static json_t *bucket_json(const commsched_graph *g,
+                           const commsched_bucket_stats *b)
+{
+    json_t *members = json_array();
+    for (uint32_t i = 0; members && i < b->n_members; i++)
+        json_array_append_new(members, json_string(b->members[i]));
+    return json_pack("{s:s, s:s, s:s, s:o, s:I, s:f, s:f, s:s}", "node",
+                     commsched_graph_node_name(g, b->node), "copy_in",
+                     commsched_graph_node_name(g, b->copy_in), "wait",
+                     commsched_graph_node_name(g, b->wait), "members",
+                     members ? members : json_array(), "bytes",
+                     (json_int_t)b->bytes, "time_before_ns", b->time_before_ns,
+                     "time_after_ns", b->time_after_ns, "closed_by",
+                     b->closed_by);
+}
+
 json_t *cli_pass_stats_json(const commsched_graph *g, const commsched_run *run,
                             int with_timing)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < commsched_run_pass_count(run); i++) {
         const commsched_pass_stats *p = commsched_run_pass(run, i);
+        const commsched_graph *pg = p->graph ? p->graph : g;
         json_t *rows = json_array();
         for (uint32_t k = 0; rows && k < p->n_nodes; k++)
             json_array_append_new(
-                rows, row_json(g, &p->nodes[k], p->kind == COMMSCHED_STATS_SINK));
+                rows, row_json(pg, &p->nodes[k], p->kind == COMMSCHED_STATS_SINK));
         json_t *o = json_pack("{s:s, s:I, s:I, s:i, s:o}", "pass", p->pass,
                               "peak_memory_before", (json_int_t)p->peak_before,
                               "peak_memory_after", (json_int_t)p->peak_after,
                               "fake_edges_added",
                               (json_int_t)p->fake_edges_added, "nodes",
                               rows ? rows : json_array());
+        if (o && p->kind == COMMSCHED_STATS_BUCKET) {
+            json_t *bk = json_array();
+            for (uint32_t k = 0; bk && k < p->n_buckets; k++)
+                json_array_append_new(bk, bucket_json(pg, &p->buckets[k]));
+            json_object_set_new(o, "buckets", bk ? bk : json_array());
+            json_object_set_new(o, "fake_edges_dropped",
+                                json_integer(p->fake_edges_dropped));
+        }
         if (o && with_timing)
             json_object_set_new(o, "wall_ms", json_real(p->wall_ms));
         if (!o || json_array_append_new(arr, o) != 0) {

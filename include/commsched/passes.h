@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "commsched/cost.h"
 #include "commsched/schedule.h"
 
 #ifdef __cplusplus
@@ -60,7 +61,8 @@ COMMSCHED_EXPORT const char *commsched_default_pipeline(void);
 typedef enum commsched_stats_kind {
     COMMSCHED_STATS_NONE = 0,    /* the pass keeps no per-node table */
     COMMSCHED_STATS_REORDER = 1, /* ReorderInfo per collective */
-    COMMSCHED_STATS_SINK = 2     /* SinkWaitInfo per wait */
+    COMMSCHED_STATS_SINK = 2,    /* SinkWaitInfo per wait */
+    COMMSCHED_STATS_BUCKET = 3   /* one commsched_bucket_stats per bucket */
 } commsched_stats_kind;
 
 /* One row of the seed's ReorderInfo / SinkWaitInfo (times in ns, already
@@ -75,6 +77,26 @@ typedef struct commsched_node_stats {
     const char *overlap_info;
 } commsched_node_stats;
 
+/* One bucket a bucketing pass formed (bucket_all_gather, ...): its members
+ * became one copy-in node, one collective and one wait (docs/PASSES.md). */
+typedef struct commsched_bucket_stats {
+    uint32_t node;            /* the merged collective, in the pass's graph */
+    uint32_t copy_in, wait;   /* its copy-in and wait nodes, likewise */
+    uint32_t n_members;
+    const char *const *members; /* the former collectives' names, in wait
+                                   order (copies owned by the run) */
+    int64_t bytes;            /* the merged collective's bytes: the larger
+                                 of its flat input and output (DESIGN §4) */
+    double time_before_ns;    /* the members' runtimes, summed */
+    double time_after_ns;     /* merged collective + copy-in (cost model) */
+    const char *closed_by;    /* why it took no further member: "cap",
+                                 "max_ops", "memory", "cost", "key" (the
+                                 next collective in wait order has another
+                                 key or cannot be bucketed), "dependency"
+                                 (the rest of its run depends on it),
+                                 "end" (no further collective) */
+} commsched_bucket_stats;
+
 typedef struct commsched_pass_stats {
     const char *pass;
     double wall_ms;
@@ -83,6 +105,14 @@ typedef struct commsched_pass_stats {
     uint32_t n_nodes;
     const commsched_node_stats *nodes;
     uint32_t fake_edges_added; /* decide_global_ordering_of_comms */
+    /* The graph the node indices above and below refer to: the graph the
+     * pass left (a bucketing pass builds a new one). Borrowed: the caller's
+     * graph or one the run owns. */
+    const commsched_graph *graph;
+    uint32_t n_buckets;        /* COMMSCHED_STATS_BUCKET */
+    const commsched_bucket_stats *buckets;
+    uint32_t fake_edges_dropped; /* bucketing: after_fake edges the
+                                    rewritten order no longer respects */
 } commsched_pass_stats;
 
 /* The record of one pipeline run. */
@@ -107,11 +137,48 @@ commsched_run_pass(const commsched_run *r, size_t i);
  * (decide_global_ordering_of_comms). On success *out holds the statistics
  * (caller destroys). On failure s may hold a partially optimized but valid
  * order; *out is NULL. Unknown pass names give EINVAL before anything
- * runs. */
+ * runs, and so do passes that rewrite the graph (commsched_pass_rewrites):
+ * run those with commsched_pipeline_apply. */
 COMMSCHED_EXPORT commsched_status commsched_pipeline_run(
     commsched_graph *g, commsched_schedule *s, const double *runtime_ns,
     const char *passes, const commsched_knobs *k, unsigned flags,
     commsched_run **out, commsched_error *err);
+
+/* 1 when pass i replaces the graph instead of reordering it (the bucketing
+ * passes); 0 otherwise or out of range. */
+COMMSCHED_EXPORT int commsched_pass_rewrites(size_t i);
+
+/* commsched_pipeline_run for pipelines that may rewrite the graph.
+ *
+ * *g and *s are the graph and a schedule over it, as for
+ * commsched_pipeline_run. A rewriting pass builds a new graph (through the
+ * builder, so it is a valid graph) and a schedule over it, and the
+ * following passes run on those: on return *g and *s point at the final
+ * graph and schedule. Ownership: the graph and schedule passed in stay
+ * the caller's (the pipeline never destroys them; they change only as
+ * commsched_pipeline_run changes them); every graph and schedule a pass
+ * creates is owned by the run and lives until commsched_run_destroy. So a
+ * caller keeps its own pointers, destroys the run first and then its own
+ * graph and schedule.
+ *
+ * runtime_ns[i] is the runtime of node i of the graph passed in. Nodes a
+ * rewrite creates are estimated with `cost` (NULL: the defaults of
+ * commsched_cost_options_init); the other nodes keep their runtime_ns
+ * value. commsched_run_runtime_ns gives the runtimes of the final graph.
+ *
+ * On failure *out is NULL and *g, *s are the ones passed in again (s may
+ * hold a partially optimized but valid order). */
+COMMSCHED_EXPORT commsched_status commsched_pipeline_apply(
+    commsched_graph **g, commsched_schedule **s, const double *runtime_ns,
+    const commsched_cost_options *cost, const char *passes,
+    const commsched_knobs *k, unsigned flags, commsched_run **out,
+    commsched_error *err);
+
+/* The runtimes the run's last pass used, one per node of the final graph
+ * (the graph commsched_pipeline_apply left in *g): the caller's runtime_ns
+ * when no pass rewrote the graph, else an array owned by the run. Borrowed
+ * until the run is destroyed. */
+COMMSCHED_EXPORT const double *commsched_run_runtime_ns(const commsched_run *r);
 
 /* Fake edges of g that the order in s violates (the iterative passes may
  * break them) are removed from g; *dropped receives how many. Call before

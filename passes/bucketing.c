@@ -1,0 +1,1405 @@
+/* commsched — the bucketing passes: bucket_all_gather, bucket_reduce_scatter
+ * and bucket_all_reduce merge collectives into fewer, larger ones
+ * (Inductor's fx_passes/bucketing.py, XLA's collective combiners;
+ * DESIGN.md §6, docs/PASSES.md "Bucketing").
+ *
+ * Which collectives form a bucket (Inductor's greedy_bucket_collective_by_mb):
+ * the candidates are the async collectives of the pass's op, in the order
+ * their waits appear in the current schedule. Runs of candidates with one
+ * key (group, dtype, and the reduce op for reduce-scatter and all-reduce)
+ * are cut greedily: a candidate that depends on the open bucket is skipped
+ * (merging it would make a cycle), one that would pass bucket_cap_mb (or
+ * bucket_max_ops) closes the bucket and opens the next. Beyond Inductor,
+ * every merge is also priced on the whole rewritten graph: it is refused
+ * when peak memory would pass (1 + bucket_peak_memory_budget) x the peak
+ * before the pass, and in bucket_mode=cost when the simulated step is not
+ * shorter than without it. Only buckets of two or more are kept.
+ *
+ * The rewrite models what a bucket really costs. For bucket "bucket_ag_0":
+ *   bucket_ag_0_copy_in  compute, reads every member's input, allocates the
+ *                        flat input "bucket_ag_0_in"; bytes = 2 x its size
+ *                        (read + write), so the cost model prices it as a
+ *                        memory-bound copy;
+ *   bucket_ag_0          the collective, reads the flat input, outputs the
+ *                        flat "bucket_ag_0_out" (an alias of the flat input
+ *                        when every member was in place);
+ *   bucket_ag_0_wait     reads the flat output and outputs every member
+ *                        wait's former outputs under their old names, as
+ *                        aliases of the flat output (views of its slices).
+ * Consumers keep their buffer names; the flat output lives until the last
+ * consumer of any member, as a bucket does. The graph is rebuilt through
+ * the builder (graphs are immutable), so the result is validated.
+ *
+ * Placement: the new order is the current one with each bucket's three
+ * nodes in place of its members: copy-in and collective where the first
+ * member was issued, or right after the last producer of any member's
+ * input when that comes later; the wait where the first member's wait was.
+ * A stable topological sort keyed by those positions then moves whatever
+ * must follow the wait (a first member's consumer that came before the
+ * last input was ready) right after it.
+ *
+ * Dependency test: a candidate depends on the open bucket when its
+ * collective or its wait is reachable from a member's wait. Descendants are
+ * marked lazily in order of position, only up to the position of the wait
+ * being tested, so each node is expanded at most once per bucket and the
+ * buckets of a pass cover disjoint stretches of the schedule. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commsched/cost.h"
+#include "commsched/memory.h"
+#include "commsched/simulate.h"
+#include "passes_internal.h"
+
+/* A collective of the pass's op, in wait order. */
+typedef struct cand {
+    uint32_t coll, wait;
+    uint32_t in, out;           /* the buffers it reads and writes */
+    int64_t in_bytes, out_bytes; /* root sizes */
+    int64_t bytes;              /* max of the two, as Inductor counts */
+    int eligible;               /* may join a bucket at all */
+    int in_place;               /* output is an alias of the input */
+} cand;
+
+typedef struct bucket {
+    uint32_t first, n;     /* members: mem[first .. first + n) */
+    int64_t bytes;
+    uint32_t name_k;       /* "bucket_<tag>_<name_k>" */
+    const char *closed_by;
+} bucket;
+
+/* Names of one bucket's nodes and buffers. */
+typedef struct bnames {
+    char coll[48], copy_in[64], wait[64], in[64], out[64];
+} bnames;
+
+/* One rewritten graph. */
+typedef struct built {
+    commsched_graph *g;
+    double *runtime;
+    uint32_t *bucket_node; /* per bucket: copy-in, collective, wait */
+    uint32_t fake_dropped;
+} built;
+
+typedef struct heap {
+    uint32_t *a;
+    size_t len;
+    const uint64_t *key;
+} heap;
+
+typedef struct bk_pass {
+    cs_pass_ctx *ctx;
+    const commsched_graph *g;
+    commsched_coll_op op;
+    const char *tag;
+    uint32_t n;
+    uint32_t *order, *pos;
+    uint64_t *pos_key;     /* pos as heap keys */
+    cand *cands;
+    size_t n_cands;
+    uint32_t *mem;         /* member candidate indices */
+    size_t n_mem;
+    bucket *bk;            /* closed buckets of two or more */
+    size_t n_bk, cap_bk;
+    /* lazy descendant marks of the open bucket */
+    uint32_t *mark, epoch;
+    heap desc;
+    uint32_t *via;         /* buffer -> the candidate whose output is on its
+                              alias chain, or NONE */
+    uint32_t *cand_bucket; /* candidate -> its bucket while mapped */
+    /* materialize scratch */
+    uint32_t *vmap;        /* old node -> itself or its bucket node's id */
+    bnames *names;
+    size_t cap_names;
+    const char **s_in, **s_after, **s_fake;
+    size_t cap_in, cap_after, cap_fake;
+    commsched_output_spec *s_out;
+    size_t cap_out;
+    uint32_t *seen, seen_stamp;
+    size_t cap_seen;
+} bk_pass;
+
+static commsched_status oom(commsched_error *err)
+{
+    return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+}
+
+/* ---- a binary min-heap of node ids by key ------------------------------- */
+
+static void heap_push(heap *h, uint32_t v)
+{
+    size_t i = h->len++;
+    while (i > 0) {
+        size_t up = (i - 1) / 2;
+        if (h->key[h->a[up]] <= h->key[v])
+            break;
+        h->a[i] = h->a[up];
+        i = up;
+    }
+    h->a[i] = v;
+}
+
+static uint32_t heap_pop(heap *h)
+{
+    uint32_t top = h->a[0], last = h->a[--h->len];
+    size_t i = 0, n = h->len;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && h->key[h->a[c + 1]] < h->key[h->a[c]])
+            c++;
+        if (h->key[last] <= h->key[h->a[c]])
+            break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    if (n > 0)
+        h->a[i] = last;
+    return top;
+}
+
+/* ---- candidates ------------------------------------------------------------ */
+
+static int64_t root_size(const commsched_graph *g, uint32_t b)
+{
+    return g->buffers[g->buffers[b].root].size;
+}
+
+/* Whether collective c (of the pass's op) with wait w can be merged at
+ * all. The rules keep the rewrite local: one input, one output that only
+ * its wait reads and that no graph output names, no node other than the
+ * wait depending on the collective (an `after` edge on it could close a
+ * cycle through another bucket), and a wait that completes nothing else. */
+static int eligible(const commsched_graph *g, uint32_t c, uint32_t w,
+                    cand *out)
+{
+    const cs_node *n = &g->nodes[c];
+    if (n->is_sync || CS_ROW_LEN(g->reads, c) != 1 || n->n_out != 1)
+        return 0;
+    uint32_t in = CS_ROW_BEGIN(g->reads, c)[0], o = n->out_first;
+    if (g->buffers[o].is_output)
+        return 0;
+    if (CS_ROW_LEN(g->users, c) != 1 || CS_ROW_BEGIN(g->users, c)[0] != w)
+        return 0;
+    for (uint32_t e = g->reads.off[w]; e < g->reads.off[w + 1]; e++)
+        if (g->reads.idx[e] != o)
+            return 0;
+    out->in = in;
+    out->out = o;
+    out->in_bytes = root_size(g, in);
+    out->out_bytes = root_size(g, o);
+    out->bytes = out->in_bytes > out->out_bytes ? out->in_bytes
+                                                : out->out_bytes;
+    out->in_place = g->buffers[o].alias_of != COMMSCHED_NONE;
+    return 1;
+}
+
+/* The candidates in wait order: every wait that reads an output of a
+ * collective of the op. A wait of two such collectives, or of one that
+ * cannot be merged, is kept as an ineligible entry: it ends a run. */
+static commsched_status collect(bk_pass *p)
+{
+    const commsched_graph *g = p->g;
+    p->cands = cs_malloc_array(p->n, sizeof *p->cands);
+    if (!p->cands)
+        return oom(p->ctx->err);
+    for (uint32_t k = 0; k < p->n; k++) {
+        uint32_t w = p->order[k], coll = COMMSCHED_NONE;
+        if (!cs_is_wait(g, w))
+            continue;
+        int count = 0;
+        for (uint32_t e = g->reads.off[w]; e < g->reads.off[w + 1]; e++) {
+            uint32_t pr = g->buffers[g->reads.idx[e]].producer;
+            if (pr == COMMSCHED_NONE || pr == coll || !cs_is_collective(g, pr) ||
+                g->nodes[pr].coll_op != (uint8_t)p->op)
+                continue;
+            coll = pr;
+            count++;
+        }
+        if (count == 0)
+            continue;
+        cand *c = &p->cands[p->n_cands++];
+        memset(c, 0, sizeof *c);
+        c->coll = coll;
+        c->wait = w;
+        c->eligible = count == 1 && eligible(g, coll, w, c);
+    }
+    return COMMSCHED_OK;
+}
+
+/* via and cand_bucket: which candidate's output each buffer's alias chain
+ * passes (a member's result names become views of the bucket's buffer,
+ * and so does everything aliasing them). alias_of always names an earlier
+ * buffer, so one ascending sweep resolves every chain. */
+static commsched_status chains(bk_pass *p)
+{
+    const commsched_graph *g = p->g;
+    p->via = cs_malloc_array(g->n_buffers, sizeof *p->via);
+    p->cand_bucket = cs_malloc_array(p->n_cands + 1, sizeof *p->cand_bucket);
+    if (!p->via || !p->cand_bucket)
+        return oom(p->ctx->err);
+    for (uint32_t b = 0; b < g->n_buffers; b++)
+        p->via[b] = COMMSCHED_NONE;
+    for (size_t ci = 0; ci < p->n_cands; ci++) {
+        p->cand_bucket[ci] = COMMSCHED_NONE;
+        if (p->cands[ci].eligible)
+            p->via[p->cands[ci].out] = (uint32_t)ci;
+    }
+    for (uint32_t b = 0; b < g->n_buffers; b++)
+        if (p->via[b] == COMMSCHED_NONE &&
+            g->buffers[b].alias_of != COMMSCHED_NONE)
+            p->via[b] = p->via[g->buffers[b].alias_of];
+    return COMMSCHED_OK;
+}
+
+/* Inductor's keys: all-gather (group, dtype), or (group) in multidtype
+ * mode; reduce-scatter and all-reduce (group, reduce op, dtype). */
+static int same_key(const bk_pass *p, const cand *a, const cand *b)
+{
+    const cs_node *x = &p->g->nodes[a->coll], *y = &p->g->nodes[b->coll];
+    if (x->group != y->group)
+        return 0;
+    if (p->op == COMMSCHED_COLL_ALL_GATHER)
+        return p->ctx->k->bucket_multidtype || x->dtype == y->dtype;
+    return x->dtype == y->dtype && x->reduce_op == y->reduce_op;
+}
+
+/* ---- the rewritten graph ------------------------------------------------- */
+
+static const bucket *bucket_at(const bk_pass *p, const bucket *extra,
+                               size_t i)
+{
+    return i < p->n_bk ? &p->bk[i] : extra;
+}
+
+static const cand *member(const bk_pass *p, const bucket *b, uint32_t i)
+{
+    return &p->cands[p->mem[b->first + i]];
+}
+
+static int name_taken(const commsched_graph *g, const bnames *nm)
+{
+    return cs_strmap_get(&g->node_by_name, nm->coll) != UINT32_MAX ||
+           cs_strmap_get(&g->node_by_name, nm->copy_in) != UINT32_MAX ||
+           cs_strmap_get(&g->node_by_name, nm->wait) != UINT32_MAX ||
+           cs_strmap_get(&g->buffer_by_name, nm->in) != UINT32_MAX ||
+           cs_strmap_get(&g->buffer_by_name, nm->out) != UINT32_MAX;
+}
+
+static void fill_names(const bk_pass *p, uint32_t k, bnames *nm)
+{
+    snprintf(nm->coll, sizeof nm->coll, "bucket_%s_%u", p->tag, k);
+    snprintf(nm->copy_in, sizeof nm->copy_in, "%s_copy_in", nm->coll);
+    snprintf(nm->wait, sizeof nm->wait, "%s_wait", nm->coll);
+    snprintf(nm->in, sizeof nm->in, "%s_in", nm->coll);
+    snprintf(nm->out, sizeof nm->out, "%s_out", nm->coll);
+}
+
+/* The first free name number at or after `from`: names never collide with
+ * a node or buffer of the graph (a second bucketing pass over a bucketed
+ * graph continues the numbering). */
+static uint32_t free_name(const bk_pass *p, uint32_t from)
+{
+    bnames nm;
+    for (;; from++) {
+        fill_names(p, from, &nm);
+        if (!name_taken(p->g, &nm))
+            return from;
+    }
+}
+
+/* Names in virtual ids: old nodes, then three per bucket. */
+static const char *vname(const bk_pass *p, uint32_t vid)
+{
+    if (vid < p->n)
+        return p->g->nodes[vid].name;
+    const bnames *nm = &p->names[(vid - p->n) / 3];
+    switch ((vid - p->n) % 3) {
+    case 0: return nm->copy_in;
+    case 1: return nm->coll;
+    default: return nm->wait;
+    }
+}
+
+static int grow_names(const char ***arr, size_t *cap, size_t need)
+{
+    return cs_grow((void **)arr, cap, need ? need : 1, sizeof **arr);
+}
+
+/* Appends the names of `row` (old node ids) mapped through vmap to *list,
+ * without repeats and without `self_a`/`self_b`; fake lists keep only
+ * edges the new order respects (counted in *dropped otherwise).
+ * Returns the new length, or (size_t)-1 on OOM. */
+static size_t add_refs(bk_pass *p, const char ***list, size_t *cap, size_t len,
+                       const uint32_t *row, uint32_t row_len, uint32_t self_a,
+                       uint32_t self_b, const uint32_t *newidx, int fake,
+                       uint32_t *dropped)
+{
+    if (cs_grow((void **)list, cap, len + row_len + 1, sizeof **list) != 0)
+        return (size_t)-1;
+    for (uint32_t i = 0; i < row_len; i++) {
+        uint32_t d = p->vmap[row[i]];
+        if (d == self_a || d == self_b || p->seen[d] == p->seen_stamp)
+            continue;
+        if (fake && newidx[d] > newidx[self_a]) {
+            (*dropped)++;
+            continue;
+        }
+        p->seen[d] = p->seen_stamp;
+        (*list)[len++] = vname(p, d);
+    }
+    return len;
+}
+
+static void next_stamp(bk_pass *p)
+{
+    if (++p->seen_stamp == 0) {
+        memset(p->seen, 0, p->cap_seen * sizeof *p->seen);
+        p->seen_stamp = 1;
+    }
+}
+
+static commsched_status add_old_node(bk_pass *p, commsched_builder *b,
+                                     uint32_t v, const uint32_t *newidx,
+                                     uint32_t *dropped)
+{
+    const commsched_graph *g = p->g;
+    const cs_node *nd = &g->nodes[v];
+    commsched_error *err = p->ctx->err;
+    commsched_node_spec sp;
+    memset(&sp, 0, sizeof sp);
+    uint32_t n_in = CS_ROW_LEN(g->reads, v);
+    if (grow_names(&p->s_in, &p->cap_in, n_in) != 0 ||
+        cs_grow((void **)&p->s_out, &p->cap_out, nd->n_out ? nd->n_out : 1,
+                sizeof *p->s_out) != 0)
+        return oom(err);
+    for (uint32_t i = 0; i < n_in; i++)
+        p->s_in[i] = g->buffers[CS_ROW_BEGIN(g->reads, v)[i]].name;
+    for (uint32_t i = 0; i < nd->n_out; i++) {
+        const cs_buffer *o = &g->buffers[nd->out_first + i];
+        p->s_out[i].name = o->name;
+        p->s_out[i].size = o->size;
+        p->s_out[i].alias_of =
+            o->alias_of == COMMSCHED_NONE ? NULL : g->buffers[o->alias_of].name;
+    }
+    next_stamp(p);
+    size_t n_after = add_refs(p, &p->s_after, &p->cap_after, 0,
+                              CS_ROW_BEGIN(g->after, v), CS_ROW_LEN(g->after, v),
+                              v, v, newidx, 0, dropped);
+    next_stamp(p);
+    size_t n_fake = add_refs(p, &p->s_fake, &p->cap_fake, 0,
+                             CS_ROW_BEGIN(g->after_fake, v),
+                             CS_ROW_LEN(g->after_fake, v), v, v, newidx, 1,
+                             dropped);
+    if (n_after == (size_t)-1 || n_fake == (size_t)-1)
+        return oom(err);
+    sp.name = nd->name;
+    sp.kind = (commsched_node_kind)nd->kind;
+    sp.op = nd->op;
+    sp.group = nd->group == COMMSCHED_NONE ? NULL : g->groups[nd->group].name;
+    sp.is_sync = nd->is_sync;
+    sp.dtype = (commsched_dtype)nd->dtype;
+    sp.reduce_op = (commsched_reduce_op)nd->reduce_op;
+    sp.inputs = p->s_in;
+    sp.n_inputs = n_in;
+    sp.outputs = p->s_out;
+    sp.n_outputs = nd->n_out;
+    sp.after = p->s_after;
+    sp.n_after = n_after;
+    sp.after_fake = p->s_fake;
+    sp.n_after_fake = n_fake;
+    sp.runtime_ns = nd->runtime_ns;
+    sp.flops = nd->flops;
+    sp.bytes = nd->bytes;
+    sp.gemm_like = nd->gemm_like;
+    return commsched_builder_add_node(b, &sp, err);
+}
+
+/* The merged collective's dtype: the members' own when they agree, else
+ * the one with the smallest element (Inductor packs a multidtype bucket
+ * into the smallest itemsize). */
+static commsched_dtype bucket_dtype(const bk_pass *p, const bucket *bk)
+{
+    uint8_t best = p->g->nodes[member(p, bk, 0)->coll].dtype;
+    for (uint32_t i = 1; i < bk->n; i++) {
+        uint8_t d = p->g->nodes[member(p, bk, i)->coll].dtype;
+        if (commsched_dtype_size((commsched_dtype)d) <
+            commsched_dtype_size((commsched_dtype)best))
+            best = d;
+    }
+    return (commsched_dtype)best;
+}
+
+/* What a bucket allocates. An all-gather gathers in place: its copy-in
+ * allocates the whole flat output and writes this rank's slice of it, as
+ * Inductor's _pre_bucket_all_gather does, so the bucket costs its output
+ * and no separate flat input. An all-reduce whose members all were in
+ * place is in place on the flat input too. */
+typedef struct flat {
+    int64_t copy_size; /* the copy-in's buffer ("_in") */
+    int64_t out_size;  /* the collective's own buffer ("_out"), if real */
+    int out_alias;     /* "_out" is an alias of "_in" */
+    double copied;     /* bytes the copy-in reads (and writes) */
+} flat;
+
+static flat flat_of(const bk_pass *p, const bucket *bk)
+{
+    int64_t in_sum = 0, out_sum = 0;
+    int all_in_place = 1;
+    for (uint32_t i = 0; i < bk->n; i++) {
+        in_sum += member(p, bk, i)->in_bytes;
+        out_sum += member(p, bk, i)->out_bytes;
+        all_in_place &= member(p, bk, i)->in_place;
+    }
+    flat f;
+    f.out_alias = p->op == COMMSCHED_COLL_ALL_GATHER || all_in_place;
+    f.copy_size = p->op == COMMSCHED_COLL_ALL_GATHER ? out_sum : in_sum;
+    f.out_size = f.out_alias ? 0 : out_sum;
+    f.copied = (double)in_sum;
+    return f;
+}
+
+/* The three nodes of bucket `bi` (kind 0 copy-in, 1 collective, 2 wait). */
+static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
+                                        const bucket *bk, uint32_t bi,
+                                        int kind, const uint32_t *newidx,
+                                        uint32_t *dropped)
+{
+    const commsched_graph *g = p->g;
+    commsched_error *err = p->ctx->err;
+    const bnames *nm = &p->names[bi];
+    uint32_t self_coll = p->n + 3 * bi + 1, self_wait = p->n + 3 * bi + 2;
+    commsched_node_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.runtime_ns = sp.flops = sp.bytes = -1.0;
+    flat f = flat_of(p, bk);
+    commsched_output_spec one;
+    size_t n_after = 0, n_fake = 0;
+    if (kind == 0) {
+        if (grow_names(&p->s_in, &p->cap_in, bk->n) != 0)
+            return oom(err);
+        for (uint32_t i = 0; i < bk->n; i++)
+            p->s_in[i] = g->buffers[member(p, bk, i)->in].name;
+        one.name = nm->in;
+        one.size = f.copy_size;
+        one.alias_of = NULL;
+        sp.name = nm->copy_in;
+        sp.kind = COMMSCHED_NODE_COMPUTE;
+        sp.op = "bucket_copy_in";
+        sp.n_inputs = bk->n;
+        sp.bytes = 2.0 * f.copied; /* read + write: memory-bound */
+    } else {
+        const char *in_name = kind == 1 ? nm->in : nm->out;
+        if (grow_names(&p->s_in, &p->cap_in, 1) != 0)
+            return oom(err);
+        p->s_in[0] = in_name;
+        sp.n_inputs = 1;
+        next_stamp(p);
+        size_t n_fake_lists = 0;
+        for (uint32_t i = 0; i < bk->n; i++) {
+            const cand *c = member(p, bk, i);
+            uint32_t v = kind == 1 ? c->coll : c->wait;
+            n_after = add_refs(p, &p->s_after, &p->cap_after, n_after,
+                               CS_ROW_BEGIN(g->after, v),
+                               CS_ROW_LEN(g->after, v),
+                               kind == 1 ? self_coll : self_wait,
+                               kind == 1 ? self_wait : self_coll, newidx, 0,
+                               dropped);
+            if (n_after == (size_t)-1)
+                return oom(err);
+        }
+        next_stamp(p);
+        for (uint32_t i = 0; i < bk->n; i++) {
+            const cand *c = member(p, bk, i);
+            uint32_t v = kind == 1 ? c->coll : c->wait;
+            n_fake = add_refs(p, &p->s_fake, &p->cap_fake, n_fake,
+                              CS_ROW_BEGIN(g->after_fake, v),
+                              CS_ROW_LEN(g->after_fake, v),
+                              kind == 1 ? self_coll : self_wait,
+                              kind == 1 ? self_wait : self_coll, newidx, 1,
+                              dropped);
+            if (n_fake == (size_t)-1)
+                return oom(err);
+            n_fake_lists++;
+        }
+        (void)n_fake_lists;
+        sp.after = p->s_after;
+        sp.n_after = n_after;
+        sp.after_fake = p->s_fake;
+        sp.n_after_fake = n_fake;
+    }
+    if (kind == 1) {
+        const cs_node *first = &g->nodes[member(p, bk, 0)->coll];
+        one.name = nm->out;
+        one.size = f.out_size;
+        one.alias_of = f.out_alias ? nm->in : NULL;
+        sp.name = nm->coll;
+        sp.kind = COMMSCHED_NODE_COLLECTIVE;
+        sp.op = commsched_coll_op_str(p->op);
+        sp.group = g->groups[first->group].name;
+        sp.dtype = bucket_dtype(p, bk);
+        sp.reduce_op = (commsched_reduce_op)first->reduce_op;
+    }
+    if (kind == 2) {
+        size_t n_out = 0;
+        for (uint32_t i = 0; i < bk->n; i++)
+            n_out += g->nodes[member(p, bk, i)->wait].n_out;
+        if (cs_grow((void **)&p->s_out, &p->cap_out, n_out ? n_out : 1,
+                    sizeof *p->s_out) != 0)
+            return oom(err);
+        n_out = 0;
+        for (uint32_t i = 0; i < bk->n; i++) {
+            const cand *c = member(p, bk, i);
+            const cs_node *w = &g->nodes[c->wait];
+            for (uint32_t k = 0; k < w->n_out; k++) {
+                const cs_buffer *o = &g->buffers[w->out_first + k];
+                commsched_output_spec *os = &p->s_out[n_out++];
+                os->name = o->name;
+                os->size = o->size;
+                os->alias_of = o->alias_of == COMMSCHED_NONE ? NULL
+                               : o->alias_of == c->out
+                                   ? nm->out /* a view of its slice */
+                                   : g->buffers[o->alias_of].name;
+            }
+        }
+        sp.name = nm->wait;
+        sp.kind = COMMSCHED_NODE_WAIT;
+        sp.op = g->nodes[member(p, bk, 0)->wait].op;
+        sp.outputs = p->s_out;
+        sp.n_outputs = n_out;
+    } else {
+        sp.outputs = &one;
+        sp.n_outputs = 1;
+    }
+    sp.inputs = p->s_in;
+    return commsched_builder_add_node(b, &sp, err);
+}
+
+static void built_free(built *bt)
+{
+    commsched_graph_destroy(bt->g);
+    free(bt->runtime);
+    free(bt->bucket_node);
+    memset(bt, 0, sizeof *bt);
+}
+
+/* Points the members of the buckets at their bucket: vmap (member nodes ->
+ * the bucket's collective or wait) and cand_bucket. unmap undoes it. */
+static void map_buckets(bk_pass *p, const bucket *extra, size_t nb, int on)
+{
+    for (size_t bi = 0; bi < nb; bi++) {
+        const bucket *bk = bucket_at(p, extra, bi);
+        for (uint32_t i = 0; i < bk->n; i++) {
+            uint32_t ci = p->mem[bk->first + i];
+            const cand *c = &p->cands[ci];
+            p->vmap[c->coll] = on ? (uint32_t)(p->n + 3 * bi + 1) : c->coll;
+            p->vmap[c->wait] = on ? (uint32_t)(p->n + 3 * bi + 2) : c->wait;
+            p->cand_bucket[ci] = on ? (uint32_t)bi : COMMSCHED_NONE;
+        }
+    }
+}
+
+/* The new order over virtual ids (old nodes, then copy-in, collective and
+ * wait of each bucket). Keys: an old node its position; a bucket's copy-in
+ * and collective the later of its first member's issue point and its
+ * inputs' producers (after the node there); its wait the first member
+ * wait's position. A stable topological sort by key places every node as
+ * close to its key as the dependencies allow. Buckets must be mapped. */
+typedef struct placement {
+    size_t nb, V;
+    uint32_t *vorder, *newidx;
+    uint32_t placed;
+} placement;
+
+static void placement_free(placement *pl)
+{
+    free(pl->vorder);
+    free(pl->newidx);
+    memset(pl, 0, sizeof *pl);
+}
+
+static commsched_status place(bk_pass *p, const bucket *extra,
+                              placement *pl)
+{
+    const commsched_graph *g = p->g;
+    commsched_error *err = p->ctx->err;
+    uint32_t n = p->n;
+    size_t nb = p->n_bk + (extra ? 1 : 0);
+    size_t V = (size_t)n + 3 * nb, removed = 0;
+    commsched_status st = COMMSCHED_OK;
+    uint32_t *rows = NULL, *vals = NULL, *indeg = NULL;
+    uint64_t *key = NULL;
+    cs_csr users = {0};
+    heap h = {0};
+    memset(pl, 0, sizeof *pl);
+    pl->nb = nb;
+    pl->V = V;
+    if (V >= UINT32_MAX)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "bucketing: too many nodes");
+    size_t m = g->deps.off[n] + 2 * nb;
+    for (size_t bi = 0; bi < nb; bi++) {
+        const bucket *bk = bucket_at(p, extra, bi);
+        for (uint32_t i = 0; i < bk->n; i++) {
+            const cand *c = member(p, bk, i);
+            m += 1 + CS_ROW_LEN(g->after, c->coll) +
+                 CS_ROW_LEN(g->after, c->wait);
+        }
+        removed += 2 * (size_t)bk->n;
+    }
+    rows = cs_malloc_array(m ? m : 1, sizeof *rows);
+    vals = cs_malloc_array(m ? m : 1, sizeof *vals);
+    indeg = cs_calloc(V, sizeof *indeg);
+    key = cs_malloc_array(V, sizeof *key);
+    pl->newidx = cs_malloc_array(V, sizeof *pl->newidx);
+    pl->vorder = cs_malloc_array(V, sizeof *pl->vorder);
+    h.a = cs_malloc_array(V, sizeof *h.a);
+    if (!rows || !vals || !indeg || !key || !pl->newidx || !pl->vorder ||
+        !h.a)
+        goto oom;
+    size_t k = 0;
+    for (uint32_t v = 0; v < n; v++) {
+        key[v] = (uint64_t)(p->pos[v] + 1) << 32;
+        if (p->vmap[v] != v)
+            continue;
+        for (uint32_t e = g->deps.off[v]; e < g->deps.off[v + 1]; e++) {
+            rows[k] = p->vmap[g->deps.idx[e]];
+            vals[k++] = v;
+        }
+    }
+    for (size_t bi = 0; bi < nb; bi++) {
+        const bucket *bk = bucket_at(p, extra, bi);
+        uint32_t cp = (uint32_t)(n + 3 * bi), co = cp + 1, wa = cp + 2;
+        /* A bucket depends only on buckets whose waits come earlier, so
+         * their keys are known here. */
+        uint64_t at = UINT64_MAX, wait_at = UINT64_MAX;
+        for (uint32_t i = 0; i < bk->n; i++) {
+            const cand *c = member(p, bk, i);
+            uint64_t a = (uint64_t)(p->pos[c->coll] + 1);
+            uint64_t w = (uint64_t)(p->pos[c->wait] + 1);
+            at = a < at ? a : at;
+            wait_at = w < wait_at ? w : wait_at;
+        }
+        for (uint32_t i = 0; i < bk->n; i++) {
+            const cand *c = member(p, bk, i);
+            uint32_t pr = g->buffers[c->in].producer;
+            if (pr != COMMSCHED_NONE) {
+                rows[k] = p->vmap[pr];
+                vals[k++] = cp;
+                if (key[p->vmap[pr]] >> 32 > at)
+                    at = key[p->vmap[pr]] >> 32;
+            }
+            for (uint32_t e = g->after.off[c->coll];
+                 e < g->after.off[c->coll + 1]; e++) {
+                uint32_t d = p->vmap[g->after.idx[e]];
+                rows[k] = d;
+                vals[k++] = co;
+                if (key[d] >> 32 > at)
+                    at = key[d] >> 32;
+            }
+            for (uint32_t e = g->after.off[c->wait];
+                 e < g->after.off[c->wait + 1]; e++) {
+                uint32_t d = p->vmap[g->after.idx[e]];
+                if (d == co || d == wa)
+                    continue;
+                rows[k] = d;
+                vals[k++] = wa;
+            }
+        }
+        rows[k] = cp;
+        vals[k++] = co;
+        rows[k] = co;
+        vals[k++] = wa;
+        key[cp] = at << 32 | (uint64_t)(1 + 2 * bi);
+        key[co] = at << 32 | (uint64_t)(2 + 2 * bi);
+        key[wa] = wait_at << 32;
+    }
+    if (cs_csr_from_pairs(&users, (uint32_t)V, rows, vals, k) != 0)
+        goto oom;
+    for (size_t e = 0; e < k; e++)
+        indeg[vals[e]]++;
+    h.key = key;
+    for (uint32_t v = 0; v < V; v++)
+        if ((v >= n || p->vmap[v] == v) && indeg[v] == 0)
+            heap_push(&h, v);
+    while (h.len > 0) {
+        uint32_t v = heap_pop(&h);
+        pl->newidx[v] = pl->placed;
+        pl->vorder[pl->placed++] = v;
+        for (uint32_t e = users.off[v]; e < users.off[v + 1]; e++)
+            if (--indeg[users.idx[e]] == 0)
+                heap_push(&h, users.idx[e]);
+    }
+    if (pl->placed != V - removed)
+        st = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                                 "bucketing: the merged graph has a "
+                                 "dependency cycle");
+    goto cleanup;
+oom:
+    st = oom(err);
+cleanup:
+    cs_csr_free(&users);
+    free(rows);
+    free(vals);
+    free(indeg);
+    free(key);
+    free(h.a);
+    if (st != COMMSCHED_OK)
+        placement_free(pl);
+    return st;
+}
+
+/* Builds the graph with the closed buckets and `extra` (may be NULL)
+ * merged, nodes in placement order, and the runtimes of its nodes. */
+static commsched_status materialize(bk_pass *p, const bucket *extra,
+                                    built *out)
+{
+    const commsched_graph *g = p->g;
+    commsched_error *err = p->ctx->err;
+    uint32_t n = p->n;
+    size_t nb = p->n_bk + (extra ? 1 : 0);
+    placement pl = {0};
+    commsched_builder *b = NULL;
+    commsched_status st;
+    memset(out, 0, sizeof *out);
+    if (cs_grow((void **)&p->names, &p->cap_names, nb ? nb : 1,
+                sizeof *p->names) != 0 ||
+        cs_grow((void **)&p->seen, &p->cap_seen, (size_t)n + 3 * nb,
+                sizeof *p->seen) != 0)
+        return oom(err);
+    /* cs_grow leaves new entries uninitialised: every stamp starts below
+     * the first one handed out. */
+    memset(p->seen, 0, p->cap_seen * sizeof *p->seen);
+    p->seen_stamp = 0;
+    for (size_t bi = 0; bi < nb; bi++)
+        fill_names(p, bucket_at(p, extra, bi)->name_k, &p->names[bi]);
+    map_buckets(p, extra, nb, 1);
+    if ((st = place(p, extra, &pl)) != COMMSCHED_OK)
+        goto cleanup;
+    out->bucket_node = cs_malloc_array(3 * nb + 1, sizeof *out->bucket_node);
+    if (!out->bucket_node)
+        goto oom;
+
+    if ((st = commsched_builder_create(g->name, &b, err)) != COMMSCHED_OK)
+        goto cleanup;
+    for (uint32_t i = 0; i < g->n_groups && st == COMMSCHED_OK; i++)
+        st = commsched_builder_add_group(b, g->groups[i].name,
+                                         g->groups[i].size,
+                                         g->groups[i].hosts, err);
+    for (uint32_t i = 0; i < g->n_inputs && st == COMMSCHED_OK; i++)
+        st = commsched_builder_add_input(b, g->buffers[i].name,
+                                         g->buffers[i].size,
+                                         g->buffers[i].freeable, err);
+    for (uint32_t i = 0; i < pl.placed && st == COMMSCHED_OK; i++) {
+        uint32_t v = pl.vorder[i];
+        if (v < n)
+            st = add_old_node(p, b, v, pl.newidx, &out->fake_dropped);
+        else
+            st = add_bucket_node(p, b, bucket_at(p, extra, (v - n) / 3),
+                                 (v - n) / 3, (int)((v - n) % 3), pl.newidx,
+                                 &out->fake_dropped);
+    }
+    for (uint32_t i = 0; i < g->n_outputs && st == COMMSCHED_OK; i++)
+        st = commsched_builder_add_output(b, g->buffers[g->outputs[i]].name,
+                                          err);
+    if (st != COMMSCHED_OK)
+        goto cleanup;
+    st = commsched_builder_finish(b, 0, &out->g, err);
+    b = NULL; /* consumed */
+    if (st != COMMSCHED_OK)
+        goto cleanup;
+
+    /* Runtimes: the caller's for the nodes that stay, the cost model's for
+     * the new ones. */
+    out->runtime = cs_malloc_array(pl.placed, sizeof *out->runtime);
+    if (!out->runtime)
+        goto oom;
+    for (uint32_t i = 0; i < pl.placed; i++) {
+        uint32_t v = pl.vorder[i];
+        if (v < n) {
+            out->runtime[i] = p->ctx->runtime_ns[v];
+            continue;
+        }
+        commsched_node_cost nc;
+        if ((st = commsched_cost_node(out->g, i, p->ctx->cost, NULL, &nc,
+                                      err)) != COMMSCHED_OK)
+            goto cleanup;
+        out->runtime[i] = nc.runtime_ns;
+    }
+    for (size_t i = 0; i < 3 * nb; i++)
+        out->bucket_node[i] = pl.newidx[n + i];
+    goto cleanup;
+oom:
+    st = oom(err);
+cleanup:
+    map_buckets(p, extra, nb, 0);
+    commsched_builder_destroy(b);
+    placement_free(&pl);
+    if (st != COMMSCHED_OK)
+        built_free(out);
+    return st;
+}
+
+/* ---- pricing a merge ------------------------------------------------------- */
+
+/* Peak memory of a graph in its own order, and (makespan not NULL) the
+ * simulated step, with the library's own memory model and simulator. */
+static commsched_status price(const commsched_graph *g, const uint32_t *order,
+                              const double *runtime, int64_t *peak,
+                              double *makespan, commsched_error *err)
+{
+    commsched_schedule *s = NULL;
+    commsched_memory *mem = NULL;
+    commsched_sim *sim = NULL;
+    commsched_status st = commsched_schedule_create(g, order, &s, err);
+    if (st == COMMSCHED_OK)
+        st = commsched_memory_create(s, &mem, err);
+    if (st == COMMSCHED_OK)
+        *peak = commsched_memory_peak(mem, s, NULL);
+    if (st == COMMSCHED_OK && makespan) {
+        commsched_sim_options so;
+        commsched_sim_options_init(&so);
+        so.flags = 0; /* the timeline is all we need */
+        if ((st = commsched_sim_create(g, &sim, err)) == COMMSCHED_OK &&
+            (st = commsched_sim_run(sim, order, runtime, &so, err)) ==
+                COMMSCHED_OK)
+            *makespan = commsched_sim_get_totals(sim)->makespan_ns;
+    }
+    commsched_sim_destroy(sim);
+    commsched_memory_destroy(mem);
+    commsched_schedule_destroy(s);
+    return st;
+}
+
+/* The new nodes' runtimes exactly as commsched_cost_node prices the nodes
+ * materialize writes: the copy-in from its bytes (flops absent), the
+ * collective from the larger of its root input and output. */
+static commsched_status new_runtimes(const bk_pass *p, const bucket *bk,
+                                     const flat *f, double *copy, double *coll)
+{
+    const commsched_cost_options *o = p->ctx->cost;
+    const cs_group *gr = &p->g->groups[p->g->nodes[member(p, bk, 0)->coll].group];
+    double in = (double)f->copy_size;
+    double out = f->out_alias ? in : (double)f->out_size;
+    commsched_coll_cost cc;
+    commsched_status st = commsched_cost_collective(
+        o->device, o->comm_model, p->op, in > out ? in : out, gr->size,
+        gr->hosts, &cc, p->ctx->err);
+    *copy = commsched_cost_compute(o->device, -1.0, 2.0 * f->copied, NULL);
+    *coll = cc.time_ns;
+    return st;
+}
+
+/* Buffer x's root in the merged graph: the flat buffer of the first
+ * bucketed member whose output is on x's alias chain (a chain runs through
+ * several outputs only across in-place collectives), else its root. */
+static uint32_t new_root(const bk_pass *p, const flat *fl, uint32_t x)
+{
+    uint32_t c = p->via[x];
+    while (c != COMMSCHED_NONE && p->cand_bucket[c] == COMMSCHED_NONE)
+        c = p->cands[c].in_place ? p->via[p->cands[c].in] : COMMSCHED_NONE;
+    if (c == COMMSCHED_NONE)
+        return p->g->buffers[x].root;
+    uint32_t bi = p->cand_bucket[c];
+    return (uint32_t)(p->g->n_buffers + 2 * (size_t)bi +
+                      (fl[bi].out_alias ? 0 : 1));
+}
+
+/* The peak and the simulated step of the merged graph without building
+ * it: DESIGN §3's memory model and §5's timeline over the placement, with
+ * the same arithmetic as src/memory.c and src/simulate.c (per-group comm
+ * streams), so the figures are identical; verify mode compares them with
+ * the real ones for every merge priced. Buckets must be mapped. */
+static commsched_status virtual_price(bk_pass *p, const bucket *extra,
+                                      const placement *pl, int64_t *peak_out,
+                                      double *makespan_out)
+{
+    const commsched_graph *g = p->g;
+    uint32_t n = p->n, nbuf = g->n_buffers;
+    size_t nb = pl->nb, NB = (size_t)nbuf + 2 * nb;
+    commsched_status st = COMMSCHED_OK;
+    flat *fl = cs_malloc_array(nb + 1, sizeof *fl);
+    double *rt_new = cs_malloc_array(2 * nb + 1, sizeof *rt_new);
+    uint32_t *last = cs_malloc_array(NB, sizeof *last);
+    uint8_t *keep = cs_calloc(NB, 1);
+    int64_t *alloc = cs_calloc(pl->placed + 1, sizeof *alloc);
+    int64_t *fr = cs_calloc(pl->placed + 1, sizeof *fr);
+    double *coll_end = NULL, *stream_free = NULL;
+    if (!fl || !rt_new || !last || !keep || !alloc || !fr)
+        goto oom;
+    for (size_t bi = 0; bi < nb; bi++) {
+        fl[bi] = flat_of(p, bucket_at(p, extra, bi));
+        if ((st = new_runtimes(p, bucket_at(p, extra, bi), &fl[bi],
+                               &rt_new[2 * bi], &rt_new[2 * bi + 1])) !=
+            COMMSCHED_OK)
+            goto cleanup;
+    }
+#define FLAT_ROOT(bi) ((uint32_t)(nbuf + 2 * (bi) + (fl[bi].out_alias ? 0 : 1)))
+#define NEW_ROOT(x) new_root(p, fl, x)
+
+    /* Last reader of every root, and what each position allocates. */
+    for (size_t i = 0; i < NB; i++)
+        last[i] = COMMSCHED_NONE;
+    for (uint32_t k = 0; k < pl->placed; k++) {
+        uint32_t v = pl->vorder[k];
+        if (v < n) {
+            for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1]; e++)
+                last[NEW_ROOT(g->reads.idx[e])] = k;
+            continue;
+        }
+        size_t bi = (v - n) / 3;
+        const bucket *bk = bucket_at(p, extra, bi);
+        switch ((v - n) % 3) {
+        case 0:
+            for (uint32_t i = 0; i < bk->n; i++)
+                last[NEW_ROOT(member(p, bk, i)->in)] = k;
+            alloc[k] += fl[bi].copy_size;
+            break;
+        case 1:
+            last[nbuf + 2 * bi] = k;
+            alloc[k] += fl[bi].out_size;
+            break;
+        default:
+            last[FLAT_ROOT(bi)] = k;
+            break;
+        }
+    }
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        keep[NEW_ROOT(g->outputs[i])] = 1;
+
+    int64_t base = 0;
+    for (uint32_t b = 0; b < nbuf; b++) {
+        const cs_buffer *x = &g->buffers[b];
+        if (x->alias_of != COMMSCHED_NONE ||
+            (p->via[b] != COMMSCHED_NONE &&
+             p->cand_bucket[p->via[b]] != COMMSCHED_NONE))
+            continue; /* an alias, or a member's output: gone */
+        uint32_t at;
+        if (x->is_input) {
+            if (!x->freeable || last[b] == COMMSCHED_NONE)
+                continue;
+            base += x->size;
+            at = COMMSCHED_NONE;
+        } else {
+            at = pl->newidx[p->vmap[x->producer]];
+            alloc[at] += x->size;
+        }
+        if (!keep[b])
+            fr[last[b] != COMMSCHED_NONE ? last[b] : at] += x->size;
+    }
+    for (size_t bi = 0; bi < nb; bi++) {
+        uint32_t in = (uint32_t)(nbuf + 2 * bi);
+        if (!keep[in])
+            fr[last[in]] += fl[bi].copy_size;
+        if (!fl[bi].out_alias && !keep[in + 1])
+            fr[last[in + 1]] += fl[bi].out_size;
+    }
+    int64_t cur = base, peak = base;
+    for (uint32_t k = 0; k < pl->placed; k++) {
+        cur += alloc[k];
+        if (cur > peak)
+            peak = cur;
+        cur -= fr[k];
+    }
+    *peak_out = peak;
+
+    if (makespan_out) {
+        const double *rt = p->ctx->runtime_ns;
+        coll_end = cs_malloc_array(pl->V, sizeof *coll_end);
+        stream_free = cs_calloc(g->n_groups + 1, sizeof *stream_free);
+        if (!coll_end || !stream_free)
+            goto oom;
+        double now = 0;
+        for (uint32_t k = 0; k < pl->placed; k++) {
+            uint32_t v = pl->vorder[k];
+            const cs_node *nd = v < n ? &g->nodes[v] : NULL;
+            int kind = v < n ? nd->kind
+                       : (v - n) % 3 == 0 ? COMMSCHED_NODE_COMPUTE
+                       : (v - n) % 3 == 1 ? COMMSCHED_NODE_COLLECTIVE
+                                          : COMMSCHED_NODE_WAIT;
+            double r = v < n ? rt[v]
+                       : kind == COMMSCHED_NODE_WAIT
+                           ? 0.0
+                           : rt_new[2 * ((v - n) / 3) + ((v - n) % 3)];
+            if (kind == COMMSCHED_NODE_COMPUTE) {
+                now = now + r;
+            } else if (kind == COMMSCHED_NODE_COLLECTIVE) {
+                uint32_t grp =
+                    nd ? nd->group
+                       : g->nodes[member(p, bucket_at(p, extra, (v - n) / 3), 0)
+                                      ->coll]
+                             .group;
+                double start = now > stream_free[grp] ? now : stream_free[grp];
+                coll_end[v] = start + r;
+                stream_free[grp] = coll_end[v];
+                if (nd && nd->is_sync)
+                    now = coll_end[v];
+            } else {
+                double t = now;
+                if (nd) {
+                    for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1];
+                         e++) {
+                        uint32_t pr = g->buffers[g->reads.idx[e]].producer;
+                        if (pr != COMMSCHED_NONE && cs_is_collective(g, pr) &&
+                            coll_end[p->vmap[pr]] > t)
+                            t = coll_end[p->vmap[pr]];
+                    }
+                } else if (coll_end[v - 1] > t) {
+                    t = coll_end[v - 1];
+                }
+                now = t + r;
+            }
+        }
+        double makespan = now;
+        for (uint32_t i = 0; i < g->n_groups; i++)
+            if (stream_free[i] > makespan)
+                makespan = stream_free[i];
+        *makespan_out = makespan;
+    }
+#undef NEW_ROOT
+#undef FLAT_ROOT
+    goto cleanup;
+oom:
+    st = oom(p->ctx->err);
+cleanup:
+    free(fl);
+    free(rt_new);
+    free(last);
+    free(keep);
+    free(alloc);
+    free(fr);
+    free(coll_end);
+    free(stream_free);
+    return st;
+}
+
+/* Peak memory and (makespan not NULL) the simulated step with the closed
+ * buckets and `extra` merged. In verify mode the graph is also built and
+ * priced by the real memory model and simulator, which must agree. */
+static commsched_status evaluate(bk_pass *p, const bucket *extra,
+                                 int64_t *peak, double *makespan)
+{
+    size_t nb = p->n_bk + (extra ? 1 : 0);
+    placement pl;
+    map_buckets(p, extra, nb, 1);
+    commsched_status st = place(p, extra, &pl);
+    if (st == COMMSCHED_OK)
+        st = virtual_price(p, extra, &pl, peak, makespan);
+    map_buckets(p, extra, nb, 0);
+    placement_free(&pl);
+    if (st != COMMSCHED_OK || !p->ctx->verify)
+        return st;
+    built bt;
+    int64_t real_peak = 0;
+    double real_makespan = 0;
+    if ((st = materialize(p, extra, &bt)) == COMMSCHED_OK)
+        st = price(bt.g, NULL, bt.runtime, &real_peak,
+                   makespan ? &real_makespan : NULL, p->ctx->err);
+    built_free(&bt);
+    if (st == COMMSCHED_OK &&
+        (real_peak != *peak || (makespan && real_makespan != *makespan)))
+        st = commsched_error_set(
+            p->ctx->err, COMMSCHED_EINTERNAL, NULL,
+            "bucketing: priced a merge at peak %lld, step %.17g; the built "
+            "graph has %lld, %.17g",
+            (long long)*peak, makespan ? *makespan : 0.0,
+            (long long)real_peak, real_makespan);
+    return st;
+}
+
+/* ---- the greedy walk ------------------------------------------------------- */
+
+/* The open bucket: members mem[first ..], the reason the last candidate
+ * after its last member was passed over. */
+typedef struct open_bucket {
+    bucket b;
+    const char *skipped; /* "dependency" or NULL */
+} open_bucket;
+
+static void desc_reset(bk_pass *p)
+{
+    p->desc.len = 0;
+    if (++p->epoch == 0) {
+        memset(p->mark, 0, (size_t)p->n * sizeof *p->mark);
+        p->epoch = 1;
+    }
+}
+
+static void desc_add(bk_pass *p, uint32_t v)
+{
+    if (p->mark[v] != p->epoch) {
+        p->mark[v] = p->epoch;
+        heap_push(&p->desc, v);
+    }
+}
+
+/* Marks the open bucket's descendants up to position `limit`: a path to a
+ * node passes only through earlier positions, so this is exact there. */
+static void desc_expand(bk_pass *p, uint32_t limit)
+{
+    const commsched_graph *g = p->g;
+    while (p->desc.len > 0 && p->pos[p->desc.a[0]] <= limit) {
+        uint32_t v = heap_pop(&p->desc);
+        for (uint32_t e = g->users.off[v]; e < g->users.off[v + 1]; e++)
+            desc_add(p, g->users.idx[e]);
+    }
+}
+
+static void open_with(bk_pass *p, open_bucket *ob, size_t ci)
+{
+    uint32_t prev = p->n_bk ? p->bk[p->n_bk - 1].name_k + 1 : 0;
+    ob->b.first = (uint32_t)p->n_mem;
+    ob->b.n = 1;
+    ob->b.bytes = p->cands[ci].bytes;
+    ob->b.name_k = free_name(p, prev);
+    ob->b.closed_by = NULL;
+    ob->skipped = NULL;
+    p->mem[p->n_mem++] = (uint32_t)ci;
+    desc_reset(p);
+    desc_add(p, p->cands[ci].wait);
+}
+
+static commsched_status close_open(bk_pass *p, open_bucket *ob,
+                                   const char *why)
+{
+    if (ob->b.n >= 2) {
+        if (cs_grow((void **)&p->bk, &p->cap_bk, p->n_bk + 1,
+                    sizeof *p->bk) != 0)
+            return oom(p->ctx->err);
+        ob->b.closed_by = why;
+        p->bk[p->n_bk++] = ob->b;
+    } else {
+        p->n_mem = ob->b.first; /* a bucket of one is no bucket */
+    }
+    ob->b.n = 0;
+    return COMMSCHED_OK;
+}
+
+static int exceeds_cap(int64_t have, int64_t add, int64_t cap)
+{
+    return have > cap || add > cap - have;
+}
+
+static int64_t cap_bytes(double mb)
+{
+    /* Inductor: int(bucket_cap_mb * 1024 * 1024). */
+    double b = mb * 1048576.0;
+    if (!(b > -9.2e18))
+        return -1;
+    if (b >= 9.2e18)
+        return INT64_MAX;
+    return (int64_t)b;
+}
+
+static commsched_status walk(bk_pass *p)
+{
+    const commsched_knobs *k = p->ctx->k;
+    commsched_error *err = p->ctx->err;
+    int cost_mode = k->bucket_mode == CS_BUCKET_COST;
+    int64_t cap = cap_bytes(k->bucket_cap_mb), peak0 = 0, peak = 0;
+    double makespan = 0, tried = 0;
+    commsched_status st;
+    if ((st = price(p->g, p->order, p->ctx->runtime_ns, &peak0,
+                    cost_mode ? &makespan : NULL, err)) != COMMSCHED_OK)
+        return st;
+    double limit = (double)peak0 * (1.0 + k->bucket_peak_memory_budget);
+    open_bucket ob;
+    memset(&ob, 0, sizeof ob);
+    for (size_t ci = 0; ci < p->n_cands; ci++) {
+        const cand *c = &p->cands[ci];
+        if (ob.b.n && (!c->eligible ||
+                       !same_key(p, member(p, &ob.b, 0), c))) {
+            if ((st = close_open(p, &ob, ob.skipped ? ob.skipped : "key")) !=
+                COMMSCHED_OK)
+                return st;
+        }
+        if (!c->eligible)
+            continue;
+        if (!ob.b.n) {
+            open_with(p, &ob, ci);
+            continue;
+        }
+        desc_expand(p, p->pos[c->wait]);
+        if (p->mark[c->coll] == p->epoch || p->mark[c->wait] == p->epoch) {
+            ob.skipped = "dependency"; /* Inductor skips it for good */
+            continue;
+        }
+        const char *refused = NULL;
+        if (k->bucket_max_ops > 0 && ob.b.n >= (uint32_t)k->bucket_max_ops)
+            refused = "max_ops";
+        else if (exceeds_cap(ob.b.bytes, c->bytes, cap))
+            refused = "cap";
+        else {
+            bucket tentative = ob.b;
+            p->mem[p->n_mem++] = (uint32_t)ci;
+            tentative.n++;
+            st = evaluate(p, &tentative, &peak, cost_mode ? &tried : NULL);
+            p->n_mem--;
+            if (st != COMMSCHED_OK)
+                return st;
+            if ((double)peak > limit)
+                refused = "memory";
+            else if (cost_mode && !(tried < makespan))
+                refused = "cost";
+        }
+        if (refused) {
+            if ((st = close_open(p, &ob, refused)) != COMMSCHED_OK)
+                return st;
+            open_with(p, &ob, ci);
+            continue;
+        }
+        p->mem[p->n_mem++] = (uint32_t)ci;
+        ob.b.n++;
+        ob.b.bytes += c->bytes;
+        ob.skipped = NULL;
+        if (cost_mode)
+            makespan = tried;
+        desc_add(p, c->wait);
+    }
+    if (ob.b.n)
+        return close_open(p, &ob, ob.skipped ? ob.skipped : "end");
+    return COMMSCHED_OK;
+}
+
+/* ---- the pass -------------------------------------------------------------- */
+
+/* Copies the members' names into one block the record owns. */
+static const char *const *member_names(const bk_pass *p, const bucket *bk)
+{
+    size_t bytes = bk->n * sizeof(char *);
+    for (uint32_t i = 0; i < bk->n; i++)
+        bytes += strlen(p->g->nodes[member(p, bk, i)->coll].name) + 1;
+    char **names = malloc(bytes);
+    if (!names)
+        return NULL;
+    char *text = (char *)(names + bk->n);
+    for (uint32_t i = 0; i < bk->n; i++) {
+        const char *s = p->g->nodes[member(p, bk, i)->coll].name;
+        size_t len = strlen(s) + 1;
+        memcpy(text, s, len);
+        names[i] = text;
+        text += len;
+    }
+    return (const char *const *)names;
+}
+
+static commsched_status record(bk_pass *p, const built *bt)
+{
+    cs_pass_record *rec = p->ctx->rec;
+    rec->pub.fake_edges_dropped = bt->fake_dropped;
+    for (size_t bi = 0; bi < p->n_bk; bi++) {
+        const bucket *bk = &p->bk[bi];
+        commsched_bucket_stats *row = cs_record_bucket(rec);
+        if (!row)
+            return oom(p->ctx->err);
+        row->copy_in = bt->bucket_node[3 * bi];
+        row->node = bt->bucket_node[3 * bi + 1];
+        row->wait = bt->bucket_node[3 * bi + 2];
+        row->n_members = bk->n;
+        if (!(row->members = member_names(p, bk)))
+            return oom(p->ctx->err);
+        row->bytes = (int64_t)commsched_cost_collective_bytes(bt->g, row->node);
+        for (uint32_t i = 0; i < bk->n; i++)
+            row->time_before_ns += p->ctx->runtime_ns[member(p, bk, i)->coll];
+        row->time_after_ns =
+            bt->runtime[row->copy_in] + bt->runtime[row->node];
+        row->closed_by = bk->closed_by;
+    }
+    return COMMSCHED_OK;
+}
+
+static void pass_free(bk_pass *p)
+{
+    free(p->order);
+    free(p->pos);
+    free(p->pos_key);
+    free(p->cands);
+    free(p->mem);
+    free(p->bk);
+    free(p->mark);
+    free(p->desc.a);
+    free(p->vmap);
+    free(p->via);
+    free(p->cand_bucket);
+    free(p->names);
+    free(p->s_in);
+    free(p->s_after);
+    free(p->s_fake);
+    free(p->s_out);
+    free(p->seen);
+}
+
+static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
+                                    const char *tag)
+{
+    bk_pass p;
+    built bt;
+    commsched_schedule *s = NULL;
+    commsched_status st = COMMSCHED_OK;
+    memset(&p, 0, sizeof p);
+    memset(&bt, 0, sizeof bt);
+    p.ctx = ctx;
+    p.g = ctx->g;
+    p.op = op;
+    p.tag = tag;
+    p.n = p.g->n_nodes;
+    p.order = cs_malloc_array(p.n, sizeof *p.order);
+    p.pos = cs_malloc_array(p.n, sizeof *p.pos);
+    p.pos_key = cs_malloc_array(p.n, sizeof *p.pos_key);
+    p.mem = cs_malloc_array(p.n, sizeof *p.mem);
+    p.mark = cs_calloc(p.n, sizeof *p.mark);
+    p.desc.a = cs_malloc_array(p.n, sizeof *p.desc.a);
+    p.vmap = cs_malloc_array(p.n, sizeof *p.vmap);
+    if (!p.order || !p.pos || !p.pos_key || !p.mem || !p.mark || !p.desc.a ||
+        !p.vmap) {
+        st = oom(ctx->err);
+        goto cleanup;
+    }
+    if ((st = commsched_schedule_to_array(ctx->s, p.order, ctx->err)) !=
+        COMMSCHED_OK)
+        goto cleanup;
+    for (uint32_t i = 0; i < p.n; i++) {
+        p.pos[p.order[i]] = i;
+        p.pos_key[p.order[i]] = i;
+        p.vmap[i] = i;
+    }
+    p.desc.key = p.pos_key;
+    if ((st = collect(&p)) != COMMSCHED_OK || (st = chains(&p)) != COMMSCHED_OK ||
+        (st = walk(&p)) != COMMSCHED_OK)
+        goto cleanup;
+    if (p.n_bk == 0)
+        goto cleanup; /* nothing merged: the graph stays as it is */
+    if ((st = materialize(&p, NULL, &bt)) != COMMSCHED_OK ||
+        (st = record(&p, &bt)) != COMMSCHED_OK ||
+        (st = commsched_schedule_create(bt.g, NULL, &s, ctx->err)) !=
+            COMMSCHED_OK)
+        goto cleanup;
+    /* The run owns them from here on, whatever cs_pass_replace returns. */
+    st = cs_pass_replace(ctx, bt.g, s, bt.runtime);
+    bt.g = NULL;
+    bt.runtime = NULL;
+    s = NULL;
+cleanup:
+    commsched_schedule_destroy(s);
+    built_free(&bt);
+    pass_free(&p);
+    return st;
+}
+
+commsched_status cs_pass_bucket_all_gather(cs_pass_ctx *ctx)
+{
+    return bucket_pass(ctx, COMMSCHED_COLL_ALL_GATHER, "ag");
+}
+
+commsched_status cs_pass_bucket_reduce_scatter(cs_pass_ctx *ctx)
+{
+    return bucket_pass(ctx, COMMSCHED_COLL_REDUCE_SCATTER, "rs");
+}
+
+commsched_status cs_pass_bucket_all_reduce(cs_pass_ctx *ctx)
+{
+    return bucket_pass(ctx, COMMSCHED_COLL_ALL_REDUCE, "ar");
+}
