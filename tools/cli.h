@@ -105,6 +105,24 @@ int cmd_optimize(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+
+/* `generate fsdp|ddp|tp|moe|2d`: argv[0] is "generate" (tools/gen_transformer.c). */
+int gen_transformer_main(int argc, char **argv);
+
+/* Importers behind `commsched import` (tools/import_*.c). Each reads FILE
+ * ("-": standard input), prints located errors itself and returns 0 with
+ * the graph in *out (caller destroys), or the exit code. */
+typedef struct import_options {
+    double clock_ghz; /* astra: cycles per nanosecond (default 1) */
+    long npus, mp;    /* astra: 0 = from the file, else the default */
+    int gpu_only;     /* chakra: drop CPU-side ops */
+    long ranks;       /* chakra: 0 = the trace's ngpus, else 8 */
+} import_options;
+int import_astra(const char *path, const import_options *o,
+                 commsched_graph **out);
+int import_chakra(const char *path, const import_options *o,
+                  commsched_graph **out);
 int cmd_run(int argc, char **argv);
 
 #endif /* COMMSCHED_CLI_H */

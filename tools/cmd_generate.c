@@ -17,6 +17,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: commsched generate chain [options]\n"
+            "       commsched generate fsdp|ddp|tp|moe|2d [--preset NAME] ...\n"
+            "               (transformer training steps: see\n"
+            "               'commsched generate fsdp --help')\n"
             "\n"
             "Writes an FSDP-like chain of layers (9 nodes a layer + 1).\n"
             "\n"
@@ -158,8 +161,33 @@ static commsched_status build_chain(gen *g, long layers)
     return st;
 }
 
+/* The transformer families live in gen_transformer.c; the shape word may
+ * come anywhere among the options (getopt permutes), but never as the value
+ * of -o / --output. */
+static int is_transformer_family(int argc, char **argv)
+{
+    static const char *const fams[] = {"fsdp", "ddp", "tp", "moe", "2d"};
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-') {
+            if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)
+                i++;
+            continue;
+        }
+        if (i > 1 && argv[i - 1][0] == '-' && argv[i - 1][1] == '-' &&
+            !strchr(argv[i - 1], '=') && strcmp(argv[i - 1], "--fine") != 0 &&
+            strcmp(argv[i - 1], "--sp") != 0)
+            continue; /* the value of a --option */
+        for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++)
+            if (strcmp(argv[i], fams[f]) == 0)
+                return 1;
+    }
+    return 0;
+}
+
 int cmd_generate(int argc, char **argv)
 {
+    if (is_transformer_family(argc, argv))
+        return gen_transformer_main(argc, argv);
     static const struct option opts[] = {
         {"layers", required_argument, 0, 'l'},
         {"nodes", required_argument, 0, 'n'},
@@ -194,7 +222,8 @@ int cmd_generate(int argc, char **argv)
         }
     }
     if (optind != argc - 1 || strcmp(argv[optind], "chain") != 0)
-        return cli_usage_error("generate", "expected the shape 'chain'");
+        return cli_usage_error("generate", "expected the shape 'chain' or a "
+                                           "family: fsdp, ddp, tp, moe, 2d");
     if (nodes)
         layers = nodes > 10 ? (nodes - 1) / 9 : 1;
 

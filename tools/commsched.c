@@ -12,7 +12,8 @@ static const cli_command commands[] = {
     {"estimate", cmd_estimate, "print every node's runtime estimate, its source and cost tuple"},
     {"simulate", cmd_simulate, "simulate the schedule: overlap table, JSON or Chrome trace"},
     {"run", cmd_run, "execute the schedule on MPI ranks, measured against the prediction"},
-    {"generate", cmd_generate, "write a synthetic graph of any size"},
+    {"generate", cmd_generate, "write a synthetic graph: chain, or a transformer step (fsdp, ddp, tp, moe, 2d)"},
+    {"import", cmd_import, "convert an ASTRA-sim text workload or a Chakra JSON trace"},
 };
 
 static void usage(FILE *f)
