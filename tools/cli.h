@@ -95,6 +95,27 @@ int cli_estimate(const commsched_graph *g, const cli_cost *c, double **runtime,
     "                    LL/LL128/Simple, fastest) or inductor (Inductor's\n"  \
     "                    canonical ring + LL estimate)\n"
 
+/* The HTML report (cmd_report.c), shared by `report` and `optimize --html`.
+ * The memory budget line: the before order's per-step peak x (1 +
+ * fraction) when a pipeline ran, else the before peak; fraction NAN or no
+ * before peak (< 0): no line. `note` says how it was derived, for the
+ * page. */
+#include "commsched/report.h"
+typedef struct cli_budget {
+    int64_t bytes; /* -1: no line */
+    char note[480];
+} cli_budget;
+void cli_html_budget(cli_budget *b, int pipeline_ran, int64_t before_peak,
+                     const char *peak_from, double fraction);
+/* The passes' per-node statistics as the page's rows (malloc'ed; names
+ * borrowed from g and run). Returns 0 or an exit code after printing why. */
+int cli_pass_rows_from_run(const commsched_graph *g, const commsched_run *run,
+                           commsched_html_pass_row **rows, size_t *n);
+/* Writes the page (svg: the timeline alone) to path atomically. Returns 0
+ * or an exit code after printing why. */
+int cli_write_html(const char *path, int svg, const commsched_sim *after,
+                   const commsched_html_options *o);
+
 /* Monotonic clock in seconds, for --verbose timings. */
 double cli_now(void);
 
@@ -105,6 +126,7 @@ int cmd_optimize(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 
 /* `generate fsdp|ddp|tp|moe|2d`: argv[0] is "generate" (tools/gen_transformer.c). */

@@ -36,6 +36,10 @@ static void usage(FILE *f)
             "  --report             print the figures before and after: peak\n"
             "                       memory and the simulator's totals (makespan,\n"
             "                       lower bound, efficiency, exposed comm, overlap)\n"
+            "  --html OUT.html      also write the overlap report as one HTML page\n"
+            "                       (timelines before/after, memory, per-collective\n"
+            "                       table with the passes' statistics; see\n"
+            "                       'commsched report')\n"
             "  --device D           device profile for the runtimes: h100\n"
             "                       (default), a100, b200 or a JSON profile file\n"
             "  --cost-model M       nccl (default) or inductor (docs/COST.md)\n"
@@ -188,13 +192,14 @@ static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
 int cmd_optimize(int argc, char **argv)
 {
     enum { O_PASSES = 256, O_SET, O_STATS, O_REPORT, O_VERIFY, O_LIST,
-           O_TOPO, O_DEVICE, O_MODEL };
+           O_TOPO, O_DEVICE, O_MODEL, O_HTML };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"passes", required_argument, 0, O_PASSES},
         {"set", required_argument, 0, O_SET},
         {"stats", optional_argument, 0, O_STATS},
         {"report", no_argument, 0, O_REPORT},
+        {"html", required_argument, 0, O_HTML},
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
         {"verify-memory", no_argument, 0, O_VERIFY},
@@ -204,6 +209,9 @@ int cmd_optimize(int argc, char **argv)
         {0, 0, 0, 0}};
     const char *out_path = NULL, *passes = commsched_default_pipeline();
     const char *stats = NULL, *device = NULL, *model = NULL;
+    const char *html = NULL;
+    /* The HTML page's budget line uses the knob the RCPPM passes obey. */
+    double budget_fraction = 0.2;
     int report = 0, c, rc = 0;
     unsigned flags = 0, pipe_flags = 0;
     commsched_error err = {0};
@@ -228,6 +236,8 @@ int cmd_optimize(int argc, char **argv)
                 commsched_knobs_destroy(knobs);
                 return cli_report(NULL, &err);
             }
+            if (strcmp(optarg, "reorder_iterative_peak_memory_budget") == 0)
+                budget_fraction = strtod(eq + 1, NULL);
             break;
         }
         case O_STATS:
@@ -239,6 +249,7 @@ int cmd_optimize(int argc, char **argv)
             }
             break;
         case O_REPORT: report = 1; break;
+        case O_HTML: html = optarg; break;
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
         case O_VERIFY: pipe_flags |= COMMSCHED_PIPELINE_VERIFY; break;
@@ -262,6 +273,13 @@ int cmd_optimize(int argc, char **argv)
     }
     const char *in_path = argv[optind];
     const char *in_name = strcmp(in_path, "-") == 0 ? "<stdin>" : in_path;
+    if (html && (strcmp(html, "-") == 0 ||
+                 (out_path && strcmp(html, out_path) == 0))) {
+        commsched_knobs_destroy(knobs);
+        return cli_usage_error("optimize",
+                               "--html needs a file of its own (not '-', "
+                               "not --output)");
+    }
 
     commsched_graph *g = NULL, *g_in = NULL;
     commsched_schedule *s = NULL, *s_in = NULL;
@@ -275,6 +293,14 @@ int cmd_optimize(int argc, char **argv)
     cli_out out = {0};
     commsched_sim *sim = NULL;
     commsched_sim_totals sim_before, sim_after;
+    /* --html: both orders simulated with their memory curves. */
+    commsched_sim *html_before = NULL, *html_after = NULL;
+    commsched_cost_source *sources = NULL;
+    commsched_html_pass_row *rows = NULL;
+    size_t n_rows = 0;
+    commsched_sim_options curve;
+    commsched_sim_options_init(&curve);
+    curve.flags |= COMMSCHED_SIM_MEMORY_CURVE;
     cli_cost cost;
     if ((rc = cli_cost_setup(&cost, "optimize", device, model)) != 0)
         goto done;
@@ -283,24 +309,34 @@ int cmd_optimize(int argc, char **argv)
     uint32_t n = commsched_graph_node_count(g);
     runtime = malloc((size_t)n * sizeof *runtime);
     order = malloc((size_t)n * sizeof *order);
-    if (!runtime || !order) {
+    if (html)
+        sources = malloc((size_t)(n ? n : 1) * sizeof *sources);
+    if (!runtime || !order || (html && !sources)) {
         commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto fail;
     }
-    if (commsched_cost_graph(g, &cost.opts, runtime, NULL, &err) !=
+    if (commsched_cost_graph(g, &cost.opts, runtime, sources, &err) !=
             COMMSCHED_OK ||
         commsched_schedule_create(g, NULL, &s, &err) != COMMSCHED_OK ||
         measure(s, &before, &err) != COMMSCHED_OK ||
         (report &&
          (commsched_sim_create(g, &sim, &err) != COMMSCHED_OK ||
           simulate(sim, s, runtime, &sim_before, &err) != COMMSCHED_OK)) ||
-        run_passes(&g, &s, &g_in, &s_in, &runtime, &order, &sim, NULL,
+        (html &&
+         (commsched_sim_create(g, &html_before, &err) != COMMSCHED_OK ||
+          commsched_sim_run_schedule(html_before, s, runtime, &curve,
+                                     &err) != COMMSCHED_OK)) ||
+        run_passes(&g, &s, &g_in, &s_in, &runtime, &order, &sim, &sources,
                    &cost, passes, knobs, pipe_flags, &run, &err) !=
             COMMSCHED_OK ||
         commsched_schedule_check(s, 0, &err) != COMMSCHED_OK ||
         measure(s, &after, &err) != COMMSCHED_OK ||
         (report &&
          simulate(sim, s, runtime, &sim_after, &err) != COMMSCHED_OK) ||
+        (html &&
+         (commsched_sim_create(g, &html_after, &err) != COMMSCHED_OK ||
+          commsched_sim_run_schedule(html_after, s, runtime, &curve, &err) !=
+              COMMSCHED_OK)) ||
         commsched_graph_drop_violated_fake_edges(g, s, &n_dropped, &dropped,
                                                  &err) != COMMSCHED_OK ||
         commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
@@ -334,11 +370,37 @@ int cmd_optimize(int argc, char **argv)
         print_report(tables, g, &before, &after, &sim_before, &sim_after,
                      cost.device.name,
                      commsched_comm_model_str(cost.opts.comm_model));
+    if (html) {
+        cli_budget budget;
+        commsched_report_context ctx = {
+            .device = cost.device.name,
+            .cost_model = commsched_comm_model_str(cost.opts.comm_model),
+            .sources = sources};
+        commsched_html_options ho;
+        commsched_html_options_init(&ho);
+        if ((rc = cli_pass_rows_from_run(g, run, &rows, &n_rows)) != 0)
+            goto done;
+        cli_html_budget(&budget,
+                        passes[0] != '\0' && strcmp(passes, "none") != 0,
+                        before.peak, "the input order", budget_fraction);
+        ho.before = html_before;
+        ho.ctx = &ctx;
+        ho.passes = passes;
+        ho.memory_budget = budget.bytes;
+        ho.memory_budget_note = budget.note;
+        ho.pass_rows = rows;
+        ho.n_pass_rows = n_rows;
+        rc = cli_write_html(html, 0, html_after, &ho);
+    }
     goto done;
 fail:
     rc = cli_report(in_name, &err);
 done:
     free(sched);
+    free(rows);
+    free(sources);
+    commsched_sim_destroy(html_before);
+    commsched_sim_destroy(html_after);
     commsched_free(dropped);
     free(order);
     free(runtime);

@@ -11,6 +11,7 @@ static const cli_command commands[] = {
     {"optimize", cmd_optimize, "run scheduling passes and write the new order"},
     {"estimate", cmd_estimate, "print every node's runtime estimate, its source and cost tuple"},
     {"simulate", cmd_simulate, "simulate the schedule: overlap table, JSON or Chrome trace"},
+    {"report", cmd_report, "write the overlap report as one HTML page (or an SVG timeline)"},
     {"run", cmd_run, "execute the schedule on MPI ranks, measured against the prediction"},
     {"generate", cmd_generate, "write a synthetic graph: chain, or a transformer step (fsdp, ddp, tp, moe, 2d)"},
     {"import", cmd_import, "convert an ASTRA-sim text workload or a Chakra JSON trace"},

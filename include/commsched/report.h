@@ -1,6 +1,8 @@
 /* commsched — overlap reports from a simulation (DESIGN.md §7,
  * docs/REPORTS.md): an aligned text table, a JSON document with stable keys,
- * and a Chrome trace event file that Perfetto and chrome://tracing open.
+ * a Chrome trace event file that Perfetto and chrome://tracing open, and a
+ * self-contained HTML page (timelines per stream, memory curve, sortable
+ * per-collective table) or its timeline alone as SVG.
  *
  * Every writer streams: it never holds more than one row or one event in
  * memory besides the simulation itself, so a million-node step can be
@@ -10,6 +12,7 @@
 #ifndef COMMSCHED_REPORT_H
 #define COMMSCHED_REPORT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "commsched/cost.h"
@@ -74,6 +77,131 @@ COMMSCHED_EXPORT commsched_status commsched_report_estimates_table(
 COMMSCHED_EXPORT commsched_status commsched_report_estimates_json(
     FILE *out, const commsched_graph *g, const commsched_cost_options *o,
     const struct commsched_memory *mem, commsched_error *err);
+
+
+/* ---- measured runs ------------------------------------------------------ */
+
+/* Per-rank totals of a measured run (NaN where the file gives nothing). */
+typedef struct commsched_measured_rank {
+    int64_t rank;
+    double makespan_ns, compute_ns, comm_ns, exposed_ns;
+    int64_t peak_memory; /* bytes, -1 when absent */
+    uint32_t n_timed;    /* nodes with a measured start and end */
+} commsched_measured_rank;
+
+/* A measured run of one graph (the MPI runtime's output, or any tool that
+ * writes the same JSON: docs/REPORTS.md "Measured runs"), to set beside the
+ * simulator's prediction. Node arrays are indexed by node index of `graph`
+ * and hold NaN where a node was not measured. Created by
+ * commsched_measured_create (everything absent, for callers that fill it
+ * by hand) or the loaders; every pointer is owned by the struct and freed
+ * by commsched_measured_destroy. */
+typedef struct commsched_measured {
+    const commsched_graph *graph; /* borrowed: must outlive the struct */
+    char *runtime;                /* "mpi", ... or NULL */
+    char *graph_name;             /* as the file says, or NULL */
+    char *timeline_from;          /* "run" (top-level nodes) or "rank N" */
+    /* Totals: from the file's "totals", else derived from the nodes (the
+     * latest end; sums of collective runtimes and exposures), else NaN. */
+    double makespan_ns, compute_ns, comm_ns, exposed_ns, overlap;
+    int64_t peak_memory;          /* bytes, -1 when absent */
+    double *start_ns, *end_ns;    /* per node, NaN when absent */
+    double *issue_ns;             /* per node, NaN when absent */
+    double *exposed_ns_of;        /* per node (collectives, waits), NaN */
+    uint32_t n_timed;             /* nodes with start and end */
+    uint32_t n_ranks;
+    commsched_measured_rank *ranks;
+    /* The run's own prediction, when it made one (the MPI runtime's
+     * "prediction": calibrated solo timings or the cost model, scaled as
+     * the run was): source ("calibrated", "model") or NULL, and totals
+     * (NaN where absent). */
+    char *prediction_source;
+    double pred_makespan_ns, pred_compute_ns, pred_comm_ns, pred_exposed_ns,
+        pred_overlap;
+    /* How the run was made ("compute sleep, size scale 0.01, 10
+     * iterations"), from its "options", or NULL. */
+    char *options_note;
+} commsched_measured;
+
+/* An empty measured run of g (every figure absent). Caller destroys. */
+COMMSCHED_EXPORT commsched_status commsched_measured_create(
+    const commsched_graph *g, commsched_measured **out, commsched_error *err);
+
+/* Loads a measured run ("-": standard input) whose node names resolve in g
+ * (borrowed; it must outlive the result). Syntax errors carry line:column,
+ * field errors a JSON path ("nodes[3].end_ns: ..."): EPARSE / ESCHEMA, bad
+ * input both; EIO when the file cannot be read. Caller destroys. */
+COMMSCHED_EXPORT commsched_status commsched_measured_load_file(
+    const char *path, const commsched_graph *g, commsched_measured **out,
+    commsched_error *err);
+/* The same from a NUL-terminated JSON text. */
+COMMSCHED_EXPORT commsched_status commsched_measured_load_string(
+    const char *text, const commsched_graph *g, commsched_measured **out,
+    commsched_error *err);
+/* NULL is allowed. */
+COMMSCHED_EXPORT void commsched_measured_destroy(commsched_measured *m);
+
+/* ---- HTML page and SVG timeline ------------------------------------------ */
+
+/* One row of a pass's per-node statistics (Inductor's ReorderInfo for a
+ * collective, SinkWaitInfo for a wait) to show beside the collective in the
+ * HTML table. Strings borrowed for the call. */
+typedef struct commsched_html_pass_row {
+    const char *pass;             /* the pass's name */
+    const char *node;             /* a collective's or a wait's name */
+    const char *limiting_factor;  /* "None" (or NULL) when nothing stopped it */
+    uint32_t moves;
+    double initial_exposed_ns, final_exposed_ns;
+} commsched_html_pass_row;
+
+/* What the page shows besides the "after" simulation. Initialise with
+ * commsched_html_options_init; everything is optional and borrowed for the
+ * call. */
+typedef struct commsched_html_options {
+    const char *title;        /* NULL: "commsched: <graph name>" */
+    const commsched_sim *before; /* the order before optimizing, simulated
+                                    with the same runtimes; NULL: none. May be
+                                    a sim of another graph (an older file):
+                                    collectives are matched by name */
+    const char *label_before, *label_after; /* NULL: "before", "after" */
+    const commsched_report_context *ctx;    /* device, cost model, sources
+                                               (of the after graph) */
+    const char *passes;       /* the pipeline that ran, or NULL */
+    int64_t memory_budget;    /* bytes; < 0: no budget line */
+    const char *memory_budget_note; /* how the budget was derived (shown) */
+    const commsched_html_pass_row *pass_rows;
+    size_t n_pass_rows;
+    const commsched_measured *measured; /* of the after graph; NULL: none */
+    uint32_t max_bars;  /* nodes per run sent to the page individually
+                           (the longest ones when a run has more; the rest
+                           are drawn as per-lane bins); 0: 50000 */
+    uint32_t max_rows;  /* collectives in the table (the most exposed when
+                           there are more); 0: 2000 */
+} commsched_html_options;
+
+COMMSCHED_EXPORT void commsched_html_options_init(commsched_html_options *o);
+
+/* One self-contained HTML page (inline CSS, SVG and JavaScript; no
+ * network, no external file): the summary before/after with the change,
+ * timelines on one time axis (the compute stream and one lane per comm
+ * stream, before, after and measured; exposed stalls marked; hover shows a
+ * node; drag to zoom), memory over time with each peak and the budget line,
+ * the sortable per-collective table with pass statistics, and measured vs
+ * predicted figures. `after` (and o->before) should have run with
+ * COMMSCHED_SIM_MEMORY_CURVE for the memory chart (the page says when a
+ * curve is missing). Streams the page: memory is O(V) for the chosen nodes
+ * plus O(lanes x bins), never the page itself. EINVAL for a measured run of
+ * another graph, EIO / ENOMEM on failure. */
+COMMSCHED_EXPORT commsched_status commsched_report_html(
+    FILE *out, const commsched_sim *after, const commsched_html_options *o,
+    commsched_error *err);
+
+/* The timeline alone as a standalone SVG document (for docs and papers):
+ * the same lanes, bars and aggregated bins as the page's first view, with a
+ * <title> tooltip per bar. */
+COMMSCHED_EXPORT commsched_status commsched_report_svg(
+    FILE *out, const commsched_sim *after, const commsched_html_options *o,
+    commsched_error *err);
 
 #ifdef __cplusplus
 }
