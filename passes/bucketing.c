@@ -15,20 +15,23 @@
  * before the pass, and in bucket_mode=cost when the simulated step is not
  * shorter than without it. Only buckets of two or more are kept.
  *
- * The rewrite models what a bucket really costs. For bucket "bucket_ag_0":
- *   bucket_ag_0_copy_in  compute, reads every member's input, allocates the
- *                        flat input "bucket_ag_0_in"; bytes = 2 x its size
- *                        (read + write), so the cost model prices it as a
- *                        memory-bound copy;
- *   bucket_ag_0          the collective, reads the flat input, outputs the
- *                        flat "bucket_ag_0_out" (an alias of the flat input
- *                        when every member was in place);
- *   bucket_ag_0_wait     reads the flat output and outputs every member
+ * The rewrite models what a bucket really costs. For bucket "bucket_rs_0":
+ *   bucket_rs_0_copy_in  compute, reads every member's input, allocates the
+ *                        flat input "bucket_rs_0_in"; bytes = 2 x the bytes
+ *                        it copies (read + write), flops absent, so the cost
+ *                        model prices it as a memory-bound copy;
+ *   bucket_rs_0          the collective, reads the flat input and outputs
+ *                        the flat "bucket_rs_0_out";
+ *   bucket_rs_0_wait     reads the flat output and outputs every member
  *                        wait's former outputs under their old names, as
  *                        aliases of the flat output (views of its slices).
- * Consumers keep their buffer names; the flat output lives until the last
- * consumer of any member, as a bucket does. The graph is rebuilt through
- * the builder (graphs are immutable), so the result is validated.
+ * An all-gather gathers in place, as Inductor's _pre_bucket_all_gather
+ * does: its copy-in allocates the whole flat output and writes this rank's
+ * slice, and "bucket_ag_0_out" is an alias of "bucket_ag_0_in"; so is an
+ * all-reduce's when every member was in place. Consumers keep their buffer
+ * names; the flat buffer lives until the last consumer of any member, as
+ * a bucket does. The graph is rebuilt through the builder (graphs are
+ * immutable), so the result is validated.
  *
  * Placement: the new order is the current one with each bucket's three
  * nodes in place of its members: copy-in and collective where the first
@@ -37,6 +40,13 @@
  * A stable topological sort keyed by those positions then moves whatever
  * must follow the wait (a first member's consumer that came before the
  * last input was ready) right after it.
+ *
+ * Pricing: a merge is priced on the whole graph with the closed buckets
+ * and the open one merged. The placement is computed over flat arrays and
+ * priced with the memory model's and the simulator's arithmetic
+ * (virtual_price), since building a graph through the builder for every
+ * candidate cost ten times more; verify mode builds each one anyway and
+ * requires the same figures. O(V log V + E) per priced merge.
  *
  * Dependency test: a candidate depends on the open bucket when its
  * collective or its wait is reachable from a member's wait. Descendants are
@@ -498,7 +508,6 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
         p->s_in[0] = in_name;
         sp.n_inputs = 1;
         next_stamp(p);
-        size_t n_fake_lists = 0;
         for (uint32_t i = 0; i < bk->n; i++) {
             const cand *c = member(p, bk, i);
             uint32_t v = kind == 1 ? c->coll : c->wait;
@@ -523,9 +532,7 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
                               dropped);
             if (n_fake == (size_t)-1)
                 return oom(err);
-            n_fake_lists++;
         }
-        (void)n_fake_lists;
         sp.after = p->s_after;
         sp.n_after = n_after;
         sp.after_fake = p->s_fake;

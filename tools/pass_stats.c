@@ -66,10 +66,14 @@ static void print_buckets(FILE *f, const commsched_graph *g,
         before += p->buckets[i].time_before_ns;
         after += p->buckets[i].time_after_ns;
     }
-    fprintf(f,
-            "%s: %u collectives into %u buckets, estimated %.3f us -> "
-            "%.3f us\n",
-            p->pass, members, p->n_buckets, before / 1e3, after / 1e3);
+    if (p->n_buckets == 0)
+        fprintf(f, "%s: no bucket formed\n", p->pass);
+    else
+        fprintf(f,
+                "%s: %u collectives into %u bucket%s, estimated %.3f us -> "
+                "%.3f us\n",
+                p->pass, members, p->n_buckets, p->n_buckets == 1 ? "" : "s",
+                before / 1e3, after / 1e3);
     if (p->fake_edges_dropped)
         fprintf(f, " %u after_fake edges the new order breaks were dropped\n",
                 p->fake_edges_dropped);
@@ -81,7 +85,7 @@ static void print_buckets(FILE *f, const commsched_graph *g,
         const commsched_bucket_stats *b = &p->buckets[i];
         char size[32];
         cli_bytes((double)b->bytes, size, sizeof size);
-        fprintf(f, "%-24s %7u %12s %12.3f %12.3f %12.3f %-10s  %s", 
+        fprintf(f, "%-24s %7u %12s %12.3f %12.3f %12.3f %-10s  %s",
                 commsched_graph_node_name(g, b->node), b->n_members, size,
                 b->time_before_ns / 1e3, b->time_after_ns / 1e3,
                 (b->time_before_ns - b->time_after_ns) / 1e3, b->closed_by,
