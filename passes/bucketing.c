@@ -1235,7 +1235,7 @@ static commsched_status walk(bk_pass *p)
             continue;
         }
         const char *refused = NULL;
-        if (k->bucket_max_ops > 0 && ob.b.n >= (uint32_t)k->bucket_max_ops)
+        if (k->bucket_max_ops > 0 && (long)ob.b.n >= k->bucket_max_ops)
             refused = "max_ops";
         else if (exceeds_cap(ob.b.bytes, c->bytes, cap))
             refused = "cap";
