@@ -11,11 +11,11 @@
  * The pipeline runs on the view; freeing the result frees only the view's
  * two tables. This costs O(V + fake edges) instead of a deep copy.
  *
- * Invariant (checked by the tests): the view's shared arrays are never
- * written or freed; commsched_graph_destroy must never be called on it. If
- * commsched_pipeline_run one day replaces the graph (bucketing), the
- * replacement belongs to the result and the view must be left alone, not
- * destroyed.
+ * Invariant: the view's shared arrays are never written or freed, and
+ * commsched_graph_destroy is never called on it. The pipeline runs through
+ * commsched_pipeline_apply, which never destroys the graph it is given: a
+ * rewriting pass (bucketing) builds a new graph that the run owns, and the
+ * result keeps the run, so the final graph lives as long as the result.
  *
  * No igraph call is reachable from here (cost model, schedule, passes,
  * simulator), and there is no global state: everything lives in the
@@ -257,10 +257,14 @@ struct commsched_result {
     commsched_graph view;  /* see the file comment: shares g's arrays except
                               after_fake and fake_users, which it owns */
     int view_ready;        /* the two tables are the view's own copies */
+    const commsched_graph *graph; /* the final graph the order indexes:
+                              &view, or one a rewriting pass built (owned
+                              by run) */
     char *passes;          /* what ran */
-    uint32_t n;
-    uint32_t *order;       /* n node indices */
-    double *runtime;       /* n runtimes, by node index */
+    uint32_t n;            /* node count of graph */
+    uint32_t *order;       /* n node indices of graph */
+    double *runtime;       /* g's runtimes, by g's node index */
+    const double *final_runtime; /* graph's: runtime, or the run's */
     commsched_run *run;
     commsched_sim_totals before, after;
 };
@@ -372,11 +376,10 @@ commsched_status commsched_optimize(const commsched_graph *g,
         st = oom(err);
         goto cleanup;
     }
-    r->n = g->n_nodes;
     r->passes = dup_string(passes);
-    r->order = cs_malloc_array(r->n ? r->n : 1, sizeof *r->order);
-    r->runtime = cs_malloc_array(r->n ? r->n : 1, sizeof *r->runtime);
-    if (!r->passes || !r->order || !r->runtime) {
+    r->runtime = cs_malloc_array(g->n_nodes ? g->n_nodes : 1,
+                                 sizeof *r->runtime);
+    if (!r->passes || !r->runtime) {
         st = oom(err);
         goto cleanup;
     }
@@ -386,17 +389,32 @@ commsched_status commsched_optimize(const commsched_graph *g,
         (st = simulate(g, NULL, r->runtime, o->comm_streams, &r->before,
                        err)) != COMMSCHED_OK ||
         (st = commsched_schedule_create(&r->view, NULL, &s, err)) !=
+            COMMSCHED_OK)
+        goto cleanup;
+    /* A rewriting pass (bucketing) leaves a new graph and schedule in
+     * gw/sw, owned by the run; otherwise they are the view and s. Nodes a
+     * rewrite creates are priced with the options' cost model. */
+    commsched_graph *gw = &r->view;
+    commsched_schedule *sw = s;
+    if ((st = commsched_pipeline_apply(&gw, &sw, r->runtime, &cost, passes,
+                                       o->knobs, o->pipeline_flags, &r->run,
+                                       err)) != COMMSCHED_OK)
+        goto cleanup;
+    r->graph = gw;
+    r->n = gw->n_nodes;
+    r->final_runtime = commsched_run_runtime_ns(r->run);
+    r->order = cs_malloc_array(r->n ? r->n : 1, sizeof *r->order);
+    if (!r->order) {
+        st = oom(err);
+        goto cleanup;
+    }
+    if ((st = commsched_schedule_check(sw, 0, err)) != COMMSCHED_OK ||
+        (st = commsched_graph_drop_violated_fake_edges(gw, sw, &dropped, NULL,
+                                                       err)) !=
             COMMSCHED_OK ||
-        (st = commsched_pipeline_run(&r->view, s, r->runtime, passes,
-                                     o->knobs, o->pipeline_flags, &r->run,
-                                     err)) != COMMSCHED_OK ||
-        (st = commsched_schedule_check(s, 0, err)) != COMMSCHED_OK ||
-        (st = commsched_graph_drop_violated_fake_edges(&r->view, s, &dropped,
-                                                       NULL, err)) !=
+        (st = commsched_schedule_to_array(sw, r->order, err)) !=
             COMMSCHED_OK ||
-        (st = commsched_schedule_to_array(s, r->order, err)) !=
-            COMMSCHED_OK ||
-        (st = simulate(&r->view, r->order, r->runtime, o->comm_streams,
+        (st = simulate(gw, r->order, r->final_runtime, o->comm_streams,
                        &r->after, err)) != COMMSCHED_OK)
         goto cleanup;
     *out = r;
@@ -410,7 +428,7 @@ cleanup:
 
 const commsched_graph *commsched_result_graph(const commsched_result *r)
 {
-    return &r->view;
+    return r->graph;
 }
 
 uint32_t commsched_result_node_count(const commsched_result *r)
@@ -428,7 +446,7 @@ const char *commsched_result_node_name(const commsched_result *r,
 {
     if (position >= r->n)
         return NULL;
-    return r->view.nodes[r->order[position]].name;
+    return r->graph->nodes[r->order[position]].name;
 }
 
 const char *commsched_result_passes(const commsched_result *r)
@@ -453,5 +471,5 @@ const commsched_sim_totals *commsched_result_after(const commsched_result *r)
 
 const double *commsched_result_runtimes(const commsched_result *r)
 {
-    return r->runtime;
+    return r->final_runtime;
 }

@@ -30,7 +30,7 @@
  *                             commsched_optimize_options_destroy,
  *                             commsched_graph_destroy (NULL is fine)
  *   step by step instead      commsched/schedule.h, memory.h, passes.h
- *                             (commsched_pipeline_run), cost.h,
+ *                             (commsched_pipeline_apply), cost.h,
  *                             simulate.h, report.h, analysis.h
  *   version / ABI             commsched/version.h: commsched_version()
  *
@@ -139,7 +139,8 @@ typedef struct commsched_result commsched_result;
  *      otherwise (commsched_cost_graph with the options' device and model);
  *   2. simulates g's own order ("before");
  *   3. runs the pass pipeline over a schedule in g's order
- *      (commsched_pipeline_run with the options' knobs);
+ *      (commsched_pipeline_apply with the options' knobs; nodes a
+ *      rewriting pass creates are priced with the options' cost model);
  *   4. simulates the new order ("after").
  * o NULL means every option at its default. On success *out holds the
  * result (caller destroys with commsched_result_destroy); on failure *out
@@ -161,15 +162,16 @@ COMMSCHED_EXPORT commsched_status commsched_optimize(
 /* Frees the result and everything it lent out. NULL is allowed. */
 COMMSCHED_EXPORT void commsched_result_destroy(commsched_result *r);
 
-/* The graph the result's order indexes: today a read-only view of the
- * optimized graph g with the fake edges the final order respects (those g
- * had plus those the pipeline added; violated ones dropped, as the CLI's
- * output does), so commsched_graph_save_stream(commsched_result_graph(r),
- * commsched_result_order(r), ...) writes a file that loads again. Its node
- * indices and names are g's. A later release whose passes create nodes
- * (bucketing) will return a new graph here, which may then have more or
- * fewer nodes than g: look nodes up by name, not by g's indices, if that
- * matters. Borrowed until the result is destroyed; never destroy it. */
+/* The graph the result's order indexes. Without a rewriting pass it is a
+ * read-only view of g (same nodes, indices and names) with the fake edges
+ * the final order respects (those g had plus those the pipeline added;
+ * violated ones dropped, as the CLI's output does). When a pass rewrote
+ * the graph (bucketing: commsched_pass_rewrites), it is the graph that
+ * pass built, with nodes g does not have (copy-ins, merged collectives)
+ * and without the members it merged. Either way
+ * commsched_graph_save_stream(commsched_result_graph(r),
+ * commsched_result_order(r), ...) writes a file that loads again.
+ * Borrowed until the result is destroyed; never destroy it. */
 COMMSCHED_EXPORT const commsched_graph *
 commsched_result_graph(const commsched_result *r);
 
@@ -193,9 +195,9 @@ COMMSCHED_EXPORT const char *commsched_result_node_name(const commsched_result *
 COMMSCHED_EXPORT const char *commsched_result_passes(const commsched_result *r);
 
 /* Per-pass statistics: read with commsched_run_pass_count and
- * commsched_run_pass (commsched/passes.h); node indices in them index
- * commsched_result_graph. Borrowed until the result is destroyed (do not
- * call commsched_run_destroy on it). */
+ * commsched_run_pass (commsched/passes.h); each pass's node indices index
+ * its own `graph` field (the graph that pass left). Borrowed until the
+ * result is destroyed (do not call commsched_run_destroy on it). */
 COMMSCHED_EXPORT const commsched_run *
 commsched_result_run(const commsched_result *r);
 

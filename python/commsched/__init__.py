@@ -31,13 +31,13 @@ from . import _lib
 
 __all__ = [
     "Error", "Graph", "Output", "alias", "optimize", "simulate", "Result",
-    "SimTotals", "PassStats", "NodeStats", "passes", "knobs",
+    "SimTotals", "PassStats", "NodeStats", "BucketStats", "passes", "knobs",
     "default_pipeline", "version",
 ]
 
 _KINDS = {"compute": 0, "collective": 1, "wait": 2}
 _KIND_NAMES = {v: k for k, v in _KINDS.items()}
-_STATS_KINDS = {0: None, 1: "reorder", 2: "sink"}
+_STATS_KINDS = {0: None, 1: "reorder", 2: "sink", 3: "bucket"}
 
 
 def _b(s):
@@ -393,9 +393,26 @@ class NodeStats:
 
 
 @dataclasses.dataclass(frozen=True)
+class BucketStats:
+    """One bucket a bucketing pass formed: its members (the former
+    collectives' names, in wait order) became one copy-in node, one merged
+    collective and one wait."""
+
+    node: str
+    copy_in: str
+    wait: str
+    members: list
+    bytes: int
+    time_before_ns: float
+    time_after_ns: float
+    closed_by: str
+
+
+@dataclasses.dataclass(frozen=True)
 class PassStats:
     """What one pass of the pipeline did. ``kind`` is ``"reorder"``,
-    ``"sink"`` or None (no per-node table)."""
+    ``"sink"``, ``"bucket"`` or None (no per-node table). Node names are
+    those of the graph the pass left (a bucketing pass builds a new one)."""
 
     name: str
     wall_ms: float
@@ -404,6 +421,8 @@ class PassStats:
     kind: object
     nodes: list
     fake_edges_added: int
+    buckets: list = dataclasses.field(default_factory=list)
+    fake_edges_dropped: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -433,17 +452,28 @@ def _read_stats(lib, graph, run):
     out = []
     for i in range(lib.commsched_run_pass_count(run)):
         p = lib.commsched_run_pass(run, i).contents
+        pg = p.graph or graph  # the graph this pass's indices refer to
+
+        def name(node):
+            return _s(lib.commsched_graph_node_name(pg, node))
         rows = []
         for k in range(p.n_nodes):
             r = p.nodes[k]
             rows.append(NodeStats(
-                _s(lib.commsched_graph_node_name(graph, r.node)),
-                r.comm_time, r.comp_time, r.initial_exposed, r.final_exposed,
-                r.moves, r.grouped, _s(r.limiting_factor),
+                name(r.node), r.comm_time, r.comp_time, r.initial_exposed,
+                r.final_exposed, r.moves, r.grouped, _s(r.limiting_factor),
                 _s(r.grouped_info), _s(r.moves_info), _s(r.overlap_info)))
+        buckets = []
+        for k in range(p.n_buckets):
+            b = p.buckets[k]
+            buckets.append(BucketStats(
+                name(b.node), name(b.copy_in), name(b.wait),
+                [_s(b.members[m]) for m in range(b.n_members)], b.bytes,
+                b.time_before_ns, b.time_after_ns, _s(b.closed_by)))
         out.append(PassStats(_s(p.pass_), p.wall_ms, p.peak_before,
                              p.peak_after, _STATS_KINDS.get(p.kind), rows,
-                             p.fake_edges_added))
+                             p.fake_edges_added, buckets,
+                             p.fake_edges_dropped))
     return out
 
 

@@ -99,6 +99,22 @@ class NodeStatsStruct(ctypes.Structure):
     ]
 
 
+class BucketStatsStruct(ctypes.Structure):
+    """commsched_bucket_stats (commsched/passes.h)."""
+
+    _fields_ = [
+        ("node", c_uint32),
+        ("copy_in", c_uint32),
+        ("wait", c_uint32),
+        ("n_members", c_uint32),
+        ("members", POINTER(c_char_p)),
+        ("bytes", c_int64),
+        ("time_before_ns", c_double),
+        ("time_after_ns", c_double),
+        ("closed_by", c_char_p),
+    ]
+
+
 class PassStatsStruct(ctypes.Structure):
     """commsched_pass_stats (commsched/passes.h)."""
 
@@ -111,6 +127,10 @@ class PassStatsStruct(ctypes.Structure):
         ("n_nodes", c_uint32),
         ("nodes", POINTER(NodeStatsStruct)),
         ("fake_edges_added", c_uint32),
+        ("graph", c_void_p),
+        ("n_buckets", c_uint32),
+        ("buckets", POINTER(BucketStatsStruct)),
+        ("fake_edges_dropped", c_uint32),
     ]
 
 
@@ -144,6 +164,7 @@ STRUCTS = {
     "commsched_output_spec": OutputSpec,
     "commsched_node_spec": NodeSpec,
     "commsched_node_stats": NodeStatsStruct,
+    "commsched_bucket_stats": BucketStatsStruct,
     "commsched_pass_stats": PassStatsStruct,
     "commsched_sim_totals": SimTotalsStruct,
 }
@@ -186,6 +207,7 @@ _PROTOTYPES = {
     "commsched_knob_default": (c_char_p, [c_size_t]),
     "commsched_knob_description": (c_char_p, [c_size_t]),
     "commsched_default_pipeline": (c_char_p, []),
+    "commsched_pass_rewrites": (c_int, [c_size_t]),
     "commsched_run_pass_count": (c_size_t, [_H]),
     "commsched_run_pass": (POINTER(PassStatsStruct), [_H, c_size_t]),
     # the one call

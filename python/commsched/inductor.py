@@ -81,7 +81,7 @@ from Inductor's own test scenarios (tests/python/test_inductor.py).
 
 import functools
 
-from . import Error, Graph, alias, optimize
+from . import Error, Graph, _lib, _s, alias, default_pipeline, optimize
 
 __all__ = ["reorder", "make_pass", "to_graph"]
 
@@ -271,6 +271,22 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=(),
     return g.finish()
 
 
+def _rewriting_passes(passes):
+    """The passes in the list (None: the default pipeline) that rewrite the
+    graph (commsched_pass_rewrites: the bucketing passes)."""
+    lib = _lib.load()
+    if passes is None:
+        names = default_pipeline()
+    elif isinstance(passes, str):
+        names = passes.split(",")
+    else:
+        names = list(passes)
+    rewrites = {_s(lib.commsched_pass_name(i))
+                for i in range(lib.commsched_pass_count())
+                if lib.commsched_pass_rewrites(i)}
+    return [n for n in dict.fromkeys(names) if n in rewrites]
+
+
 def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=(),
             buffer_size=None, group_of=None, group_sizes=None,
             contains_collective=None, contains_wait=None, **knobs):
@@ -286,6 +302,11 @@ def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=(),
     snodes = list(snodes)
     if not snodes:
         return snodes
+    rewriting = _rewriting_passes(passes)
+    if rewriting:
+        raise Error("commsched.inductor: %s rewrite the graph (new nodes); "
+                    "only reordering passes can run on Inductor's scheduler "
+                    "nodes" % ", ".join(rewriting), path="passes")
     g = to_graph(snodes, graph_inputs=graph_inputs,
                  graph_outputs=graph_outputs, buffer_size=buffer_size,
                  group_of=group_of, group_sizes=group_sizes,

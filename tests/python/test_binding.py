@@ -164,6 +164,45 @@ class Optimize(unittest.TestCase):
         self.assertEqual(g.nodes, ["mm1", "relu", "ar", "ar_wait", "mm2",
                                    "upd"])
 
+    def test_bucketing_replaces_the_graph(self):
+        # three all-gathers of one group and dtype, adjacent in wait order:
+        # bucket_all_gather merges them; the order, runtimes and stats then
+        # name the new graph's nodes, and the input graph is unchanged
+        g = commsched.Graph("bucket")
+        g.add_group("dp", 8)
+        g.add_input("x", MiB)
+        for i in range(3):
+            g.add_input("s%d" % i, MiB)
+            g.collective("ag%d" % i, "all_gather", "dp", inputs=["s%d" % i],
+                         outputs=[("o%d" % i, 8 * MiB)], dtype="bfloat16")
+        prev = "x"
+        for i in range(3):
+            g.wait("w%d" % i, inputs=["o%d" % i],
+                   outputs=[commsched.alias("wo%d" % i, "o%d" % i)])
+            g.compute("mm%d" % i, inputs=[prev, "wo%d" % i],
+                      outputs=[("y%d" % i, MiB)], runtime_ns=50000,
+                      gemm_like=True)
+            prev = "y%d" % i
+        g.add_output(prev)
+        r = commsched.optimize(g, ["bucket_all_gather", RCPPM], verify=True)
+        b = r.stats[0]
+        self.assertEqual(b.kind, "bucket")
+        self.assertGreaterEqual(len(b.buckets), 1)
+        merged = {m for bk in b.buckets for m in bk.members}
+        self.assertTrue(merged)
+        for bk in b.buckets:
+            self.assertIn(bk.node, r.order)
+            self.assertIn(bk.copy_in, r.order)
+            self.assertIn(bk.wait, r.order)
+        for m in merged:
+            self.assertNotIn(m, r.order)
+        self.assertEqual(set(r.runtime_ns), set(r.order))
+        self.assertEqual(len(r.indices), len(r.order))
+        for row in r.stats[1].nodes:   # RCPPM rows name new-graph nodes
+            self.assertIn(row.node, r.order)
+        self.assertEqual(len(g), 9)    # the input graph is unchanged
+        self.assertEqual(commsched.optimize(g, "none").order, g.nodes)
+
     def test_simulate(self):
         g = six_node_step()
         t = commsched.simulate(g)

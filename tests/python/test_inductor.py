@@ -282,6 +282,14 @@ class Mapping(unittest.TestCase):
         self.assertEqual(len(order), 10)
         self.assertEqual(ci.reorder([], **PRED), [])
 
+    def test_rewriting_passes_are_refused(self):
+        # bucketing builds new nodes, which Inductor's list cannot hold
+        with self.assertRaises(commsched.Error) as cm:
+            ci.reorder(s5().snodes, passes=["bucket_all_reduce", RCPPM],
+                       **PRED)
+        self.assertEqual(cm.exception.path, "passes")
+        self.assertIn("bucket_all_reduce", str(cm.exception))
+
     def test_bad_knob_is_located(self):
         with self.assertRaises(commsched.Error) as cm:
             ci.reorder(s1().snodes, no_such_knob=1, **PRED)
