@@ -65,6 +65,7 @@ struct commsched_runtime {
     int rank, size;
     int we_initialized; /* MPI_Init was ours, so MPI_Finalize is too */
     int tag_ub;
+    int one_node;       /* every rank shares this node's monotonic clock */
     double wake_ns;     /* how late a sleep wakes up: sleeps end this early
                            and spin the rest, so compute nodes last their
                            runtime and not runtime + wake-up latency */
@@ -235,6 +236,10 @@ typedef struct xcoll {
 
 enum { IDLE = 0, IN_FLIGHT = 1, DONE = 2, QUEUED = 3 };
 
+typedef struct span {
+    uintptr_t lo, hi;
+} span;
+
 typedef struct exec {
     commsched_runtime *rt;
     const commsched_graph *g;
@@ -246,6 +251,9 @@ typedef struct exec {
     uint32_t n_colls;
     uint32_t *coll_of;  /* node -> index in colls, NONE otherwise */
     void **mem;         /* per buffer (roots) */
+    struct span *spans; /* address ranges whose pages were touched, sorted,
+                           disjoint (see touch_new) */
+    size_t n_spans, cap_spans;
     int64_t live, peak;
     uint32_t *active;   /* colls in flight */
     uint32_t n_active;
@@ -305,6 +313,74 @@ static const char *node_name(const exec *x, uint32_t v)
 
 /* ---- buffers ---------------------------------------------------------------------- */
 
+static void progress(exec *x);
+
+/* Writes one byte in every page of [lo, hi), testing in-flight requests
+ * every MiB so a long touch does not stall communication. */
+static void touch_range(exec *x, uintptr_t lo, uintptr_t hi)
+{
+    for (uintptr_t a = lo; a < hi; a = (a / 4096u + 1u) * 4096u) {
+        *(volatile char *)a = 0;
+        if ((a & ((1u << 20) - 1)) < 4096u && x->n_active)
+            progress(x);
+    }
+}
+
+/* Makes [p, p + sz) resident. With glibc the allocator keeps freed memory
+ * mapped (mpi_init: no mmap for buffers, no trimming), so a page touched
+ * once stays resident for the whole run, whichever buffer it serves next:
+ * only pages outside every range touched so far are touched again, which
+ * is what a device's caching allocator costs (the first iterations pay
+ * the faults, about 0.5 ms per MiB on a VM; re-touching 3 MiB that is
+ * already resident would still cost 0.1 ms of TLB misses). Elsewhere every
+ * allocation is touched in full. */
+static void touch_new(exec *x, char *p, size_t sz)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + sz;
+#ifndef __GLIBC__
+    touch_range(x, lo, hi);
+    return;
+#endif
+    /* Touch the gaps between the spans that overlap [lo, hi). */
+    size_t i = 0;
+    while (i < x->n_spans && x->spans[i].hi < lo)
+        i++;
+    uintptr_t cur = lo;
+    for (size_t j = i; j < x->n_spans && x->spans[j].lo < hi; j++) {
+        if (x->spans[j].lo > cur)
+            touch_range(x, cur, x->spans[j].lo);
+        if (x->spans[j].hi > cur)
+            cur = x->spans[j].hi;
+    }
+    if (cur < hi)
+        touch_range(x, cur, hi);
+    /* Merge [lo, hi) with the spans it overlaps or touches. */
+    size_t k = i;
+    uintptr_t nlo = lo, nhi = hi;
+    while (k < x->n_spans && x->spans[k].lo <= hi) {
+        if (x->spans[k].lo < nlo)
+            nlo = x->spans[k].lo;
+        if (x->spans[k].hi > nhi)
+            nhi = x->spans[k].hi;
+        k++;
+    }
+    if (k == i) { /* nothing overlapped: insert at i */
+        if (cs_grow((void **)&x->spans, &x->cap_spans, x->n_spans + 1,
+                    sizeof *x->spans) != 0)
+            return; /* only the bookkeeping is lost: pages get re-touched */
+        memmove(x->spans + i + 1, x->spans + i,
+                (x->n_spans - i) * sizeof *x->spans);
+        x->n_spans++;
+    } else { /* spans i .. k-1 become one */
+        memmove(x->spans + i + 1, x->spans + k,
+                (x->n_spans - k) * sizeof *x->spans);
+        x->n_spans -= k - i - 1;
+    }
+    x->spans[i].lo = nlo;
+    x->spans[i].hi = nhi;
+}
+
+/* Allocates buffer b, resident (touch_new), and counts it as live. */
 static void buf_alloc(exec *x, uint32_t b, uint32_t node, int counted)
 {
     int64_t n = x->plan.bytes[b];
@@ -316,11 +392,7 @@ static void buf_alloc(exec *x, uint32_t b, uint32_t node, int counted)
         die(x, "cannot allocate %lld bytes for buffer \"%s\" at node \"%s\" "
             "(try a smaller --size-scale)",
             (long long)n, x->g->buffers[b].name, node_name(x, node));
-    /* Touch every page: the memory is really resident, as on a device. */
-    volatile char *c = p;
-    for (size_t i = 0; i < sz; i += 4096)
-        c[i] = 0;
-    c[sz - 1] = 0;
+    touch_new(x, p, sz);
     x->mem[b] = p;
     if (counted) {
         x->live += n;
@@ -532,7 +604,13 @@ static void run_compute(exec *x, uint32_t v)
         return;
     }
     /* Sleep, testing requests every poll quantum; stop sleeping wake_ns
-     * before the end and spin the rest, so the node lasts its runtime. */
+     * before the end and spin the rest, so the node lasts its runtime.
+     * A test may do a transfer itself (Open MPI's single-copy path copies
+     * a whole rendezvous message inside MPI_Test, hundreds of µs for
+     * 1 MiB), so a node can end late by the copy its rank performed: the
+     * host drives this network, as the issue's model says. Not testing
+     * near the end was tried: the collectives then stall, which costs more
+     * than the overrun. */
     double wake_at = end - x->rt->wake_ns;
     for (;;) {
         if (x->n_active)
@@ -863,19 +941,47 @@ static void run_node(exec *x, uint32_t v, int calibrating)
         buf_free(x, p->free_after.idx[e]);
 }
 
+/* Sleeps until t, spinning the last wake_ns so it ends on time. */
+static void sleep_until_precise(exec *x, double t)
+{
+    if (t - now_ns() > x->rt->wake_ns)
+        sleep_until(t - x->rt->wake_ns);
+    while (now_ns() < t)
+        ;
+}
+
+/* Every rank starts the iteration together. After the barrier, ranks
+ * polling in quanta on shared cores leave it up to a few hundred µs apart,
+ * and the simulator starts every rank at 0; so when all ranks share one
+ * node (one CLOCK_MONOTONIC), rank 0 names a start time 2 ms ahead and
+ * every rank sleeps until it. Across nodes the barrier is all there is. */
+static double start_together(exec *x)
+{
+    barrier(x, MPI_COMM_WORLD, "the barrier before an iteration");
+    if (!x->rt->one_node)
+        return now_ns();
+    double t = now_ns() + 2e6;
+    MPI_Request req;
+    check_mpi(x, MPI_Ibcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req),
+              "MPI_Ibcast", COMMSCHED_NONE);
+    complete_req(x, &req, "the start time's broadcast");
+    sleep_until_precise(x, t);
+    return t;
+}
+
 /* One iteration; returns the step time (ns) and leaves per-node times in
  * t0/t1 relative to the step's start. */
 static double run_iteration(exec *x, int calibrating)
 {
     const cs_plan *p = &x->plan;
-    barrier(x, MPI_COMM_WORLD, "the barrier before an iteration");
     for (uint32_t i = 0; i < x->n_colls; i++)
         x->colls[i].state = IDLE;
     for (uint32_t s = 0; s < x->n_streams; s++)
         x->s_busy[s] = x->s_head[s] = x->s_tail[s] = COMMSCHED_NONE;
+    /* Freeable inputs exist before the step's first node. */
     for (uint32_t i = 0; i < p->n_baseline; i++)
         buf_alloc(x, p->baseline[i], COMMSCHED_NONE, 1);
-    double start = now_ns();
+    double start = start_together(x);
     for (uint32_t k = 0; k < p->n; k++)
         run_node(x, p->order[k], calibrating);
     while (x->n_active > 0) { /* collectives nobody waits for */
@@ -1135,6 +1241,7 @@ static void exec_fini(exec *x)
     free(x->colls);
     free(x->coll_of);
     free(x->mem);
+    free(x->spans);
     free(x->active);
     free(x->t0);
     free(x->t1);
@@ -1283,6 +1390,16 @@ static commsched_status mpi_init(int *argc, char ***argv,
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rt->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &rt->size);
+    MPI_Comm node;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                            MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        int node_size = 0;
+        MPI_Comm_size(node, &node_size);
+        int mine = node_size == rt->size, all = 0;
+        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        rt->one_node = all;
+        MPI_Comm_free(&node);
+    }
     void *ub = NULL;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
