@@ -4,5 +4,5 @@
 set -eu
 build=${1:-build/release}
 shift || true
-python3 "$(dirname "$0")/mpi_bench.py" --cli "$build/tools/commsched" --json "$build/mpi_bench.json" || echo "bench/run.sh: the MPI benchmark failed" >&2
+python3 "$(dirname "$0")/mpi_bench.py" --cli "$build/tools/commsched" --json "$build/mpi_bench.json" --realtime || echo "bench/run.sh: the MPI benchmark failed" >&2
 exec python3 "$(dirname "$0")/bench.py" --cli "$build/tools/commsched" "$@"
