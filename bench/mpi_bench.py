@@ -14,8 +14,11 @@ usage: mpi_bench.py --cli PATH [--np 4] [--iters 15] [--repeat 3]
    compute runtimes are set so that compute is `ratio` x the communication
    of a layer (the workload is "scaled to this machine").
 3. Schedules: the input order; `commsched optimize` with Inductor's default
-   pipeline; and every candidate pipeline this build lists, keeping the one
-   with the lowest simulated makespan (on the calibrated runtimes).
+   pipeline; the candidate pipeline this build lists with the lowest
+   simulated makespan (on the calibrated runtimes) whose per-step peak
+   memory stays within the Inductor pipeline's own (listed only when its
+   order differs from Inductor's); and, when another candidate is faster
+   at any memory, that one too.
 4. Run each schedule `repeat` times under mpirun; report the median of the
    measured step medians, the predicted step (calibrated simulation) and
    the error, and the speed-up over the input order.
@@ -184,7 +187,7 @@ class Bench:
         os.makedirs(work, exist_ok=True)
         self.mpirun, self.env = mpirun_cmd(args.np, args.realtime, extra)
 
-    def run(self, graph_path, calibrate=3, iters=None, warmup=3):
+    def run(self, graph_path, calibrate=5, iters=None, warmup=3):
         out = graph_path + ".run.json"
         cmd = self.mpirun + [self.cli, "run", "--format", "json", "-o", out,
                              "--no-progress", "--iters",
@@ -216,8 +219,9 @@ class Bench:
         return dst
 
     def simulate(self, path):
-        return json.loads(self.cli_json("simulate", "--format", "json",
-                                        path))["totals"]["makespan_ns"]
+        """(makespan, per-step peak memory) of the file's order."""
+        r = json.loads(self.cli_json("simulate", "--format", "json", path))
+        return r["totals"]["makespan_ns"], r["memory"]["peak_per_step"]
 
 
 def calibrated(b, g, path, ratio, layer_colls, fwd_share):
@@ -248,6 +252,11 @@ def calibrated(b, g, path, ratio, layer_colls, fwd_share):
     return comm_per_layer, fwd, bwd
 
 
+def order_of(path):
+    with open(path) as f:
+        return [n["name"] for n in json.load(f)["nodes"]]
+
+
 def candidates(b):
     text = b.cli_json("optimize", "--list-passes")
     names = set()
@@ -275,17 +284,30 @@ def bench_workload(b, label, g, ratio, layer_colls, fwd_share):
     schedules = [("input order", path),
                  ("Inductor pipeline",
                   b.optimize(path, base + ".inductor.json"))]
-    best = None
+    # Inductor's passes each allow +20% over their input, so the pipeline
+    # may end well above 1.2x the input's peak; "best" may use no more
+    # memory than the Inductor pipeline does.
+    _, budget = b.simulate(schedules[1][1])
+    best = fastest = None
     for i, (name, passes, sets) in enumerate(candidates(b)):
         dst = "%s.cand%d.json" % (base, i)
         try:
             b.optimize(path, dst, passes, sets)
         except SystemExit:
             continue
-        mk = b.simulate(dst)
-        if best is None or mk < best[0]:
+        mk, peak = b.simulate(dst)
+        if peak <= budget and (best is None or mk < best[0]):
             best = (mk, name, dst)
-    schedules.append(("best: " + best[1], best[2]))
+        if fastest is None or mk < fastest[0]:
+            fastest = (mk, name, dst)
+    same = best and order_of(best[2]) == order_of(schedules[1][1])
+    if best and not same:
+        schedules.append(("best within Inductor's memory: " + best[1],
+                          best[2]))
+    if fastest and (not best or fastest[2] != best[2]) and \
+            order_of(fastest[2]) != order_of(schedules[1][1]):
+        schedules.append(("fastest at any memory: " + fastest[1],
+                          fastest[2]))
     rows = []
     for name, p in schedules:
         steps, preds, exposed, peaks = [], [], [], []
