@@ -18,7 +18,11 @@ static const char *const known[] = {"mpi", "cuda"};
 
 const commsched_runtime_ops *commsched_runtime_at(unsigned i)
 {
-    return i < sizeof runtimes / sizeof runtimes[0] - 1 ? runtimes[i] : NULL;
+    /* A walk, not a size test: the table may hold only its NULL end. */
+    for (unsigned k = 0; runtimes[k]; k++)
+        if (k == i)
+            return runtimes[k];
+    return NULL;
 }
 
 const commsched_runtime_ops *commsched_runtime_find(const char *name)
