@@ -3,6 +3,8 @@
 #   <prefix>/include/commsched/*.h          public headers + generated config.h
 #   <prefix>/<libdir>/libcommsched.so.X.Y.Z shared library (soname .so.MAJOR)
 #   <prefix>/<libdir>/libcommsched.a        static library
+#   <prefix>/<libdir>/libcommsched_runtime.a the runtimes (MPI), kept out of
+#                                           the shared library
 #   <prefix>/<libdir>/pkgconfig/commsched.pc
 #   <prefix>/<libdir>/cmake/commsched/      CMake package (find_package)
 #   <prefix>/bin/commsched                  the CLI (tools/CMakeLists.txt)
@@ -40,6 +42,11 @@ install(TARGETS commsched_static
   EXPORT commschedStaticTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The runtimes (commsched/runtime.h) live in their own archive so the shared
+# library never depends on MPI; a program that executes schedules links
+# libcommsched_runtime.a, libcommsched and MPI.
+install(TARGETS commsched_runtime
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/commsched
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}

@@ -16,6 +16,11 @@
  * back on rank 0; commsched_run_report_* print it in the simulator's report
  * formats next to the prediction.
  *
+ * Linking: everything declared here lives in libcommsched_runtime.a, not
+ * in libcommsched, so a compiler that loads libcommsched as a plugin never
+ * pulls in MPI. A program that executes schedules links
+ * libcommsched_runtime.a, then libcommsched and MPI.
+ *
  * Thread safety: a runtime context belongs to one thread. The report
  * writers only read their arguments.
  */
