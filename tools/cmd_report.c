@@ -78,7 +78,10 @@ int cli_pass_rows_from_run(const commsched_graph *g, const commsched_run *run,
             const commsched_node_stats *r = &p->nodes[j];
             (*rows)[k++] = (commsched_html_pass_row){
                 .pass = p->pass,
-                .node = commsched_graph_node_name(g, r->node),
+                /* A rewriting pass (bucketing) numbers its rows in its
+                 * own graph; earlier records keep theirs. */
+                .node = commsched_graph_node_name(p->graph ? p->graph : g,
+                                                  r->node),
                 .limiting_factor = r->limiting_factor,
                 .moves = r->moves,
                 .initial_exposed_ns = r->initial_exposed,
