@@ -265,6 +265,43 @@ commsched_status commsched_knobs_create(commsched_knobs **out,
 
 void commsched_knobs_destroy(commsched_knobs *k) { free(k); }
 
+/* The value as text that commsched_knobs_set reads back to the same
+ * value (reals with 17 significant digits). */
+static void format_value(const knob *kn, const void *field, char *buf,
+                         size_t size)
+{
+    switch (kn->type) {
+    case K_BOOL:
+        snprintf(buf, size, "%s", *(const int *)field ? "true" : "false");
+        return;
+    case K_REAL:
+        snprintf(buf, size, "%.17g", *(const double *)field);
+        return;
+    case K_LIMIT:
+        if (*(const long *)field < 0)
+            snprintf(buf, size, "none");
+        else
+            snprintf(buf, size, "%ld", *(const long *)field);
+        return;
+    case K_ENUM:
+        snprintf(buf, size, "%s", kn->choices[*(const int *)field]);
+        return;
+    }
+    snprintf(buf, size, "?");
+}
+
+int commsched_knobs_get(const commsched_knobs *k, const char *key, char *buf,
+                        size_t size)
+{
+    for (size_t i = 0; i < N_KNOBS; i++)
+        if (strcmp(knobs[i].name, key) == 0) {
+            format_value(&knobs[i], (const char *)k + knobs[i].offset, buf,
+                         size);
+            return 0;
+        }
+    return -1;
+}
+
 commsched_status commsched_knobs_set(commsched_knobs *k, const char *key,
                                      const char *value, commsched_error *err)
 {

@@ -114,10 +114,23 @@ static void print_report(FILE *f, const commsched_graph *g, const figures *b,
 }
 
 /* The "schedule" object of the output (DESIGN.md §2). */
-static char *schedule_json(const char *passes, const figures *b,
-                           const figures *a, const commsched_graph *g,
-                           const commsched_run *run, const char **dropped,
-                           uint32_t n_dropped)
+/* Every knob's value, so a later `commsched report` (its budget line) or a
+ * reader knows exactly how this file was made. */
+static json_t *knobs_json(const commsched_knobs *k)
+{
+    json_t *o = json_object();
+    char buf[64];
+    for (size_t i = 0; o && i < commsched_knob_count(); i++)
+        if (commsched_knobs_get(k, commsched_knob_name(i), buf, sizeof buf) ==
+            0)
+            json_object_set_new(o, commsched_knob_name(i), json_string(buf));
+    return o;
+}
+
+static char *schedule_json(const char *passes, const commsched_knobs *k,
+                           const figures *b, const figures *a,
+                           const commsched_graph *g, const commsched_run *run,
+                           const char **dropped, uint32_t n_dropped)
 {
     json_t *d = json_array();
     for (uint32_t i = 0; d && i < n_dropped; i++)
@@ -128,6 +141,11 @@ static char *schedule_json(const char *passes, const figures *b,
                           "after", "peak_memory", (json_int_t)a->peak,
                           "dropped_fake_edges", d ? d : json_array(), "stats",
                           run ? cli_pass_stats_json(g, run, 0) : json_array());
+    json_t *kj = knobs_json(k);
+    if (o && kj)
+        json_object_set_new(o, "knobs", kj);
+    else
+        json_decref(kj);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
@@ -341,7 +359,8 @@ int cmd_optimize(int argc, char **argv)
                                                  &err) != COMMSCHED_OK ||
         commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
         goto fail;
-    sched = schedule_json(passes, &before, &after, g, run, dropped, n_dropped);
+    sched = schedule_json(passes, knobs, &before, &after, g, run, dropped,
+                          n_dropped);
     if (!sched) {
         commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto fail;

@@ -38,9 +38,10 @@ static void usage(FILE *f)
             "  --format F        html (default) or svg: the timeline alone\n"
             "  --budget F|none   the memory budget line: the before order's\n"
             "                    peak x (1 + F) when AFTER.json says passes\n"
-            "                    ran (default F: 0.2, Inductor's\n"
-            "                    reorder_iterative_peak_memory_budget), else\n"
-            "                    the before peak; none: no line\n"
+            "                    ran (default F: the file's recorded\n"
+            "                    reorder_iterative_peak_memory_budget knob,\n"
+            "                    else 0.2), else the before peak; none: no\n"
+            "                    line\n"
             "  --title TEXT      the page's title\n"
             "  --max-bars N      nodes per run sent to the page one by one\n"
             "                    (default 50000; the longest when there are\n"
@@ -283,6 +284,7 @@ int cmd_report(int argc, char **argv)
     const char *device = NULL, *model = NULL;
     int svg = 0, c, rc;
     double fraction = 0.2;
+    int budget_given = 0;
     unsigned flags = 0;
     commsched_comm_streams streams = COMMSCHED_STREAMS_PER_GROUP;
     commsched_html_options ho;
@@ -302,6 +304,7 @@ int cmd_report(int argc, char **argv)
             break;
         case O_BUDGET: {
             char *end = NULL;
+            budget_given = 1;
             if (strcmp(optarg, "none") == 0) {
                 fraction = NAN;
                 break;
@@ -428,6 +431,15 @@ int cmd_report(int argc, char **argv)
     } else if (sb) {
         before_peak = commsched_sim_get_totals(sb)->peak_memory_step;
         peak_from = "from --before";
+    }
+    /* optimize records its knobs: use the budget the passes really had. */
+    json_t *kb = json_object_get(json_object_get(sched, "knobs"),
+                                 "reorder_iterative_peak_memory_budget");
+    if (!budget_given && json_is_string(kb)) {
+        char *end = NULL;
+        double f = strtod(json_string_value(kb), &end);
+        if (end && *end == '\0' && f >= 0 && !isinf(f))
+            fraction = f;
     }
     cli_html_budget(&budget, ran, before_peak, peak_from, fraction);
 

@@ -39,6 +39,12 @@ COMMSCHED_EXPORT commsched_status commsched_knobs_set(commsched_knobs *k,
                                                       const char *key,
                                                       const char *value,
                                                       commsched_error *err);
+/* Knob `key`'s current value as text in buf (size bytes, at least 32), in
+ * a form commsched_knobs_set reads back exactly. Returns 0, or -1 for an
+ * unknown key (buf untouched). */
+COMMSCHED_EXPORT int commsched_knobs_get(const commsched_knobs *k,
+                                         const char *key, char *buf,
+                                         size_t size);
 /* The knob table, for --help and docs: name, default as text, meaning.
  * Out-of-range indices give NULL. */
 COMMSCHED_EXPORT size_t commsched_knob_count(void);

@@ -155,6 +155,13 @@ def main():
     check([r["key"] for r in data3["runs"]] == ["after"], "after-only runs")
     check(root3.find("line", cls="budget") is not None,
           "after-only: the schedule object's before peak gives the budget")
+    # report reads the budget optimize recorded in schedule.knobs, so the
+    # line matches the run that made the file without --budget.
+    rep5 = path("rep5.html")
+    run("report", path("ex5.opt.json"), "-o", rep5)
+    root6, _, _ = page(rep5)
+    check(int(root6.find("line", cls="budget").get("data-value")) == want5,
+          "report did not take the budget from the file's recorded knobs")
     # A plain graph file: no pipeline, no before, no budget line.
     run("report", EXAMPLE, "-o", path("plain.html"))
     root4, _, text4 = page(path("plain.html"))
