@@ -1,137 +1,612 @@
 #!/usr/bin/env python3
-"""commsched benchmark: time and peak RSS of the CLI on generated graphs.
+"""commsched benchmark: speed of every stage and quality of every pipeline.
 
-For each size it generates an FSDP-like chain (`commsched generate chain
---nodes N`), then measures, each as the median of --repeat runs:
-  load      `commsched validate`            (parse + validate)
-  info      `commsched info`                (memory model, critical path)
-  pipeline  `commsched optimize` with the default pipeline (load, cost
-            model, passes, save), plus each pass's own wall time from
-            --stats=json
-Peak RSS comes from getrusage of the child. Prints a table and writes
-bench/results.json. Standard library only.
+Speed. For generated graphs of each --sizes node count (`commsched generate
+chain --nodes N`, the FSDP-like chain) and for the ~36K-node llama2-70b step
+(`commsched generate fsdp --preset llama2-70b --fine`), it measures, as the
+median of --repeat runs (1M-node and larger graphs: one run):
+  load      `commsched validate`                  (parse + every check)
+  passes    each pass of the default pipeline: its own wall_ms from
+            `commsched optimize --stats=json`, and the moves it made
+  simulate  the simulator alone (`commsched simulate --verbose`'s figure),
+            and the whole command
+  save      `optimize --passes none -o OUT` minus `validate`: writing the
+            graph (plus the cost model and one memory recompute)
+  pipeline  the whole `commsched optimize` command
+and the peak RSS of each command (wait4 of the child). A pipeline that runs
+past --cap seconds is killed; graphs over --stepwise-above nodes run the
+pipeline one pass per process (each output feeding the next), so a pass that
+runs past the cap is reported as capped and the ones after it as not run,
+instead of hanging the bench. Consecutive sizes 10x apart give the scaling
+ratio (time ratio per 10x nodes; 10 is linear, 100 quadratic).
+
+Quality. For every workload of the corpus (graphs/**/*.json), the
+simulator's makespan, exposed communication, efficiency (lower bound /
+makespan) and peak memory for: the input order; raise_comms,sink_waits;
+reorder_compute_for_overlap; Inductor's recommended pipeline (optimize's
+default); and every pass beyond the seed's that `optimize --list-passes`
+shows (each alone), so later schedulers join the table by existing.
+
+Prints both tables, writes bench/results.json, and with --update-doc
+rewrites the bench's own sections of docs/PERFORMANCE.md (between its
+markers), leaving the rest of the file alone. Standard library only.
 """
 import argparse
+import glob
 import json
 import os
 import platform
-import resource
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
+SEED_PASSES = {
+    "decide_global_ordering_of_comms", "raise_comms", "sink_waits",
+    "reorder_compute_for_overlap",
+    "reorder_communication_preserving_peak_memory", "sink_waits_iterative",
+}
+PASS_SHORT = {
+    "decide_global_ordering_of_comms": "decide",
+    "reorder_communication_preserving_peak_memory": "rcppm",
+    "sink_waits_iterative": "sink_iter",
+    "reorder_compute_for_overlap": "rcfo",
+}
 
-def run(cmd):
-    """Runs cmd; returns (seconds, peak RSS in MiB of this child, stdout)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+class Capped(Exception):
+    pass
+
+
+GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
+
+
+def run(cmd, cap=None, stdout_path=None):
+    """Runs cmd; returns (seconds, peak RSS in MiB, stdout bytes, stderr).
+    Raises Capped when it runs past cap seconds (the child is killed).
+    Peak RSS comes from GNU time when installed: a child's own ru_maxrss
+    starts at its parent's RSS (Linux keeps it across fork), and this
+    script holds large JSON at times, so wait4's figure would be ours."""
+    out = open(stdout_path, "wb") if stdout_path else tempfile.TemporaryFile()
+    err = tempfile.TemporaryFile()
+    full = ([GNU_TIME, "-f", "bench-rss-kib %M"] + cmd) if GNU_TIME else cmd
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       check=False)
+    p = subprocess.Popen(full, stdout=out, stderr=err)
+    killed = []
+    timer = None
+    if cap:
+        def kill():
+            killed.append(1)
+            p.kill()
+        timer = threading.Timer(cap, kill)
+        timer.start()
+    _, status, ru = os.wait4(p.pid, 0)
     dt = time.perf_counter() - t0
+    if timer:
+        timer.cancel()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    out.seek(0)
+    err.seek(0)
+    data = b"" if stdout_path else out.read()
+    text = err.read().decode(errors="replace")
+    out.close()
+    err.close()
+    if killed:
+        raise Capped(f"{' '.join(cmd)}: killed after {cap} s")
     if p.returncode != 0:
-        sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n"
-                 f"{p.stderr.decode()}")
-    # ru_maxrss of RUSAGE_CHILDREN is the max over all children so far;
-    # measure() runs the largest command last per size, so report per-size
-    # maxima only (see the table's note).
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return dt, max(before, after) / 1024.0, p.stdout
+        sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n{text}")
+    rss = ru.ru_maxrss / 1024.0
+    m = re.search(r"^bench-rss-kib (\d+)$", text, re.M)
+    if m:
+        rss = int(m.group(1)) / 1024.0
+        text = text[:m.start()] + text[m.end():]
+    return dt, rss, data, text
 
 
-def rss_of(cmd):
-    """Peak RSS (MiB) of one command through GNU time if present."""
-    if os.path.exists("/usr/bin/time"):
-        p = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           check=True)
-        return int(p.stderr.decode().strip().splitlines()[-1]) / 1024.0
-    return float("nan")
-
-
-def median_time(cmd, repeat):
-    times = []
-    out = b""
+def median_run(cmd, repeat, cap=None):
+    """Median time, max RSS and the last run's outputs over repeat runs."""
+    times, rss, data, text = [], 0.0, b"", ""
     for _ in range(repeat):
-        dt, _, out = run(cmd)
+        dt, r, data, text = run(cmd, cap)
         times.append(dt)
-    return statistics.median(times), out
+        rss = max(rss, r)
+    return statistics.median(times), rss, data, text
 
 
 def machine():
     cpu = platform.processor() or platform.machine()
+    mem = ""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("model name"):
                     cpu = line.split(":", 1)[1].strip()
                     break
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal"):
+                    kb = int(line.split()[1])
+                    mem = f"{kb / 1024 / 1024:.1f} GiB memory"
+                    break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+    load = ""
+    try:
+        load = "load average %.2f %.2f %.2f at start" % os.getloadavg()
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem,
+            "system": f"{platform.system()} {platform.release()}",
+            "load": load}
+
+
+def moves(stat):
+    return sum(n.get("moves", 0) for n in (stat.get("nodes") or []))
+
+
+def pipeline_passes(cli):
+    text = subprocess.run([cli, "optimize", "--list-passes"], check=True,
+                          stdout=subprocess.PIPE).stdout.decode()
+    passes, default, section = [], "", None
+    for line in text.splitlines():
+        if line.startswith("passes:"):
+            section = "passes"
+        elif line.startswith("default pipeline:"):
+            section = "default"
+        elif line.startswith("knobs"):
+            section = None
+        elif line.startswith("  ") and section == "passes":
+            passes.append(line.split()[0])
+        elif line.startswith("  ") and section == "default":
+            default = line.strip()
+    return passes, default
+
+
+# ---------------------------------------------------------------------------
+# Speed
+
+
+def speed_row(cli, label, graph, repeat, cap, stepwise_above, tmp):
+    sims, nodes = [], 0
+    while not sims or len(sims) < repeat:
+        dt, rss, _, text = run([cli, "simulate", "--format", "json",
+                                "--verbose", "-o", os.devnull, graph])
+        m = re.search(r"simulate ([0-9.]+) ms", text)
+        sims.append((float(m.group(1)) if m else float("nan"), dt, rss))
+        m = re.search(r"simulate: ([0-9]+) nodes", text)
+        nodes = int(m.group(1)) if m else 0
+        if nodes >= 1000000:
+            repeat = 1  # one run for the largest graphs
+    row = {"graph": label, "nodes": nodes, "repeat": repeat,
+           "size_bytes": os.path.getsize(graph)}
+    # save is a difference of two commands: run them in pairs, back to
+    # back, and take the median of the paired differences, so the drifting
+    # load of a shared machine cancels instead of deciding the figure
+    out = os.path.join(tmp, "out.json")
+    loads, diffs, load_rss = [], [], 0.0
+    for _ in range(max(repeat, 2)):
+        dt, r, _, _ = run([cli, "validate", graph])
+        dn, _, _, _ = run([cli, "optimize", graph, "--passes", "none", "-o",
+                           out])
+        loads.append(dt)
+        diffs.append(dn - dt)
+        load_rss = max(load_rss, r)
+    row["load_s"] = statistics.median(loads)
+    row["load_rss_mib"] = load_rss
+    row["save_s"] = statistics.median(diffs)
+    row["simulate_ms"] = statistics.median(s[0] for s in sims)
+    row["simulate_cmd_s"] = statistics.median(s[1] for s in sims)
+    row["simulate_rss_mib"] = max(s[2] for s in sims)
+    _, default = pipeline_passes(cli)
+    passes = default.split(",")
+    per_pass = []
+    if nodes <= stepwise_above:
+        try:
+            runs = []
+            for _ in range(repeat):
+                dt, rss, data, _ = run([cli, "optimize", graph, "-o", out,
+                                        "--stats=json"], cap)
+                runs.append((dt, rss, json.loads(data)))
+            row["pipeline_s"] = statistics.median(r[0] for r in runs)
+            row["pipeline_rss_mib"] = max(r[1] for r in runs)
+            for i, p in enumerate(passes):
+                per_pass.append({
+                    "pass": p,
+                    "wall_ms": statistics.median(r[2][i]["wall_ms"]
+                                                 for r in runs),
+                    "moves": moves(runs[-1][2][i])})
+        except Capped:
+            row["pipeline_s"] = None
+            row["pipeline_capped_s"] = cap
+            per_pass = [{"pass": p, "capped_s": cap} for p in passes]
+    else:
+        # One pass per process: each may be capped without losing the rest.
+        cur, total, rss, capped = graph, 0.0, 0.0, False
+        for i, p in enumerate(passes):
+            if capped:
+                per_pass.append({"pass": p, "not_run": True})
+                continue
+            nxt = os.path.join(tmp, f"step{i}.json")
+            try:
+                dt, r, data, _ = run([cli, "optimize", cur, "--passes", p,
+                                      "-o", nxt, "--stats=json"], cap)
+                stat = json.loads(data)[0]
+                per_pass.append({"pass": p, "wall_ms": stat["wall_ms"],
+                                 "moves": moves(stat)})
+                total += dt
+                rss = max(rss, r)
+                if cur != graph:
+                    os.remove(cur)
+                cur = nxt
+            except Capped:
+                per_pass.append({"pass": p, "capped_s": cap})
+                capped = True
+        row["pipeline_s"] = None if capped else total
+        row["pipeline_stepwise"] = True
+        row["pipeline_rss_mib"] = rss
+        if capped:
+            row["pipeline_capped_s"] = cap
+    row["per_pass"] = per_pass
+    return row
+
+
+def fmt_s(v):
+    if v is None:
+        return "-"
+    if v < 0.01:
+        return f"{v * 1000:.2f} ms"
+    if v < 1:
+        return f"{v * 1000:.0f} ms"
+    return f"{v:.2f} s"
+
+
+def fmt_pass(p):
+    if "capped_s" in p:
+        return f">{p['capped_s']:.0f} s cap"
+    if p.get("not_run"):
+        return "not run"
+    return fmt_s(p["wall_ms"] / 1000.0)
+
+
+def speed_table(rows):
+    passes = [p["pass"] for p in rows[0]["per_pass"]] if rows else []
+    names = []
+    for i, p in enumerate(passes):
+        short = PASS_SHORT.get(p, p)
+        names.append(f"{short}#{passes[:i + 1].count(p)}"
+                     if passes.count(p) > 1 else short)
+    head = ["graph", "nodes", "runs", "load", *names, "simulate", "save",
+            "pipeline", "RSS load", "RSS pipeline"]
+    lines = [head]
+    for r in rows:
+        lines.append([
+            r["graph"], f"{r['nodes']:,}", str(r["repeat"]), fmt_s(r["load_s"]),
+            *[fmt_pass(p) for p in r["per_pass"]],
+            f"{r['simulate_ms']:.1f} ms",
+            fmt_s(r["save_s"]) if r["save_s"] > 0 else "~0 (noise)",
+            (f">{r['pipeline_capped_s']:.0f} s cap" if r.get("pipeline_capped_s")
+             else fmt_s(r["pipeline_s"]) + (" (stepwise)"
+                                             if r.get("pipeline_stepwise")
+                                             else "")),
+            f"{r['load_rss_mib']:.0f} MiB",
+            f"{r['pipeline_rss_mib']:.0f} MiB" if r.get("pipeline_rss_mib")
+            else "-"])
+    moves_line = []
+    for r in rows:
+        mv = ", ".join(f"{n} {p.get('moves', 0):,}" for n, p in
+                       zip(names, r["per_pass"]) if p.get("moves"))
+        if mv:
+            moves_line.append(f"{r['graph']}: moves {mv}")
+    return lines, moves_line
+
+
+def scaling(rows):
+    """Time ratio per 10x nodes between consecutive chain sizes."""
+    out = []
+    chain = [r for r in rows if r["graph"].startswith("chain")]
+    for a, b in zip(chain, chain[1:]):
+        ratio = b["nodes"] / a["nodes"]
+        if not 9 <= ratio <= 11:
+            continue
+        entry = {"from": a["nodes"], "to": b["nodes"],
+                 "load": b["load_s"] / a["load_s"],
+                 "simulate": b["simulate_ms"] / a["simulate_ms"]
+                 if a["simulate_ms"] else None,
+                 "save": b["save_s"] / a["save_s"]
+                 if a["save_s"] > 0 and b["save_s"] > 0 else None}
+        for pa, pb in zip(a["per_pass"], b["per_pass"]):
+            key = pa["pass"]
+            if "wall_ms" in pa and "wall_ms" in pb and pa["wall_ms"] > 0.05:
+                entry.setdefault("passes", []).append(
+                    (key, pb["wall_ms"] / pa["wall_ms"]))
+            else:
+                entry.setdefault("passes", []).append((key, None))
+        out.append(entry)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Quality
+
+
+def corpus(root):
+    files = []
+    for sub in ("examples", "astra", "chakra", "generated"):
+        files += sorted(glob.glob(os.path.join(root, sub, "*.json")))
+    return files
+
+
+def quality(cli, files, cap, tmp):
+    all_passes, default = pipeline_passes(cli)
+    pipelines = [("input", None), ("raise_comms,sink_waits",
+                                   "raise_comms,sink_waits"),
+                 ("reorder_compute_for_overlap", "reorder_compute_for_overlap"),
+                 ("inductor default", default)]
+    for p in all_passes:
+        if p not in SEED_PASSES:
+            pipelines.append((p, p))
+    rows = []
+    for f in files:
+        label = os.path.relpath(f, os.path.dirname(os.path.dirname(f)))
+        for name, passes in pipelines:
+            row = {"workload": label, "pipeline": name, "passes": passes}
+            target = f
+            try:
+                if passes:
+                    target = os.path.join(tmp, "q.json")
+                    dt, _, _, _ = run([cli, "optimize", f, "--passes", passes,
+                                       "-o", target], cap)
+                    row["optimize_s"] = dt
+                sim = json.loads(run([cli, "simulate", "--format", "json",
+                                      target], cap)[2])
+            except Capped:
+                row["capped_s"] = cap
+                rows.append(row)
+                continue
+            t, m = sim["totals"], sim["memory"]
+            row.update({"nodes": sim["nodes"],
+                        "makespan_ns": t["makespan_ns"],
+                        "exposed_ns": t["exposed_ns"],
+                        "comm_ns": t["comm_ns"],
+                        "lower_bound_ns": t["lower_bound_ns"],
+                        "efficiency": t["efficiency"],
+                        "peak_per_step": m["peak_per_step"],
+                        "peak_simulated": m["peak_simulated"]})
+            rows.append(row)
+    return pipelines, rows
+
+
+def fmt_ns(ns):
+    if ns >= 1e9:
+        return f"{ns / 1e9:.3f} s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns:.0f} ns"
+
+
+def fmt_bytes(b):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if b < 1024 or unit == "TiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.2f} {unit}"
+        b /= 1024.0
+    return str(b)
+
+
+def quality_table(rows):
+    lines = [["workload", "nodes", "pipeline", "makespan", "exposed comm",
+              "efficiency", "peak (step)", "peak (sim)"]]
+    last = None
+    for r in rows:
+        w = r["workload"] if r["workload"] != last else ""
+        last = r["workload"]
+        if "capped_s" in r:
+            lines.append([w, "", r["pipeline"], f">{r['capped_s']:.0f} s cap",
+                          "", "", "", ""])
+            continue
+        lines.append([w, f"{r['nodes']:,}" if w else "", r["pipeline"],
+                      fmt_ns(r["makespan_ns"]), fmt_ns(r["exposed_ns"]),
+                      f"{100 * r['efficiency']:.1f}%",
+                      fmt_bytes(r["peak_per_step"]),
+                      fmt_bytes(r["peak_simulated"])])
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# Output
+
+
+def text_table(lines):
+    """Aligned columns: the first left, the others right."""
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(lines[0]))]
+    out = []
+    for l in lines:
+        out.append("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                             for i, (c, w) in enumerate(zip(l, widths))))
+    return "\n".join(out)
+
+
+def md_table(lines):
+    out = ["| " + " | ".join(lines[0]) + " |",
+           "|" + "|".join("---" for _ in lines[0]) + "|"]
+    for l in lines[1:]:
+        out.append("| " + " | ".join(str(c) for c in l) + " |")
+    return "\n".join(out)
+
+
+def machine_line(m):
+    return (f"{m['cpu']}, {m['cores']} cores, {m['memory']}, {m['system']}"
+            + (f"; {m['load']}" if m.get("load") else ""))
+
+
+BEGIN = "<!-- bench.py: begin (generated by make bench; edits here are lost) -->"
+END = "<!-- bench.py: end -->"
+
+
+def update_doc(path, results, speed_lines, moves_lines, scal, qual_lines,
+               command):
+    m = results["machine"]
+    parts = [BEGIN, "",
+             "## Benchmark: speed (make bench)", "",
+             "```sh", command, "```", "",
+             f"Machine: {machine_line(m)}. Measured "
+             f"{results['date']}; times are medians of the stated runs, "
+             "wall clock, release build.", "",
+             md_table(speed_lines), ""]
+    parts += ["Columns: `load` = `commsched validate`; one column per pass of "
+              "the default pipeline (its own `wall_ms`); `simulate` = the "
+              "simulator alone (`simulate --verbose`); `save` = `optimize "
+              "--passes none -o OUT` minus `validate`, the median of at "
+              "least two back-to-back pairs (writing the graph, plus the cost "
+              "model and one memory recompute); `pipeline` = the "
+              "whole `commsched optimize` command; RSS = peak resident set of "
+              "the command. A pass that ran past the cap was killed: the "
+              "cell says so and the passes after it did not run.", ""]
+    if moves_lines:
+        parts += ["Moves made by the iterative passes:", ""]
+        parts += [f"- {l}" for l in moves_lines] + [""]
+    if scal:
+        parts += ["Scaling, time ratio for 10x the nodes (10 = linear, "
+                  "100 = quadratic):", ""]
+        for s in scal:
+            pp = ", ".join(f"{PASS_SHORT.get(k, k)} "
+                           + (f"x{v:.1f}" if v is not None else "n/a")
+                           for k, v in s.get("passes", []))
+            parts.append(
+                f"- {s['from']:,} -> {s['to']:,} nodes: load x{s['load']:.1f}"
+                + (f", simulate x{s['simulate']:.1f}" if s['simulate'] else "")
+                + (f", save x{s['save']:.1f}" if s['save'] else "")
+                + (f"; passes: {pp}" if pp else ""))
+        parts.append("")
+    parts += ["## Benchmark: schedule quality (make bench)", "",
+              "Every corpus workload (graphs/README.md) under each pipeline, "
+              "judged by the simulator (h100 profile, NCCL model): makespan, "
+              "exposed communication, efficiency = lower bound / makespan, "
+              "peak memory per step (the scheduling memory model) and over "
+              "simulated time. `input` is the file's own order (the naive "
+              "compiler order for generated and imported graphs); passes "
+              "beyond the seed's that `optimize --list-passes` shows run "
+              "alone, each in its own row. The lower bound counts the fake "
+              "edges an order respects (decide_global_ordering_of_comms, "
+              "first in Inductor's pipeline, adds them), so a pipeline can "
+              "raise its own bound: compare makespans across pipelines, "
+              "efficiencies within one.", "",
+              md_table(qual_lines), "", END]
+    text = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+    block = "\n".join(parts) + "\n"
+    if BEGIN in text and END in text:
+        pre = text[:text.index(BEGIN)]
+        post = text[text.index(END) + len(END):].lstrip("\n")
+        text = pre + block + ("\n" + post if post else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
-    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--sizes", default="10000,100000,1000000",
+                    help="chain graph sizes (nodes) for the speed table")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__),
-                                                  "results.json"))
+    ap.add_argument("--out", default=os.path.join(here, "results.json"))
+    ap.add_argument("--cap", type=float, default=180.0,
+                    help="seconds a pipeline or pass may run before it is "
+                         "killed and reported as capped")
+    ap.add_argument("--stepwise-above", type=int, default=200000,
+                    help="run the pipeline pass by pass above this many "
+                         "nodes")
+    ap.add_argument("--no-llama", action="store_true",
+                    help="skip the llama2-70b --fine speed row")
+    ap.add_argument("--sections", default="speed,quality")
+    ap.add_argument("--corpus", default=os.path.join(root, "graphs"))
+    ap.add_argument("--update-doc", default=None,
+                    help="rewrite the bench's sections of this file "
+                         "(docs/PERFORMANCE.md)")
     a = ap.parse_args()
     cli = a.cli
-    results = {"machine": machine(), "cli": cli, "speed": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in [int(s) for s in a.sizes.split(",")]:
-            g = os.path.join(tmp, f"chain{n}.json")
-            run([cli, "generate", "chain", "--nodes", str(n), "-o", g])
-            nodes = json.loads(subprocess.run(
-                [cli, "optimize", g, "--passes", "none"], check=True,
-                stdout=subprocess.PIPE).stdout)["nodes"]
-            repeat = a.repeat if n <= 100000 else 1
-            load, _ = median_time([cli, "validate", g], repeat)
-            info, _ = median_time([cli, "info", g], repeat)
-            out = os.path.join(tmp, "opt.json")
-            pipe, _ = median_time([cli, "optimize", g, "-o", out,
-                                   "--stats=json"], repeat)
-            stats = json.loads(subprocess.run(
-                [cli, "optimize", g, "-o", out, "--stats=json"], check=True,
-                stdout=subprocess.PIPE).stdout)
-            passes = [{"pass": p["pass"], "wall_ms": p["wall_ms"]}
-                      for p in stats]
-            row = {
-                "nodes": len(nodes),
-                "load_s": load,
-                "info_s": info,
-                "optimize_s": pipe,
-                "passes_ms": sum(p["wall_ms"] for p in passes),
-                "per_pass": passes,
-                "load_rss_mib": rss_of([cli, "validate", g]),
-                "optimize_rss_mib": rss_of([cli, "optimize", g, "-o", out]),
-            }
-            results["speed"].append(row)
-            print(f"{row['nodes']:>9} nodes: load {load:7.2f} s  info "
-                  f"{info:7.2f} s  optimize {pipe:7.2f} s (passes "
-                  f"{row['passes_ms']:9.1f} ms)  RSS load "
-                  f"{row['load_rss_mib']:7.0f} MiB, optimize "
-                  f"{row['optimize_rss_mib']:7.0f} MiB", flush=True)
-    rows = results["speed"]
-    print("\nmachine:", results["machine"])
-    print(f"{'nodes':>9} {'load s':>8} {'info s':>8} {'optimize s':>11} "
-          f"{'passes ms':>10} {'RSS MiB':>8}")
-    for r in rows:
-        print(f"{r['nodes']:>9} {r['load_s']:>8.2f} {r['info_s']:>8.2f} "
-              f"{r['optimize_s']:>11.2f} {r['passes_ms']:>10.1f} "
-              f"{r['optimize_rss_mib']:>8.0f}")
-    for a_, b_ in zip(rows, rows[1:]):
-        if a_["passes_ms"] > 0:
-            print(f"scaling {a_['nodes']} -> {b_['nodes']} nodes: passes x"
-                  f"{b_['passes_ms'] / a_['passes_ms']:.1f}, optimize x"
-                  f"{b_['optimize_s'] / a_['optimize_s']:.1f}")
+    sections = a.sections.split(",")
+    results = {"machine": machine(),
+               "cli": os.path.relpath(cli, root)
+               if os.path.abspath(cli).startswith(root + os.sep) else cli,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "cap_s": a.cap, "speed": [], "quality": []}
+    print("machine:", machine_line(results["machine"]), flush=True)
+    tmp = tempfile.mkdtemp(prefix="commsched-bench-")
+    speed_lines, moves_lines, scal, qual_lines = [["-"]], [], [], [["-"]]
+    try:
+        if "speed" in sections:
+            graphs = []
+            for n in [int(s) for s in a.sizes.split(",") if s]:
+                graphs.append((f"chain {n // 1000}k" if n < 1000000 else
+                               f"chain {n // 1000000}M",
+                               ["generate", "chain", "--nodes", str(n)]))
+            if not a.no_llama:
+                graphs.append(("llama2-70b fsdp --fine",
+                               ["generate", "fsdp", "--preset", "llama2-70b",
+                                "--fine"]))
+            for label, gen in graphs:
+                g = os.path.join(tmp, "graph.json")
+                gen_s, gen_rss, _, _ = run([cli] + gen + ["-o", g])
+                row = speed_row(cli, label, g, a.repeat, a.cap,
+                                a.stepwise_above, tmp)
+                row["command"] = "commsched " + " ".join(gen)
+                row["generate_s"] = gen_s
+                row["generate_rss_mib"] = gen_rss
+                results["speed"].append(row)
+                os.remove(g)
+                print(f"{label:>24}: {row['nodes']:,} nodes, load "
+                      f"{fmt_s(row['load_s'])}, passes "
+                      f"{', '.join(fmt_pass(p) for p in row['per_pass'])}, "
+                      f"simulate {row['simulate_ms']:.1f} ms, save "
+                      f"{fmt_s(row['save_s'])}", flush=True)
+            speed_lines, moves_lines = speed_table(results["speed"])
+            scal = scaling(results["speed"])
+            results["scaling"] = [
+                {**s, "passes": [{"pass": k, "ratio": v}
+                                 for k, v in s.get("passes", [])]}
+                for s in scal]
+            print("\nspeed (" + machine_line(results["machine"]) + ")")
+            print(text_table(speed_lines))
+            for l in moves_lines:
+                print("  " + l)
+            for s in scal:
+                print(f"  scaling {s['from']:,} -> {s['to']:,} nodes: load "
+                      f"x{s['load']:.1f}, "
+                      + ", ".join(f"{PASS_SHORT.get(k, k)} "
+                                  + (f"x{v:.1f}" if v else "n/a")
+                                  for k, v in s.get("passes", [])))
+        if "quality" in sections:
+            files = corpus(a.corpus)
+            pipelines, rows = quality(cli, files, a.cap, tmp)
+            results["pipelines"] = [{"name": n, "passes": p}
+                                    for n, p in pipelines]
+            results["quality"] = rows
+            qual_lines = quality_table(rows)
+            print("\nquality (simulated on h100, nccl model)")
+            print(text_table(qual_lines))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     with open(a.out, "w") as f:
         json.dump(results, f, indent=1)
-    print("results written to", a.out)
+        f.write("\n")
+    print("\nresults written to", a.out)
+    if a.update_doc:
+        cmd = "make bench   # = sh bench/run.sh build/release"
+        update_doc(a.update_doc, results, speed_lines, moves_lines, scal,
+                   qual_lines, cmd)
+        print("tables written to", a.update_doc)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,14 @@
 #!/bin/sh
-# make bench: speed of load, passes and save on generated graphs. Never part
-# of `make test`. Usage: bench/run.sh BUILD_DIR [SIZES...]
+# make bench: speed (load, every pass, simulate, save, on generated graphs
+# of 10k, 100k and 1M nodes and the ~36K-node llama2-70b step) and schedule
+# quality (every corpus workload under every pipeline). Never part of
+# `make test`. Prints both tables, writes bench/results.json and refreshes
+# the bench's sections of docs/PERFORMANCE.md.
+# Usage: bench/run.sh BUILD_DIR [bench.py options, e.g. --sizes 10000]
 set -eu
 build=${1:-build/release}
 shift || true
 python3 "$(dirname "$0")/mpi_bench.py" --cli "$build/tools/commsched" --json "$build/mpi_bench.json" --realtime || echo "bench/run.sh: the MPI benchmark failed" >&2
-exec python3 "$(dirname "$0")/bench.py" --cli "$build/tools/commsched" "$@"
+here=$(dirname "$0")
+exec python3 "$here/bench.py" --cli "$build/tools/commsched" \
+    --update-doc "$here/../docs/PERFORMANCE.md" "$@"

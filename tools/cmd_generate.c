@@ -167,16 +167,19 @@ static commsched_status build_chain(gen *g, long layers)
 static int is_transformer_family(int argc, char **argv)
 {
     static const char *const fams[] = {"fsdp", "ddp", "tp", "moe", "2d"};
+    static const char *const flags[] = {"--fine", "--sp", "--no-clip",
+                                        "--help"};
     for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-') {
-            if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)
-                i++;
+        if (argv[i][0] == '-')
             continue;
-        }
-        if (i > 1 && argv[i - 1][0] == '-' && argv[i - 1][1] == '-' &&
-            !strchr(argv[i - 1], '=') && strcmp(argv[i - 1], "--fine") != 0 &&
-            strcmp(argv[i - 1], "--sp") != 0)
-            continue; /* the value of a --option */
+        const char *prev = argv[i - 1];
+        int takes_value = i > 1 && prev[0] == '-' && !strchr(prev, '=') &&
+                          (prev[1] == '-' || strcmp(prev, "-o") == 0);
+        for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
+            if (strcmp(prev, flags[f]) == 0)
+                takes_value = 0;
+        if (takes_value)
+            continue; /* the value of an option, e.g. -o fsdp */
         for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++)
             if (strcmp(argv[i], fams[f]) == 0)
                 return 1;

@@ -180,6 +180,15 @@ def main():
     if len(g["nodes"]) != 37:
         fail(f"generate chain --layers 4: {len(g['nodes'])} nodes, not 37")
 
+    # The family word may come anywhere among the options.
+    for args in (["--no-clip", "fsdp", "--layers", "1"],
+                 ["--layers", "1", "--fine", "ddp"],
+                 ["--sp", "tp", "--layers", "1"]):
+        p = run(["generate"] + args)
+        if p.returncode == 0 and b'"format": "commsched-graph"' not in \
+                p.stdout[:200]:
+            fail(f"generate {' '.join(args)}: no graph on stdout")
+
     # Bad options are usage errors (exit 2) and write nothing.
     out = os.path.join(SCRATCH, "bad.json")
     for bad in (["fsdp", "--preset", "llama9"], ["fsdp", "--sp"],
