@@ -40,7 +40,25 @@ struct commsched_knobs {
     int bucket_multidtype;
     int bucket_mode;                  /* cs_bucket_mode */
     double bucket_peak_memory_budget;
+    /* overlap (passes/overlap.c) */
+    double overlap_peak_budget;       /* x the input order's peak; inf */
+    long overlap_max_in_flight_bytes; /* per group; <= 0: unlimited */
+    int overlap_collective_order;     /* cs_overlap_order */
+    long overlap_reorder_window;      /* frame nodes; < 0: unlimited */
+    int overlap_search;               /* cs_overlap_search */
 };
+
+typedef enum cs_overlap_order {
+    CS_ORDER_FREE = 0,  /* any order the edges allow (the same on every
+                           rank: the pass is deterministic) */
+    CS_ORDER_GROUP = 1, /* each group's collectives keep their input order */
+    CS_ORDER_INPUT = 2  /* all collectives keep their input order */
+} cs_overlap_order;
+
+typedef enum cs_overlap_search {
+    CS_SEARCH_FAST = 0, /* a few candidate orders */
+    CS_SEARCH_FULL = 1  /* every variant the pass knows */
+} cs_overlap_search;
 
 typedef enum cs_bucket_mode {
     CS_BUCKET_GREEDY = 0, /* Inductor's greedy_bucket_collective_by_mb */
@@ -87,6 +105,8 @@ typedef struct cs_pass_record {
     commsched_bucket_stats *buckets; /* members arrays owned (one malloc
                                         each: pointers, then the names) */
     size_t cap_buckets;
+    commsched_overlap_stats *overlap; /* overlap: one per collective */
+    char overlap_variant[48];
 } cs_pass_record;
 
 /* Appends a row for `node` with the seed's initial values; returns it or
@@ -173,6 +193,7 @@ commsched_status cs_pass_decide_global_ordering(cs_pass_ctx *ctx);
 commsched_status cs_pass_bucket_all_gather(cs_pass_ctx *ctx);
 commsched_status cs_pass_bucket_reduce_scatter(cs_pass_ctx *ctx);
 commsched_status cs_pass_bucket_all_reduce(cs_pass_ctx *ctx);
+commsched_status cs_pass_overlap(cs_pass_ctx *ctx);
 
 /* Replaces g's fake edges (after_fake) and the derived fake_users; takes
  * ownership of `after_fake` on success. Returns 0 or -1 on OOM. */

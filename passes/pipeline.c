@@ -65,6 +65,11 @@ static const pass passes[] = {
      "merge all-reduces adjacent in wait order (one group, dtype and reduce "
      "op), up to bucket_cap_mb",
      1},
+    {"overlap", cs_pass_overlap, COMMSCHED_STATS_OVERLAP,
+     "simulator-driven list scheduler: prefetch collectives as far as the "
+     "peak budget allows, sink waits, fill comm windows with independent "
+     "compute; never slower than its input",
+     0},
 };
 #define N_PASSES (sizeof passes / sizeof passes[0])
 
@@ -110,6 +115,10 @@ typedef struct knob {
 
 /* bucket_mode, in cs_bucket_mode order. */
 static const char *const bucket_modes[] = {"greedy", "cost", NULL};
+/* overlap_collective_order, in cs_overlap_order order. */
+static const char *const overlap_orders[] = {"free", "group", "input", NULL};
+/* overlap_search, in cs_overlap_search order. */
+static const char *const overlap_searches[] = {"fast", "full", NULL};
 
 static const knob knobs[] = {
     KNOB(reorder_iterative_peak_memory_budget, K_REAL, "0.2",
@@ -160,6 +169,23 @@ static const knob knobs[] = {
     KNOB(bucket_peak_memory_budget, K_REAL, "0",
          "bucketing: refuse a merge that raises peak memory above "
          "(1 + this) x the peak before the pass"),
+    KNOB(overlap_peak_budget, K_REAL, "1.0",
+         "overlap: keep peak memory within this x the input order's peak "
+         "(>= 1; inf: no limit)"),
+    KNOB(overlap_max_in_flight_bytes, K_LIMIT, "0",
+         "overlap: at most this many bytes of prefetched collectives in "
+         "flight per group (0 or none: no limit)"),
+    KNOB_ENUM(overlap_collective_order, overlap_orders, "free",
+              "overlap: free (any order the edges allow; every rank computes "
+              "the same), group (each group keeps its input order) or input "
+              "(all collectives keep their input order)"),
+    KNOB(overlap_reorder_window, K_LIMIT, "none",
+         "overlap: pull compute at most this many compute nodes ahead of "
+         "the input order to fill a comm window (0: keep the compute order; "
+         "none: no limit)"),
+    KNOB_ENUM(overlap_search, overlap_searches, "fast",
+              "overlap: fast (a few candidate orders) or full (every variant, "
+              "slower)"),
 };
 #define N_KNOBS (sizeof knobs / sizeof knobs[0])
 
@@ -352,6 +378,7 @@ static void record_free(cs_pass_record *r)
     for (uint32_t i = 0; i < r->pub.n_buckets; i++)
         free((void *)r->buckets[i].members);
     free(r->buckets);
+    free(r->overlap);
 }
 
 commsched_bucket_stats *cs_record_bucket(cs_pass_record *r)

@@ -100,6 +100,57 @@ static void print_buckets(FILE *f, const commsched_graph *g,
             (long long)p->peak_before, (long long)p->peak_after);
 }
 
+static void pos_text(uint32_t p, char *buf, size_t size)
+{
+    if (p == COMMSCHED_NONE)
+        snprintf(buf, size, "-");
+    else
+        snprintf(buf, size, "%u", p);
+}
+
+/* One row per collective: where it is issued and waited before and after,
+ * how much of it is hidden, and what kept it from hiding fully. */
+static void print_overlap(FILE *f, const commsched_graph *g,
+                          const commsched_pass_stats *p)
+{
+    double before = 0, after = 0, comm = 0;
+    for (uint32_t i = 0; i < p->n_overlap; i++) {
+        before += p->overlap[i].exposed_before_ns;
+        after += p->overlap[i].exposed_after_ns;
+        comm += p->overlap[i].comm_ns;
+    }
+    char budget[32];
+    if (p->overlap_budget_bytes < 0)
+        snprintf(budget, sizeof budget, "none");
+    else
+        cli_bytes((double)p->overlap_budget_bytes, budget, sizeof budget);
+    fprintf(f,
+            "overlap: %u collectives, exposed %.3f us -> %.3f us of %.3f us; "
+            "order: %s (%u candidates); peak budget %s\n",
+            p->n_overlap, before / 1e3, after / 1e3, comm / 1e3,
+            p->overlap_variant ? p->overlap_variant : "input",
+            p->overlap_candidates, budget);
+    fprintf(f, "%-28s %12s %12s %12s %8s %15s %15s  %s\n", "Collective",
+            "comm(us)", "exp before", "exp after", "hidden", "issue", "wait",
+            "limited by");
+    for (uint32_t i = 0; i < p->n_overlap; i++) {
+        const commsched_overlap_stats *o = &p->overlap[i];
+        char ib[16], ia[16], wb[16], wa[16], issue[40], wait[40];
+        pos_text(o->issue_before, ib, sizeof ib);
+        pos_text(o->issue_after, ia, sizeof ia);
+        pos_text(o->wait_before, wb, sizeof wb);
+        pos_text(o->wait_after, wa, sizeof wa);
+        snprintf(issue, sizeof issue, "%s -> %s", ib, ia);
+        snprintf(wait, sizeof wait, "%s -> %s", wb, wa);
+        fprintf(f, "%-28s %12.3f %12.3f %12.3f %7.1f%% %15s %15s  %s\n",
+                commsched_graph_node_name(g, o->node), o->comm_ns / 1e3,
+                o->exposed_before_ns / 1e3, o->exposed_after_ns / 1e3,
+                100 * o->hidden_after, issue, wait, o->limit);
+    }
+    fprintf(f, " peak_memory_before:%lld\n peak_memory_after:%lld\n",
+            (long long)p->peak_before, (long long)p->peak_after);
+}
+
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run)
 {
@@ -113,6 +164,8 @@ void cli_print_pass_stats(FILE *f, const commsched_graph *g,
         fprintf(f, "\n");
         if (p->kind == COMMSCHED_STATS_BUCKET)
             print_buckets(f, pg, p);
+        else if (p->kind == COMMSCHED_STATS_OVERLAP)
+            print_overlap(f, pg, p);
         else if (p->kind != COMMSCHED_STATS_NONE)
             print_table(f, pg, p);
         else
@@ -138,6 +191,34 @@ static json_t *row_json(const commsched_graph *g, const commsched_node_stats *r,
         json_object_set_new(o, "moves_info",
                             json_string(r->moves_info ? r->moves_info : ""));
     return o;
+}
+
+static json_t *pos_json(uint32_t p)
+{
+    return p == COMMSCHED_NONE ? json_null() : json_integer(p);
+}
+
+static json_t *overlap_json(const commsched_graph *g,
+                            const commsched_overlap_stats *o)
+{
+    json_t *j = json_pack(
+        "{s:s, s:f, s:f, s:f, s:f, s:f, s:s}", "node",
+        commsched_graph_node_name(g, o->node), "comm_ns", o->comm_ns,
+        "exposed_before_ns", o->exposed_before_ns, "exposed_after_ns",
+        o->exposed_after_ns, "hidden_before", o->hidden_before, "hidden_after",
+        o->hidden_after, "limit", o->limit);
+    if (j) {
+        json_object_set_new(j, "wait",
+                            o->wait == COMMSCHED_NONE
+                                ? json_null()
+                                : json_string(commsched_graph_node_name(
+                                      g, o->wait)));
+        json_object_set_new(j, "issue_before", pos_json(o->issue_before));
+        json_object_set_new(j, "issue_after", pos_json(o->issue_after));
+        json_object_set_new(j, "wait_before", pos_json(o->wait_before));
+        json_object_set_new(j, "wait_after", pos_json(o->wait_after));
+    }
+    return j;
 }
 
 static json_t *bucket_json(const commsched_graph *g,
@@ -180,6 +261,21 @@ json_t *cli_pass_stats_json(const commsched_graph *g, const commsched_run *run,
             json_object_set_new(o, "buckets", bk ? bk : json_array());
             json_object_set_new(o, "fake_edges_dropped",
                                 json_integer(p->fake_edges_dropped));
+        }
+        if (o && p->kind == COMMSCHED_STATS_OVERLAP) {
+            json_t *cl = json_array();
+            for (uint32_t k = 0; cl && k < p->n_overlap; k++)
+                json_array_append_new(cl, overlap_json(pg, &p->overlap[k]));
+            json_object_set_new(o, "collectives", cl ? cl : json_array());
+            json_object_set_new(
+                o, "variant",
+                json_string(p->overlap_variant ? p->overlap_variant : "input"));
+            json_object_set_new(o, "budget_bytes",
+                                p->overlap_budget_bytes < 0
+                                    ? json_null()
+                                    : json_integer(p->overlap_budget_bytes));
+            json_object_set_new(o, "candidates",
+                                json_integer(p->overlap_candidates));
         }
         if (o && with_timing)
             json_object_set_new(o, "wall_ms", json_real(p->wall_ms));

@@ -68,7 +68,10 @@ typedef enum commsched_stats_kind {
     COMMSCHED_STATS_NONE = 0,    /* the pass keeps no per-node table */
     COMMSCHED_STATS_REORDER = 1, /* ReorderInfo per collective */
     COMMSCHED_STATS_SINK = 2,    /* SinkWaitInfo per wait */
-    COMMSCHED_STATS_BUCKET = 3   /* one commsched_bucket_stats per bucket */
+    COMMSCHED_STATS_BUCKET = 3,  /* one commsched_bucket_stats per bucket */
+    COMMSCHED_STATS_OVERLAP = 4  /* overlap: one commsched_overlap_stats per
+                                    collective (and a commsched_node_stats
+                                    row per collective, for reports) */
 } commsched_stats_kind;
 
 /* One row of the seed's ReorderInfo / SinkWaitInfo (times in ns, already
@@ -103,6 +106,28 @@ typedef struct commsched_bucket_stats {
                                  "end" (no further collective) */
 } commsched_bucket_stats;
 
+/* One collective as the overlap pass left it (docs/PASSES.md, overlap).
+ * Positions are indices in the pass's input order (before) and output order
+ * (after); times come from the simulator (DESIGN.md §5) with the pipeline's
+ * runtimes, one comm stream per process group. */
+typedef struct commsched_overlap_stats {
+    uint32_t node;                     /* the collective */
+    uint32_t wait;                     /* its first wait in the output
+                                          order; COMMSCHED_NONE: none */
+    uint32_t issue_before, issue_after; /* its own positions */
+    uint32_t wait_before, wait_after;  /* its first wait's positions;
+                                          COMMSCHED_NONE without a wait */
+    double comm_ns;                    /* its runtime */
+    double exposed_before_ns, exposed_after_ns;
+    double hidden_before, hidden_after; /* 1 - exposed / comm, in [0, 1]
+                                           (1 for a collective of no time) */
+    const char *limit;                 /* what kept it from hiding fully
+                                          ("none", "data dependency",
+                                          "memory budget", "in-flight limit",
+                                          "stream busy", "no compute left",
+                                          "sync"); static text */
+} commsched_overlap_stats;
+
 typedef struct commsched_pass_stats {
     const char *pass;
     double wall_ms;
@@ -119,6 +144,14 @@ typedef struct commsched_pass_stats {
     const commsched_bucket_stats *buckets;
     uint32_t fake_edges_dropped; /* bucketing: after_fake edges the
                                     rewritten order no longer respects */
+    /* COMMSCHED_STATS_OVERLAP: one row per collective, in output order. */
+    uint32_t n_overlap;
+    const commsched_overlap_stats *overlap;
+    const char *overlap_variant; /* the candidate order that won ("input"
+                                    when none beat the input order) */
+    int64_t overlap_budget_bytes; /* the peak the pass kept within; -1 for
+                                     no limit (overlap_peak_budget=inf) */
+    uint32_t overlap_candidates; /* orders built and simulated */
 } commsched_pass_stats;
 
 /* The record of one pipeline run. */
