@@ -123,6 +123,7 @@ double cli_now(void);
 int cmd_validate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);

@@ -9,6 +9,7 @@ static const cli_command commands[] = {
     {"validate", cmd_validate, "check a graph file; silent when it is valid"},
     {"info", cmd_info, "summarize a graph: counts, bytes, peak memory, critical path"},
     {"optimize", cmd_optimize, "run scheduling passes and write the new order"},
+    {"tune", cmd_tune, "search pipelines and knobs in parallel for the fastest order within a memory budget"},
     {"estimate", cmd_estimate, "print every node's runtime estimate, its source and cost tuple"},
     {"simulate", cmd_simulate, "simulate the schedule: overlap table, JSON or Chrome trace"},
     {"report", cmd_report, "write the overlap report as one HTML page (or an SVG timeline)"},

@@ -26,6 +26,9 @@
  *   read simulator totals     commsched_result_before / _after
  *                             (commsched/simulate.h: makespan, exposed
  *                             comm, overlap, lower bound, peak memory)
+ *   search pipelines (tune)   commsched_tune below: many pipelines and
+ *                             knob settings judged in parallel (OpenMP),
+ *                             the fastest within a memory budget
  *   free everything           commsched_result_destroy,
  *                             commsched_optimize_options_destroy,
  *                             commsched_graph_destroy (NULL is fine)
@@ -214,6 +217,95 @@ commsched_result_after(const commsched_result *r);
  * destroyed. */
 COMMSCHED_EXPORT const double *
 commsched_result_runtimes(const commsched_result *r);
+
+/* ---------------------------------------------------------------------- */
+/* Tune: search pipelines and knob settings                                */
+/* ---------------------------------------------------------------------- */
+
+/* What commsched_tune searches and how. Initialise with
+ * commsched_tune_options_init and set what you need; strings and arrays are
+ * borrowed for the call. */
+typedef struct commsched_tune_options {
+    double budget;       /* a candidate fits when its per-step peak (DESIGN.md
+                            §3) is <= budget x the input order's; INFINITY:
+                            any peak fits. Default 1.0. */
+    int threads;         /* OpenMP threads; 0: OpenMP's default (the
+                            OMP_NUM_THREADS environment variable, else one per
+                            core); 1: serial. Ignored in builds without
+                            OpenMP (COMMSCHED_HAVE_OPENMP 0). */
+    int builtin;         /* 1 (default): start from the built-in candidate
+                            set (docs/PASSES.md, tune); 0: only `candidates` */
+    const char *const *candidates; /* more candidates: "PASSES" or
+                                      "PASSES|key=value,key=value" */
+    size_t n_candidates;
+    const commsched_device *device; /* NULL: the built-in h100 */
+    commsched_comm_model comm_model;
+    commsched_comm_streams comm_streams;
+    int verify;          /* check every order after every pass (slower) */
+} commsched_tune_options;
+
+/* Budget 1.0, OpenMP's default threads, the built-in set, h100, NCCL model,
+ * one comm stream per group, no verification. */
+COMMSCHED_EXPORT void commsched_tune_options_init(commsched_tune_options *o);
+
+/* One candidate, as commsched_optimize judged it. */
+typedef struct commsched_tune_candidate {
+    const char *passes;      /* the pipeline ("none": the input order) */
+    const char *knobs;       /* "key=value,..." it set ("" for none) */
+    commsched_status status; /* OK, or why it failed (message below) */
+    const char *error;       /* the failure's message ("" when OK) */
+    double makespan_ns;      /* the simulator's, after the pipeline */
+    double lower_bound_ns;   /* the lower bound of the result's order */
+    double efficiency;       /* lower bound / makespan */
+    double exposed_ns;       /* exposed communication */
+    int64_t peak_memory;     /* per-step peak of the result */
+    int fits;                /* status OK and peak_memory <= the budget */
+    double wall_ms;          /* its commsched_optimize call (the only figure
+                                that depends on threads and load) */
+} commsched_tune_candidate;
+
+typedef struct commsched_tune_result commsched_tune_result;
+
+/* Runs commsched_optimize on g once per candidate, in parallel (each
+ * candidate its own options, pipeline, graph view and simulator; g is only
+ * read), and ranks them: the best is the smallest makespan among those
+ * that fit the budget, ties to the earlier candidate. Results are stored by
+ * candidate index, so the answer is the same whatever the thread count.
+ * The first built-in candidate is "none" (the input order), so with the
+ * built-in set a candidate always fits and the best is never slower than
+ * the input. A candidate that fails (a bad knob, ...) is recorded with its
+ * status and does not stop the search; a malformed candidate text is
+ * EINVAL before anything runs. *out: caller destroys. No igraph call. */
+COMMSCHED_EXPORT commsched_status commsched_tune(
+    const commsched_graph *g, const commsched_tune_options *o,
+    commsched_tune_result **out, commsched_error *err);
+
+COMMSCHED_EXPORT void commsched_tune_result_destroy(commsched_tune_result *r);
+
+/* Candidates in the order they were given (built-in first). */
+COMMSCHED_EXPORT size_t commsched_tune_count(const commsched_tune_result *r);
+/* Candidate i (borrowed until the result is destroyed), NULL when out of
+ * range. */
+COMMSCHED_EXPORT const commsched_tune_candidate *
+commsched_tune_candidate_at(const commsched_tune_result *r, size_t i);
+/* The index of the candidate at rank k: fitting ones by makespan (ties by
+ * index), then the others by makespan, failed ones last. SIZE_MAX when k is
+ * out of range. Rank 0 is the best when any candidate fits. */
+COMMSCHED_EXPORT size_t commsched_tune_ranked(const commsched_tune_result *r,
+                                              size_t k);
+/* The best candidate's index, or SIZE_MAX when none fits. */
+COMMSCHED_EXPORT size_t commsched_tune_best(const commsched_tune_result *r);
+/* The input order's totals (makespan, lower bound, per-step peak). */
+COMMSCHED_EXPORT const commsched_sim_totals *
+commsched_tune_input(const commsched_tune_result *r);
+/* The budget in bytes, or -1 when unlimited. */
+COMMSCHED_EXPORT int64_t
+commsched_tune_budget_bytes(const commsched_tune_result *r);
+/* Options that reproduce candidate i with commsched_optimize (its passes
+ * and knobs over the tune's device, model and streams). Caller destroys. */
+COMMSCHED_EXPORT commsched_status commsched_tune_candidate_options(
+    const commsched_tune_result *r, size_t i,
+    commsched_optimize_options **out, commsched_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,453 @@
+/* commsched — tune: many pipelines and knob settings judged in parallel
+ * (commsched/commsched.h, docs/PASSES.md "tune").
+ *
+ * Each candidate is one commsched_optimize call with its own options; the
+ * graph is shared and only read (commsched_optimize works on a private view
+ * of it, so passes that add fake edges or rewrite the graph never touch it),
+ * and every candidate owns its pipeline run, schedule and simulator. The
+ * parallel loop therefore shares nothing writable: each iteration writes
+ * only its own slot of the candidate array. All options are built before
+ * the loop, serially, and nothing in commsched_optimize calls igraph.
+ *
+ * Determinism: results live at their candidate's index and the ranking
+ * breaks ties by index, so the answer (and every figure but wall_ms) is the
+ * same for any thread count and any completion order. */
+#include "commsched/commsched.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commsched/config.h"
+#include "util.h"
+
+#if COMMSCHED_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#define INDUCTOR                                                               \
+    "decide_global_ordering_of_comms,"                                         \
+    "reorder_communication_preserving_peak_memory,sink_waits_iterative,"       \
+    "reorder_communication_preserving_peak_memory"
+#define BUCKETS "bucket_all_gather,bucket_reduce_scatter,bucket_all_reduce"
+
+typedef struct cand {
+    char *passes, *knobs, *error;
+    commsched_optimize_options *opts;
+    commsched_tune_candidate pub;
+} cand;
+
+struct commsched_tune_result {
+    cand *c;
+    size_t n, cap;
+    size_t *rank;
+    commsched_sim_totals input;
+    int64_t budget_bytes;
+    commsched_tune_options o; /* candidates not kept; device copied below */
+    commsched_device device;
+};
+
+static commsched_status oom(commsched_error *err)
+{
+    return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+}
+
+static char *dup_str(const char *s, size_t len)
+{
+    char *d = malloc(len + 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
+}
+
+void commsched_tune_options_init(commsched_tune_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->budget = 1.0;
+    o->threads = 0;
+    o->builtin = 1;
+    o->device = NULL;
+    o->comm_model = COMMSCHED_COMM_MODEL_NCCL;
+    o->comm_streams = COMMSCHED_STREAMS_PER_GROUP;
+}
+
+void commsched_tune_result_destroy(commsched_tune_result *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->c[i].passes);
+        free(r->c[i].knobs);
+        free(r->c[i].error);
+        commsched_optimize_options_destroy(r->c[i].opts);
+    }
+    free(r->c);
+    free(r->rank);
+    free(r);
+}
+
+/* Appends a candidate (passes, knobs copied; knobs may be NULL). */
+static int add(commsched_tune_result *r, const char *passes, size_t plen,
+               const char *knobs, size_t klen)
+{
+    if (cs_grow((void **)&r->c, &r->cap, r->n + 1, sizeof *r->c) != 0)
+        return -1;
+    cand *c = &r->c[r->n];
+    memset(c, 0, sizeof *c);
+    c->passes = dup_str(passes, plen);
+    c->knobs = dup_str(knobs ? knobs : "", knobs ? klen : 0);
+    if (!c->passes || !c->knobs) {
+        free(c->passes);
+        free(c->knobs);
+        return -1;
+    }
+    r->n++;
+    return 0;
+}
+
+static int add2(commsched_tune_result *r, const char *passes,
+                const char *knobs)
+{
+    return add(r, passes, strlen(passes), knobs, knobs ? strlen(knobs) : 0);
+}
+
+/* The built-in set (docs/PASSES.md, tune): the input order; Inductor's
+ * pipeline at per-pass budgets 0 .. 0.2; the heap schedulers; overlap at
+ * the budget with its options; pinned collective order; bucketing (DDP's
+ * and Inductor's caps, greedy and cost modes) before overlap and before
+ * Inductor's pipeline. */
+static int builtin_set(commsched_tune_result *r, double budget)
+{
+    char b[64], k[512];
+    if (isinf(budget))
+        snprintf(b, sizeof b, "inf");
+    else
+        snprintf(b, sizeof b, "%.17g", budget);
+    /* bucketing's own budget is a fraction over its input's peak */
+    char bb[64];
+    if (isinf(budget))
+        snprintf(bb, sizeof bb, "inf");
+    else
+        snprintf(bb, sizeof bb, "%.17g", budget > 1 ? budget - 1 : 0.0);
+    static const char *const per_pass[] = {"0", "0.05", "0.1", "0.2"};
+    if (add2(r, "none", NULL) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof per_pass / sizeof per_pass[0]; i++) {
+        snprintf(k, sizeof k,
+                 "reorder_iterative_peak_memory_budget=%s,"
+                 "sink_iterative_peak_memory_budget=%s",
+                 per_pass[i], per_pass[i]);
+        if (add2(r, INDUCTOR, k) != 0)
+            return -1;
+    }
+    if (add2(r, "raise_comms,sink_waits", NULL) != 0 ||
+        add2(r, "reorder_compute_for_overlap", NULL) != 0)
+        return -1;
+    static const char *const overlap_opts[] = {
+        "", ",overlap_search=full", ",overlap_collective_order=group",
+        ",overlap_reorder_window=16"};
+    for (size_t i = 0; i < sizeof overlap_opts / sizeof overlap_opts[0];
+         i++) {
+        snprintf(k, sizeof k, "overlap_peak_budget=%s%s", b, overlap_opts[i]);
+        if (add2(r, "overlap", k) != 0)
+            return -1;
+    }
+    snprintf(k, sizeof k, "overlap_peak_budget=%s", b);
+    if (add2(r, "decide_global_ordering_of_comms,overlap", k) != 0)
+        return -1;
+    static const char *const caps[] = {"25", "2000"};
+    static const char *const modes[] = {"greedy", "cost"};
+    for (size_t c = 0; c < 2; c++)
+        for (size_t m = 0; m < 2; m++) {
+            snprintf(k, sizeof k,
+                     "bucket_cap_mb=%s,bucket_mode=%s,"
+                     "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
+                     caps[c], modes[m], bb, b);
+            if (add2(r, BUCKETS ",overlap", k) != 0)
+                return -1;
+        }
+    snprintf(k, sizeof k,
+             "bucket_cap_mb=25,bucket_mode=cost,bucket_peak_memory_budget=%s,"
+             "reorder_iterative_peak_memory_budget=0,"
+             "sink_iterative_peak_memory_budget=0",
+             bb);
+    if (add2(r, BUCKETS "," INDUCTOR, k) != 0)
+        return -1;
+    return 0;
+}
+
+/* "PASSES" or "PASSES|key=value,...". */
+static int add_spec(commsched_tune_result *r, const char *spec)
+{
+    const char *bar = strchr(spec, '|');
+    if (!bar)
+        return add(r, spec, strlen(spec), NULL, 0);
+    return add(r, spec, (size_t)(bar - spec), bar + 1, strlen(bar + 1));
+}
+
+/* The options of one candidate; EINVAL names the candidate. */
+static commsched_status make_options(const commsched_tune_result *r,
+                                     const cand *c,
+                                     commsched_optimize_options **out,
+                                     commsched_error *err)
+{
+    commsched_optimize_options *o = NULL;
+    commsched_error e = {0};
+    commsched_status st = commsched_optimize_options_create(&o, &e);
+    char *copy = NULL;
+    if (st != COMMSCHED_OK)
+        goto fail;
+    if ((st = commsched_optimize_options_set_device(o, &r->device, &e)) !=
+            COMMSCHED_OK ||
+        (st = commsched_optimize_options_set(
+             o, "cost_model", commsched_comm_model_str(r->o.comm_model),
+             &e)) != COMMSCHED_OK ||
+        (st = commsched_optimize_options_set(
+             o, "comm_streams",
+             r->o.comm_streams == COMMSCHED_STREAMS_SINGLE ? "single"
+                                                           : "per_group",
+             &e)) != COMMSCHED_OK ||
+        (st = commsched_optimize_options_set(o, "verify",
+                                             r->o.verify ? "true" : "false",
+                                             &e)) != COMMSCHED_OK ||
+        (st = commsched_optimize_options_set(o, "passes", c->passes, &e)) !=
+            COMMSCHED_OK)
+        goto fail;
+    copy = dup_str(c->knobs, strlen(c->knobs));
+    if (!copy) {
+        st = oom(&e);
+        goto fail;
+    }
+    for (char *kv = copy; kv && *kv;) {
+        char *comma = strchr(kv, ',');
+        if (comma)
+            *comma = '\0';
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            st = commsched_error_set(&e, COMMSCHED_EINVAL, NULL,
+                                     "expected key=value, got \"%s\"", kv);
+            goto fail;
+        }
+        *eq = '\0';
+        if ((st = commsched_optimize_options_set(o, kv, eq + 1, &e)) !=
+            COMMSCHED_OK)
+            goto fail;
+        kv = comma ? comma + 1 : NULL;
+    }
+    free(copy);
+    *out = o;
+    return COMMSCHED_OK;
+fail:
+    free(copy);
+    commsched_optimize_options_destroy(o);
+    *out = NULL;
+    return commsched_error_set(err, st == COMMSCHED_ENOMEM ? st
+                                                           : COMMSCHED_EINVAL,
+                               NULL, "tune candidate \"%s%s%s\": %s",
+                               c->passes, c->knobs[0] ? "|" : "", c->knobs,
+                               e.text);
+}
+
+commsched_status commsched_tune_candidate_options(
+    const commsched_tune_result *r, size_t i,
+    commsched_optimize_options **out, commsched_error *err)
+{
+    if (!r || i >= r->n)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "no tune candidate %zu", i);
+    return make_options(r, &r->c[i], out, err);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One candidate: its own commsched_optimize call; writes only *c. */
+static void evaluate(const commsched_graph *g, cand *c, int64_t budget)
+{
+    commsched_result *res = NULL;
+    commsched_error e = {0};
+    double t0 = now_ms();
+    commsched_status st = commsched_optimize(g, c->opts, &res, &e);
+    c->pub.wall_ms = now_ms() - t0;
+    c->pub.status = st;
+    if (st != COMMSCHED_OK) {
+        c->error = dup_str(e.text, strlen(e.text));
+        c->pub.makespan_ns = INFINITY;
+        c->pub.fits = 0;
+        return;
+    }
+    const commsched_sim_totals *t = commsched_result_after(res);
+    c->pub.makespan_ns = t->makespan_ns;
+    c->pub.lower_bound_ns = t->lower_bound_ns;
+    c->pub.efficiency = t->efficiency;
+    c->pub.exposed_ns = t->exposed_ns;
+    c->pub.peak_memory = t->peak_memory_step;
+    c->pub.fits = budget < 0 || t->peak_memory_step <= budget;
+    commsched_result_destroy(res);
+}
+
+/* Rank order: fitting first, then the rest, failures last; within each by
+ * makespan, ties by index. */
+static int rank_cmp(const commsched_tune_result *r, size_t i, size_t j)
+{
+    const commsched_tune_candidate *x = &r->c[i].pub, *y = &r->c[j].pub;
+    int cx = x->status != COMMSCHED_OK ? 2 : x->fits ? 0 : 1;
+    int cy = y->status != COMMSCHED_OK ? 2 : y->fits ? 0 : 1;
+    if (cx != cy)
+        return cx < cy ? -1 : 1;
+    if (x->makespan_ns != y->makespan_ns)
+        return x->makespan_ns < y->makespan_ns ? -1 : 1;
+    return i < j ? -1 : i > j ? 1 : 0;
+}
+
+commsched_status commsched_tune(const commsched_graph *g,
+                                const commsched_tune_options *o,
+                                commsched_tune_result **out,
+                                commsched_error *err)
+{
+    commsched_tune_options defaults;
+    commsched_tune_result *r = NULL;
+    commsched_optimize_options *none = NULL;
+    commsched_result *res = NULL;
+    commsched_status st = COMMSCHED_OK;
+    if (!out || !g)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "graph and out must not be NULL");
+    *out = NULL;
+    if (!o) {
+        commsched_tune_options_init(&defaults);
+        o = &defaults;
+    }
+    if (!(o->budget >= 1.0))
+        return commsched_error_set(err, COMMSCHED_EINVAL, "budget",
+                                   "the budget must be >= 1 (a factor of "
+                                   "the input order's peak), got %g",
+                                   o->budget);
+    r = cs_calloc(1, sizeof *r);
+    if (!r)
+        return oom(err);
+    r->o = *o;
+    r->o.candidates = NULL;
+    r->o.n_candidates = 0;
+    if (o->device) {
+        r->device = *o->device;
+    } else {
+        const commsched_device *d = commsched_device_builtin("h100");
+        r->device = *d;
+    }
+    if ((o->builtin && builtin_set(r, o->budget) != 0)) {
+        st = oom(err);
+        goto fail;
+    }
+    for (size_t i = 0; i < o->n_candidates; i++)
+        if (add_spec(r, o->candidates[i]) != 0) {
+            st = oom(err);
+            goto fail;
+        }
+    if (r->n == 0) {
+        st = commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                 "no candidate to tune (the built-in set is "
+                                 "off and none was given)");
+        goto fail;
+    }
+    /* Every candidate's options, serially: a bad pass or knob is the
+     * caller's input error, reported before anything runs. */
+    for (size_t i = 0; i < r->n; i++)
+        if ((st = make_options(r, &r->c[i], &r->c[i].opts, err)) !=
+            COMMSCHED_OK)
+            goto fail;
+    /* The input order's figures and the budget in bytes. */
+    cand base = {0};
+    base.passes = "none";
+    base.knobs = "";
+    if ((st = make_options(r, &base, &none, err)) != COMMSCHED_OK ||
+        (st = commsched_optimize(g, none, &res, err)) != COMMSCHED_OK)
+        goto fail;
+    r->input = *commsched_result_before(res);
+    r->budget_bytes =
+        isinf(o->budget)
+            ? -1
+            : (int64_t)floor(o->budget * (double)r->input.peak_memory_step);
+
+    long n = (long)r->n;
+    int64_t budget = r->budget_bytes;
+    cand *c = r->c;
+#if COMMSCHED_HAVE_OPENMP
+    int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (long i = 0; i < n; i++)
+        evaluate(g, &c[i], budget);
+#else
+    for (long i = 0; i < n; i++)
+        evaluate(g, &c[i], budget);
+#endif
+    for (size_t i = 0; i < r->n; i++) {
+        c[i].pub.passes = c[i].passes;
+        c[i].pub.knobs = c[i].knobs;
+        c[i].pub.error = c[i].error ? c[i].error : "";
+        if (c[i].pub.status != COMMSCHED_OK && !c[i].error) {
+            st = oom(err);
+            goto fail;
+        }
+    }
+    r->rank = cs_malloc_array(r->n, sizeof *r->rank);
+    if (!r->rank) {
+        st = oom(err);
+        goto fail;
+    }
+    /* Insertion sort: a few dozen candidates, and qsort would need the
+     * result through a global. */
+    for (size_t i = 0; i < r->n; i++) {
+        size_t j = i;
+        while (j > 0 && rank_cmp(r, i, r->rank[j - 1]) < 0) {
+            r->rank[j] = r->rank[j - 1];
+            j--;
+        }
+        r->rank[j] = i;
+    }
+    commsched_result_destroy(res);
+    commsched_optimize_options_destroy(none);
+    *out = r;
+    return COMMSCHED_OK;
+fail:
+    commsched_result_destroy(res);
+    commsched_optimize_options_destroy(none);
+    commsched_tune_result_destroy(r);
+    return st;
+}
+
+size_t commsched_tune_count(const commsched_tune_result *r) { return r->n; }
+
+const commsched_tune_candidate *
+commsched_tune_candidate_at(const commsched_tune_result *r, size_t i)
+{
+    return i < r->n ? &r->c[i].pub : NULL;
+}
+
+size_t commsched_tune_ranked(const commsched_tune_result *r, size_t k)
+{
+    return k < r->n ? r->rank[k] : SIZE_MAX;
+}
+
+size_t commsched_tune_best(const commsched_tune_result *r)
+{
+    return r->n > 0 && r->c[r->rank[0]].pub.fits ? r->rank[0] : SIZE_MAX;
+}
+
+const commsched_sim_totals *commsched_tune_input(const commsched_tune_result *r)
+{
+    return &r->input;
+}
+
+int64_t commsched_tune_budget_bytes(const commsched_tune_result *r)
+{
+    return r->budget_bytes;
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""CLI tests for the overlap pass and `commsched tune` (python3 stdlib only).
+
+usage: overlap_cli.py COMMSCHED SOURCE_DIR SCRATCH_DIR
+
+Graphs: graphs/examples/fsdp_2layer.json and fsdp_tp_1block.json. Exits 1
+on the first failure, printing what it ran."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+CLI, SRC, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+EX = os.path.join(SRC, "graphs", "examples")
+FSDP = os.path.join(EX, "fsdp_2layer.json")
+TP = os.path.join(EX, "fsdp_tp_1block.json")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(*args, code=0, env=None):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, env=e)
+    if p.returncode != code:
+        fail("commsched %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s" %
+             (" ".join(args), p.returncode, code, p.stdout[-3000:],
+              p.stderr[-3000:]))
+    return p
+
+
+def path(name):
+    return os.path.join(SCRATCH, name)
+
+
+def simulate(f):
+    d = json.loads(run("simulate", "--format", "json", f).stdout)
+    return d["totals"]["makespan_ns"], d["memory"]["peak_per_step"]
+
+
+shutil.rmtree(SCRATCH, ignore_errors=True)
+os.makedirs(SCRATCH)
+
+# ---- the pass and its knobs are listed -------------------------------------
+out = run("optimize", "--list-passes").stdout
+for name in ["overlap", "overlap_peak_budget", "overlap_max_in_flight_bytes",
+             "overlap_collective_order", "overlap_reorder_window",
+             "overlap_search"]:
+    if name not in out:
+        fail("--list-passes does not list %s" % name)
+
+# ---- optimize --passes overlap: faster, within budget, stats ---------------
+ms_in, pk_in = simulate(FSDP)
+p = run("optimize", FSDP, "--passes", "overlap", "--stats", "-o",
+        path("ov.json"))
+if "limited by" not in p.stdout or "ag_w2" not in p.stdout:
+    fail("overlap --stats table:\n" + p.stdout)
+ms, pk = simulate(path("ov.json"))
+if not ms < ms_in or pk > pk_in:
+    fail("overlap: makespan %g (input %g), peak %d (input %d)" %
+         (ms, ms_in, pk, pk_in))
+p = run("optimize", FSDP, "--passes", "overlap", "--stats=json", "-o",
+        path("ov.json"))
+st = json.loads(p.stdout)[0]
+if st["pass"] != "overlap" or len(st["collectives"]) != 7 or \
+        st["budget_bytes"] != pk_in:
+    fail("overlap --stats=json: %s" % json.dumps(st)[:2000])
+row = st["collectives"][0]
+for k in ["node", "wait", "issue_before", "issue_after", "wait_before",
+          "wait_after", "hidden_before", "hidden_after", "limit"]:
+    if k not in row:
+        fail("overlap stats row lacks %s" % k)
+saved = json.load(open(path("ov.json")))
+if saved["schedule"]["knobs"]["overlap_peak_budget"] != "1":
+    fail("the output does not record overlap_peak_budget")
+# a bad budget is bad input
+p = run("optimize", FSDP, "--passes", "overlap", "--set",
+        "overlap_peak_budget=0.5", "-o", path("bad.json"), code=2)
+if "overlap_peak_budget" not in p.stderr or os.path.exists(path("bad.json")):
+    fail("overlap_peak_budget=0.5: " + p.stderr)
+
+# ---- tune: same answer with 1 and 2 threads ---------------------------------
+
+
+def tune_json(*extra, env=None):
+    d = json.loads(run("tune", TP, "--format", "json", *extra,
+                       env=env).stdout)
+    for c in d["candidates"]:
+        c.pop("wall_ms")
+    if d["best"]:
+        d["best"].pop("wall_ms")
+    d.pop("threads")
+    return d
+
+
+base = tune_json(env={"OMP_NUM_THREADS": "1"})
+for extra, env in [((), {"OMP_NUM_THREADS": "2"}), (("--threads", "1"), None),
+                   (("--threads", "2"), None)]:
+    if tune_json(*extra, env=env) != base:
+        fail("tune differs with %s %s" % (extra, env))
+if base["candidates"][0]["passes"] != "none" or base["best"] is None:
+    fail("tune: %s" % json.dumps(base)[:2000])
+best = base["best"]
+if best["makespan_ns"] > base["input"]["makespan_ns"] or \
+        best["peak_memory"] > base["budget_bytes"]:
+    fail("tune best: %s" % best)
+
+# -o writes the best order; it simulates to the best's makespan
+p = run("tune", TP, "-o", path("tuned.json"))
+if "best: #" not in p.stdout or "rank" not in p.stdout:
+    fail("tune table:\n" + p.stdout)
+ms, pk = simulate(path("tuned.json"))
+if abs(ms - best["makespan_ns"]) > 1e-9 * ms or pk > base["budget_bytes"]:
+    fail("tune -o: makespan %r (best %r), peak %d" %
+         (ms, best["makespan_ns"], pk))
+tuned = json.load(open(path("tuned.json")))
+if tuned["schedule"]["tune"]["candidate"] != best["index"]:
+    fail("tune -o: schedule.tune %s" % tuned["schedule"]["tune"])
+run("validate", path("tuned.json"))
+
+# budgets: inf allows more, never slower
+inf = tune_json("--budget", "inf", env={"OMP_NUM_THREADS": "2"})
+if inf["best"]["makespan_ns"] > best["makespan_ns"] or \
+        inf["budget_bytes"] != -1:
+    fail("tune --budget inf: %s" % inf["best"])
+
+# own candidates only; a bad one is bad input naming it
+d = json.loads(run("tune", TP, "--format", "json", "--no-builtin",
+                   "--candidate", "overlap|overlap_peak_budget=1.25",
+                   "--candidate", "raise_comms,sink_waits").stdout)
+if [c["passes"] for c in d["candidates"]] != ["overlap",
+                                              "raise_comms,sink_waits"]:
+    fail("tune --no-builtin: %s" % d["candidates"])
+p = run("tune", TP, "--candidate", "overlapp", code=2)
+if "overlapp" not in p.stderr:
+    fail("tune --candidate overlapp: " + p.stderr)
+run("tune", TP, "--budget", "0.5", code=2)
+print("overlap/tune CLI: all checks passed")

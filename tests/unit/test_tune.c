@@ -1,0 +1,212 @@
+/* commsched unit tests — commsched_tune (src/tune.c): the same answer with
+ * 1 and 2 threads (and OpenMP's default), the best fits the budget and is
+ * never slower than the input order, failed candidates are recorded, bad
+ * candidate texts are refused before anything runs, and the options that
+ * reproduce a candidate give its figures again. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commsched/commsched.h"
+#include "testutil.h"
+
+/* Every figure but wall_ms must match, candidate by candidate, and so must
+ * the ranking. */
+static void expect_same(const commsched_tune_result *a,
+                        const commsched_tune_result *b)
+{
+    assert_int_equal(commsched_tune_count(a), commsched_tune_count(b));
+    for (size_t i = 0; i < commsched_tune_count(a); i++) {
+        const commsched_tune_candidate *x = commsched_tune_candidate_at(a, i);
+        const commsched_tune_candidate *y = commsched_tune_candidate_at(b, i);
+        assert_string_equal(x->passes, y->passes);
+        assert_string_equal(x->knobs, y->knobs);
+        assert_int_equal(x->status, y->status);
+        assert_string_equal(x->error, y->error);
+        assert_int_equal(x->fits, y->fits);
+        if (x->status == COMMSCHED_OK) {
+            assert_true(x->makespan_ns == y->makespan_ns);
+            assert_true(x->lower_bound_ns == y->lower_bound_ns);
+            assert_true(x->exposed_ns == y->exposed_ns);
+            assert_true(x->peak_memory == y->peak_memory);
+        }
+        assert_int_equal(commsched_tune_ranked(a, i),
+                         commsched_tune_ranked(b, i));
+    }
+    assert_int_equal(commsched_tune_best(a), commsched_tune_best(b));
+}
+
+static commsched_tune_result *tune(const commsched_graph *g, double budget,
+                                   int threads, const char *const *extra,
+                                   size_t n_extra)
+{
+    commsched_tune_options o;
+    commsched_tune_options_init(&o);
+    o.budget = budget;
+    o.threads = threads;
+    o.candidates = extra;
+    o.n_candidates = n_extra;
+    commsched_tune_result *r = NULL;
+    commsched_error err = {0};
+    commsched_status st = commsched_tune(g, &o, &r, &err);
+    if (st != COMMSCHED_OK)
+        fail_msg("tune: %s: %s", commsched_status_name(st), err.text);
+    return r;
+}
+
+static void check_best(const commsched_tune_result *r)
+{
+    size_t best = commsched_tune_best(r);
+    assert_true(best != SIZE_MAX);
+    const commsched_tune_candidate *c = commsched_tune_candidate_at(r, best);
+    assert_true(c->fits);
+    assert_true(c->makespan_ns <= commsched_tune_input(r)->makespan_ns);
+    int64_t bb = commsched_tune_budget_bytes(r);
+    assert_true(bb < 0 || c->peak_memory <= bb);
+    /* no fitting candidate is faster; ties go to the smaller index */
+    for (size_t i = 0; i < commsched_tune_count(r); i++) {
+        const commsched_tune_candidate *x = commsched_tune_candidate_at(r, i);
+        if (x->fits)
+            assert_true(x->makespan_ns > c->makespan_ns ||
+                        (x->makespan_ns == c->makespan_ns && i >= best));
+    }
+    /* the input order is candidate 0 */
+    assert_string_equal(commsched_tune_candidate_at(r, 0)->passes, "none");
+}
+
+static void test_threads_same_answer_random(void **state)
+{
+    (void)state;
+    static const double budgets[] = {1.0, 1.25, INFINITY};
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        tu_graph_opts o = tu_random_opts(20 + (uint32_t)(seed % 40));
+        commsched_graph *g = tu_random_graph(seed, &o);
+        for (size_t b = 0; b < 3; b++) {
+            commsched_tune_result *one = tune(g, budgets[b], 1, NULL, 0);
+            commsched_tune_result *two = tune(g, budgets[b], 2, NULL, 0);
+            commsched_tune_result *dflt = tune(g, budgets[b], 0, NULL, 0);
+            expect_same(one, two);
+            expect_same(one, dflt);
+            check_best(one);
+            commsched_tune_result_destroy(one);
+            commsched_tune_result_destroy(two);
+            commsched_tune_result_destroy(dflt);
+        }
+        commsched_graph_destroy(g);
+    }
+}
+
+static void test_threads_same_answer_workload(void **state)
+{
+    (void)state;
+    commsched_graph *g = NULL;
+    commsched_error err = {0};
+    assert_int_equal(commsched_graph_load_file(
+                         COMMSCHED_SOURCE_DIR
+                         "/graphs/examples/fsdp_tp_1block.json",
+                         0, &g, &err),
+                     COMMSCHED_OK);
+    commsched_tune_result *one = tune(g, 1.0, 1, NULL, 0);
+    commsched_tune_result *two = tune(g, 1.0, 2, NULL, 0);
+    expect_same(one, two);
+    check_best(one);
+    /* the best beats the input order on this workload */
+    size_t best = commsched_tune_best(one);
+    assert_true(commsched_tune_candidate_at(one, best)->makespan_ns <
+                commsched_tune_input(one)->makespan_ns);
+    /* the options of a candidate reproduce it */
+    commsched_optimize_options *opts = NULL;
+    commsched_result *res = NULL;
+    assert_int_equal(
+        commsched_tune_candidate_options(one, best, &opts, &err),
+        COMMSCHED_OK);
+    assert_int_equal(commsched_optimize(g, opts, &res, &err), COMMSCHED_OK);
+    assert_true(commsched_result_after(res)->makespan_ns ==
+                commsched_tune_candidate_at(one, best)->makespan_ns);
+    commsched_result_destroy(res);
+    commsched_optimize_options_destroy(opts);
+    assert_int_equal(
+        commsched_tune_candidate_options(one, 9999, &opts, &err),
+        COMMSCHED_EINVAL);
+    commsched_tune_result_destroy(one);
+    commsched_tune_result_destroy(two);
+    commsched_graph_destroy(g);
+}
+
+/* A candidate that fails at run time (a budget the pass refuses) is
+ * recorded and ranked last; the search goes on. */
+static void test_failed_candidate_recorded(void **state)
+{
+    (void)state;
+    tu_graph_opts o = tu_random_opts(30);
+    commsched_graph *g = tu_random_graph(7, &o);
+    static const char *const extra[] = {"overlap|overlap_peak_budget=0.5",
+                                        "raise_comms"};
+    commsched_tune_options to;
+    commsched_tune_options_init(&to);
+    to.builtin = 0;
+    to.candidates = extra;
+    to.n_candidates = 2;
+    to.threads = 2;
+    commsched_tune_result *r = NULL;
+    commsched_error err = {0};
+    assert_int_equal(commsched_tune(g, &to, &r, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_tune_count(r), 2);
+    const commsched_tune_candidate *bad = commsched_tune_candidate_at(r, 0);
+    assert_int_equal(bad->status, COMMSCHED_EINVAL);
+    assert_non_null(strstr(bad->error, "overlap_peak_budget"));
+    assert_false(bad->fits);
+    assert_int_equal(commsched_tune_ranked(r, 1), 0);
+    assert_int_equal(commsched_tune_candidate_at(r, 1)->status, COMMSCHED_OK);
+    commsched_tune_result_destroy(r);
+    commsched_graph_destroy(g);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    tu_graph_opts o = tu_random_opts(20);
+    commsched_graph *g = tu_random_graph(3, &o);
+    commsched_tune_options to;
+    commsched_tune_options_init(&to);
+    commsched_tune_result *r = NULL;
+    commsched_error err = {0};
+    static const char *const unknown_pass[] = {"overlapp"};
+    to.candidates = unknown_pass;
+    to.n_candidates = 1;
+    assert_int_equal(commsched_tune(g, &to, &r, &err), COMMSCHED_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(err.text, "overlapp"));
+    static const char *const unknown_knob[] = {"overlap|overlap_budget=2"};
+    to.candidates = unknown_knob;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(commsched_tune(g, &to, &r, &err), COMMSCHED_EINVAL);
+    assert_non_null(strstr(err.text, "overlap_budget"));
+    to.candidates = NULL;
+    to.n_candidates = 0;
+    to.budget = 0.9;
+    assert_int_equal(commsched_tune(g, &to, &r, &err), COMMSCHED_EINVAL);
+    to.budget = 1.0;
+    to.builtin = 0;
+    assert_int_equal(commsched_tune(g, &to, &r, &err), COMMSCHED_EINVAL);
+    commsched_graph_destroy(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threads_same_answer_random),
+        cmocka_unit_test(test_threads_same_answer_workload),
+        cmocka_unit_test(test_failed_candidate_recorded),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,464 @@
+/* commsched tune FILE — search pipelines and knob settings in parallel
+ * (commsched_tune), print the best candidates, optionally write the best
+ * order as `optimize -o` would. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commsched/commsched.h"
+#include "commsched/config.h"
+
+#if COMMSCHED_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: commsched tune [options] FILE\n"
+            "\n"
+            "Runs many pipelines and knob settings on FILE in parallel (OpenMP),\n"
+            "judges each with the simulator and keeps the fastest whose per-step\n"
+            "peak memory fits the budget. The answer does not depend on the\n"
+            "thread count. Candidates: the input order, Inductor's pipeline at\n"
+            "per-pass budgets 0, 0.05, 0.1 and 0.2, raise_comms,sink_waits,\n"
+            "reorder_compute_for_overlap, overlap at the budget (and with its\n"
+            "options), and bucketing before overlap and Inductor's pipeline\n"
+            "(docs/PASSES.md, tune).\n"
+            "\n"
+            "  --budget F         peak limit: F x the input order's per-step peak\n"
+            "                     (default 1.0; inf: no limit)\n"
+            "  --threads N        OpenMP threads (default: OMP_NUM_THREADS, else\n"
+            "                     one per core)\n"
+            "  --candidate SPEC   also try PASSES or \"PASSES|key=value,...\"\n"
+            "                     (repeatable)\n"
+            "  --no-builtin       only the --candidate ones\n"
+            "  --top K            rows in the table (default 10; 0: all)\n"
+            "  --format F         table (default) or json (every candidate)\n"
+            "  -o, --output OUT   write the best order (the same file `optimize\n"
+            "                     -o` writes for that pipeline), atomically\n"
+            "  --comm-streams S   per-group (default) or single\n"
+            "  --verify-memory    check every order after every pass (slower)\n"
+            "  --verbose          the search's wall time on standard error\n" CLI_COST_HELP
+            "\n"
+            "The table goes to standard output, or to standard error when the\n"
+            "graph goes to standard output (-o -).\n");
+}
+
+static const char *short_passes(const char *p, char *buf, size_t size)
+{
+    static const struct {
+        const char *from, *to;
+    } names[] = {
+        {"decide_global_ordering_of_comms,reorder_communication_preserving_"
+         "peak_memory,sink_waits_iterative,reorder_communication_preserving_"
+         "peak_memory",
+         "inductor"},
+        {"bucket_all_gather,bucket_reduce_scatter,bucket_all_reduce",
+         "bucket*"},
+        {"decide_global_ordering_of_comms", "decide"},
+    };
+    snprintf(buf, size, "%s", p);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *at = strstr(buf, names[i].from);
+        if (!at)
+            continue;
+        size_t fl = strlen(names[i].from), tl = strlen(names[i].to);
+        memmove(at + tl, at + fl, strlen(at + fl) + 1);
+        memcpy(at, names[i].to, tl);
+    }
+    return buf;
+}
+
+static double gap_closed(const commsched_sim_totals *in, double ms)
+{
+    double d = in->makespan_ns - in->lower_bound_ns;
+    return d > 0 ? (in->makespan_ns - ms) / d : NAN;
+}
+
+static void print_table(FILE *f, const commsched_graph *g,
+                        const commsched_tune_result *r, size_t top,
+                        double budget, int threads, double wall_s)
+{
+    const commsched_sim_totals *in = commsched_tune_input(r);
+    char x[32], y[32], z[32];
+    size_t n = commsched_tune_count(r);
+    fprintf(f, "graph %s: %u nodes; input order: makespan %s, lower bound %s, "
+               "peak %s\n",
+            commsched_graph_name(g) ? commsched_graph_name(g) : "(unnamed)",
+            commsched_graph_node_count(g),
+            cli_time_ns(in->makespan_ns, x, sizeof x),
+            cli_time_ns(in->lower_bound_ns, y, sizeof y),
+            cli_bytes((double)in->peak_memory_step, z, sizeof z));
+    if (isinf(budget))
+        fprintf(f, "budget: none; ");
+    else
+        fprintf(f, "budget: %g x peak = %s; ", budget,
+                cli_bytes((double)commsched_tune_budget_bytes(r), x, sizeof x));
+    fprintf(f, "%zu candidates", n);
+    if (threads > 0)
+        fprintf(f, " on %d thread%s", threads, threads == 1 ? "" : "s");
+    if (wall_s >= 0)
+        fprintf(f, " in %.2f s", wall_s);
+    fprintf(f, "\n\n%-4s %-4s %12s %8s %7s %6s %12s %7s %4s %10s  %s\n", "rank",
+            "#", "makespan", "speedup", "gap", "eff", "peak", "peak x", "fits",
+            "time", "pipeline | knobs");
+    size_t rows = top == 0 || top > n ? n : top;
+    for (size_t k = 0; k < rows; k++) {
+        size_t i = commsched_tune_ranked(r, k);
+        const commsched_tune_candidate *c = commsched_tune_candidate_at(r, i);
+        char p[512], gp[16], eff[16], sp[16];
+        short_passes(c->passes, p, sizeof p);
+        if (c->status != COMMSCHED_OK) {
+            fprintf(f, "%-4zu %-4zu %12s %8s %7s %6s %12s %7s %4s %10s  %s%s%s "
+                       "(failed: %s)\n",
+                    k + 1, i, "-", "-", "-", "-", "-", "-", "-",
+                    cli_time_ns(c->wall_ms * 1e6, z, sizeof z), p,
+                    c->knobs[0] ? " | " : "", c->knobs, c->error);
+            continue;
+        }
+        double gc = gap_closed(in, c->makespan_ns);
+        if (isnan(gc))
+            snprintf(gp, sizeof gp, "-");
+        else
+            snprintf(gp, sizeof gp, "%.1f%%", 100 * gc);
+        snprintf(eff, sizeof eff, "%.1f%%", 100 * c->efficiency);
+        snprintf(sp, sizeof sp, "%.3fx",
+                 c->makespan_ns > 0 ? in->makespan_ns / c->makespan_ns : 1.0);
+        double px = in->peak_memory_step > 0
+                        ? (double)c->peak_memory / (double)in->peak_memory_step
+                        : 1.0;
+        fprintf(f, "%-4zu %-4zu %12s %8s %7s %6s %12s %6.2fx %4s %10s  %s%s%s\n",
+                k + 1, i, cli_time_ns(c->makespan_ns, x, sizeof x), sp, gp, eff,
+                cli_bytes((double)c->peak_memory, y, sizeof y), px,
+                c->fits ? "yes" : "no",
+                cli_time_ns(c->wall_ms * 1e6, z, sizeof z), p,
+                c->knobs[0] ? " | " : "", c->knobs);
+    }
+    size_t best = commsched_tune_best(r);
+    if (best == SIZE_MAX)
+        fprintf(f, "\nno candidate fits the budget\n");
+    else
+        fprintf(f, "\nbest: #%zu %s%s%s\n", best,
+                commsched_tune_candidate_at(r, best)->passes,
+                commsched_tune_candidate_at(r, best)->knobs[0] ? " | " : "",
+                commsched_tune_candidate_at(r, best)->knobs);
+}
+
+static json_t *candidate_json(const commsched_tune_candidate *c, size_t i,
+                              const commsched_sim_totals *in)
+{
+    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:b, s:f}", "index",
+                          (json_int_t)i, "passes", c->passes, "knobs",
+                          c->knobs, "status", commsched_status_name(c->status),
+                          "fits", c->fits, "wall_ms", c->wall_ms);
+    if (!o)
+        return NULL;
+    if (c->status != COMMSCHED_OK) {
+        json_object_set_new(o, "error", json_string(c->error));
+        return o;
+    }
+    double gc = gap_closed(in, c->makespan_ns);
+    json_object_set_new(o, "makespan_ns", json_real(c->makespan_ns));
+    json_object_set_new(o, "lower_bound_ns", json_real(c->lower_bound_ns));
+    json_object_set_new(o, "efficiency", json_real(c->efficiency));
+    json_object_set_new(o, "exposed_ns", json_real(c->exposed_ns));
+    json_object_set_new(o, "peak_memory", json_integer(c->peak_memory));
+    json_object_set_new(o, "gap_closed",
+                        isnan(gc) ? json_null() : json_real(gc));
+    return o;
+}
+
+static json_t *result_json(const commsched_tune_result *r, double budget,
+                           int threads)
+{
+    const commsched_sim_totals *in = commsched_tune_input(r);
+    json_t *cands = json_array(), *rank = json_array();
+    for (size_t i = 0; cands && i < commsched_tune_count(r); i++)
+        json_array_append_new(
+            cands, candidate_json(commsched_tune_candidate_at(r, i), i, in));
+    for (size_t k = 0; rank && k < commsched_tune_count(r); k++)
+        json_array_append_new(rank,
+                              json_integer((json_int_t)commsched_tune_ranked(
+                                  r, k)));
+    size_t best = commsched_tune_best(r);
+    json_t *o = json_pack(
+        "{s:{s:f, s:f, s:I}, s:o, s:I, s:i, s:o, s:o}", "input", "makespan_ns",
+        in->makespan_ns, "lower_bound_ns", in->lower_bound_ns, "peak_memory",
+        (json_int_t)in->peak_memory_step, "budget",
+        isinf(budget) ? json_string("inf") : json_real(budget), "budget_bytes",
+        (json_int_t)commsched_tune_budget_bytes(r), "threads", threads,
+        "candidates", cands ? cands : json_array(), "ranking",
+        rank ? rank : json_array());
+    if (o)
+        json_object_set_new(
+            o, "best",
+            best == SIZE_MAX
+                ? json_null()
+                : candidate_json(commsched_tune_candidate_at(r, best), best,
+                                 in));
+    return o;
+}
+
+/* The "schedule" object of the written file: what optimize records, and
+ * which tune candidate it was. */
+static char *schedule_json(const commsched_tune_candidate *c, size_t index,
+                           double budget, const commsched_result *res)
+{
+    commsched_error err = {0};
+    commsched_knobs *k = NULL;
+    json_t *kj = json_object();
+    if (commsched_knobs_create(&k, &err) == COMMSCHED_OK && kj) {
+        char *copy = malloc(strlen(c->knobs) + 1);
+        if (copy) {
+            strcpy(copy, c->knobs);
+            for (char *kv = strtok(copy, ","); kv; kv = strtok(NULL, ",")) {
+                char *eq = strchr(kv, '=');
+                if (eq) {
+                    *eq = '\0';
+                    commsched_knobs_set(k, kv, eq + 1, &err);
+                }
+            }
+            free(copy);
+        }
+        char buf[64];
+        for (size_t i = 0; i < commsched_knob_count(); i++)
+            if (commsched_knobs_get(k, commsched_knob_name(i), buf,
+                                    sizeof buf) == 0)
+                json_object_set_new(kj, commsched_knob_name(i),
+                                    json_string(buf));
+    }
+    commsched_knobs_destroy(k);
+    json_t *o = json_pack(
+        "{s:s, s:{s:I}, s:{s:I}, s:o, s:o, s:{s:I, s:o}}", "passes", c->passes,
+        "before", "peak_memory",
+        (json_int_t)commsched_result_before(res)->peak_memory_step, "after",
+        "peak_memory",
+        (json_int_t)commsched_result_after(res)->peak_memory_step, "knobs",
+        kj ? kj : json_object(), "stats",
+        cli_pass_stats_json(commsched_result_graph(res),
+                            commsched_result_run(res), 0),
+        "tune", "candidate", (json_int_t)index, "budget",
+        isinf(budget) ? json_string("inf") : json_real(budget));
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
+/* Runs the best candidate again (deterministic) and writes its order. */
+static int write_best(const char *out_path, const commsched_graph *g,
+                      const commsched_tune_result *r, double budget,
+                      int *to_stdout)
+{
+    commsched_error err = {0};
+    commsched_optimize_options *opts = NULL;
+    commsched_result *res = NULL;
+    char *sched = NULL;
+    cli_out out = {0};
+    int rc = 0;
+    size_t best = commsched_tune_best(r);
+    if (best == SIZE_MAX) {
+        fprintf(stderr, "commsched tune: no candidate fits the budget; "
+                        "nothing written\n");
+        return EXIT_RUNTIME;
+    }
+    if (commsched_tune_candidate_options(r, best, &opts, &err) !=
+            COMMSCHED_OK ||
+        commsched_optimize(g, opts, &res, &err) != COMMSCHED_OK) {
+        rc = cli_report(NULL, &err);
+        goto done;
+    }
+    sched = schedule_json(commsched_tune_candidate_at(r, best), best, budget,
+                          res);
+    if (!sched) {
+        fprintf(stderr, "commsched: out of memory\n");
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    if ((rc = cli_out_open(&out, out_path)) != 0)
+        goto done;
+    *to_stdout = out.f == stdout;
+    if (commsched_graph_save_stream(commsched_result_graph(res),
+                                    commsched_result_order(res), sched, out.f,
+                                    &err) != COMMSCHED_OK) {
+        cli_out_abort(&out);
+        rc = cli_report(NULL, &err);
+        goto done;
+    }
+    rc = cli_out_commit(&out);
+done:
+    free(sched);
+    commsched_result_destroy(res);
+    commsched_optimize_options_destroy(opts);
+    return rc;
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    enum { O_BUDGET = 256, O_THREADS, O_CAND, O_NOBUILTIN, O_TOP, O_FORMAT,
+           O_DEVICE, O_MODEL, O_STREAMS, O_VERIFY, O_VERBOSE };
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'},
+        {"budget", required_argument, 0, O_BUDGET},
+        {"threads", required_argument, 0, O_THREADS},
+        {"candidate", required_argument, 0, O_CAND},
+        {"no-builtin", no_argument, 0, O_NOBUILTIN},
+        {"top", required_argument, 0, O_TOP},
+        {"format", required_argument, 0, O_FORMAT},
+        {"device", required_argument, 0, O_DEVICE},
+        {"cost-model", required_argument, 0, O_MODEL},
+        {"comm-streams", required_argument, 0, O_STREAMS},
+        {"verify-memory", no_argument, 0, O_VERIFY},
+        {"verbose", no_argument, 0, O_VERBOSE},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    commsched_tune_options to;
+    commsched_tune_options_init(&to);
+    const char *out_path = NULL, *device = NULL, *model = NULL;
+    const char **cands = NULL;
+    size_t n_cands = 0, top = 10;
+    int json = 0, verbose = 0, c, rc = 0;
+    char *end;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out_path = optarg; break;
+        case O_BUDGET:
+            to.budget = strtod(optarg, &end);
+            if (end == optarg || *end || !(to.budget >= 1.0)) {
+                free(cands);
+                return cli_usage_error("tune",
+                                       "--budget takes a factor >= 1 or "
+                                       "inf, got \"%s\"",
+                                       optarg);
+            }
+            break;
+        case O_THREADS: {
+            long t = strtol(optarg, &end, 10);
+            if (end == optarg || *end || t < 1 || t > 4096) {
+                free(cands);
+                return cli_usage_error("tune",
+                                       "--threads takes a count >= 1, got "
+                                       "\"%s\"",
+                                       optarg);
+            }
+            to.threads = (int)t;
+            break;
+        }
+        case O_CAND: {
+            const char **nc = realloc(cands, (n_cands + 1) * sizeof *nc);
+            if (!nc) {
+                free(cands);
+                fprintf(stderr, "commsched: out of memory\n");
+                return EXIT_RUNTIME;
+            }
+            cands = nc;
+            cands[n_cands++] = optarg;
+            break;
+        }
+        case O_NOBUILTIN: to.builtin = 0; break;
+        case O_TOP: {
+            long t = strtol(optarg, &end, 10);
+            if (end == optarg || *end || t < 0) {
+                free(cands);
+                return cli_usage_error("tune", "--top takes a count >= 0");
+            }
+            top = (size_t)t;
+            break;
+        }
+        case O_FORMAT:
+            if (strcmp(optarg, "json") == 0)
+                json = 1;
+            else if (strcmp(optarg, "table") == 0)
+                json = 0;
+            else {
+                free(cands);
+                return cli_usage_error("tune", "--format takes table or json");
+            }
+            break;
+        case O_DEVICE: device = optarg; break;
+        case O_MODEL: model = optarg; break;
+        case O_STREAMS:
+            if (strcmp(optarg, "per-group") == 0)
+                to.comm_streams = COMMSCHED_STREAMS_PER_GROUP;
+            else if (strcmp(optarg, "single") == 0)
+                to.comm_streams = COMMSCHED_STREAMS_SINGLE;
+            else {
+                free(cands);
+                return cli_usage_error("tune",
+                                       "--comm-streams takes per-group or "
+                                       "single");
+            }
+            break;
+        case O_VERIFY: to.verify = 1; break;
+        case O_VERBOSE: verbose = 1; break;
+        case 'h':
+            free(cands);
+            usage(stdout);
+            return EXIT_OK;
+        default:
+            free(cands);
+            return cli_usage_error("tune", "bad option");
+        }
+    }
+    if (optind != argc - 1) {
+        free(cands);
+        return cli_usage_error("tune", "expected exactly one FILE");
+    }
+    const char *in_path = argv[optind];
+    const char *in_name = strcmp(in_path, "-") == 0 ? "<stdin>" : in_path;
+    commsched_graph *g = NULL;
+    commsched_tune_result *r = NULL;
+    commsched_error err = {0};
+    cli_cost cost;
+    if ((rc = cli_cost_setup(&cost, "tune", device, model)) != 0 ||
+        (rc = cli_load(in_path, 0, &g)) != 0)
+        goto done;
+    to.device = &cost.device;
+    to.comm_model = cost.opts.comm_model;
+    to.candidates = cands;
+    to.n_candidates = n_cands;
+    double t0 = cli_now();
+    if (commsched_tune(g, &to, &r, &err) != COMMSCHED_OK) {
+        rc = cli_report(in_name, &err);
+        goto done;
+    }
+    double wall = cli_now() - t0;
+    int threads = to.threads;
+#if COMMSCHED_HAVE_OPENMP
+    if (threads == 0)
+        threads = omp_get_max_threads();
+#else
+    threads = 1;
+#endif
+    if (verbose)
+        fprintf(stderr, "tune: %zu candidates on %d thread%s in %.3f s\n",
+                commsched_tune_count(r), threads, threads == 1 ? "" : "s",
+                wall);
+    int to_stdout = 0;
+    if (out_path && (rc = write_best(out_path, g, r, to.budget, &to_stdout)) !=
+                        0)
+        goto done;
+    FILE *f = to_stdout ? stderr : stdout;
+    if (json) {
+        json_t *j = result_json(r, to.budget, threads);
+        if (!j || json_dumpf(j, f, JSON_INDENT(1)) != 0) {
+            json_decref(j);
+            fprintf(stderr, "commsched: out of memory\n");
+            rc = EXIT_RUNTIME;
+            goto done;
+        }
+        fputc('\n', f);
+        json_decref(j);
+    } else {
+        print_table(f, g, r, top, to.budget, threads, verbose ? wall : -1);
+    }
+done:
+    commsched_tune_result_destroy(r);
+    commsched_graph_destroy(g);
+    free(cands);
+    return rc;
+}
