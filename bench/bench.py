@@ -22,10 +22,16 @@ ratio (time ratio per 10x nodes; 10 is linear, 100 quadratic).
 
 Quality. For every workload of the corpus (graphs/**/*.json), the
 simulator's makespan, exposed communication, efficiency (lower bound /
-makespan) and peak memory for: the input order; raise_comms,sink_waits;
-reorder_compute_for_overlap; Inductor's recommended pipeline (optimize's
-default); and every pass beyond the seed's that `optimize --list-passes`
-shows (each alone), so later schedulers join the table by existing.
+makespan), the share of the gap to the input's lower bound closed and peak
+memory for: the input order; raise_comms,sink_waits;
+reorder_compute_for_overlap; Inductor's recommended pipeline at per-pass
+budgets 0, 0.05, 0.1 and 0.2 (its default); overlap and `commsched tune` at
+memory budgets 1.0, 1.25, 1.5 and inf x the input's peak; and every other
+pass beyond the seed's that `optimize --list-passes` shows (each alone), so
+later schedulers join the table by existing. A second table puts, per
+workload and budget, overlap and tune beside the fastest of Inductor's
+variants, raise_comms,sink_waits and reorder_compute_for_overlap that fits
+the same budget (bench/overlap_bench.py, which also runs on its own).
 
 Prints both tables, writes bench/results.json, and with --update-doc
 rewrites the bench's own sections of docs/PERFORMANCE.md (between its
@@ -44,6 +50,13 @@ import sys
 import tempfile
 import threading
 import time
+
+INDUCTOR = ("decide_global_ordering_of_comms,"
+            "reorder_communication_preserving_peak_memory,"
+            "sink_waits_iterative,"
+            "reorder_communication_preserving_peak_memory")
+INDUCTOR_BUDGETS = ["0", "0.05", "0.1", "0.2"]
+MEMORY_BUDGETS = ["1.0", "1.25", "1.5", "inf"]
 
 SEED_PASSES = {
     "decide_global_ordering_of_comms", "raise_comms", "sink_waits",
@@ -342,24 +355,48 @@ def corpus(root):
 
 def quality(cli, files, cap, tmp):
     all_passes, default = pipeline_passes(cli)
-    pipelines = [("input", None), ("raise_comms,sink_waits",
-                                   "raise_comms,sink_waits"),
-                 ("reorder_compute_for_overlap", "reorder_compute_for_overlap"),
-                 ("inductor default", default)]
+    # (row name, passes, extra arguments); passes "@tune" runs
+    # `commsched tune` instead of optimize.
+    pipelines = [("input", None, []),
+                 ("raise_comms,sink_waits", "raise_comms,sink_waits", []),
+                 ("reorder_compute_for_overlap",
+                  "reorder_compute_for_overlap", [])]
+    for b in INDUCTOR_BUDGETS:
+        pipelines.append((f"inductor b={b}", INDUCTOR,
+                          ["--set", f"reorder_iterative_peak_memory_budget={b}",
+                           "--set", f"sink_iterative_peak_memory_budget={b}"]))
+    for b in MEMORY_BUDGETS:
+        pipelines.append((f"overlap B={b}", "overlap",
+                          ["--set", f"overlap_peak_budget={b}"]))
+    for b in MEMORY_BUDGETS:
+        pipelines.append((f"tune B={b}", "@tune", ["--budget", b]))
+    if default not in (INDUCTOR, "overlap"):
+        pipelines.append(("default", default, []))
     for p in all_passes:
-        if p not in SEED_PASSES:
-            pipelines.append((p, p))
+        if p not in SEED_PASSES and p != "overlap":
+            pipelines.append((p, p, []))
     rows = []
     for f in files:
         label = os.path.relpath(f, os.path.dirname(os.path.dirname(f)))
-        for name, passes in pipelines:
+        for name, passes, extra in pipelines:
             row = {"workload": label, "pipeline": name, "passes": passes}
+            if extra:
+                row["args"] = extra
             target = f
             try:
-                if passes:
+                if passes == "@tune":
+                    target = os.path.join(tmp, "q.json")
+                    dt, _, data, _ = run([cli, "tune", f, "--format", "json",
+                                          "-o", target] + extra, cap)
+                    row["optimize_s"] = dt
+                    best = json.loads(data).get("best") or {}
+                    row["tune_best"] = (best.get("passes", "") +
+                                        (" | " + best["knobs"]
+                                         if best.get("knobs") else ""))
+                elif passes:
                     target = os.path.join(tmp, "q.json")
                     dt, _, _, _ = run([cli, "optimize", f, "--passes", passes,
-                                       "-o", target], cap)
+                                       "-o", target] + extra, cap)
                     row["optimize_s"] = dt
                 sim = json.loads(run([cli, "simulate", "--format", "json",
                                       target], cap)[2])
@@ -400,21 +437,53 @@ def fmt_bytes(b):
 
 def quality_table(rows):
     lines = [["workload", "nodes", "pipeline", "makespan", "exposed comm",
-              "efficiency", "peak (step)", "peak (sim)"]]
+              "efficiency", "gap closed", "peak (step)", "peak x input",
+              "peak (sim)"]]
     last = None
+    inputs = {r["workload"]: r for r in rows
+              if r["pipeline"] == "input" and "capped_s" not in r}
     for r in rows:
         w = r["workload"] if r["workload"] != last else ""
         last = r["workload"]
         if "capped_s" in r:
             lines.append([w, "", r["pipeline"], f">{r['capped_s']:.0f} s cap",
-                          "", "", "", ""])
+                          "", "", "", "", "", ""])
             continue
+        inp = inputs.get(r["workload"])
+        gap, px = "-", "-"
+        if inp:
+            d = inp["makespan_ns"] - inp["lower_bound_ns"]
+            if d > 0:
+                gap = (f"{100 * (inp['makespan_ns'] - r['makespan_ns']) / d:.1f}%")
+            if inp["peak_per_step"] > 0:
+                px = f"{r['peak_per_step'] / inp['peak_per_step']:.2f}x"
         lines.append([w, f"{r['nodes']:,}" if w else "", r["pipeline"],
                       fmt_ns(r["makespan_ns"]), fmt_ns(r["exposed_ns"]),
-                      f"{100 * r['efficiency']:.1f}%",
-                      fmt_bytes(r["peak_per_step"]),
+                      f"{100 * r['efficiency']:.1f}%", gap,
+                      fmt_bytes(r["peak_per_step"]), px,
                       fmt_bytes(r["peak_simulated"])])
     return lines
+
+
+def equal_memory_table(rows):
+    """Per workload and memory budget: input, the fastest anchor that fits,
+    overlap and tune (bench/overlap_bench.py's table), and its totals line."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import overlap_bench
+    by = {}
+    for r in rows:
+        if "capped_s" in r:
+            continue
+        by.setdefault(r["workload"], {})[r["pipeline"]] = {
+            "makespan_ns": r["makespan_ns"],
+            "lower_bound_ns": r["lower_bound_ns"],
+            "peak": r["peak_per_step"],
+            "tune_best": r.get("tune_best")}
+    summary = []
+    for w, res in by.items():
+        if "input" in res:
+            summary += overlap_bench.summarize(w, res)
+    return overlap_bench.table(summary), overlap_bench.totals_line(summary)
 
 
 # ---------------------------------------------------------------------------
@@ -449,7 +518,7 @@ END = "<!-- bench.py: end -->"
 
 
 def update_doc(path, results, speed_lines, moves_lines, scal, qual_lines,
-               command):
+               command, equal_lines=None, equal_totals=""):
     m = results["machine"]
     parts = [BEGIN, "",
              "## Benchmark: speed (make bench)", "",
@@ -495,8 +564,22 @@ def update_doc(path, results, speed_lines, moves_lines, scal, qual_lines,
               "edges an order respects (decide_global_ordering_of_comms, "
               "first in Inductor's pipeline, adds them), so a pipeline can "
               "raise its own bound: compare makespans across pipelines, "
-              "efficiencies within one.", "",
-              md_table(qual_lines), "", END]
+              "efficiencies within one. `gap closed` = (input - x) / (input "
+              "- the input's lower bound); `peak x input` = per-step peak / "
+              "the input order's. `inductor b=X` is Inductor's pipeline with "
+              "both per-pass budgets at X (0.2 is its default); `overlap "
+              "B=Y` the overlap pass with overlap_peak_budget=Y; `tune B=Y` "
+              "`commsched tune --budget Y`.", "",
+              md_table(qual_lines), ""]
+    if equal_lines:
+        parts += ["### At equal memory: overlap and tune against the anchors",
+                  "", "Per workload and memory budget (x the input order's "
+                  "per-step peak): the fastest of Inductor's variants, "
+                  "raise_comms,sink_waits and reorder_compute_for_overlap "
+                  "whose peak fits the budget, beside overlap and tune at "
+                  "that budget.", "", md_table(equal_lines), "",
+                  equal_totals, ""]
+    parts += [END]
     text = ""
     if os.path.exists(path):
         with open(path) as f:
@@ -545,6 +628,7 @@ def main():
     print("machine:", machine_line(results["machine"]), flush=True)
     tmp = tempfile.mkdtemp(prefix="commsched-bench-")
     speed_lines, moves_lines, scal, qual_lines = [["-"]], [], [], [["-"]]
+    equal_lines, equal_totals = None, ""
     try:
         if "speed" in sections:
             graphs = []
@@ -590,12 +674,16 @@ def main():
         if "quality" in sections:
             files = corpus(a.corpus)
             pipelines, rows = quality(cli, files, a.cap, tmp)
-            results["pipelines"] = [{"name": n, "passes": p}
-                                    for n, p in pipelines]
+            results["pipelines"] = [{"name": n, "passes": p, "args": x}
+                                    for n, p, x in pipelines]
             results["quality"] = rows
             qual_lines = quality_table(rows)
             print("\nquality (simulated on h100, nccl model)")
             print(text_table(qual_lines))
+            equal_lines, equal_totals = equal_memory_table(rows)
+            print("\nat equal memory budgets (x the input's per-step peak)")
+            print(text_table(equal_lines))
+            print(equal_totals)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     with open(a.out, "w") as f:
@@ -605,7 +693,7 @@ def main():
     if a.update_doc:
         cmd = "make bench   # = sh bench/run.sh build/release"
         update_doc(a.update_doc, results, speed_lines, moves_lines, scal,
-                   qual_lines, cmd)
+                   qual_lines, cmd, equal_lines, equal_totals)
         print("tables written to", a.update_doc)
 
 

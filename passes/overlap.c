@@ -248,10 +248,17 @@ typedef struct ov_base {
     int64_t *level;       /* T position -> post_alloc of that step in T */
     int64_t *free_ref;    /* per node: bytes freed after it in T */
     int64_t *dref;        /* per node: alloc - free_ref */
+    /* The collective order in force (ov_ord below) — the knob's, or the
+     * input order's for the variants that pin it; the sweep reads these. */
     uint32_t *dom;        /* frame rank of the first frame node reached */
     uint32_t *unl;        /* smallest dom of a collective reached */
-    uint32_t *ord_prev, *ord_next; /* collective order edges (knob) */
+    uint32_t *ord_prev, *ord_next; /* collective order edges */
     uint8_t *ord_dup;     /* the order edge duplicates a real one */
+    struct ov_ord {
+        uint32_t *dom, *unl, *prev, *next;
+        uint8_t *dup;
+    } set[2];             /* [0] the knob's order, [1] the input's */
+    int n_sets;
     uint32_t *pos_in;     /* position in the pass's input order */
 } ov_base;
 
@@ -275,11 +282,13 @@ static void base_free(ov_base *b)
     free(b->level);
     free(b->free_ref);
     free(b->dref);
-    free(b->dom);
-    free(b->unl);
-    free(b->ord_prev);
-    free(b->ord_next);
-    free(b->ord_dup);
+    for (int i = 0; i < 2; i++) {
+        free(b->set[i].dom);
+        free(b->set[i].unl);
+        free(b->set[i].prev);
+        free(b->set[i].next);
+        free(b->set[i].dup);
+    }
     free(b->pos_in);
 }
 
@@ -373,19 +382,13 @@ static int base_init(ov_base *b, const commsched_graph *g,
     b->level = cs_malloc_array(nn, sizeof *b->level);
     b->free_ref = cs_malloc_array(nn, sizeof *b->free_ref);
     b->dref = cs_malloc_array(nn, sizeof *b->dref);
-    b->dom = cs_malloc_array(nn, sizeof *b->dom);
-    b->unl = cs_malloc_array(nn, sizeof *b->unl);
-    b->ord_prev = cs_malloc_array(nn, sizeof *b->ord_prev);
-    b->ord_next = cs_malloc_array(nn, sizeof *b->ord_next);
-    b->ord_dup = cs_calloc(nn, sizeof *b->ord_dup);
     b->pos_in = cs_malloc_array(nn, sizeof *b->pos_in);
     uint32_t *stamp = cs_calloc(nn, sizeof *stamp);
     uint32_t *rows = NULL, *vals = NULL, *rem = NULL;
     int rc = -1;
     if (!b->cls || !b->stream || !b->bytes || !b->bsize || !b->nreaders ||
         !b->alloc || !b->unread_free || !b->topo || !b->tpos || !b->frank ||
-        !b->gap_start || !b->level || !b->free_ref || !b->dref || !b->dom ||
-        !b->unl || !b->ord_prev || !b->ord_next || !b->ord_dup ||
+        !b->gap_start || !b->level || !b->free_ref || !b->dref ||
         !b->pos_in || !stamp)
         goto out;
 
@@ -395,7 +398,6 @@ static int base_init(ov_base *b, const commsched_graph *g,
         b->pos_in[v] = p++;
     for (uint32_t v = 0; v < n; v++) {
         const cs_node *nd = &g->nodes[v];
-        b->ord_prev[v] = b->ord_next[v] = NONE;
         if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
             b->cls[v] = nd->is_sync ? C_SYNC : C_COLL;
             b->stream[v] = nd->group < g->n_groups ? nd->group : 0;
@@ -530,22 +532,6 @@ static int base_init(ov_base *b, const commsched_graph *g,
             b->max_alloc = b->alloc[v];
     }
 
-    /* Domination index and "unlocks", one reverse sweep over T. */
-    for (uint32_t i = n; i-- > 0;) {
-        uint32_t v = b->topo[i];
-        uint32_t d = is_frame(b->cls[v]) ? b->frank[v] : NONE, u = NONE;
-        for (uint32_t e = b->users.off[v]; e < b->users.off[v + 1]; e++) {
-            uint32_t w = b->users.idx[e];
-            if (b->dom[w] < d)
-                d = b->dom[w];
-            if (b->unl[w] < u)
-                u = b->unl[w];
-        }
-        b->dom[v] = d;
-        if ((b->cls[v] == C_COLL || b->cls[v] == C_SYNC) && d < u)
-            u = d;
-        b->unl[v] = u;
-    }
     rc = 0;
 out:
     free(stamp);
@@ -555,40 +541,77 @@ out:
     return rc;
 }
 
-/* Collective-order edges along T (overlap_collective_order). Returns 0,
- * or -1 on OOM. */
-static int base_order_edges(ov_base *b, int mode)
+/* Collective order set i: the order edges of `mode` along T (each
+ * group's, or all, collectives chained in input order; none for "free"),
+ * then the domination index and "unlocks" in one reverse sweep over T,
+ * counting the order edges as edges (a collective that must precede
+ * another is at least as urgent). Returns 0, or -1 on OOM. */
+static int base_order(ov_base *b, int i, int mode)
 {
     uint32_t n = b->n;
-    for (uint32_t v = 0; v < n; v++) {
-        b->ord_prev[v] = b->ord_next[v] = NONE;
-        b->ord_dup[v] = 0;
-    }
-    if (mode == CS_ORDER_FREE)
-        return 0;
+    size_t nn = n ? n : 1;
+    struct ov_ord *o = &b->set[i];
+    o->dom = cs_malloc_array(nn, sizeof *o->dom);
+    o->unl = cs_malloc_array(nn, sizeof *o->unl);
+    o->prev = cs_malloc_array(nn, sizeof *o->prev);
+    o->next = cs_malloc_array(nn, sizeof *o->next);
+    o->dup = cs_calloc(nn, sizeof *o->dup);
     uint32_t *last = cs_malloc_array(b->n_streams, sizeof *last);
-    uint32_t glast = NONE;
-    if (!last)
+    if (!o->dom || !o->unl || !o->prev || !o->next || !o->dup || !last) {
+        free(last);
         return -1;
+    }
+    for (uint32_t v = 0; v < n; v++)
+        o->prev[v] = o->next[v] = NONE;
     for (uint32_t s = 0; s < b->n_streams; s++)
         last[s] = NONE;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t c = b->topo[i];
+    uint32_t glast = NONE;
+    for (uint32_t k = 0; k < n && mode != CS_ORDER_FREE; k++) {
+        uint32_t c = b->topo[k];
         if (b->cls[c] != C_COLL && b->cls[c] != C_SYNC)
             continue;
         uint32_t p = mode == CS_ORDER_INPUT ? glast : last[b->stream[c]];
         if (p != NONE) {
-            b->ord_prev[c] = p;
-            b->ord_next[p] = c;
+            o->prev[c] = p;
+            o->next[p] = c;
             for (uint32_t e = b->deps.off[c]; e < b->deps.off[c + 1]; e++)
                 if (b->deps.idx[e] == p)
-                    b->ord_dup[c] = 1;
+                    o->dup[c] = 1;
         }
         glast = c;
         last[b->stream[c]] = c;
     }
     free(last);
+    for (uint32_t k = n; k-- > 0;) {
+        uint32_t v = b->topo[k];
+        uint32_t d = is_frame(b->cls[v]) ? b->frank[v] : NONE, u = NONE;
+        for (uint32_t e = b->users.off[v]; e <= b->users.off[v + 1]; e++) {
+            uint32_t w = e < b->users.off[v + 1] ? b->users.idx[e] : o->next[v];
+            if (w == NONE)
+                continue;
+            if (o->dom[w] < d)
+                d = o->dom[w];
+            if (o->unl[w] < u)
+                u = o->unl[w];
+        }
+        o->dom[v] = d;
+        if ((b->cls[v] == C_COLL || b->cls[v] == C_SYNC) && d < u)
+            u = d;
+        o->unl[v] = u;
+    }
+    if (i >= b->n_sets)
+        b->n_sets = i + 1;
     return 0;
+}
+
+/* Makes order set i the one the sweep reads. */
+static void base_use(ov_base *b, int i)
+{
+    b->dom = b->set[i].dom;
+    b->unl = b->set[i].unl;
+    b->ord_prev = b->set[i].prev;
+    b->ord_next = b->set[i].next;
+    b->ord_dup = b->set[i].dup;
 }
 
 /* ---- one variant: the forward list scheduler ------------------------------ */
@@ -597,6 +620,9 @@ enum { FR_REF = 0, FR_DYN_POS = 1, FR_DYN_UNLOCK = 2 };
 
 typedef struct ov_variant {
     uint8_t frame;      /* FR_*: how the next compute node is chosen */
+    uint8_t pinned;     /* keep all collectives in their input order (as
+                           after decide_global_ordering_of_comms); only
+                           tried when the knob leaves the order freer */
     uint8_t jit;        /* 1: feed a comm stream only when it would go idle
                            before the next compute node ends; 0: issue
                            every ready collective the budget allows */
@@ -608,18 +634,22 @@ typedef struct ov_variant {
 
 /* The fast set first; `full` adds the rest. */
 static const ov_variant variants[] = {
-    {FR_REF, 1, 1, "input-order/jit"},
-    {FR_DYN_POS, 1, 1, "fill/jit"},
-    {FR_DYN_UNLOCK, 1, 1, "unlock/jit"},
-    {FR_REF, 0, 1, "input-order/asap"},
-    {FR_DYN_POS, 0, 1, "fill/asap"},
-    {FR_DYN_UNLOCK, 0, 1, "unlock/asap"},
-    {FR_REF, 1, 0, "input-order/jit-lazy-free"},
-    {FR_DYN_POS, 1, 0, "fill/jit-lazy-free"},
-    {FR_DYN_UNLOCK, 1, 0, "unlock/jit-lazy-free"},
+    {FR_REF, 0, 1, 1, "input-order/jit"},
+    {FR_DYN_POS, 0, 1, 1, "fill/jit"},
+    {FR_DYN_UNLOCK, 0, 1, 1, "unlock/jit"},
+    {FR_REF, 0, 0, 1, "input-order/asap"},
+    {FR_DYN_POS, 0, 0, 1, "fill/asap"},
+    {FR_DYN_POS, 1, 1, 1, "fill/jit/pinned"},
+    {FR_DYN_UNLOCK, 1, 1, 1, "unlock/jit/pinned"},
+    {FR_DYN_UNLOCK, 0, 0, 1, "unlock/asap"},
+    {FR_REF, 0, 1, 0, "input-order/jit-lazy-free"},
+    {FR_DYN_POS, 0, 1, 0, "fill/jit-lazy-free"},
+    {FR_DYN_UNLOCK, 0, 1, 0, "unlock/jit-lazy-free"},
+    {FR_REF, 1, 1, 1, "input-order/jit/pinned"},
+    {FR_DYN_POS, 1, 0, 1, "fill/asap/pinned"},
 };
 #define N_VARIANTS (sizeof variants / sizeof variants[0])
-#define N_FAST 5
+#define N_FAST 7
 
 /* Per-collective flags the statistics read. */
 enum { F_MEM = 1, F_INFL = 2, F_INFLIGHT = 4, F_NOCOMP = 8, F_FORCED = 16 };
@@ -1610,8 +1640,11 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     }
     if (rc != 0)
         goto oom;
-    if (base_order_edges(&b, kn->overlap_collective_order) != 0)
+    if (base_order(&b, 0, kn->overlap_collective_order) != 0 ||
+        (kn->overlap_collective_order != CS_ORDER_INPUT &&
+         base_order(&b, 1, CS_ORDER_INPUT) != 0))
         goto oom;
+    base_use(&b, 0);
     size_t nn = n ? n : 1;
     in_order = cs_malloc_array(nn, sizeof *in_order);
     best = cs_malloc_array(nn, sizeof *best);
@@ -1650,6 +1683,7 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     const ov_variant *win = NULL;
     double win_level = 0;
     double best_ms = in_makespan;
+    int64_t best_pk = in_peak;
     uint32_t tried = 0;
     /* The budget itself and, below it, the standard levels: an order that
      * fits a tighter level fits the budget too, and the heuristics do not
@@ -1676,6 +1710,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             const ov_variant *var = &variants[vi];
             if (window == 0 && var->frame != FR_REF)
                 continue; /* the same order as the input-order variant */
+            if (var->pinned && b.n_sets < 2)
+                continue; /* the knob pins the order already */
+            base_use(&b, var->pinned ? 1 : 0);
             int64_t B = target;
             for (int attempt = 0; attempt < 3; attempt++) {
                 rc = sweep(&S, var, B, cap, window);
@@ -1698,8 +1735,10 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
                                 ctx->err)) != COMMSCHED_OK)
                     goto cleanup;
                 if (target == NO_LIMIT || pk <= target) {
-                    if (ms < best_ms) {
+                    /* faster wins; as fast, less memory wins */
+                    if (ms < best_ms || (win && ms == best_ms && pk < best_pk)) {
                         best_ms = ms;
+                        best_pk = pk;
                         win = var;
                         win_level = lv[li];
                         memcpy(best, S.order, nn * sizeof *best);

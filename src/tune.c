@@ -295,7 +295,7 @@ static void evaluate(const commsched_graph *g, cand *c, int64_t budget)
 }
 
 /* Rank order: fitting first, then the rest, failures last; within each by
- * makespan, ties by index. */
+ * makespan, then peak memory, then index. */
 static int rank_cmp(const commsched_tune_result *r, size_t i, size_t j)
 {
     const commsched_tune_candidate *x = &r->c[i].pub, *y = &r->c[j].pub;
@@ -305,6 +305,8 @@ static int rank_cmp(const commsched_tune_result *r, size_t i, size_t j)
         return cx < cy ? -1 : 1;
     if (x->makespan_ns != y->makespan_ns)
         return x->makespan_ns < y->makespan_ns ? -1 : 1;
+    if (x->status == COMMSCHED_OK && x->peak_memory != y->peak_memory)
+        return x->peak_memory < y->peak_memory ? -1 : 1;
     return i < j ? -1 : i > j ? 1 : 0;
 }
 

@@ -269,8 +269,9 @@ typedef struct commsched_tune_result commsched_tune_result;
 /* Runs commsched_optimize on g once per candidate, in parallel (each
  * candidate its own options, pipeline, graph view and simulator; g is only
  * read), and ranks them: the best is the smallest makespan among those
- * that fit the budget, ties to the earlier candidate. Results are stored by
- * candidate index, so the answer is the same whatever the thread count.
+ * that fit the budget, ties to the lower peak, then the earlier candidate.
+ * Results are stored by candidate index, so the answer is the same
+ * whatever the thread count.
  * The first built-in candidate is "none" (the input order), so with the
  * built-in set a candidate always fits and the best is never slower than
  * the input. A candidate that fails (a bad knob, ...) is recorded with its
@@ -289,7 +290,7 @@ COMMSCHED_EXPORT size_t commsched_tune_count(const commsched_tune_result *r);
 COMMSCHED_EXPORT const commsched_tune_candidate *
 commsched_tune_candidate_at(const commsched_tune_result *r, size_t i);
 /* The index of the candidate at rank k: fitting ones by makespan (ties by
- * index), then the others by makespan, failed ones last. SIZE_MAX when k is
+ * peak memory, then index), then the others likewise, failed ones last. SIZE_MAX when k is
  * out of range. Rank 0 is the best when any candidate fits. */
 COMMSCHED_EXPORT size_t commsched_tune_ranked(const commsched_tune_result *r,
                                               size_t k);

@@ -71,12 +71,15 @@ static void check_best(const commsched_tune_result *r)
     assert_true(c->makespan_ns <= commsched_tune_input(r)->makespan_ns);
     int64_t bb = commsched_tune_budget_bytes(r);
     assert_true(bb < 0 || c->peak_memory <= bb);
-    /* no fitting candidate is faster; ties go to the smaller index */
+    /* no fitting candidate is faster; ties go to the lower peak, then the
+     * smaller index */
     for (size_t i = 0; i < commsched_tune_count(r); i++) {
         const commsched_tune_candidate *x = commsched_tune_candidate_at(r, i);
         if (x->fits)
             assert_true(x->makespan_ns > c->makespan_ns ||
-                        (x->makespan_ns == c->makespan_ns && i >= best));
+                        (x->makespan_ns == c->makespan_ns &&
+                         (x->peak_memory > c->peak_memory ||
+                          (x->peak_memory == c->peak_memory && i >= best))));
     }
     /* the input order is candidate 0 */
     assert_string_equal(commsched_tune_candidate_at(r, 0)->passes, "none");

@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""commsched overlap benchmark: schedule quality at equal memory budgets.
+
+For every workload (the corpus under graphs/ and generated chains) it runs,
+through the CLI:
+
+  input                    the file's own order
+  inductor b=X             Inductor's recommended pipeline (optimize's
+                           former default: decide_global_ordering_of_comms,
+                           RCPPM, sink_waits_iterative, RCPPM) with both
+                           per-pass peak budgets at X (0, 0.05, 0.1, 0.2)
+  raise_comms,sink_waits   the heap scheduler pair
+  reorder_compute_for_overlap
+  overlap B=Y              the overlap pass with overlap_peak_budget=Y
+                           (1.0, 1.25, 1.5, inf)
+  tune B=Y                 `commsched tune --budget Y` (best pipeline found)
+
+and reports, per memory budget (1.0, 1.25, 1.5 and unbounded x the input
+order's per-step peak): the makespan, the share of the gap to the lower
+bound closed, (input - x) / (input - lower bound), and the peak, for the
+input order, the best anchor that fits the budget (the Inductor variants,
+raise_comms,sink_waits, reorder_compute_for_overlap), overlap and tune.
+The lower bound is the input order's (DESIGN.md §5).
+
+Prints the tables, writes JSON (--json), and with --update-doc rewrites
+its own section of docs/PERFORMANCE.md (between its markers). Standard
+library only. Usage: overlap_bench.py --cli build/release/tools/commsched
+"""
+import argparse
+import concurrent.futures
+import glob
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+INDUCTOR = ("decide_global_ordering_of_comms,"
+            "reorder_communication_preserving_peak_memory,"
+            "sink_waits_iterative,"
+            "reorder_communication_preserving_peak_memory")
+INDUCTOR_BUDGETS = ["0", "0.05", "0.1", "0.2"]
+BUDGETS = ["1.0", "1.25", "1.5", "inf"]
+
+
+def anchors():
+    out = [("inductor b=%s" % b, INDUCTOR,
+            ["reorder_iterative_peak_memory_budget=%s" % b,
+             "sink_iterative_peak_memory_budget=%s" % b])
+           for b in INDUCTOR_BUDGETS]
+    out.append(("raise_comms,sink_waits", "raise_comms,sink_waits", []))
+    out.append(("reorder_compute_for_overlap", "reorder_compute_for_overlap",
+                []))
+    return out
+
+
+def simulate(cli, path):
+    p = subprocess.run([cli, "simulate", "--format", "json", path],
+                       check=True, stdout=subprocess.PIPE)
+    d = json.loads(p.stdout)
+    t, m = d["totals"], d["memory"]
+    return {"nodes": d["nodes"], "makespan_ns": t["makespan_ns"],
+            "lower_bound_ns": t["lower_bound_ns"],
+            "peak": m["peak_per_step"]}
+
+
+def run_case(cli, graph, name, passes, sets, tmp, extra=None):
+    """One pipeline (or 'input', or tune) on one graph: its figures."""
+    out = os.path.join(tmp, "%d.json" % abs(hash((graph, name))))
+    t0 = time.perf_counter()
+    if passes is None:
+        target = graph
+    elif passes == "@tune":
+        cmd = [cli, "tune", graph, "--format", "json", "-o", out] + extra
+        p = subprocess.run(cmd, check=True, stdout=subprocess.PIPE)
+        target = out
+        b = json.loads(p.stdout).get("best") or {}
+        best = b.get("passes", "") + (" | " + b["knobs"] if b.get("knobs")
+                                      else "")
+    else:
+        cmd = [cli, "optimize", graph, "--passes", passes, "-o", out]
+        for s in sets:
+            cmd += ["--set", s]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        target = out
+    wall = time.perf_counter() - t0
+    r = simulate(cli, target)
+    r["wall_s"] = wall
+    if passes == "@tune":
+        r["tune_best"] = best
+    if target != graph:
+        os.remove(target)
+    return name, r
+
+
+def workloads(root):
+    files = []
+    for sub in ("examples", "astra", "chakra", "generated"):
+        files += sorted(glob.glob(os.path.join(root, sub, "*.json")))
+    return files
+
+
+def gap(inp, x):
+    d = inp["makespan_ns"] - inp["lower_bound_ns"]
+    if d <= 0:
+        return None
+    return (inp["makespan_ns"] - x["makespan_ns"]) / d
+
+
+def fmt_ns(ns):
+    if ns >= 1e9:
+        return "%.3f s" % (ns / 1e9)
+    if ns >= 1e6:
+        return "%.2f ms" % (ns / 1e6)
+    if ns >= 1e3:
+        return "%.1f us" % (ns / 1e3)
+    return "%.0f ns" % ns
+
+
+def fmt_gap(g):
+    return "-" if g is None else "%.1f%%" % (100 * g)
+
+
+def budget_value(b):
+    return math.inf if b == "inf" else float(b)
+
+
+def summarize(label, res):
+    """Rows for one workload: per budget, input / best anchor / overlap /
+    tune."""
+    inp = res["input"]
+    rows = []
+    for b in BUDGETS:
+        lim = math.inf if b == "inf" else budget_value(b) * inp["peak"]
+        fit = [(n, r) for n, r in res.items()
+               if n in dict((a[0], 1) for a in anchors()) and
+               r["peak"] <= lim]
+        best = min(fit, key=lambda nr: (nr[1]["makespan_ns"], nr[0]),
+                   default=(None, None))
+        ov = res.get("overlap B=%s" % b)
+        tu = res.get("tune B=%s" % b)
+        rows.append({
+            "workload": label, "budget": b,
+            "input_ms": inp["makespan_ns"], "lb": inp["lower_bound_ns"],
+            "anchor": best[0], "anchor_ms": best[1]["makespan_ns"]
+            if best[1] else None,
+            "anchor_gap": gap(inp, best[1]) if best[1] else None,
+            "anchor_peak": best[1]["peak"] / inp["peak"]
+            if best[1] and inp["peak"] else None,
+            "overlap_ms": ov["makespan_ns"] if ov else None,
+            "overlap_gap": gap(inp, ov) if ov else None,
+            "overlap_peak": ov["peak"] / inp["peak"]
+            if ov and inp["peak"] else None,
+            "tune_ms": tu["makespan_ns"] if tu else None,
+            "tune_gap": gap(inp, tu) if tu else None,
+            "tune_peak": tu["peak"] / inp["peak"]
+            if tu and inp["peak"] else None,
+            "tune_best": tu.get("tune_best") if tu else None,
+        })
+    return rows
+
+
+def verdict(r):
+    if r["overlap_ms"] is None:
+        return ""
+    if r["anchor_ms"] is None:
+        return "only"
+    a, o = r["anchor_ms"], r["overlap_ms"]
+    if o < a * (1 - 1e-9):
+        return "faster"
+    if o <= a * (1 + 1e-9):
+        return "equal"
+    return "SLOWER"
+
+
+def table(rows):
+    head = ["workload", "budget", "input", "lower bound", "best anchor (fits)",
+            "anchor", "gap", "peak", "overlap", "gap", "peak", "tune", "gap",
+            "peak", "overlap vs anchor"]
+    lines = [head]
+    last = None
+    for r in rows:
+        w = r["workload"] if r["workload"] != last else ""
+        last = r["workload"]
+        pk = lambda v: "-" if v is None else "%.2fx" % v
+        lines.append([
+            w, r["budget"] if r["budget"] != "inf" else "inf",
+            fmt_ns(r["input_ms"]) if w else "", fmt_ns(r["lb"]) if w else "",
+            r["anchor"] or "(none fits)",
+            fmt_ns(r["anchor_ms"]) if r["anchor_ms"] is not None else "-",
+            fmt_gap(r["anchor_gap"]), pk(r["anchor_peak"]),
+            fmt_ns(r["overlap_ms"]) if r["overlap_ms"] is not None else "-",
+            fmt_gap(r["overlap_gap"]), pk(r["overlap_peak"]),
+            fmt_ns(r["tune_ms"]) if r["tune_ms"] is not None else "-",
+            fmt_gap(r["tune_gap"]), pk(r["tune_peak"]), verdict(r)])
+    return lines
+
+
+def totals_line(rows):
+    v = [verdict(r) for r in rows]
+    return ("overlap against the fastest anchor that fits the same budget: "
+            "%d faster, %d equal, %d slower, %d where no anchor fits (%d "
+            "workload x budget cells)" % (v.count("faster"), v.count("equal"),
+                                          v.count("SLOWER"), v.count("only"),
+                                          len(rows)))
+
+
+def text_table(lines):
+    widths = [max(len(str(l[i])) for l in lines) for i in range(len(lines[0]))]
+    return "\n".join("  ".join(str(c).ljust(w) if i in (0, 4) else
+                               str(c).rjust(w)
+                               for i, (c, w) in enumerate(zip(l, widths)))
+                     for l in lines)
+
+
+def md_table(lines):
+    out = ["| " + " | ".join(lines[0]) + " |",
+           "|" + "|".join("---" for _ in lines[0]) + "|"]
+    for l in lines[1:]:
+        out.append("| " + " | ".join(str(c) for c in l) + " |")
+    return "\n".join(out)
+
+
+def machine_line():
+    cpu = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%s, %d cores, %s %s" % (cpu, os.cpu_count(), platform.system(),
+                                    platform.release())
+
+
+BEGIN = "<!-- overlap_bench.py: begin (generated; edits here are lost) -->"
+END = "<!-- overlap_bench.py: end -->"
+
+
+def update_doc(path, lines, totals, command):
+    parts = [BEGIN, "", "## Benchmark: overlap and tune at equal memory "
+             "(make bench)", "", "```sh", command, "```", "",
+             "Machine: %s; %s. Simulated on the h100 profile, NCCL model. "
+             "`gap` = share of the gap between the input order and the "
+             "input's lower bound that the order closes, "
+             "(input - x) / (input - lower bound); `peak` = per-step peak / "
+             "the input order's. `best anchor (fits)` = the fastest of "
+             "Inductor's pipeline at per-pass budgets %s, "
+             "raise_comms,sink_waits and reorder_compute_for_overlap whose "
+             "peak fits the budget." % (machine_line(),
+                                         time.strftime("%Y-%m-%d"),
+                                         ", ".join(INDUCTOR_BUDGETS)),
+             "", md_table(lines), "", totals, "", END]
+    text = open(path).read() if os.path.exists(path) else ""
+    block = "\n".join(parts) + "\n"
+    if BEGIN in text and END in text:
+        pre = text[:text.index(BEGIN)]
+        post = text[text.index(END) + len(END):].lstrip("\n")
+        text = pre + block + ("\n" + post if post else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--corpus", default=os.path.join(os.path.dirname(here),
+                                                     "graphs"))
+    ap.add_argument("--graphs", nargs="*", help="graph files instead of "
+                    "the corpus")
+    ap.add_argument("--chain", default="2000",
+                    help="also generated chains of these node counts")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-tune", action="store_true")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--update-doc", default=None)
+    ap.add_argument("--cache", default=None,
+                    help="JSON file remembering the input and anchor rows "
+                         "(they do not depend on overlap or tune)")
+    a = ap.parse_args()
+    cache = {}
+    if a.cache and os.path.exists(a.cache):
+        with open(a.cache) as fh:
+            cache = json.load(fh)
+    tmp = tempfile.mkdtemp(prefix="commsched-ovbench-")
+    files = a.graphs if a.graphs else workloads(a.corpus)
+    for n in [x for x in a.chain.split(",") if x]:
+        path = os.path.join(tmp, "chain-%s.json" % n)
+        subprocess.run([a.cli, "generate", "chain", "--nodes", n, "-o", path],
+                       check=True)
+        files.append(path)
+    jobs = []
+    for f in files:
+        jobs.append((f, "input", None, []))
+        for name, passes, sets in anchors():
+            jobs.append((f, name, passes, sets))
+        for b in BUDGETS:
+            jobs.append((f, "overlap B=%s" % b, "overlap",
+                         ["overlap_peak_budget=%s" % b]))
+            if not a.no_tune:
+                jobs.append((f, "tune B=%s" % b, "@tune", ["--budget", b]))
+    results = {}
+    anchor_names = {"input"} | {x[0] for x in anchors()}
+
+    def key(f, name):
+        return "%s|%s|%d" % (os.path.basename(f), name,
+                             os.path.getsize(f))
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+        futs = {}
+        for f, name, passes, sets in jobs:
+            if name in anchor_names and key(f, name) in cache:
+                results.setdefault(f, {})[name] = cache[key(f, name)]
+                continue
+            if passes == "@tune":
+                futs[ex.submit(run_case, a.cli, f, name, passes, [], tmp,
+                               sets)] = f
+            else:
+                futs[ex.submit(run_case, a.cli, f, name, passes, sets,
+                               tmp)] = f
+        for fu in concurrent.futures.as_completed(futs):
+            name, r = fu.result()
+            results.setdefault(futs[fu], {})[name] = r
+            if name in anchor_names:
+                cache[key(futs[fu], name)] = r
+    if a.cache:
+        with open(a.cache, "w") as fh:
+            json.dump(cache, fh)
+    rows = []
+    for f in files:
+        label = os.path.basename(f)[:-5]
+        rows += summarize(label, results[f])
+    lines = table(rows)
+    print(text_table(lines))
+    verdicts = [verdict(r) for r in rows]
+    totals = totals_line(rows)
+    print("\n" + totals)
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"machine": machine_line(), "rows": rows,
+                       "raw": {os.path.basename(k): v
+                               for k, v in results.items()}}, fh, indent=1)
+    if a.update_doc:
+        update_doc(a.update_doc, lines, totals,
+                   "python3 bench/overlap_bench.py --cli "
+                   "build/release/tools/commsched --update-doc "
+                   "docs/PERFORMANCE.md")
+    return 1 if "SLOWER" in verdicts else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
