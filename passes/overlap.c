@@ -35,11 +35,15 @@
  * simulator and the memory model; an order above the budget is rebuilt
  * with the budget tightened by the excess (three tries).
  *
- * Several deterministic variants (frame rule x issue policy) are built and
- * simulated; the fastest within the budget wins, ties to the earlier
- * variant, and the input order is kept unless a variant is strictly
- * faster: the pass is never slower than its input and never above
- * overlap_peak_budget x the input's peak.
+ * Several deterministic variants (frame rule x issue policy, and with the
+ * collectives pinned to their input order) are built and simulated at the
+ * budget and at each standard level below it (1.0, 1.25, 1.5, 2.0 x the
+ * input's peak; what fits a tighter level fits the budget); the fastest
+ * within the budget wins (then the lower peak, then the earlier variant),
+ * and the input order is kept unless a variant is strictly faster: the
+ * pass is never slower than its input and never above overlap_peak_budget
+ * x the input's peak. A last O(V + E) step moves each wait that frees
+ * nothing to just before its first dependent (never slower).
  *
  * Edges: data, `after` and `after_fake` edges are all respected (as the
  * heap scheduler does; overlap may run after
@@ -68,7 +72,7 @@ enum { C_COMPUTE = 0, C_COLL = 1, C_WAIT = 2, C_SYNC = 3 };
 
 static int is_frame(uint8_t c) { return c == C_COMPUTE || c == C_SYNC; }
 
-/* ---- a binary heap of (r, a, b) keys --------------------------------------- */
+/* ---- a binary heap of (r, a, b) keys ------------------------------------- */
 
 typedef struct hent {
     uint32_t r;  /* primary (class rank) */
@@ -130,7 +134,7 @@ static hent heap_pop(heap *h)
     return top;
 }
 
-/* ---- segment tree: range add, range max (positions 0 .. n) ---------------- */
+/* ---- segment tree: range add, range max (positions 0 .. n) --------------- */
 
 typedef struct segt {
     uint32_t size, h; /* leaves, a power of two; its log2 */
@@ -151,8 +155,8 @@ static void seg_pull(segt *s, uint32_t x)
 {
     while (x > 1) {
         x >>= 1;
-        int64_t m = s->t[2 * x] > s->t[2 * x + 1] ? s->t[2 * x] : s->t[2 * x + 1];
-        s->t[x] = m + s->d[x];
+        int64_t l = s->t[2 * x], r = s->t[2 * x + 1];
+        s->t[x] = (l > r ? l : r) + s->d[x];
     }
 }
 
@@ -614,7 +618,7 @@ static void base_use(ov_base *b, int i)
     b->ord_dup = b->set[i].dup;
 }
 
-/* ---- one variant: the forward list scheduler ------------------------------ */
+/* ---- one variant: the forward list scheduler ----------------------------- */
 
 enum { FR_REF = 0, FR_DYN_POS = 1, FR_DYN_UNLOCK = 2 };
 
@@ -652,7 +656,12 @@ static const ov_variant variants[] = {
 #define N_FAST 7
 
 /* Per-collective flags the statistics read. */
-enum { F_MEM = 1, F_INFL = 2, F_INFLIGHT = 4, F_NOCOMP = 8, F_FORCED = 16 };
+enum {
+    F_MEM = 1,      /* the budget refused an issue it wanted */
+    F_INFL = 2,     /* overlap_max_in_flight_bytes refused one */
+    F_INFLIGHT = 4, /* issued, its wait not placed yet (in-flight bytes) */
+    F_NOCOMP = 8    /* its wait stalled with no other ready compute */
+};
 
 #define K_STREAM 8  /* collectives examined per prefetch decision */
 #define K_FRAME 16  /* frame candidates examined per step */
@@ -673,7 +682,11 @@ typedef struct ov_run {
     uint32_t *rem;
     double *cend, *wend, now, *sf;
     int64_t *infl, cur, peak;
-    heap fh, wh, ah, tmp, *sh, *shf; /* shf: collectives that free memory */
+    heap fh;            /* ready frame nodes, by the frame rule's key */
+    heap wh;            /* ready waits, by the end of their collectives */
+    heap ah, tmp;       /* force()'s scratch; popped entries */
+    heap *sh, *shf;     /* per stream: issuable collectives by urgency;
+                           shf those that free at least what they take */
     segt seg;
     int use_seg;
     uint32_t fi, lo;
@@ -767,11 +780,12 @@ static int run_alloc(ov_run *S, const ov_base *b)
     S->seg.h = h;
     S->seg.t = cs_malloc_array(2 * (size_t)size, sizeof *S->seg.t);
     S->seg.d = cs_malloc_array(size, sizeof *S->seg.d);
-    return S->unmet && S->blockers && S->sched &&
-                   S->in_fh && S->in_sh && S->order && S->rem && S->cend &&
-                   S->wend && S->sf && S->infl && S->sh && S->shf && S->ready_t && S->flags && S->stk && S->list &&
-                   S->mark && S->mark2 && S->undo && S->seg.t && S->seg.d &&
-                   S->pos && S->lastpos && S->head && S->next && S->tmp_order
+    return S->unmet && S->blockers && S->sched && S->in_fh && S->in_sh &&
+                   S->order && S->rem && S->cend && S->wend && S->sf &&
+                   S->infl && S->sh && S->shf && S->ready_t && S->flags &&
+                   S->stk && S->list && S->mark && S->mark2 && S->undo &&
+                   S->seg.t && S->seg.d && S->pos && S->lastpos && S->head &&
+                   S->next && S->tmp_order
                ? 0
                : -1;
 }
@@ -793,7 +807,8 @@ static hent frame_key(const ov_run *S, uint32_t v)
 
 static hent coll_key(const ov_base *b, uint32_t c)
 {
-    return (hent){0, b->tpos[c], b->dom[c] == NONE ? (double)INFINITY : (double)b->dom[c], c};
+    return (hent){0, b->tpos[c],
+                  b->dom[c] == NONE ? (double)INFINITY : (double)b->dom[c], c};
 }
 
 /* Puts u in the heaps it now qualifies for. */
@@ -1133,6 +1148,23 @@ static void prefetch(ov_run *S, double t_next)
     }
 }
 
+/* Order among the ancestors force() places: collectives first (most
+ * urgent first), then anything else, waits last (soonest done first). */
+static hent force_key(const ov_run *S, uint32_t v)
+{
+    const ov_base *b = S->b;
+    switch (b->cls[v]) {
+    case C_COLL:
+        return (hent){0, b->tpos[v],
+                      b->dom[v] == NONE ? (double)INFINITY : (double)b->dom[v],
+                      v};
+    case C_WAIT:
+        return (hent){2, b->tpos[v], S->wend[v], v};
+    default:
+        return (hent){1, b->tpos[v], 0.0, v};
+    }
+}
+
 /* Schedules every unscheduled ancestor of f (collectives and waits: all
  * compute ancestors are placed already), collectives first, each wait as
  * late as it can go. */
@@ -1166,22 +1198,13 @@ static void force(ov_run *S, uint32_t f)
         uint32_t a = S->list[i];
         if (S->unmet[a] == 0) {
             S->mark2[a] = ep;
-            hent x = {b->cls[a] == C_WAIT ? 2u : b->cls[a] == C_COLL ? 0u : 1u,
-                      b->tpos[a],
-                      b->cls[a] == C_WAIT ? S->wend[a]
-                      : b->cls[a] == C_COLL
-                          ? (b->dom[a] == NONE ? (double)INFINITY : (double)b->dom[a])
-                          : 0.0,
-                      a};
-            push(S, &S->ah, x);
+            push(S, &S->ah, force_key(S, a));
         }
     }
     while (S->ah.n > 0 && !S->oom) {
         uint32_t a = heap_pop(&S->ah).v;
         if (S->sched[a])
             continue;
-        if (b->cls[a] == C_COLL)
-            S->flags[a] |= F_FORCED;
         sched_node(S, a);
         uint32_t on = b->ord_next[a];
         for (uint32_t e = b->users.off[a]; e <= b->users.off[a + 1]; e++) {
@@ -1190,14 +1213,7 @@ static void force(ov_run *S, uint32_t f)
                 S->sched[u] || S->unmet[u] != 0)
                 continue;
             S->mark2[u] = ep;
-            hent x = {b->cls[u] == C_WAIT ? 2u : b->cls[u] == C_COLL ? 0u : 1u,
-                      b->tpos[u],
-                      b->cls[u] == C_WAIT ? S->wend[u]
-                      : b->cls[u] == C_COLL
-                          ? (b->dom[u] == NONE ? (double)INFINITY : (double)b->dom[u])
-                          : 0.0,
-                      u};
-            push(S, &S->ah, x);
+            push(S, &S->ah, force_key(S, u));
         }
     }
 }
@@ -1480,14 +1496,7 @@ static void sink_waits_late(ov_run *S)
     memcpy(S->order, S->tmp_order, (size_t)n * sizeof *S->order);
 }
 
-/* ---- judging, the pass ------------------------------------------------------ */
-
-typedef struct ov_cand {
-    double makespan;
-    int64_t peak;
-    int valid;
-    const ov_variant *var;
-} ov_cand;
+/* ---- judging, the pass --------------------------------------------------- */
 
 /* Simulates order into sim; makespan and per-step peak out. */
 static commsched_status judge(commsched_sim *sim, const uint32_t *order,
@@ -1736,7 +1745,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
                     goto cleanup;
                 if (target == NO_LIMIT || pk <= target) {
                     /* faster wins; as fast, less memory wins */
-                    if (ms < best_ms || (win && ms == best_ms && pk < best_pk)) {
+                    if (ms < best_ms ||
+                        (win && ms == best_ms && pk < best_pk)) {
                         best_ms = ms;
                         best_pk = pk;
                         win = var;

@@ -107,6 +107,12 @@ typedef struct cli_budget {
 } cli_budget;
 void cli_html_budget(cli_budget *b, int pipeline_ran, int64_t before_peak,
                      const char *peak_from, double fraction);
+/* The same for a pipeline with the overlap pass: the before peak x its
+ * overlap_peak_budget factor (inf: no line). */
+void cli_html_budget_overlap(cli_budget *b, int64_t before_peak,
+                             const char *peak_from, double factor);
+/* 1 when the comma-separated pipeline runs pass `name`. */
+int cli_has_pass(const char *passes, const char *name);
 /* The passes' per-node statistics as the page's rows (malloc'ed; names
  * borrowed from g and run). Returns 0 or an exit code after printing why. */
 int cli_pass_rows_from_run(const commsched_graph *g, const commsched_run *run,

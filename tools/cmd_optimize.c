@@ -27,9 +27,10 @@ static void usage(FILE *f)
             "\n"
             "  -o, --output OUT     write here (default: standard output); written\n"
             "                       atomically, so a failed run leaves no file\n"
-            "  --passes LIST        comma-separated passes (default: Inductor's\n"
-            "                       recommended pipeline, see --list-passes);\n"
-            "                       'none' keeps the order\n"
+            "  --passes LIST        comma-separated passes (default: overlap,\n"
+            "                       within overlap_peak_budget x the input's\n"
+            "                       peak; see --list-passes); 'none' keeps the\n"
+            "                       order\n"
             "  --set KEY=VALUE      set a knob (repeatable; see --list-passes)\n"
             "  --stats[=FORMAT]     print each pass's statistics: table (default)\n"
             "                       or json\n"
@@ -399,9 +400,15 @@ int cmd_optimize(int argc, char **argv)
         commsched_html_options_init(&ho);
         if ((rc = cli_pass_rows_from_run(g, run, &rows, &n_rows)) != 0)
             goto done;
-        cli_html_budget(&budget,
-                        passes[0] != '\0' && strcmp(passes, "none") != 0,
-                        before.peak, "the input order", budget_fraction);
+        char ob[64] = "1";
+        commsched_knobs_get(knobs, "overlap_peak_budget", ob, sizeof ob);
+        if (cli_has_pass(passes, "overlap"))
+            cli_html_budget_overlap(&budget, before.peak, "the input order",
+                                    strtod(ob, NULL));
+        else
+            cli_html_budget(&budget,
+                            passes[0] != '\0' && strcmp(passes, "none") != 0,
+                            before.peak, "the input order", budget_fraction);
         ho.before = html_before;
         ho.ctx = &ctx;
         ho.passes = passes;

@@ -41,7 +41,9 @@ static void usage(FILE *f)
             "                    ran (default F: the file's recorded\n"
             "                    reorder_iterative_peak_memory_budget knob,\n"
             "                    else 0.2), else the before peak; none: no\n"
-            "                    line\n"
+            "                    line. Without --budget, a pipeline with the\n"
+            "                    overlap pass draws its own budget: the\n"
+            "                    before peak x overlap_peak_budget\n"
             "  --title TEXT      the page's title\n"
             "  --max-bars N      nodes per run sent to the page one by one\n"
             "                    (default 50000; the longest when there are\n"
@@ -172,6 +174,45 @@ void cli_html_budget(cli_budget *b, int pipeline_ran, int64_t before_peak,
              "line",
              cli_bytes((double)before_peak, x, sizeof x), peak_from, fraction,
              cli_bytes((double)b->bytes, y, sizeof y), fraction);
+}
+
+void cli_html_budget_overlap(cli_budget *b, int64_t before_peak,
+                             const char *peak_from, double factor)
+{
+    char x[32], y[32];
+    memset(b, 0, sizeof *b);
+    b->bytes = -1;
+    if (before_peak < 0) {
+        snprintf(b->note, sizeof b->note,
+                 "no before order to derive it from (give --before, or "
+                 "report a file written by commsched optimize)");
+        return;
+    }
+    if (isinf(factor)) {
+        snprintf(b->note, sizeof b->note,
+                 "none: the overlap pass ran with overlap_peak_budget=inf");
+        return;
+    }
+    b->bytes = (int64_t)floor((double)before_peak * factor);
+    snprintf(b->note, sizeof b->note,
+             "the before order's peak per step, %s (%s), \xC3\x97 %g = %s, "
+             "with %g the overlap_peak_budget knob: the overlap pass never "
+             "ends above it",
+             cli_bytes((double)before_peak, x, sizeof x), peak_from, factor,
+             cli_bytes((double)b->bytes, y, sizeof y), factor);
+}
+
+int cli_has_pass(const char *passes, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = passes; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
 }
 
 int cli_write_html(const char *path, int svg, const commsched_sim *after,
@@ -441,7 +482,21 @@ int cmd_report(int argc, char **argv)
         if (end && *end == '\0' && f >= 0 && !isinf(f))
             fraction = f;
     }
-    cli_html_budget(&budget, ran, before_peak, peak_from, fraction);
+    /* The overlap pass (the default pipeline) has a budget of its own: a
+     * factor of the before order's peak, which it never exceeds. */
+    json_t *ob = json_object_get(json_object_get(sched, "knobs"),
+                                 "overlap_peak_budget");
+    double factor = 1.0;
+    if (json_is_string(ob)) {
+        char *end = NULL;
+        double f = strtod(json_string_value(ob), &end);
+        if (end && *end == '\0' && f >= 1)
+            factor = f;
+    }
+    if (!budget_given && ran && cli_has_pass(passes, "overlap"))
+        cli_html_budget_overlap(&budget, before_peak, peak_from, factor);
+    else
+        cli_html_budget(&budget, ran, before_peak, peak_from, fraction);
 
     ctx.device = cost.device.name;
     ctx.cost_model = commsched_comm_model_str(cost.opts.comm_model);

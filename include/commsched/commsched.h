@@ -88,7 +88,7 @@ extern "C" {
  * options never change the ABI. Opaque; caller-owned. */
 typedef struct commsched_optimize_options commsched_optimize_options;
 
-/* Options at their defaults: the default pipeline, every knob at Inductor's
+/* Options at their defaults: the default pipeline, every knob at its
  * default, the built-in "h100" profile, the NCCL cost model, one comm
  * stream per process group, no extra verification. *out is owned by the
  * caller (commsched_optimize_options_destroy). Fails only with ENOMEM. */
@@ -104,10 +104,12 @@ COMMSCHED_EXPORT void commsched_optimize_options_destroy(
  *   "passes"        comma-separated pass names run in order
  *                   (commsched_pass_name lists them); "none" runs no pass;
  *                   "default" (the initial value) runs the library's
- *                   default pipeline — today commsched_default_pipeline(),
- *                   Inductor's recommended list; a later release may make
- *                   it the overlap scheduler. commsched_result_passes says
- *                   what actually ran. Names are checked here.
+ *                   default pipeline, commsched_default_pipeline(): the
+ *                   overlap pass (peak memory within overlap_peak_budget x
+ *                   the input order's, 1.0 by default); Inductor's
+ *                   recommended list is one "passes" value away.
+ *                   commsched_result_passes says what actually ran. Names
+ *                   are checked here.
  *   "device"        a built-in profile ("h100", "a100", "b200") or the path
  *                   of a JSON profile (docs/COST.md), read now.
  *   "cost_model"    "nccl" or "inductor" (commsched/cost.h).

@@ -58,8 +58,9 @@ COMMSCHED_EXPORT size_t commsched_pass_count(void);
 COMMSCHED_EXPORT const char *commsched_pass_name(size_t i);
 COMMSCHED_EXPORT const char *commsched_pass_description(size_t i);
 
-/* The pipeline `commsched optimize` runs by default (Inductor's recommended
- * list). */
+/* The pipeline `commsched optimize` runs by default: "overlap" (at least as
+ * fast as Inductor's recommended list at any per-pass budget that fits the
+ * same memory, on every workload of the corpus; docs/PASSES.md). */
 COMMSCHED_EXPORT const char *commsched_default_pipeline(void);
 
 /* ---- statistics ----------------------------------------------------------- */

@@ -37,7 +37,7 @@ __all__ = [
 
 _KINDS = {"compute": 0, "collective": 1, "wait": 2}
 _KIND_NAMES = {v: k for k, v in _KINDS.items()}
-_STATS_KINDS = {0: None, 1: "reorder", 2: "sink", 3: "bucket"}
+_STATS_KINDS = {0: None, 1: "reorder", 2: "sink", 3: "bucket", 4: "overlap"}
 
 
 def _b(s):
@@ -483,8 +483,9 @@ def optimize(graph, passes=None, *, device=None, cost_model=None,
     returns a :class:`Result`.
 
     ``passes``: a list of pass names or a comma-separated string; None runs
-    the library's default pipeline (today Inductor's recommended list;
-    ``Result.passes`` says what ran). ``device``: ``"h100"``, ``"a100"``,
+    the library's default pipeline (the overlap pass; Inductor's
+    recommended list is one ``passes`` away; ``Result.passes`` says what
+    ran). ``device``: ``"h100"``, ``"a100"``,
     ``"b200"`` or a JSON profile path; ``cost_model``: ``"nccl"`` or
     ``"inductor"``; ``comm_streams``: ``"per_group"`` or ``"single"``;
     ``verify``: check every pass and memory move (slow). Other keyword

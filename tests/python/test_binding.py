@@ -116,8 +116,25 @@ class Optimize(unittest.TestCase):
                                    "upd"])
         self.assertEqual(r.indices, [2, 0, 1, 4, 3, 5])
         self.assertEqual(r.passes, ",".join(commsched.default_pipeline()))
-        self.assertEqual([p.name for p in r.stats],
-                         commsched.default_pipeline())
+        self.assertEqual(commsched.default_pipeline(), ["overlap"])
+        self.assertEqual([p.name for p in r.stats], ["overlap"])
+        ov = r.stats[0]
+        self.assertEqual(ov.kind, "overlap")
+        # ar is issued two places earlier and hides fully
+        self.assertEqual([(n.node, n.moves, n.limiting_factor)
+                          for n in ov.nodes], [("ar", 2, "None")])
+        self.assertEqual(r.before.exposed_ns, 80000)
+        self.assertEqual(r.after.exposed_ns, 0)
+        self.assertEqual(r.after.makespan_ns, 115000)
+        self.assertEqual(r.after.peak_memory_step, 16 * MiB)
+
+    def test_inductor_pipeline(self):
+        inductor = ["decide_global_ordering_of_comms", RCPPM,
+                    "sink_waits_iterative", RCPPM]
+        r = commsched.optimize(six_node_step(), inductor, verify=True)
+        self.assertEqual(r.order, ["ar", "mm1", "relu", "mm2", "ar_wait",
+                                   "upd"])
+        self.assertEqual([p.name for p in r.stats], inductor)
         rcppm = r.stats[1]
         self.assertEqual(rcppm.kind, "reorder")
         self.assertEqual([(n.node, n.moves) for n in rcppm.nodes],

@@ -114,22 +114,40 @@ def main():
         check(h in heads, "collectives table lacks %r: %r" % (h, heads))
     rows = tab.find_all("tr")[1:]
     check(len(rows) == 7, "%d collective rows, want 7" % len(rows))
-    # The budget: before peak per step x 1.2 (the knob's default).
+    # The budget of the default pipeline (the overlap pass): before peak
+    # per step x overlap_peak_budget (1.0, its default).
     sched = json.load(open(opt))["schedule"]
     line = root.find("line", cls="budget")
     check(line is not None, "no budget line")
-    want = math.floor(sched["before"]["peak_memory"] * 1.2)
+    want = math.floor(sched["before"]["peak_memory"] * 1.0)
     check(int(line.get("data-value")) == want,
           "budget %s, want %d" % (line.get("data-value"), want))
-    check("reorder_iterative_peak_memory_budget" in text,
+    check("overlap_peak_budget" in text,
           "the page does not say how the budget was derived")
     # A knob set on the command line moves the line.
     run("optimize", EXAMPLE, "-o", path("ex5.opt.json"), "--html",
-        path("ex5.html"), "--set", "reorder_iterative_peak_memory_budget=0.5")
+        path("ex5.html"), "--set", "overlap_peak_budget=1.5")
     root5, _, _ = page(path("ex5.html"))
     want5 = math.floor(sched["before"]["peak_memory"] * 1.5)
     check(int(root5.find("line", cls="budget").get("data-value")) == want5,
-          "--set budget=0.5 did not move the budget line")
+          "--set overlap_peak_budget=1.5 did not move the budget line")
+    # Inductor's pipeline: before peak x (1 + its per-pass budget).
+    inductor = ("decide_global_ordering_of_comms,"
+                "reorder_communication_preserving_peak_memory,"
+                "sink_waits_iterative,"
+                "reorder_communication_preserving_peak_memory")
+    run("optimize", EXAMPLE, "--passes", inductor, "-o",
+        path("ex7.opt.json"), "--html", path("ex7.html"), "--set",
+        "reorder_iterative_peak_memory_budget=0.5")
+    root7, _, text7 = page(path("ex7.html"))
+    check(int(root7.find("line", cls="budget").get("data-value")) == want5,
+          "--set budget=0.5 did not move Inductor's budget line")
+    check("reorder_iterative_peak_memory_budget" in text7,
+          "the page does not say how Inductor's budget was derived")
+    rep7 = path("rep7.html")
+    run("report", path("ex7.opt.json"), "-o", rep7)
+    check(int(page(rep7)[0].find("line", cls="budget").get("data-value")) ==
+          want5, "report did not take Inductor's recorded budget")
 
     # ---- commsched report ---------------------------------------------------
     rep = path("rep.html")

@@ -475,7 +475,7 @@ static void test_fsdp_limit_is_memory(void **state)
     fx_close(&f);
 }
 
-/* ---- weird graphs ------------------------------------------------------------ */
+/* ---- weird graphs -------------------------------------------------------- */
 
 /* Two groups; a wait that completes two collectives; a collective nobody
  * waits for; a sync collective; an `after` edge from a compute node to a
