@@ -134,6 +134,7 @@ int cmd_generate(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 
 /* `generate fsdp|ddp|tp|moe|2d`: argv[0] is "generate" (tools/gen_transformer.c). */
@@ -152,6 +153,5 @@ int import_astra(const char *path, const import_options *o,
                  commsched_graph **out);
 int import_chakra(const char *path, const import_options *o,
                   commsched_graph **out);
-int cmd_run(int argc, char **argv);
 
 #endif /* COMMSCHED_CLI_H */
