@@ -15,6 +15,8 @@
 #include "commsched/cost.h"
 
 #include <jansson.h>
+
+#include "json_internal.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,21 +181,6 @@ commsched_status commsched_device_check(const commsched_device *d,
 
 /* ---- JSON ------------------------------------------------------------- */
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "a value";
-}
-
 static const char *join(char *buf, size_t size, const char *path,
                         const char *key)
 {
@@ -228,7 +215,8 @@ static commsched_status get_number(const json_t *v, const char *path,
 {
     if (!json_is_number(v))
         return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
-                                   "expected a number, got %s", type_name(v));
+                                   "expected a number, got %s",
+                                   cs_json_type_name(v));
     *out = json_number_value(v);
     return COMMSCHED_OK;
 }
@@ -272,7 +260,8 @@ static commsched_status get_numbers(const json_t *v, const char *path,
                                     double *out, size_t n,
                                     commsched_error *err)
 {
-    char p[COMMSCHED_ERROR_PATH_LENGTH];
+    /* room for the longest path plus "[index]" (the error struct cuts it) */
+    char p[COMMSCHED_ERROR_PATH_LENGTH + 24];
     if (!json_is_array(v) || json_array_size(v) != n)
         return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
                                    "expected an array of %zu numbers", n);
@@ -295,7 +284,7 @@ static commsched_status get_algo_table(const json_t *v, const char *path,
     char p[COMMSCHED_ERROR_PATH_LENGTH];
     if (!json_is_object(v))
         return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
-                                   "expected an object, got %s", type_name(v));
+                                   "expected an object, got %s", cs_json_type_name(v));
     commsched_status st = check_keys(v, path, keys, err);
     for (int a = 0; st == COMMSCHED_OK && a < COMMSCHED_ALGO_COUNT; a++) {
         json_t *row = json_object_get(v, algo_names[a]);
@@ -318,7 +307,7 @@ static commsched_status load_nccl(const json_t *v, commsched_device *d,
     char p[COMMSCHED_ERROR_PATH_LENGTH];
     if (!json_is_object(v))
         return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
-                                   "expected an object, got %s", type_name(v));
+                                   "expected an object, got %s", cs_json_type_name(v));
     commsched_status st = check_keys(v, path, keys, err);
     if (st == COMMSCHED_OK)
         st = opt_count(v, path, "channels", &d->channels, required, err);
@@ -345,7 +334,7 @@ static commsched_status load_nccl(const json_t *v, commsched_device *d,
             return commsched_error_set(err, COMMSCHED_ESCHEMA,
                                        "nccl.hw_latency",
                                        "expected an object, got %s",
-                                       type_name(hw));
+                                       cs_json_type_name(hw));
         st = check_keys(hw, "nccl.hw_latency", link_keys, err);
         for (int l = 0; st == COMMSCHED_OK && l < COMMSCHED_LINK_COUNT; l++) {
             json_t *t = json_object_get(hw, link_names[l]);
@@ -377,7 +366,7 @@ static commsched_status from_json(const json_t *root, commsched_device *out,
     if (!json_is_object(root))
         return commsched_error_set(err, COMMSCHED_ESCHEMA, NULL,
                                    "expected a JSON object, got %s",
-                                   type_name(root));
+                                   cs_json_type_name(root));
     commsched_status st = check_keys(root, "", keys, err);
     if (st != COMMSCHED_OK)
         return st;
@@ -439,7 +428,7 @@ static commsched_status from_json(const json_t *root, commsched_device *out,
         if (!json_is_object(v))
             return commsched_error_set(err, COMMSCHED_ESCHEMA, "inductor",
                                        "expected an object, got %s",
-                                       type_name(v));
+                                       cs_json_type_name(v));
         if ((st = check_keys(v, "inductor", inductor_keys, err)) ||
             (st = opt_number(v, "inductor", "intra_node_bw",
                              &d.inductor_intra_bw, NULL, err)) ||

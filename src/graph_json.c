@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+
+#include "json_internal.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -20,7 +22,7 @@
 #define FORMAT_NAME "commsched-graph"
 #define FORMAT_VERSION 1
 
-static const char *type_name(const json_t *v)
+const char *cs_json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
@@ -39,7 +41,8 @@ static commsched_status type_error(commsched_error *err, const char *path,
                                    const char *expected, const json_t *v)
 {
     return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
-                               "expected %s, got %s", expected, type_name(v));
+                               "expected %s, got %s", expected,
+                               cs_json_type_name(v));
 }
 
 static commsched_status check_keys(const json_t *obj, const char *path,
@@ -120,7 +123,8 @@ static commsched_status get_string(const json_t *obj, const char *path,
     if (st != COMMSCHED_OK || !v)
         return st;
     if (!json_is_string(v))
-        return bad(err, path, key, "expected a string, got %s", type_name(v));
+        return bad(err, path, key, "expected a string, got %s",
+                   cs_json_type_name(v));
     if (json_string_length(v) == 0 ||
         strlen(json_string_value(v)) != json_string_length(v))
         return bad(err, path, key, "expected a non-empty string without NUL");
@@ -141,7 +145,8 @@ static commsched_status get_size(const json_t *obj, const char *path,
                    json_real_value(v));
     if (!json_is_integer(v))
         return bad(err, path, key,
-                   "expected a non-negative integer, got %s", type_name(v));
+                   "expected a non-negative integer, got %s",
+                   cs_json_type_name(v));
     if (json_integer_value(v) < 0)
         return bad(err, path, key, "expected a non-negative integer, got %lld",
                    (long long)json_integer_value(v));
@@ -159,7 +164,7 @@ static commsched_status get_number(const json_t *obj, const char *path,
         return st;
     if (!json_is_number(v))
         return bad(err, path, key, "expected a non-negative number, got %s",
-                   type_name(v));
+                   cs_json_type_name(v));
     double d = json_number_value(v);
     if (!(d >= 0) || isinf(d))
         return bad(err, path, key, "expected a non-negative number, got %g",
@@ -177,7 +182,8 @@ static commsched_status get_bool(const json_t *obj, const char *path,
     if (st != COMMSCHED_OK || !v)
         return st;
     if (!json_is_boolean(v))
-        return bad(err, path, key, "expected a boolean, got %s", type_name(v));
+        return bad(err, path, key, "expected a boolean, got %s",
+                   cs_json_type_name(v));
     *out = json_is_true(v) ? 1 : 0;
     return COMMSCHED_OK;
 }
@@ -192,7 +198,8 @@ static commsched_status get_array(const json_t *obj, const char *path,
     if (st != COMMSCHED_OK || !v)
         return st;
     if (!json_is_array(v))
-        return bad(err, path, key, "expected an array, got %s", type_name(v));
+        return bad(err, path, key, "expected an array, got %s",
+                   cs_json_type_name(v));
     *out = v;
     return COMMSCHED_OK;
 }

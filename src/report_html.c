@@ -87,7 +87,7 @@ static const char *fmt_fig(fig_kind k, double v, char *buf, size_t size)
     switch (k) {
     case F_TIME: return cs_html_fmt_time(v, buf, size);
     case F_PCT: return cs_html_fmt_pct(v, buf, size);
-    default: return cs_html_fmt_bytes(v, buf, size);
+    default: return cs_fmt_bytes(v, buf, size);
     }
 }
 
@@ -147,9 +147,9 @@ static void summary_section(page *p)
         put(w, " \xE2\x86\x92 ");
         put(w, cs_html_fmt_pct(A->overlap, a, sizeof a));
         put(w, ", peak memory ");
-        put(w, cs_html_fmt_bytes((double)B->peak_memory, a, sizeof a));
+        put(w, cs_fmt_bytes((double)B->peak_memory, a, sizeof a));
         put(w, " \xE2\x86\x92 ");
-        put(w, cs_html_fmt_bytes((double)A->peak_memory, b, sizeof b));
+        put(w, cs_fmt_bytes((double)A->peak_memory, b, sizeof b));
         put(w, ".</p>\n");
     }
     put(w, "<table class=\"summary\" id=\"cs-summary\"><thead><tr><th>"
@@ -410,7 +410,7 @@ static commsched_status collectives_section(page *p, commsched_error *err)
         cs_html_esc(w, g->groups[nd->group].name);
         double bytes = commsched_cost_collective_bytes(g, v);
         putf(w, "</td><td data-v=\"%.0f\">%s</td>", bytes,
-             cs_html_fmt_bytes(bytes, b, sizeof b));
+             cs_fmt_bytes(bytes, b, sizeof b));
         td_time(w, r->end_ns - r->start_ns);
         double before_exp = NAN;
         if (bn) {
@@ -618,7 +618,7 @@ static void measured_section(page *p)
             else
                 putf(w, "<td data-v=\"%lld\">%s</td>",
                      (long long)r->peak_memory,
-                     cs_html_fmt_bytes((double)r->peak_memory, a, sizeof a));
+                     cs_fmt_bytes((double)r->peak_memory, a, sizeof a));
             if (timed)
                 td_int(w, (double)r->n_timed);
             put(w, "</tr>\n");

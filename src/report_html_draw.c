@@ -567,7 +567,7 @@ void cs_html_memory_section(page *p)
              "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
              "text-anchor=\"end\">%s</text>\n",
              LABEL_W, LABEL_W + PLOT_W, mem_y(p, v), mem_y(p, v), LABEL_W - 6,
-             mem_y(p, v) + 4, cs_html_fmt_bytes(v, a, sizeof a));
+             mem_y(p, v) + 4, cs_fmt_bytes(v, a, sizeof a));
     if (o->memory_budget >= 0) {
         double y = mem_y(p, (double)o->memory_budget);
         putf(w,
@@ -576,7 +576,7 @@ void cs_html_memory_section(page *p)
              "x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">budget %s</text>\n",
              LABEL_W, LABEL_W + PLOT_W, y, y, (long long)o->memory_budget,
              LABEL_W + PLOT_W, y - 4,
-             cs_html_fmt_bytes((double)o->memory_budget, a, sizeof a));
+             cs_fmt_bytes((double)o->memory_budget, a, sizeof a));
     }
     put(w, "<g class=\"static\">\n");
     double tstep = cs_html_nice_step(p->T, 8);
@@ -600,12 +600,12 @@ void cs_html_memory_section(page *p)
              ": peak <b data-run=\"%s\" data-key=\"peak_simulated\" "
              "data-value=\"%lld\">%s</b> at %s",
              r->key, (long long)t->peak_memory,
-             cs_html_fmt_bytes((double)t->peak_memory, a, sizeof a),
+             cs_fmt_bytes((double)t->peak_memory, a, sizeof a),
              cs_html_fmt_time(t->peak_memory_at_ns, b, sizeof b));
     }
     if (o->memory_budget >= 0)
         putf(w, "<i class=\"sw-bu\"></i>budget %s",
-             cs_html_fmt_bytes((double)o->memory_budget, a, sizeof a));
+             cs_fmt_bytes((double)o->memory_budget, a, sizeof a));
     put(w, "</p>\n<p class=\"note\">Live bytes over simulated time: a "
            "buffer is allocated when its producer starts and freed when its "
            "last reader ends (DESIGN.md \xC2\xA7"

@@ -74,7 +74,6 @@ void cs_html_jstr(hw *w, const char *s);
 void cs_html_num_int(hw *w, double d);
 const char *cs_html_fmt_time(double ns, char *buf, size_t size);
 const char *cs_html_fmt_tick(double ns, double step, char *buf, size_t size);
-const char *cs_html_fmt_bytes(double bytes, char *buf, size_t size);
 const char *cs_html_fmt_pct(double frac, char *buf, size_t size);
 double cs_html_nice_step(double range, int ticks);
 double cs_html_nice_bytes_step(double max);

@@ -153,16 +153,7 @@ void cs_html_num_int(hw *w, double d)
 
 const char *cs_html_fmt_time(double ns, char *buf, size_t size)
 {
-    double a = fabs(ns);
-    if (a >= 1e9)
-        snprintf(buf, size, "%.3f s", ns / 1e9);
-    else if (a >= 1e6)
-        snprintf(buf, size, "%.3f ms", ns / 1e6);
-    else if (a >= 1e3)
-        snprintf(buf, size, "%.1f \xC2\xB5s", ns / 1e3);
-    else
-        snprintf(buf, size, "%.0f ns", ns);
-    return buf;
+    return cs_fmt_time(ns, 3, "\xC2\xB5s", buf, size);
 }
 
 /* Axis labels: as short as the step allows. */
@@ -190,23 +181,6 @@ const char *cs_html_fmt_tick(double ns, double step, char *buf, size_t size)
     return buf;
 }
 
-const char *cs_html_fmt_bytes(double bytes, char *buf, size_t size)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    double v = fabs(bytes);
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    if (bytes < 0)
-        v = -v;
-    if (u == 0)
-        snprintf(buf, size, "%.0f B", v);
-    else
-        snprintf(buf, size, "%.2f %s", v, units[u]);
-    return buf;
-}
 
 const char *cs_html_fmt_pct(double frac, char *buf, size_t size)
 {

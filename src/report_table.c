@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "util.h"
 
 #define NAME_MAX_W 22
 #define GROUP_MAX_W 8
@@ -17,35 +18,9 @@
  * below 1000 s. */
 static const char *fmt_time(double ns, char *buf, size_t size)
 {
-    double a = ns < 0 ? -ns : ns;
-    if (a >= 1e9)
-        snprintf(buf, size, "%.3f s", ns / 1e9);
-    else if (a >= 1e6)
-        snprintf(buf, size, "%.2f ms", ns / 1e6);
-    else if (a >= 1e3)
-        snprintf(buf, size, "%.1f us", ns / 1e3);
-    else
-        snprintf(buf, size, "%.0f ns", ns);
-    return buf;
+    return cs_fmt_time(ns, 2, "us", buf, size);
 }
 
-static const char *fmt_bytes(double bytes, char *buf, size_t size)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    double v = bytes < 0 ? -bytes : bytes;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    if (bytes < 0)
-        v = -v;
-    if (u == 0)
-        snprintf(buf, size, "%.0f B", v);
-    else
-        snprintf(buf, size, "%.2f %s", v, units[u]);
-    return buf;
-}
 
 static const char *fmt_pos(uint32_t pos, char *buf, size_t size)
 {
@@ -155,7 +130,7 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
                     "%-*s %-14s %-*s %10s %9s %-5s %9s %10s %9s %6u %6s\n",
                     (int)nw, fit(nd->name, nw, h, sizeof h), op, (int)gw,
                     fit(g->groups[nd->group].name, gw, k, sizeof k),
-                    fmt_bytes(commsched_cost_collective_bytes(g, v), a,
+                    cs_fmt_bytes(commsched_cost_collective_bytes(g, v), a,
                               sizeof a),
                     fmt_time(r->end_ns - r->start_ns, b, sizeof b), src,
                     fmt_time(r->start_ns - r->issue_ns, c, sizeof c),
@@ -192,10 +167,10 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
     if (opts.flags & COMMSCHED_SIM_MEMORY) {
         fprintf(out, "peak memory     %10s   over simulated time (at %s); "
                      "%s per step; baseline %s\n",
-                fmt_bytes((double)t->peak_memory, a, sizeof a),
+                cs_fmt_bytes((double)t->peak_memory, a, sizeof a),
                 fmt_time(t->peak_memory_at_ns, b, sizeof b),
-                fmt_bytes((double)t->peak_memory_step, c, sizeof c),
-                fmt_bytes((double)t->memory_baseline, d, sizeof d));
+                cs_fmt_bytes((double)t->peak_memory_step, c, sizeof c),
+                cs_fmt_bytes((double)t->memory_baseline, d, sizeof d));
     }
     if (ctx->sources) {
         uint32_t cnt[3] = {0, 0, 0};
@@ -272,13 +247,13 @@ commsched_status commsched_report_compare(FILE *out,
     compare_row(out, "overlap", a, b,
                 pt_change(x->overlap, y->overlap, c, sizeof c));
     compare_row(out, "peak memory (sim)",
-                fmt_bytes((double)x->peak_memory, a, sizeof a),
-                fmt_bytes((double)y->peak_memory, b, sizeof b),
+                cs_fmt_bytes((double)x->peak_memory, a, sizeof a),
+                cs_fmt_bytes((double)y->peak_memory, b, sizeof b),
                 pct_change((double)x->peak_memory, (double)y->peak_memory, c,
                            sizeof c));
     compare_row(out, "peak memory (step)",
-                fmt_bytes((double)x->peak_memory_step, a, sizeof a),
-                fmt_bytes((double)y->peak_memory_step, b, sizeof b),
+                cs_fmt_bytes((double)x->peak_memory_step, a, sizeof a),
+                cs_fmt_bytes((double)y->peak_memory_step, b, sizeof b),
                 pct_change((double)x->peak_memory_step,
                            (double)y->peak_memory_step, c, sizeof c));
     return io_error(out, err);
@@ -291,7 +266,7 @@ static const char *fmt_delta(int64_t bytes, char *buf, size_t size)
     char tmp[32];
     if (bytes == 0)
         return snprintf(buf, size, "0"), buf;
-    fmt_bytes((double)(bytes < 0 ? -bytes : bytes), tmp, sizeof tmp);
+    cs_fmt_bytes((double)(bytes < 0 ? -bytes : bytes), tmp, sizeof tmp);
     snprintf(buf, size, "%c%s", bytes < 0 ? '-' : '+', tmp);
     return buf;
 }
@@ -335,7 +310,7 @@ commsched_status commsched_report_estimates_table(
         f[0] = '\0';
         if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
             snprintf(f, sizeof f, "%s, %u rk/%u host%s %s/%s",
-                     fmt_bytes(nc.bytes, e, sizeof e), nc.coll.ranks,
+                     cs_fmt_bytes(nc.bytes, e, sizeof e), nc.coll.ranks,
                      nc.coll.hosts, nc.coll.hosts == 1 ? "" : "s",
                      commsched_nccl_algo_str(nc.coll.algo),
                      commsched_nccl_proto_str(nc.coll.proto));

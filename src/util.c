@@ -5,6 +5,8 @@
  * open-addressing table with FNV-1a hashing and a load factor below 1/2. */
 #include "util.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,4 +179,41 @@ uint32_t cs_strmap_get(const cs_strmap *m, const char *key)
         j = (j + 1) & (m->cap - 1);
     }
     return UINT32_MAX;
+}
+
+/* ---- figures ------------------------------------------------------------ */
+
+const char *cs_fmt_bytes(double bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    double v = fabs(bytes);
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (bytes < 0)
+        v = -v;
+    if (u == 0)
+        snprintf(buf, size, "%.0f B", v);
+    else
+        snprintf(buf, size, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+const char *cs_fmt_time(double ns, int ms_decimals, const char *us, char *buf,
+                        size_t size)
+{
+    double a = fabs(ns);
+    if (!isfinite(ns))
+        snprintf(buf, size, "-");
+    else if (a >= 1e9)
+        snprintf(buf, size, "%.3f s", ns / 1e9);
+    else if (a >= 1e6)
+        snprintf(buf, size, "%.*f ms", ms_decimals, ns / 1e6);
+    else if (a >= 1e3)
+        snprintf(buf, size, "%.1f %s", ns / 1e3, us);
+    else
+        snprintf(buf, size, "%.0f ns", ns);
+    return buf;
 }

@@ -47,4 +47,15 @@ int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
 /* The value for key, or UINT32_MAX. */
 uint32_t cs_strmap_get(const cs_strmap *m, const char *key);
 
+/* Human-readable figures shared by every report (table, HTML, runtime,
+ * CLI), so the same quantity reads the same everywhere.
+ * cs_fmt_bytes: "512 B", "1.50 GiB" (binary units; negatives keep their
+ * sign). cs_fmt_time: "890 ns", "56.7 us", "1.234 ms", "2.000 s" with
+ * ms_decimals digits for milliseconds and `us` as the microsecond unit
+ * ("us", or "\xC2\xB5s" in HTML); a non-finite value prints "-". Both
+ * write at most size bytes and return buf. */
+const char *cs_fmt_bytes(double bytes, char *buf, size_t size);
+const char *cs_fmt_time(double ns, int ms_decimals, const char *us, char *buf,
+                        size_t size);
+
 #endif /* COMMSCHED_UTIL_H */

@@ -1,5 +1,6 @@
 /* commsched CLI — shared helpers. */
 #include "cli.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -137,31 +138,12 @@ void cli_out_abort(cli_out *o)
 
 const char *cli_bytes(double bytes, char *buf, size_t size)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    double v = bytes;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, size, "%.0f B", v);
-    else
-        snprintf(buf, size, "%.2f %s", v, units[u]);
-    return buf;
+    return cs_fmt_bytes(bytes, buf, size);
 }
 
 const char *cli_time_ns(double ns, char *buf, size_t size)
 {
-    if (ns >= 1e9)
-        snprintf(buf, size, "%.3f s", ns / 1e9);
-    else if (ns >= 1e6)
-        snprintf(buf, size, "%.3f ms", ns / 1e6);
-    else if (ns >= 1e3)
-        snprintf(buf, size, "%.1f us", ns / 1e3);
-    else
-        snprintf(buf, size, "%.0f ns", ns);
-    return buf;
+    return cs_fmt_time(ns, 3, "us", buf, size);
 }
 
 int cli_cost_setup(cli_cost *c, const char *sub, const char *device,

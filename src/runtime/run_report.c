@@ -259,33 +259,9 @@ done:
 
 static const char *fmt_time(double ns, char *buf, size_t size)
 {
-    if (!isfinite(ns))
-        snprintf(buf, size, "-");
-    else if (fabs(ns) >= 1e9)
-        snprintf(buf, size, "%.3f s", ns / 1e9);
-    else if (fabs(ns) >= 1e6)
-        snprintf(buf, size, "%.3f ms", ns / 1e6);
-    else if (fabs(ns) >= 1e3)
-        snprintf(buf, size, "%.1f us", ns / 1e3);
-    else
-        snprintf(buf, size, "%.0f ns", ns);
-    return buf;
+    return cs_fmt_time(ns, 3, "us", buf, size);
 }
 
-static const char *fmt_bytes(double bytes, char *buf, size_t size)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, size, "%.0f B", bytes);
-    else
-        snprintf(buf, size, "%.2f %s", bytes, units[u]);
-    return buf;
-}
 
 static double err_pct(double measured, double predicted)
 {
@@ -368,7 +344,7 @@ commsched_status commsched_run_report_table(FILE *out,
             snprintf(op, sizeof op, "%s%s", nd->op, nd->is_sync ? "*" : "");
             fprintf(out, "%-20s %-14s %-6.6s %10s %10s %10s %7s %10s %10s\n",
                     name, op, g->groups[nd->group].name,
-                    fmt_bytes(commsched_cost_collective_bytes(g, v) *
+                    cs_fmt_bytes(commsched_cost_collective_bytes(g, v) *
                                   o->size_scale,
                               a, sizeof a),
                     fmt_time(pred, b, sizeof b), fmt_time(s.dur[v], c, sizeof c),
@@ -402,13 +378,13 @@ commsched_status commsched_run_report_table(FILE *out,
     fprintf(out, "%-22s %12s %12s\n", "overlap", st ? a : "-", b);
     fprintf(out, "peak memory            model %s per step, %s over simulated "
                  "time; measured %s (max over ranks)\n",
-            st ? fmt_bytes((double)st->peak_memory_step * o->size_scale, a, sizeof a) : "-",
-            st ? fmt_bytes((double)st->peak_memory * o->size_scale, b, sizeof b) : "-",
-            fmt_bytes((double)s.peak, c, sizeof c));
+            st ? cs_fmt_bytes((double)st->peak_memory_step * o->size_scale, a, sizeof a) : "-",
+            st ? cs_fmt_bytes((double)st->peak_memory * o->size_scale, b, sizeof b) : "-",
+            cs_fmt_bytes((double)s.peak, c, sizeof c));
     if (m->other_bytes > 0)
         fprintf(out, "                       plus %s of inputs the model does "
                      "not count\n",
-                fmt_bytes((double)m->other_bytes, a, sizeof a));
+                cs_fmt_bytes((double)m->other_bytes, a, sizeof a));
     if (o->check)
         fprintf(out, "check                  %llu results verified on %u ranks: "
                      "%s%s\n",
