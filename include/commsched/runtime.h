@@ -48,11 +48,18 @@ typedef enum commsched_compute_mode {
                                     host free) */
     COMMSCHED_COMPUTE_SPIN = 1,  /* busy loop for the runtime, testing
                                     requests as it goes (host-bound work) */
-    COMMSCHED_COMPUTE_TOUCH = 2  /* stream over the node's bytes for real
-                                    (memory-bound work); takes what it takes */
+    COMMSCHED_COMPUTE_TOUCH = 2, /* stream over the node's bytes for real
+                                    (memory-bound work); takes what it takes
+                                    (MPI only) */
+    COMMSCHED_COMPUTE_GEMM = 3   /* a real cuBLAS GEMM sized from the node's
+                                    FLOPs (CUDA only, where cuBLAS was
+                                    found); nodes without FLOPs spin */
 } commsched_compute_mode;
 
-/* "sleep" / "spin" / "touch"; NULL when out of range. */
+/* On a GPU, sleep and spin both run a kernel that spins on the SM clock
+ * for the runtime: the host is free either way. */
+
+/* "sleep" / "spin" / "touch" / "gemm"; NULL when out of range. */
 COMMSCHED_EXPORT const char *
 commsched_compute_mode_str(commsched_compute_mode m);
 /* Parses the names above; 0, or -1 when unknown. */
@@ -128,6 +135,9 @@ typedef struct commsched_run_options {
     int progress;              /* rank 0 draws a progress bar on stderr */
     int debug_kill_rank;       /* tests: this rank kills itself with SIGKILL
                                   before the first iteration; -1: none */
+    uint32_t gpus;             /* CUDA: GPUs each process drives (each is a
+                                  rank); 0: every visible GPU when the job
+                                  is one process, else one */
     const double *runtime_ns;  /* per node: the compute runtime to play
                                   (the file's or the cost model's, before
                                   time_scale); borrowed for the call.
@@ -160,6 +170,11 @@ typedef struct commsched_measurement {
                                      (scaled), counted as the memory model
                                      counts (freeable inputs that are read
                                      and node outputs) */
+    int64_t *pool_peak;           /* [rank] the device allocator's high-water
+                                     mark of the measured iterations (CUDA:
+                                     cudaMallocAsync's pool, allocation
+                                     rounding included); NULL when the
+                                     runtime has no such figure */
     int64_t other_bytes;          /* inputs the model does not count
                                      (non-freeable), allocated for the data */
     uint64_t checked;             /* collective results verified (all ranks,
@@ -195,12 +210,16 @@ typedef struct commsched_runtime commsched_runtime; /* adaptor's context */
  * cause) carries a message; the others' err->text is "" (print nothing). */
 typedef struct commsched_runtime_ops {
     int version;             /* COMMSCHED_RUNTIME_VERSION */
-    const char *name;        /* "mpi" */
+    const char *name;        /* "mpi", "cuda" */
     const char *description;
-    /* Starts the runtime (MPI_Init). argc/argv may be NULL. On success
-     * *out is the context (fini frees it). */
+    /* Starts the runtime (MPI_Init; the CUDA adaptor also finds its GPUs
+     * and fails with ENODEV, on every process, when there are none).
+     * argc/argv may be NULL. On success *out is the context (fini frees
+     * it). */
     commsched_status (*init)(int *argc, char ***argv, commsched_runtime **out,
                              commsched_error *err);
+    /* This process's index and the process count (a CUDA process may
+     * drive several GPUs, each a rank of the measurement). */
     int (*rank)(const commsched_runtime *rt);
     int (*size)(const commsched_runtime *rt);
     /* Collective: every rank passes whether it failed; returns the lowest

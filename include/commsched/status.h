@@ -31,7 +31,9 @@ extern "C" {
     XX(EINVAL, "invalid argument")                                             \
     XX(EANALYSIS, "graph analysis failed")                                     \
     XX(EINTERNAL, "internal invariant violated")                               \
-    XX(EUNSUPPORTED, "not supported by this build")
+    XX(EUNSUPPORTED, "not supported by this build")                            \
+    XX(ENODEV, "no usable device")                                             \
+    XX(ELIBRARY, "a runtime library call failed")
 
 typedef enum commsched_status {
 #define COMMSCHED_STATUS_ENUM_(code, text) COMMSCHED_##code,

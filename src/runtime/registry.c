@@ -11,6 +11,9 @@ static const commsched_runtime_ops *const runtimes[] = {
 #if COMMSCHED_HAVE_MPI
     &cs_runtime_mpi_ops,
 #endif
+#if COMMSCHED_HAVE_CUDA
+    &cs_runtime_cuda_ops,
+#endif
     NULL};
 
 /* Every adaptor the project has, built here or not. */
@@ -44,17 +47,18 @@ int commsched_runtime_known(const char *name)
     return 0;
 }
 
-static const char *const compute_names[] = {"sleep", "spin", "touch"};
+static const char *const compute_names[] = {"sleep", "spin", "touch",
+                                            "gemm"};
 static const char *const allreduce_names[] = {"mpi", "ring", "ring-always"};
 
 const char *commsched_compute_mode_str(commsched_compute_mode m)
 {
-    return (unsigned)m < 3 ? compute_names[m] : NULL;
+    return (unsigned)m < 4 ? compute_names[m] : NULL;
 }
 
 int commsched_compute_mode_parse(const char *s, commsched_compute_mode *out)
 {
-    for (unsigned i = 0; s && i < 3; i++)
+    for (unsigned i = 0; s && i < 4; i++)
         if (strcmp(s, compute_names[i]) == 0) {
             *out = (commsched_compute_mode)i;
             return 0;
@@ -124,5 +128,6 @@ void commsched_measurement_destroy(commsched_measurement *m)
     free(m->step_ns);
     free(m->solo_ns);
     free(m->peak_live);
+    free(m->pool_peak);
     free(m);
 }

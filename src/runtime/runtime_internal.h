@@ -9,5 +9,8 @@
 #if COMMSCHED_HAVE_MPI
 extern const commsched_runtime_ops cs_runtime_mpi_ops;
 #endif
+#if COMMSCHED_HAVE_CUDA
+extern const commsched_runtime_ops cs_runtime_cuda_ops;
+#endif
 
 #endif /* COMMSCHED_RUNTIME_INTERNAL_H */

@@ -1,0 +1,59 @@
+# commsched — finds what the CUDA/NCCL runtime adaptor needs (docs/RUNTIME.md
+# "CUDA"): the CUDA toolkit with nvcc (the spin kernel), NCCL (header and
+# library; the toolkit of the build machines ships it under its prefix,
+# elsewhere NCCL_HOME or CMAKE_PREFIX_PATH points at it) and, optionally,
+# cuBLAS for --compute gemm. Sets COMMSCHED_HAVE_CUDA / _CUBLAS and the
+# imported target commsched::nccl. Included only unless
+# COMMSCHED_WITH_CUDA is OFF; ON turns anything missing into an error.
+find_package(CUDAToolkit QUIET)
+set(_cs_cuda_missing "")
+if(NOT CUDAToolkit_FOUND)
+  list(APPEND _cs_cuda_missing "the CUDA toolkit")
+elseif(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+  # nvcc is rarely on PATH; the toolkit search knows where it is.
+  set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}" CACHE FILEPATH
+      "The CUDA compiler")
+endif()
+if(CUDAToolkit_FOUND)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(NOT CMAKE_CUDA_COMPILER)
+    list(APPEND _cs_cuda_missing "a working nvcc")
+  endif()
+endif()
+find_path(NCCL_INCLUDE_DIR nccl.h
+  HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME PATH_SUFFIXES include)
+find_library(NCCL_LIBRARY nccl
+  HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME PATH_SUFFIXES lib lib64)
+if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
+  list(APPEND _cs_cuda_missing "NCCL (nccl.h and libnccl)")
+endif()
+
+if(_cs_cuda_missing)
+  list(JOIN _cs_cuda_missing ", " _cs_what)
+  if(COMMSCHED_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "COMMSCHED_WITH_CUDA=ON but ${_cs_what} not found")
+  endif()
+  message(STATUS "CUDA runtime adaptor: off (not found: ${_cs_what})")
+  return()
+endif()
+
+# Ampere and Hopper natively, and PTX of Hopper for whatever comes later.
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
+endif()
+enable_language(CUDA)
+add_library(commsched::nccl UNKNOWN IMPORTED)
+set_target_properties(commsched::nccl PROPERTIES
+  IMPORTED_LOCATION "${NCCL_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+set(COMMSCHED_HAVE_CUDA 1)
+# cuBLAS is opened at run time (its header at build time), by the soname
+# of this toolkit's major version.
+find_path(CUBLAS_INCLUDE_DIR cublas_v2.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+if(TARGET CUDA::cublas AND CUBLAS_INCLUDE_DIR)
+  set(COMMSCHED_HAVE_CUBLAS 1)
+  set(COMMSCHED_CUBLAS_SONAME "libcublas.so.${CUDAToolkit_VERSION_MAJOR}")
+endif()
+message(STATUS "CUDA runtime adaptor: on (CUDA ${CUDAToolkit_VERSION}, "
+               "NCCL ${NCCL_LIBRARY}, cuBLAS ${COMMSCHED_HAVE_CUBLAS})")

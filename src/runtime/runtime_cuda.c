@@ -1,0 +1,1523 @@
+/* commsched — the CUDA/NCCL runtime adaptor: the schedule on GPUs as a
+ * compiler emits it (DESIGN.md §8, docs/RUNTIME.md "CUDA"). The only file
+ * of the library that includes CUDA or NCCL headers (the spin kernel is in
+ * cuda_kernels.cu).
+ *
+ * Every GPU is a rank. A job is P processes (one per GPU under mpirun, the
+ * usual deployment) or one process driving every GPU of the box (NCCL's
+ * "multiple devices per thread": each call wrapped in ncclGroupStart/End);
+ * both at once also works: P processes of G GPUs each are P * G ranks,
+ * process p's GPU d being rank p * G + d. The processes meet through
+ * boot.h (MPI), which carries NCCL's unique id, failure agreement, the
+ * preflight and the gathered measurement.
+ *
+ * Per rank: one NCCL communicator for the world and one per process group
+ * (ncclCommSplit: consecutive ranks, as in the MPI adaptor); one compute
+ * stream and one stream per group (or one for every collective). The step
+ * is lowered once into a stream program (stream_program.c: operations and
+ * events, checked for stream-ordering safety in debug builds) which this
+ * file interprets:
+ * - compute node: a kernel spinning the node's runtime on the SM clock
+ *   (calibrated against CUDA events at start-up), or with --compute gemm a
+ *   cuBLAS bf16 GEMM of the node's FLOPs (cuBLAS is dlopen'ed then);
+ * - async collective: an event recorded on the compute stream at its place
+ *   in the order; its group's stream waits for it and runs the NCCL call
+ *   (all-to-all as grouped ncclSend/ncclRecv, send/recv as a ring shift);
+ *   sync collectives run on the compute stream;
+ * - wait: the compute stream waits for the collective's completion event;
+ * - buffers: cudaMallocAsync / cudaFreeAsync on the compute stream at the
+ *   plan's points, from the device's default pool kept warm between
+ *   iterations (a caching allocator); its high-water mark is reported.
+ * Times are CUDA events (start, post, end per node) relative to an event
+ * recorded after a device-side barrier that starts every iteration.
+ *
+ * Failures during setup are agreed on by every process and returned;
+ * failures in the middle of a step (a CUDA or NCCL error, the watchdog)
+ * abort NCCL's communicators and the job, naming the node. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commsched/runtime.h"
+#include "boot.h"
+#include "check.h"
+#include "cuda_kernels.h"
+#include "graph_internal.h"
+#include "plan.h"
+#include "runtime_internal.h"
+#include "stream_program.h"
+
+#if COMMSCHED_HAVE_CUBLAS
+#include <cublas_v2.h>
+#include <dlfcn.h>
+#endif
+
+struct commsched_runtime {
+    cs_boot *boot;
+    int proc, procs;
+    int n_visible;       /* CUDA devices this process sees */
+    char library[96];
+};
+
+/* ---- cuBLAS, loaded on demand ------------------------------------------------ */
+
+#if COMMSCHED_HAVE_CUBLAS
+/* cuBLAS is opened only for --compute gemm: linking it would cost every
+ * start of the CLI ~90 ms of loading (libcublasLt is hundreds of MB), for
+ * a library most runs never call. */
+typedef struct blas_api {
+    void *lib;
+    cublasStatus_t (*create)(cublasHandle_t *);
+    cublasStatus_t (*destroy)(cublasHandle_t);
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+    cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t,
+                              cublasOperation_t, int, int, int, const void *,
+                              const void *, cudaDataType, int, const void *,
+                              cudaDataType, int, const void *, void *,
+                              cudaDataType, int, cublasComputeType_t,
+                              cublasGemmAlgo_t);
+} blas_api;
+
+static commsched_status blas_open(blas_api *b, commsched_error *err)
+{
+    b->lib = dlopen(COMMSCHED_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!b->lib)
+        return commsched_error_set(err, COMMSCHED_EUNSUPPORTED, NULL,
+                                   "--compute gemm: cannot load %s: %s",
+                                   COMMSCHED_CUBLAS_SONAME, dlerror());
+    /* POSIX guarantees that a function's address survives the trip
+     * through void *. */
+    *(void **)&b->create = dlsym(b->lib, "cublasCreate_v2");
+    *(void **)&b->destroy = dlsym(b->lib, "cublasDestroy_v2");
+    *(void **)&b->set_stream = dlsym(b->lib, "cublasSetStream_v2");
+    *(void **)&b->gemm_ex = dlsym(b->lib, "cublasGemmEx");
+    if (!b->create || !b->destroy || !b->set_stream || !b->gemm_ex)
+        return commsched_error_set(err, COMMSCHED_EUNSUPPORTED, NULL,
+                                   "--compute gemm: %s lacks the cuBLAS calls "
+                                   "it needs",
+                                   COMMSCHED_CUBLAS_SONAME);
+    return COMMSCHED_OK;
+}
+#endif
+
+/* ---- time ------------------------------------------------------------------ */
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void nap_ns(double ns)
+{
+    struct timespec ts = {(time_t)(ns / 1e9), (long)fmod(ns, 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, uint32_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- the state of one run -------------------------------------------------- */
+
+/* A collective, the same on every rank. */
+typedef struct xcoll {
+    uint32_t node, group;
+    commsched_coll_op op;
+    ncclDataType_t dt;
+    ncclRedOp_t rop;
+    cs_ekind ek;
+    cs_rkind rk;
+    size_t es;
+    cs_coll_shape shape;
+} xcoll;
+
+/* A collective on one rank: its private buffers. */
+typedef struct dcoll {
+    void *scratch;       /* send/recv partner, in-place all-to-all copy */
+    void *host_in;       /* --check: pinned input image */
+    void *host_out;      /* --check: pinned copy of the result */
+    size_t in_bytes, out_bytes;
+    int fetched;         /* --check: copied back this pass */
+} dcoll;
+
+/* One GPU: one rank. */
+typedef struct dev {
+    int ordinal, rank;
+    cudaStream_t *streams;   /* [n_streams]: 0 computes */
+    cudaEvent_t *events;     /* [n_events] */
+    cudaMemPool_t pool;
+    void **mem;              /* per root buffer */
+    ncclComm_t world;
+    ncclComm_t *comm;        /* per group */
+    int *grank, *gsize;      /* per group */
+    void *barrier_buf;       /* one float, the device barrier's operand */
+    dcoll *colls;
+    double cycles_per_ns;    /* the spin kernel's calibration */
+    int64_t live, peak;
+#if COMMSCHED_HAVE_CUBLAS
+    cublasHandle_t blas;
+    void *gemm_a, *gemm_b, *gemm_c;
+#endif
+} dev;
+
+typedef struct exec {
+    commsched_runtime *rt;
+    const commsched_graph *g;
+    const commsched_run_options *o;
+    cs_plan plan;
+    cs_sprog prog, calib;
+    xcoll *colls;
+    uint32_t n_colls;
+    uint32_t *coll_of;        /* node -> index in colls, NONE otherwise */
+    double *compute_ns;       /* per node: what compute and waits play */
+    uint8_t *wait_runtime;    /* per node: a wait that plays a runtime */
+    uint32_t *gemm_n;         /* per node: GEMM edge (0: spin instead) */
+    uint32_t *gemm_reps;
+    uint32_t gemm_max;
+#if COMMSCHED_HAVE_CUBLAS
+    blas_api blas;
+#endif
+    dev *devs;
+    int ndev, ranks;
+    char dummy[64];           /* stands in for absent buffers */
+    const char *phase;
+    uint32_t iter;
+    uint64_t checked, mismatches;
+    char first_mismatch[256];
+} exec;
+
+/* ---- failures ---------------------------------------------------------------- */
+
+/* A failure in the middle of a step cannot be agreed on (the other ranks
+ * may be blocked in NCCL), so it aborts the communicators and the job. */
+static void die(exec *x, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3), noreturn))
+#endif
+    ;
+static void die(exec *x, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "commsched run: process %d: ", x->rt->proc);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    fflush(stderr);
+    for (int d = 0; d < x->ndev; d++) {
+        for (uint32_t i = 0; x->devs[d].comm && i < x->g->n_groups; i++)
+            if (x->devs[d].comm[i] && x->devs[d].comm[i] != x->devs[d].world)
+                ncclCommAbort(x->devs[d].comm[i]);
+        if (x->devs[d].world)
+            ncclCommAbort(x->devs[d].world);
+    }
+    cs_boot_abort(x->rt->boot, 1);
+}
+
+static const char *node_name(const exec *x, uint32_t v)
+{
+    return v == COMMSCHED_NONE ? "(none)" : x->g->nodes[v].name;
+}
+
+static void check_cuda(exec *x, cudaError_t rc, const char *call, uint32_t v,
+                       const dev *dv)
+{
+    if (rc != cudaSuccess)
+        die(x, "%s failed at node \"%s\" on rank %d (GPU %d): %s", call,
+            node_name(x, v), dv->rank, dv->ordinal, cudaGetErrorString(rc));
+}
+
+static void check_nccl(exec *x, ncclResult_t rc, const char *call, uint32_t v)
+{
+    if (rc != ncclSuccess && rc != ncclInProgress)
+        die(x, "%s failed at node \"%s\": %s (%s)", call, node_name(x, v),
+            ncclGetErrorString(rc), ncclGetLastError(NULL));
+}
+
+/* Setup failures are returned, to be agreed on. */
+static commsched_status cuda_fail(commsched_error *err, cudaError_t rc,
+                                  const char *call, const dev *dv)
+{
+    return commsched_error_set(err, COMMSCHED_ELIBRARY, NULL,
+                               "%s failed on GPU %d: %s", call, dv->ordinal,
+                               cudaGetErrorString(rc));
+}
+
+static commsched_status nccl_fail(commsched_error *err, ncclResult_t rc,
+                                  const char *call)
+{
+    return commsched_error_set(err, COMMSCHED_ELIBRARY, NULL, "%s failed: %s (%s)",
+                               call, ncclGetErrorString(rc),
+                               ncclGetLastError(NULL));
+}
+
+/* ---- element types ---------------------------------------------------------- */
+
+/* NCCL has real half and bfloat16; fp8 reductions are not exact, and it
+ * has no 16-bit integers, so those move as bytes or halves of their
+ * width (same traffic; --check's expectations follow the kind). */
+static void dtype_to_nccl(commsched_dtype d, ncclDataType_t *dt, cs_ekind *k)
+{
+    switch (d) {
+    case COMMSCHED_DTYPE_FLOAT64: *dt = ncclFloat64; *k = CS_EK_F64; return;
+    case COMMSCHED_DTYPE_FLOAT16:
+    case COMMSCHED_DTYPE_INT16: *dt = ncclFloat16; *k = CS_EK_F16; return;
+    case COMMSCHED_DTYPE_BFLOAT16: *dt = ncclBfloat16; *k = CS_EK_BF16; return;
+    case COMMSCHED_DTYPE_FLOAT8_E4M3FN:
+    case COMMSCHED_DTYPE_FLOAT8_E5M2:
+    case COMMSCHED_DTYPE_UINT8:
+    case COMMSCHED_DTYPE_BOOL: *dt = ncclUint8; *k = CS_EK_U8; return;
+    case COMMSCHED_DTYPE_INT64: *dt = ncclInt64; *k = CS_EK_I64; return;
+    case COMMSCHED_DTYPE_INT32: *dt = ncclInt32; *k = CS_EK_I32; return;
+    case COMMSCHED_DTYPE_INT8: *dt = ncclInt8; *k = CS_EK_I8; return;
+    default: *dt = ncclFloat32; *k = CS_EK_F32; return;
+    }
+}
+
+static ncclRedOp_t rkind_to_nccl(cs_rkind k)
+{
+    switch (k) {
+    case CS_RK_PROD: return ncclProd;
+    case CS_RK_MIN: return ncclMin;
+    case CS_RK_MAX: return ncclMax;
+    default: return ncclSum;
+    }
+}
+
+/* ---- buffers --------------------------------------------------------------------- */
+
+static char *bufp(exec *x, dev *dv, uint32_t b)
+{
+    if (b == COMMSCHED_NONE || x->plan.bytes[b] == 0)
+        return x->dummy;
+    if (!dv->mem[b])
+        die(x, "internal: buffer \"%s\" is used while not allocated",
+            x->g->buffers[b].name);
+    return dv->mem[b];
+}
+
+/* A collective's send and receive buffers on one rank (as the MPI adaptor:
+ * a missing one means in place on the other). */
+static void coll_bufs(exec *x, dev *dv, const xcoll *c, char **sb, char **rb)
+{
+    const cs_plan_coll *pc = &x->plan.coll[c->node];
+    *sb = bufp(x, dv, pc->send);
+    *rb = bufp(x, dv, pc->recv);
+    if (pc->recv == COMMSCHED_NONE)
+        *rb = *sb;
+    if (pc->send == COMMSCHED_NONE)
+        *sb = *rb;
+}
+
+static cs_check_coll check_desc(const xcoll *c, const dev *dv)
+{
+    cs_check_coll cc = {c->op, c->ek, c->rk, c->shape.count,
+                        dv->gsize[c->group], dv->grank[c->group]};
+    return cc;
+}
+
+/* Where --check's input image goes and where the result is read, in
+ * NCCL's conventions (in-place all-gather reads its piece at rank * count,
+ * in-place reduce-scatter writes there). */
+static void check_ptrs(exec *x, dev *dv, const xcoll *c, char **in,
+                       char **result, char **clear)
+{
+    char *sb, *rb;
+    coll_bufs(x, dv, c, &sb, &rb);
+    dcoll *dc = &dv->colls[x->coll_of[c->node]];
+    size_t piece = c->shape.count * c->es * (size_t)dv->grank[c->group];
+    int ip = c->shape.in_place;
+    *in = ip ? rb : sb;
+    *result = rb;
+    *clear = !ip ? rb : NULL; /* starts wrong, so a no-op cannot pass */
+    switch (c->op) {
+    case COMMSCHED_COLL_ALL_GATHER:
+        if (ip)
+            *in = rb + piece;
+        break;
+    case COMMSCHED_COLL_REDUCE_SCATTER:
+        if (ip)
+            *result = rb + piece;
+        break;
+    case COMMSCHED_COLL_BROADCAST:
+        /* The root's data, or zeros that must be overwritten. */
+        *in = dv->grank[c->group] == 0 ? (ip ? rb : sb) : rb;
+        *clear = dv->grank[c->group] == 0 && !ip ? rb : NULL;
+        break;
+    case COMMSCHED_COLL_SEND:
+        *in = sb;
+        *result = dc->scratch;
+        *clear = dc->scratch;
+        break;
+    case COMMSCHED_COLL_RECV:
+        *in = dc->scratch;
+        *result = rb;
+        *clear = rb;
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- operations -------------------------------------------------------------------- */
+
+static void nccl_collective(exec *x, dev *dv, const xcoll *c, cudaStream_t st)
+{
+    ncclComm_t comm = dv->comm[c->group];
+    int k = dv->gsize[c->group], r = dv->grank[c->group];
+    size_t n = c->shape.count, chunk = n * c->es;
+    char *sb, *rb;
+    coll_bufs(x, dv, c, &sb, &rb);
+    dcoll *dc = &dv->colls[x->coll_of[c->node]];
+    int ip = c->shape.in_place;
+    ncclResult_t rc = ncclSuccess;
+    const char *call = "";
+    switch (c->op) {
+    case COMMSCHED_COLL_ALL_REDUCE:
+        call = "ncclAllReduce";
+        rc = ncclAllReduce(ip ? rb : sb, rb, n, c->dt, c->rop, comm, st);
+        break;
+    case COMMSCHED_COLL_ALL_GATHER:
+        call = "ncclAllGather";
+        rc = ncclAllGather(ip ? rb + chunk * (size_t)r : sb, rb, n, c->dt,
+                           comm, st);
+        break;
+    case COMMSCHED_COLL_REDUCE_SCATTER:
+        call = "ncclReduceScatter";
+        rc = ip ? ncclReduceScatter(rb, rb + chunk * (size_t)r, n, c->dt,
+                                    c->rop, comm, st)
+                : ncclReduceScatter(sb, rb, n, c->dt, c->rop, comm, st);
+        break;
+    case COMMSCHED_COLL_ALL_TO_ALL: {
+        call = "ncclSend/ncclRecv (all-to-all)";
+        const char *src = sb;
+        if (ip) { /* NCCL has no in-place all-to-all: send from a copy */
+            check_cuda(x,
+                       cudaMemcpyAsync(dc->scratch, rb, chunk * (size_t)k,
+                                       cudaMemcpyDeviceToDevice, st),
+                       "cudaMemcpyAsync", c->node, dv);
+            src = dc->scratch;
+        }
+        rc = ncclGroupStart();
+        for (int j = 0; j < k && rc == ncclSuccess; j++) {
+            rc = ncclSend(src + chunk * (size_t)j, n, c->dt, j, comm, st);
+            if (rc == ncclSuccess)
+                rc = ncclRecv(rb + chunk * (size_t)j, n, c->dt, j, comm, st);
+        }
+        ncclResult_t end = ncclGroupEnd();
+        if (rc == ncclSuccess)
+            rc = end;
+        break;
+    }
+    case COMMSCHED_COLL_BROADCAST:
+        call = "ncclBroadcast";
+        rc = ncclBroadcast(sb, rb, n, c->dt, 0, comm, st);
+        break;
+    case COMMSCHED_COLL_REDUCE:
+        call = "ncclReduce";
+        rc = ncclReduce(sb, rb, n, c->dt, c->rop, 0, comm, st);
+        break;
+    case COMMSCHED_COLL_SEND:
+    case COMMSCHED_COLL_RECV: {
+        /* A ring shift, as in the MPI adaptor: every rank sends to the next
+         * rank of its group and receives from the previous one. */
+        call = c->op == COMMSCHED_COLL_SEND ? "ncclSend" : "ncclRecv";
+        void *out = c->op == COMMSCHED_COLL_SEND ? (void *)sb : dc->scratch;
+        void *in = c->op == COMMSCHED_COLL_SEND ? dc->scratch : (void *)rb;
+        rc = ncclGroupStart();
+        if (rc == ncclSuccess)
+            rc = ncclSend(out, n, c->dt, (r + 1) % k, comm, st);
+        if (rc == ncclSuccess)
+            rc = ncclRecv(in, n, c->dt, (r + k - 1) % k, comm, st);
+        ncclResult_t end = ncclGroupEnd();
+        if (rc == ncclSuccess)
+            rc = end;
+        break;
+    }
+    case COMMSCHED_COLL_BARRIER:
+        call = "ncclAllReduce (barrier)";
+        rc = ncclAllReduce(dv->barrier_buf, dv->barrier_buf, 1, ncclFloat32,
+                           ncclSum, comm, st);
+        break;
+    default:
+        die(x, "node \"%s\": unknown collective", node_name(x, c->node));
+    }
+    check_nccl(x, rc, call, c->node);
+}
+
+static void run_compute(exec *x, dev *dv, uint32_t v, cudaStream_t st)
+{
+#if COMMSCHED_HAVE_CUBLAS
+    if (x->o->compute == COMMSCHED_COMPUTE_GEMM && x->gemm_n[v]) {
+        int e = (int)x->gemm_n[v];
+        float one = 1.0f, zero = 0.0f;
+        if (x->blas.set_stream(dv->blas, st) != CUBLAS_STATUS_SUCCESS)
+            die(x, "cublasSetStream failed at node \"%s\"", node_name(x, v));
+        for (uint32_t i = 0; i < x->gemm_reps[v]; i++) {
+            cublasStatus_t s = x->blas.gemm_ex(
+                dv->blas, CUBLAS_OP_N, CUBLAS_OP_N, e, e, e, &one, dv->gemm_a,
+                CUDA_R_16BF, e, dv->gemm_b, CUDA_R_16BF, e, &zero, dv->gemm_c,
+                CUDA_R_16BF, e, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+            if (s != CUBLAS_STATUS_SUCCESS)
+                die(x, "cublasGemmEx failed at node \"%s\" (status %d)",
+                    node_name(x, v), (int)s);
+        }
+        return;
+    }
+#endif
+    double cycles = x->compute_ns[v] * dv->cycles_per_ns;
+    if (cycles >= 1)
+        check_cuda(x, cs_cuda_spin((long long)cycles, st), "the spin kernel",
+                   v, dv);
+}
+
+static void fill(exec *x, dev *dv, uint32_t v, cudaStream_t st)
+{
+    const xcoll *c = &x->colls[x->coll_of[v]];
+    dcoll *dc = &dv->colls[x->coll_of[v]];
+    char *in, *result, *clear;
+    check_ptrs(x, dv, c, &in, &result, &clear);
+    if (clear && clear != x->dummy) {
+        /* The whole buffer: the scratch, or the one the result lands in
+         * (the input when the collective writes no buffer of its own). */
+        const cs_plan_coll *pc = &x->plan.coll[v];
+        size_t bytes =
+            clear == dc->scratch ? c->shape.scratch_bytes
+            : (size_t)x->plan.bytes[pc->recv != COMMSCHED_NONE ? pc->recv
+                                                               : pc->send];
+        check_cuda(x, cudaMemsetAsync(clear, 0, bytes, st), "cudaMemsetAsync",
+                   v, dv);
+    }
+    if (dc->in_bytes && in != x->dummy)
+        check_cuda(x,
+                   cudaMemcpyAsync(in, dc->host_in, dc->in_bytes,
+                                   cudaMemcpyHostToDevice, st),
+                   "cudaMemcpyAsync", v, dv);
+    dc->fetched = 0;
+}
+
+static void fetch(exec *x, dev *dv, uint32_t v, cudaStream_t st)
+{
+    const xcoll *c = &x->colls[x->coll_of[v]];
+    dcoll *dc = &dv->colls[x->coll_of[v]];
+    char *in, *result, *clear;
+    check_ptrs(x, dv, c, &in, &result, &clear);
+    if (dc->out_bytes && result != x->dummy)
+        check_cuda(x,
+                   cudaMemcpyAsync(dc->host_out, result, dc->out_bytes,
+                                   cudaMemcpyDeviceToHost, st),
+                   "cudaMemcpyAsync", v, dv);
+    dc->fetched = 1;
+}
+
+static void verify(exec *x, dev *dv)
+{
+    for (uint32_t i = 0; i < x->n_colls; i++) {
+        dcoll *dc = &dv->colls[i];
+        if (!dc->fetched)
+            continue;
+        dc->fetched = 0;
+        cs_check_coll cc = check_desc(&x->colls[i], dv);
+        double want = 0, got = 0;
+        long at = dc->out_bytes ? cs_check_verify(&cc, dc->host_out, &want, &got)
+                                : -1;
+        x->checked++;
+        if (at < 0)
+            continue;
+        if (x->mismatches++ == 0)
+            snprintf(x->first_mismatch, sizeof x->first_mismatch,
+                     "\"%s\" (%s) on rank %d, %s %u, element %ld: expected "
+                     "%.17g, got %.17g",
+                     node_name(x, x->colls[i].node),
+                     commsched_coll_op_str(x->colls[i].op), dv->rank,
+                     x->phase, x->iter, at, want, got);
+    }
+}
+
+/* One operation of the program on every local GPU. Collectives of several
+ * GPUs driven by one thread go in one NCCL group, or the first would wait
+ * for its peers forever. */
+static void run_op(exec *x, const cs_sop *op)
+{
+    int grouped = op->kind == CS_SOP_COLL || op->kind == CS_SOP_BARRIER;
+    if (grouped && x->ndev > 1)
+        check_nccl(x, ncclGroupStart(), "ncclGroupStart", COMMSCHED_NONE);
+    for (int d = 0; d < x->ndev; d++) {
+        dev *dv = &x->devs[d];
+        cudaStream_t st = dv->streams[op->stream];
+        uint32_t a = op->arg;
+        if (x->ndev > 1)
+            check_cuda(x, cudaSetDevice(dv->ordinal), "cudaSetDevice",
+                       COMMSCHED_NONE, dv);
+        switch ((cs_sop_kind)op->kind) {
+        case CS_SOP_ALLOC: {
+            int64_t n = x->plan.bytes[a];
+            cudaError_t rc = cudaMallocAsync(&dv->mem[a], (size_t)n, st);
+            if (rc != cudaSuccess)
+                die(x, "cannot allocate %lld bytes for buffer \"%s\" on rank "
+                    "%d (GPU %d): %s (try a smaller --size-scale)",
+                    (long long)n, x->g->buffers[a].name, dv->rank, dv->ordinal,
+                    cudaGetErrorString(rc));
+            dv->live += n;
+            if (dv->live > dv->peak)
+                dv->peak = dv->live;
+            break;
+        }
+        case CS_SOP_FREE:
+            check_cuda(x, cudaFreeAsync(dv->mem[a], st), "cudaFreeAsync",
+                       COMMSCHED_NONE, dv);
+            dv->mem[a] = NULL;
+            dv->live -= x->plan.bytes[a];
+            break;
+        case CS_SOP_RECORD:
+            check_cuda(x, cudaEventRecord(dv->events[a], st), "cudaEventRecord",
+                       a < 3 * x->plan.n ? a / 3 : COMMSCHED_NONE, dv);
+            break;
+        case CS_SOP_WAIT:
+            check_cuda(x, cudaStreamWaitEvent(st, dv->events[a], 0),
+                       "cudaStreamWaitEvent",
+                       a < 3 * x->plan.n ? a / 3 : COMMSCHED_NONE, dv);
+            break;
+        case CS_SOP_COMPUTE: run_compute(x, dv, a, st); break;
+        case CS_SOP_COLL: nccl_collective(x, dv, &x->colls[x->coll_of[a]], st); break;
+        case CS_SOP_BARRIER:
+            check_nccl(x,
+                       ncclAllReduce(dv->barrier_buf, dv->barrier_buf, 1,
+                                     ncclFloat32, ncclSum,
+                                     a == CS_SPROG_WORLD ? dv->world
+                                                         : dv->comm[a],
+                                     st),
+                       "ncclAllReduce (barrier)", COMMSCHED_NONE);
+            break;
+        case CS_SOP_FILL: fill(x, dv, a, st); break;
+        case CS_SOP_FETCH: fetch(x, dv, a, st); break;
+        }
+    }
+    if (grouped && x->ndev > 1)
+        check_nccl(x, ncclGroupEnd(), "ncclGroupEnd", COMMSCHED_NONE);
+}
+
+/* The first node of the order whose end event has not happened on dv. */
+static uint32_t stuck_node(exec *x, dev *dv)
+{
+    for (uint32_t k = 0; k < x->plan.n; k++) {
+        uint32_t v = x->plan.order[k];
+        if (cudaEventQuery(dv->events[cs_sprog_event(v, CS_EV_END)]) ==
+            cudaErrorNotReady)
+            return v;
+    }
+    return COMMSCHED_NONE;
+}
+
+/* Waits for every local GPU to finish the pass, under the watchdog, and
+ * surfaces NCCL's asynchronous errors (a peer gone, a network failure). */
+static void finish_pass(exec *x, const cs_sprog *sp)
+{
+    double poll = x->o->poll_us > 0 ? x->o->poll_us * 1e3 : 20e3;
+    double deadline = x->o->timeout_s > 0 ? now_ns() + x->o->timeout_s * 1e9
+                                          : INFINITY;
+    for (int d = 0; d < x->ndev; d++) {
+        dev *dv = &x->devs[d];
+        for (;;) {
+            cudaError_t rc = cudaEventQuery(dv->events[sp->ev_iter_end]);
+            if (rc == cudaSuccess)
+                break;
+            if (rc != cudaErrorNotReady)
+                die(x, "rank %d (GPU %d) failed in %s %u: %s", dv->rank,
+                    dv->ordinal, x->phase, x->iter, cudaGetErrorString(rc));
+            ncclResult_t async = ncclSuccess;
+            ncclCommGetAsyncError(dv->world, &async);
+            for (uint32_t i = 0; async == ncclSuccess && i < x->g->n_groups; i++)
+                ncclCommGetAsyncError(dv->comm[i], &async);
+            if (async != ncclSuccess && async != ncclInProgress)
+                die(x, "NCCL failed on rank %d (GPU %d) in %s %u: %s (%s)",
+                    dv->rank, dv->ordinal, x->phase, x->iter,
+                    ncclGetErrorString(async), ncclGetLastError(NULL));
+            if (now_ns() > deadline) {
+                uint32_t v = stuck_node(x, dv);
+                die(x,
+                    "watchdog: rank %d (GPU %d) has not finished node \"%s\" "
+                    "after %.3g s in %s %u; a rank is stuck or the ranks issue "
+                    "collectives in different orders; aborting the job",
+                    dv->rank, dv->ordinal, node_name(x, v), x->o->timeout_s,
+                    x->phase, x->iter);
+            }
+            nap_ns(poll);
+        }
+    }
+}
+
+static double elapsed_ns(exec *x, dev *dv, cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0;
+    check_cuda(x, cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime",
+               COMMSCHED_NONE, dv);
+    return (double)ms * 1e6;
+}
+
+/* One pass of program sp on every local GPU; per-node times (ns from the
+ * iteration's start) into t0/t1/tp[d * n + v], the step into step[d]. */
+static void run_pass(exec *x, const cs_sprog *sp, double *t0, double *t1,
+                     double *tp, double *step)
+{
+    if (x->rt->procs > 1)
+        cs_boot_barrier(x->rt->boot); /* hosts start enqueuing together */
+    for (size_t i = 0; i < sp->n_ops; i++)
+        run_op(x, &sp->ops[i]);
+    finish_pass(x, sp);
+    uint32_t n = x->plan.n;
+    for (int d = 0; d < x->ndev; d++) {
+        dev *dv = &x->devs[d];
+        cudaEvent_t s0 = dv->events[sp->ev_iter_start];
+        for (uint32_t v = 0; v < n; v++) {
+            size_t at = (size_t)d * n + v;
+            t0[at] = elapsed_ns(x, dv, s0, dv->events[cs_sprog_event(v, CS_EV_START)]);
+            t1[at] = elapsed_ns(x, dv, s0, dv->events[cs_sprog_event(v, CS_EV_END)]);
+            tp[at] = x->coll_of[v] != COMMSCHED_NONE
+                         ? elapsed_ns(x, dv, s0, dv->events[cs_sprog_event(v, CS_EV_POST)])
+                         : t0[at];
+        }
+        step[d] = elapsed_ns(x, dv, s0, dv->events[sp->ev_iter_end]);
+        if (x->o->check)
+            verify(x, dv);
+    }
+}
+
+/* ---- setup ------------------------------------------------------------------------ */
+
+/* Cycles of the SM clock per ns: the slope between two spin lengths timed
+ * with events, so the launch's fixed cost cancels. */
+static commsched_status calibrate_spin(dev *dv, commsched_error *err)
+{
+    cudaEvent_t a, b;
+    cudaStream_t st = dv->streams[0];
+    cudaError_t rc = cudaEventCreate(&a);
+    if (rc == cudaSuccess && (rc = cudaEventCreate(&b)) != cudaSuccess)
+        cudaEventDestroy(a);
+    if (rc != cudaSuccess)
+        return cuda_fail(err, rc, "cudaEventCreate", dv);
+    const long long lens[2] = {1000000, 5000000};
+    double samples[5];
+    float ms[2] = {0, 0};
+    cs_cuda_spin(lens[0], st); /* the first launch loads the module */
+    for (int i = 0; i < 5 && rc == cudaSuccess; i++) {
+        for (int j = 0; j < 2 && rc == cudaSuccess; j++) {
+            cudaEventRecord(a, st);
+            rc = cs_cuda_spin(lens[j], st);
+            cudaEventRecord(b, st);
+            if (rc == cudaSuccess)
+                rc = cudaEventSynchronize(b);
+            if (rc == cudaSuccess)
+                rc = cudaEventElapsedTime(&ms[j], a, b);
+        }
+        double dt = ((double)ms[1] - (double)ms[0]) * 1e6;
+        samples[i] = dt > 0 ? (double)(lens[1] - lens[0]) / dt : 0;
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    if (rc != cudaSuccess)
+        return cuda_fail(err, rc, "the spin kernel's calibration", dv);
+    dv->cycles_per_ns = median(samples, 5);
+    if (!(dv->cycles_per_ns > 0))
+        return commsched_error_set(err, COMMSCHED_ELIBRARY, NULL,
+                                   "GPU %d: the spin kernel's calibration "
+                                   "measured no clock",
+                                   dv->ordinal);
+    return COMMSCHED_OK;
+}
+
+/* Per node: the collective table, what compute plays, GEMM sizes. */
+static commsched_status setup_nodes(exec *x, commsched_error *err)
+{
+    const commsched_graph *g = x->g;
+    const commsched_run_options *o = x->o;
+    uint32_t n = g->n_nodes;
+    x->coll_of = malloc((n ? n : 1) * sizeof *x->coll_of);
+    x->colls = calloc(x->plan.n_coll ? x->plan.n_coll : 1, sizeof *x->colls);
+    x->compute_ns = calloc(n ? n : 1, sizeof *x->compute_ns);
+    x->wait_runtime = calloc(n ? n : 1, 1);
+    x->gemm_n = calloc(n ? n : 1, sizeof *x->gemm_n);
+    x->gemm_reps = calloc(n ? n : 1, sizeof *x->gemm_reps);
+    if (!x->coll_of || !x->colls || !x->compute_ns || !x->wait_runtime ||
+        !x->gemm_n || !x->gemm_reps)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t v = x->plan.order[k];
+        const cs_node *nd = &g->nodes[v];
+        x->coll_of[v] = COMMSCHED_NONE;
+        if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+            xcoll *c = &x->colls[x->n_colls];
+            x->coll_of[v] = x->n_colls++;
+            c->node = v;
+            c->group = nd->group;
+            c->op = (commsched_coll_op)nd->coll_op;
+            dtype_to_nccl((commsched_dtype)nd->dtype, &c->dt, &c->ek);
+            c->rk = cs_check_rkind((commsched_reduce_op)nd->reduce_op);
+            c->rop = rkind_to_nccl(c->rk);
+            c->es = x->plan.coll[v].elem;
+            cs_plan_coll_shape(&x->plan, v, g->groups[nd->group].size,
+                               &c->shape);
+            continue;
+        }
+        double rt = o->runtime_ns ? o->runtime_ns[v] : 0;
+        x->compute_ns[v] = rt > 0 ? rt * o->time_scale : 0;
+        x->wait_runtime[v] = nd->kind == COMMSCHED_NODE_WAIT &&
+                             x->compute_ns[v] > 0;
+        if (o->compute == COMMSCHED_COMPUTE_GEMM &&
+            nd->kind == COMMSCHED_NODE_COMPUTE && nd->flops > 0) {
+            /* A square GEMM of the node's FLOPs (2 e^3), its edge a multiple
+             * of 64 and at most 8192 (three bf16 matrices of 128 MiB),
+             * repeated when the FLOPs ask for more. */
+            double flops = nd->flops * o->time_scale;
+            double e = round(cbrt(flops / 2) / 64) * 64;
+            e = fmin(fmax(e, 64), 8192);
+            x->gemm_n[v] = (uint32_t)e;
+            x->gemm_reps[v] = (uint32_t)fmax(1, round(flops / (2 * e * e * e)));
+            if (x->gemm_n[v] > x->gemm_max)
+                x->gemm_max = x->gemm_n[v];
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* Which GPUs this process drives, and how many ranks the job has. */
+static commsched_status choose_devices(exec *x, commsched_error *err)
+{
+    commsched_runtime *rt = x->rt;
+    int want = x->o->gpus ? (int)x->o->gpus
+               : rt->procs == 1 ? rt->n_visible : 1;
+    int first = cs_boot_local_rank(rt->boot) * want;
+    if (first + want > rt->n_visible)
+        return commsched_error_set(
+            err, COMMSCHED_EINVAL, NULL,
+            "process %d would drive GPUs %d..%d but this host has %d (%d "
+            "process(es) here x %d GPU(s) each; see --gpus)",
+            rt->proc, first, first + want - 1, rt->n_visible,
+            cs_boot_local_size(rt->boot), want);
+    x->ndev = want;
+    x->ranks = want * rt->procs;
+    x->devs = calloc((size_t)want, sizeof *x->devs);
+    if (!x->devs)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (int d = 0; d < want; d++) {
+        x->devs[d].ordinal = first + d;
+        x->devs[d].rank = rt->proc * want + d;
+    }
+    for (uint32_t i = 0; i < x->g->n_groups; i++) {
+        const cs_group *gr = &x->g->groups[i];
+        if (gr->size > (uint32_t)x->ranks || (uint32_t)x->ranks % gr->size)
+            return commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL,
+                "group \"%s\" of %u ranks does not divide the job's %d GPU "
+                "ranks (%d process(es) x %d GPU(s)); groups are formed from "
+                "consecutive ranks (docs/RUNTIME.md)",
+                gr->name, gr->size, x->ranks, rt->procs, want);
+    }
+    return COMMSCHED_OK;
+}
+
+/* Streams, events, the pool, the inputs that live for the whole run, and
+ * each collective's private buffers, on one GPU. */
+static commsched_status setup_device(exec *x, dev *dv, commsched_error *err)
+{
+    const cs_plan *p = &x->plan;
+    const commsched_graph *g = x->g;
+    cudaError_t rc = cudaSetDevice(dv->ordinal);
+    if (rc != cudaSuccess)
+        return cuda_fail(err, rc, "cudaSetDevice", dv);
+    dv->streams = calloc(x->prog.n_streams, sizeof *dv->streams);
+    dv->events = calloc(x->prog.n_events, sizeof *dv->events);
+    dv->mem = calloc(g->n_buffers ? g->n_buffers : 1, sizeof *dv->mem);
+    dv->comm = calloc(g->n_groups ? g->n_groups : 1, sizeof *dv->comm);
+    dv->grank = calloc(g->n_groups ? g->n_groups : 1, sizeof *dv->grank);
+    dv->gsize = calloc(g->n_groups ? g->n_groups : 1, sizeof *dv->gsize);
+    dv->colls = calloc(x->n_colls ? x->n_colls : 1, sizeof *dv->colls);
+    if (!dv->streams || !dv->events || !dv->mem || !dv->comm || !dv->grank ||
+        !dv->gsize || !dv->colls)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (uint32_t s = 0; s < x->prog.n_streams; s++)
+        if ((rc = cudaStreamCreateWithFlags(&dv->streams[s],
+                                            cudaStreamNonBlocking)) != cudaSuccess)
+            return cuda_fail(err, rc, "cudaStreamCreate", dv);
+    for (uint32_t e = 0; e < x->prog.n_events; e++)
+        if ((rc = cudaEventCreate(&dv->events[e])) != cudaSuccess)
+            return cuda_fail(err, rc, "cudaEventCreate", dv);
+    /* A caching allocator: freed blocks stay reserved in the pool, so the
+     * next iteration allocates without going to the driver. */
+    uint64_t keep = UINT64_MAX;
+    if ((rc = cudaDeviceGetDefaultMemPool(&dv->pool, dv->ordinal)) != cudaSuccess ||
+        (rc = cudaMemPoolSetAttribute(dv->pool, cudaMemPoolAttrReleaseThreshold,
+                                      &keep)) != cudaSuccess)
+        return cuda_fail(err, rc, "the memory pool's setup", dv);
+    for (uint32_t i = 0; i < p->n_other; i++) {
+        uint32_t b = p->other[i];
+        if (p->bytes[b] > 0 &&
+            (rc = cudaMalloc(&dv->mem[b], (size_t)p->bytes[b])) != cudaSuccess)
+            return cuda_fail(err, rc, "cudaMalloc (an input)", dv);
+    }
+    if ((rc = cudaMalloc(&dv->barrier_buf, sizeof(float))) != cudaSuccess ||
+        (rc = cudaMemset(dv->barrier_buf, 0, sizeof(float))) != cudaSuccess)
+        return cuda_fail(err, rc, "cudaMalloc", dv);
+    return calibrate_spin(dv, err);
+}
+
+/* What needs group ranks: scratch and --check's pinned images. */
+static commsched_status setup_colls(exec *x, dev *dv, commsched_error *err)
+{
+    cudaError_t rc = cudaSetDevice(dv->ordinal);
+    if (rc != cudaSuccess)
+        return cuda_fail(err, rc, "cudaSetDevice", dv);
+    for (uint32_t i = 0; i < x->n_colls; i++) {
+        const xcoll *c = &x->colls[i];
+        dcoll *dc = &dv->colls[i];
+        if (c->shape.scratch_bytes &&
+            (rc = cudaMalloc(&dc->scratch, c->shape.scratch_bytes)) != cudaSuccess)
+            return cuda_fail(err, rc, "cudaMalloc (collective scratch)", dv);
+        if (!x->o->check || c->op == COMMSCHED_COLL_BARRIER)
+            continue;
+        cs_check_coll cc = check_desc(c, dv);
+        dc->in_bytes = cs_check_input_elems(&cc) * c->es;
+        dc->out_bytes = cs_check_result_elems(&cc) * c->es;
+        if ((dc->in_bytes &&
+             (rc = cudaMallocHost(&dc->host_in, dc->in_bytes)) != cudaSuccess) ||
+            (dc->out_bytes &&
+             (rc = cudaMallocHost(&dc->host_out, dc->out_bytes)) != cudaSuccess))
+            return cuda_fail(err, rc, "cudaMallocHost (--check)", dv);
+        if (dc->in_bytes)
+            cs_check_fill(&cc, dc->host_in);
+    }
+#if COMMSCHED_HAVE_CUBLAS
+    if (x->gemm_max) {
+        size_t bytes = (size_t)x->gemm_max * x->gemm_max * 2; /* bf16 */
+        commsched_status st =
+            x->blas.lib ? COMMSCHED_OK : blas_open(&x->blas, err);
+        if (st != COMMSCHED_OK)
+            return st;
+        if (x->blas.create(&dv->blas) != CUBLAS_STATUS_SUCCESS)
+            return commsched_error_set(err, COMMSCHED_ELIBRARY, NULL,
+                                       "cublasCreate failed on GPU %d",
+                                       dv->ordinal);
+        if ((rc = cudaMalloc(&dv->gemm_a, bytes)) != cudaSuccess ||
+            (rc = cudaMalloc(&dv->gemm_b, bytes)) != cudaSuccess ||
+            (rc = cudaMalloc(&dv->gemm_c, bytes)) != cudaSuccess ||
+            (rc = cudaMemset(dv->gemm_a, 0, bytes)) != cudaSuccess ||
+            (rc = cudaMemset(dv->gemm_b, 0, bytes)) != cudaSuccess)
+            return cuda_fail(err, rc, "cudaMalloc (GEMM operands)", dv);
+    }
+#endif
+    return COMMSCHED_OK;
+}
+
+/* The world communicator (NCCL's unique id from process 0 over boot.h)
+ * and one per group, split off it. One thread driving several GPUs
+ * creates their communicators inside one NCCL group. */
+static commsched_status setup_nccl(exec *x, commsched_error *err)
+{
+    commsched_runtime *rt = x->rt;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    ncclResult_t rc = ncclSuccess;
+    long long ok = 1;
+    if (rt->proc == 0)
+        ok = ncclGetUniqueId(&id) == ncclSuccess;
+    cs_boot_bcast(rt->boot, &ok, sizeof ok, 0);
+    if (!ok)
+        return commsched_error_set(err, COMMSCHED_ELIBRARY, NULL,
+                                   "ncclGetUniqueId failed: %s",
+                                   ncclGetLastError(NULL));
+    cs_boot_bcast(rt->boot, &id, sizeof id, 0);
+    rc = ncclGroupStart();
+    for (int d = 0; d < x->ndev && rc == ncclSuccess; d++) {
+        if (cudaSetDevice(x->devs[d].ordinal) != cudaSuccess)
+            break;
+        rc = ncclCommInitRank(&x->devs[d].world, x->ranks, id, x->devs[d].rank);
+    }
+    ncclResult_t end = ncclGroupEnd();
+    if (rc == ncclSuccess)
+        rc = end;
+    if (rc != ncclSuccess)
+        return nccl_fail(err, rc, "ncclCommInitRank");
+    for (uint32_t i = 0; i < x->g->n_groups; i++) {
+        int k = (int)x->g->groups[i].size;
+        rc = ncclGroupStart();
+        for (int d = 0; d < x->ndev && rc == ncclSuccess; d++) {
+            dev *dv = &x->devs[d];
+            if (k == x->ranks) /* the world itself */
+                dv->comm[i] = dv->world;
+            else
+                rc = ncclCommSplit(dv->world, dv->rank / k, dv->rank,
+                                   &dv->comm[i], NULL);
+        }
+        end = ncclGroupEnd();
+        if (rc == ncclSuccess)
+            rc = end;
+        if (rc != ncclSuccess)
+            return nccl_fail(err, rc, "ncclCommSplit");
+        for (int d = 0; d < x->ndev; d++) {
+            dev *dv = &x->devs[d];
+            if ((rc = ncclCommUserRank(dv->comm[i], &dv->grank[i])) !=
+                    ncclSuccess ||
+                (rc = ncclCommCount(dv->comm[i], &dv->gsize[i])) != ncclSuccess)
+                return nccl_fail(err, rc, "ncclCommUserRank/ncclCommCount");
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* Every process learns whether any failed; the lowest failing one keeps
+ * its message, the others return the same status with an empty one. */
+static commsched_status agree(exec *x, commsched_status st,
+                              commsched_error *err)
+{
+    cs_boot *b = x->rt->boot;
+    int lowest = cs_boot_first_failed(b, st != COMMSCHED_OK);
+    if (lowest < 0)
+        return COMMSCHED_OK;
+    long long code = (long long)st;
+    cs_boot_bcast(b, &code, sizeof code, lowest);
+    if (lowest != x->rt->proc && err) {
+        commsched_error_clear(err);
+        err->status = (commsched_status)code;
+    }
+    return (commsched_status)code;
+}
+
+/* The processes must run the same graph and issue the same collectives:
+ * NCCL would hang, not fail, on a rank-divergent order (Inductor #189454,
+ * torchrec #4149). */
+static commsched_status preflight(exec *x, commsched_error *err)
+{
+    commsched_runtime *rt = x->rt;
+    const cs_plan *p = &x->plan;
+    unsigned long long mine[2] = {p->graph_hash, p->n_coll};
+    unsigned long long *all = malloc((size_t)rt->procs * sizeof mine);
+    unsigned long long len0 = p->seq_len;
+    char *theirs = NULL;
+    commsched_status st = COMMSCHED_OK;
+    cs_boot_bcast(rt->boot, &len0, sizeof len0, 0);
+    theirs = malloc((size_t)len0 + 1);
+    if (!all || !theirs)
+        st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
+    if ((st = agree(x, st, err)) != COMMSCHED_OK)
+        goto done;
+    cs_boot_allgather(rt->boot, mine, sizeof mine, all);
+    if (rt->proc == 0)
+        memcpy(theirs, p->seq, (size_t)len0);
+    int too_long = cs_boot_bcast(rt->boot, theirs, (size_t)len0, 0) != 0;
+    theirs[len0] = '\0';
+    char a[200], b[200];
+    long diff = too_long ? -1
+                         : cs_plan_seq_diff(p->seq, p->seq_len, theirs,
+                                            (size_t)len0, a, b, sizeof a);
+    if (diff >= 0)
+        st = commsched_error_set(
+            err, COMMSCHED_EINVAL, NULL,
+            "the processes would issue collectives in different orders: "
+            "collective #%ld is %s on process %d but %s on process 0; NCCL "
+            "would hang (the rank-divergent order of Inductor #189454 and "
+            "torchrec #4149)",
+            diff + 1, a, rt->proc, b);
+    for (int r = 1; st == COMMSCHED_OK && r < rt->procs; r++)
+        if (rt->proc == 0 && (all[2 * r] != all[0] || all[2 * r + 1] != all[1]))
+            st = commsched_error_set(
+                err, COMMSCHED_EINVAL, NULL,
+                "the graph on process %d differs from process 0's (hash "
+                "%016llx vs %016llx); the collective sequences agree, but the "
+                "ranks would not run the same step (--no-preflight runs "
+                "anyway)",
+                r, all[2 * r], all[0]);
+    st = agree(x, st, err);
+done:
+    free(all);
+    free(theirs);
+    return st;
+}
+
+/* Every communicator this process made, finalized (in one NCCL group:
+ * one thread may own several GPUs' communicators) and destroyed. */
+static void destroy_comms(exec *x)
+{
+    uint32_t ng = x->g->n_groups;
+    ncclGroupStart();
+    for (int d = 0; x->devs && d < x->ndev; d++) {
+        dev *dv = &x->devs[d];
+        for (uint32_t i = 0; dv->comm && i < ng; i++)
+            if (dv->comm[i] && dv->comm[i] != dv->world)
+                ncclCommFinalize(dv->comm[i]);
+        if (dv->world)
+            ncclCommFinalize(dv->world);
+    }
+    ncclGroupEnd();
+    for (int d = 0; x->devs && d < x->ndev; d++) {
+        dev *dv = &x->devs[d];
+        for (uint32_t i = 0; dv->comm && i < ng; i++)
+            if (dv->comm[i] && dv->comm[i] != dv->world)
+                ncclCommDestroy(dv->comm[i]);
+        if (dv->world)
+            ncclCommDestroy(dv->world);
+    }
+}
+
+static void exec_fini(exec *x)
+{
+    destroy_comms(x);
+    for (int d = 0; x->devs && d < x->ndev; d++) {
+        dev *dv = &x->devs[d];
+        cudaSetDevice(dv->ordinal);
+        cudaDeviceSynchronize();
+        for (uint32_t i = 0; dv->colls && i < x->n_colls; i++) {
+            cudaFree(dv->colls[i].scratch);
+            cudaFreeHost(dv->colls[i].host_in);
+            cudaFreeHost(dv->colls[i].host_out);
+        }
+        for (uint32_t b = 0; dv->mem && b < x->g->n_buffers; b++)
+            if (dv->mem[b])
+                cudaFree(dv->mem[b]);
+        for (uint32_t e = 0; dv->events && e < x->prog.n_events; e++)
+            if (dv->events[e])
+                cudaEventDestroy(dv->events[e]);
+        for (uint32_t s = 0; dv->streams && s < x->prog.n_streams; s++)
+            if (dv->streams[s])
+                cudaStreamDestroy(dv->streams[s]);
+        cudaFree(dv->barrier_buf);
+#if COMMSCHED_HAVE_CUBLAS
+        if (dv->blas)
+            x->blas.destroy(dv->blas);
+        cudaFree(dv->gemm_a);
+        cudaFree(dv->gemm_b);
+        cudaFree(dv->gemm_c);
+#endif
+        free(dv->streams);
+        free(dv->events);
+        free(dv->mem);
+        free(dv->comm);
+        free(dv->grank);
+        free(dv->gsize);
+        free(dv->colls);
+    }
+#if COMMSCHED_HAVE_CUBLAS
+    if (x->blas.lib)
+        dlclose(x->blas.lib);
+#endif
+    free(x->devs);
+    free(x->colls);
+    free(x->coll_of);
+    free(x->compute_ns);
+    free(x->wait_runtime);
+    free(x->gemm_n);
+    free(x->gemm_reps);
+    cs_sprog_fini(&x->prog);
+    cs_sprog_fini(&x->calib);
+    cs_plan_fini(&x->plan);
+}
+
+/* Options this adaptor cannot honour, refused before anything starts. */
+static commsched_status check_options(const commsched_run_options *o,
+                                      commsched_error *err)
+{
+    if (o->iters < 1 || !(o->size_scale > 0) || !(o->time_scale >= 0))
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "bad run options (iters >= 1, size scale "
+                                   "> 0, time scale >= 0)");
+    if (o->compute == COMMSCHED_COMPUTE_TOUCH)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "--compute touch streams host memory; on "
+                                   "GPUs use spin (default) or gemm");
+    if (o->compute == COMMSCHED_COMPUTE_GEMM && !COMMSCHED_HAVE_CUBLAS)
+        return commsched_error_set(err, COMMSCHED_EUNSUPPORTED, NULL,
+                                   "--compute gemm needs cuBLAS, whose header "
+                                   "this build did not find");
+    if (o->allreduce != COMMSCHED_ALLREDUCE_MPI)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "--allreduce %s is the MPI runtime's; NCCL "
+                                   "runs its own all-reduce",
+                                   commsched_allreduce_algo_str(o->allreduce));
+    return COMMSCHED_OK;
+}
+
+static commsched_status setup(exec *x, const uint32_t *order,
+                              commsched_error *err)
+{
+    commsched_status st = check_options(x->o, err);
+    if (st == COMMSCHED_OK)
+        st = cs_plan_build(&x->plan, x->g, order, x->o->size_scale, err);
+    if (st == COMMSCHED_OK)
+        st = setup_nodes(x, err);
+    if (st == COMMSCHED_OK)
+        st = cs_sprog_build(&x->prog, &x->plan, x->o->streams, x->o->check, 0,
+                            x->wait_runtime, err);
+    if (st == COMMSCHED_OK)
+        st = cs_sprog_build(&x->calib, &x->plan, x->o->streams, x->o->check,
+                            1, x->wait_runtime, err);
+#ifndef NDEBUG
+    /* The lowering's invariant, as passes are checked between passes. */
+    if (st == COMMSCHED_OK)
+        st = cs_sprog_verify(&x->prog, &x->plan, err);
+    if (st == COMMSCHED_OK)
+        st = cs_sprog_verify(&x->calib, &x->plan, err);
+#endif
+    if (st == COMMSCHED_OK)
+        st = choose_devices(x, err);
+    for (int d = 0; st == COMMSCHED_OK && d < x->ndev; d++)
+        st = setup_device(x, &x->devs[d], err);
+    return st;
+}
+
+/* ---- the measurement ---------------------------------------------------------- */
+
+/* Per-process records, [pass][local GPU][node]. */
+typedef struct records {
+    double *t0, *t1, *tp, *step; /* step: [pass][local GPU] */
+    double *solo;                /* [local GPU][node], summed over GPUs */
+} records;
+
+/* Gathers every process's records on process 0 into a measurement with
+ * one rank per GPU. */
+static commsched_status gather(exec *x, const records *rec,
+                               commsched_measurement **out,
+                               commsched_error *err)
+{
+    commsched_runtime *rt = x->rt;
+    const commsched_run_options *o = x->o;
+    uint32_t n = x->plan.n, I = o->iters, G = (uint32_t)x->ndev,
+             P = (uint32_t)rt->procs, R = G * P;
+    size_t per = (size_t)I * G * n; /* doubles per process and array */
+    commsched_measurement *m = NULL;
+    double *all = NULL;
+    int ok = 1;
+    /* One block per process: t0, t1, tp, steps, peaks, pool peaks, solo. */
+    size_t block = 3 * per + (size_t)I * G + 2 * G + (o->calibrate ? n : 0);
+    double *mine = malloc(block * sizeof *mine);
+    if (rt->proc == 0) {
+        m = calloc(1, sizeof *m);
+        all = malloc(block * P * sizeof *all);
+        ok = m && all;
+        if (ok) {
+            m->order = malloc((size_t)n * sizeof *m->order);
+            m->start_ns = malloc((size_t)I * R * n * sizeof *m->start_ns);
+            m->end_ns = malloc((size_t)I * R * n * sizeof *m->end_ns);
+            m->post_ns = malloc((size_t)I * R * n * sizeof *m->post_ns);
+            m->step_ns = malloc((size_t)I * R * sizeof *m->step_ns);
+            m->peak_live = calloc(R, sizeof *m->peak_live);
+            m->pool_peak = calloc(R, sizeof *m->pool_peak);
+            m->solo_ns = o->calibrate ? calloc(n ? n : 1, sizeof *m->solo_ns)
+                                      : NULL;
+            ok = m->order && m->start_ns && m->end_ns && m->post_ns &&
+                 m->step_ns && m->peak_live && m->pool_peak &&
+                 (!o->calibrate || m->solo_ns);
+        }
+    }
+    ok = ok && mine && block * sizeof *mine * P <= (size_t)INT32_MAX;
+    if (cs_boot_first_failed(rt->boot, !ok) >= 0) {
+        commsched_measurement_destroy(m);
+        free(all);
+        free(mine);
+        if (rt->proc == 0)
+            return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                       "out of memory gathering the "
+                                       "measurement (use fewer --iters)");
+        if (err) {
+            commsched_error_clear(err);
+            err->status = COMMSCHED_ENOMEM;
+        }
+        return COMMSCHED_ENOMEM;
+    }
+    memcpy(mine, rec->t0, per * sizeof *mine);
+    memcpy(mine + per, rec->t1, per * sizeof *mine);
+    memcpy(mine + 2 * per, rec->tp, per * sizeof *mine);
+    memcpy(mine + 3 * per, rec->step, (size_t)I * G * sizeof *mine);
+    double *peaks = mine + 3 * per + (size_t)I * G;
+    for (uint32_t d = 0; d < G; d++) {
+        dev *dv = &x->devs[d];
+        uint64_t high = 0;
+        cudaSetDevice(dv->ordinal);
+        cudaMemPoolGetAttribute(dv->pool, cudaMemPoolAttrUsedMemHigh, &high);
+        peaks[d] = (double)dv->peak;
+        peaks[G + d] = (double)high;
+    }
+    if (o->calibrate)
+        memcpy(peaks + 2 * G, rec->solo, (size_t)n * sizeof *mine);
+    cs_boot_gather(rt->boot, mine, block * sizeof *mine, all);
+    free(mine);
+    if (rt->proc != 0) {
+        *out = NULL;
+        return COMMSCHED_OK;
+    }
+    m->graph = x->g;
+    m->ranks = R;
+    m->nodes = n;
+    m->iters = I;
+    memcpy(m->order, x->plan.order, (size_t)n * sizeof *m->order);
+    for (uint32_t p = 0; p < P; p++) {
+        const double *blk = all + block * p;
+        for (uint32_t it = 0; it < I; it++)
+            for (uint32_t d = 0; d < G; d++) {
+                uint32_t r = p * G + d;
+                size_t src = ((size_t)it * G + d) * n,
+                       dst = ((size_t)it * R + r) * n;
+                memcpy(m->start_ns + dst, blk + src, (size_t)n * sizeof *all);
+                memcpy(m->end_ns + dst, blk + per + src, (size_t)n * sizeof *all);
+                memcpy(m->post_ns + dst, blk + 2 * per + src,
+                       (size_t)n * sizeof *all);
+                m->step_ns[(size_t)it * R + r] =
+                    blk[3 * per + (size_t)it * G + d];
+            }
+        const double *pk = blk + 3 * per + (size_t)I * G;
+        for (uint32_t d = 0; d < G; d++) {
+            m->peak_live[p * G + d] = (int64_t)pk[d];
+            m->pool_peak[p * G + d] = (int64_t)pk[G + d];
+        }
+        for (uint32_t v = 0; o->calibrate && v < n; v++)
+            m->solo_ns[v] += pk[2 * G + v] / R;
+    }
+    free(all);
+    int64_t other = 0;
+    for (uint32_t i = 0; i < x->plan.n_other; i++)
+        other += x->plan.bytes[x->plan.other[i]];
+    m->other_bytes = other;
+    m->checked = x->checked;
+    m->mismatches = x->mismatches;
+    snprintf(m->first_mismatch, sizeof m->first_mismatch, "%s",
+             x->first_mismatch);
+    m->options = *o;
+    m->options.runtime_ns = NULL;
+    snprintf(m->runtime, sizeof m->runtime, "cuda");
+    snprintf(m->library, sizeof m->library, "%s", rt->library);
+    *out = m;
+    return COMMSCHED_OK;
+}
+
+/* --check's counts from every process: summed, and process 0 keeps the
+ * first mismatch of the lowest process that saw one. */
+static void gather_checks(exec *x)
+{
+    commsched_runtime *rt = x->rt;
+    if (rt->procs == 1)
+        return;
+    struct {
+        unsigned long long checked, mismatches;
+        char first[256];
+    } mine, *all = rt->proc == 0 ? calloc((size_t)rt->procs, sizeof mine) : NULL;
+    memset(&mine, 0, sizeof mine);
+    mine.checked = x->checked;
+    mine.mismatches = x->mismatches;
+    memcpy(mine.first, x->first_mismatch, sizeof mine.first);
+    long long have = rt->proc != 0 || all != NULL;
+    if (cs_boot_min(rt->boot, have) == 0) {
+        free(all);
+        return; /* process 0 keeps its own counts */
+    }
+    cs_boot_gather(rt->boot, &mine, sizeof mine, all);
+    if (rt->proc != 0)
+        return;
+    x->checked = x->mismatches = 0;
+    x->first_mismatch[0] = '\0';
+    for (int p = 0; p < rt->procs; p++) {
+        x->checked += all[p].checked;
+        x->mismatches += all[p].mismatches;
+        if (!x->first_mismatch[0] && all[p].first[0])
+            memcpy(x->first_mismatch, all[p].first, sizeof x->first_mismatch);
+    }
+    free(all);
+}
+
+/* ---- the adaptor ------------------------------------------------------------------ */
+
+static commsched_status cuda_init(int *argc, char ***argv,
+                                  commsched_runtime **out, commsched_error *err)
+{
+    *out = NULL;
+    commsched_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    commsched_status st = cs_boot_init(argc, argv, &rt->boot, err);
+    if (st != COMMSCHED_OK) {
+        free(rt);
+        return st;
+    }
+    rt->proc = cs_boot_rank(rt->boot);
+    rt->procs = cs_boot_size(rt->boot);
+    cudaError_t rc = cudaGetDeviceCount(&rt->n_visible);
+    if (rc != cudaSuccess || rt->n_visible < 1)
+        st = commsched_error_set(
+            err, COMMSCHED_ENODEV, NULL,
+            "no CUDA device on this host (cudaGetDeviceCount: %s); the cuda "
+            "runtime needs an NVIDIA GPU and its driver (--runtime mpi runs "
+            "on CPUs)",
+            rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
+    /* Every process stops together: none is left waiting in NCCL's setup
+     * for one that has no GPU. */
+    int lowest = cs_boot_first_failed(rt->boot, st != COMMSCHED_OK);
+    if (lowest >= 0) {
+        if (lowest != rt->proc && err) {
+            commsched_error_clear(err);
+            err->status = COMMSCHED_ENODEV;
+        }
+        cs_boot_fini(rt->boot);
+        free(rt);
+        return COMMSCHED_ENODEV;
+    }
+    int nccl = 0, cudart = 0;
+    ncclGetVersion(&nccl);
+    cudaRuntimeGetVersion(&cudart);
+    snprintf(rt->library, sizeof rt->library, "NCCL %d.%d.%d, CUDA %d.%d, %s",
+             nccl / 10000, nccl / 100 % 100, nccl % 100, cudart / 1000,
+             cudart / 10 % 100, cs_boot_library(rt->boot));
+    *out = rt;
+    return COMMSCHED_OK;
+}
+
+static int cuda_rank(const commsched_runtime *rt) { return rt->proc; }
+static int cuda_size(const commsched_runtime *rt) { return rt->procs; }
+
+static int cuda_first_failed(commsched_runtime *rt, int failed)
+{
+    return cs_boot_first_failed(rt->boot, failed);
+}
+
+static void cuda_fini(commsched_runtime *rt)
+{
+    if (!rt)
+        return;
+    cs_boot_fini(rt->boot);
+    free(rt);
+}
+
+static commsched_status cuda_execute(commsched_runtime *rt,
+                                     const commsched_graph *g,
+                                     const uint32_t *order,
+                                     const commsched_run_options *o,
+                                     commsched_measurement **out,
+                                     commsched_error *err)
+{
+    double wall0 = now_ns();
+    exec x;
+    memset(&x, 0, sizeof x);
+    x.rt = rt;
+    x.g = g;
+    x.o = o;
+    x.phase = "setup";
+    *out = NULL;
+    records rec = {NULL, NULL, NULL, NULL, NULL};
+    double *samples = NULL, *c0 = NULL, *c1 = NULL, *cp = NULL, *cs = NULL;
+    commsched_status st = setup(&x, order, err);
+    uint32_t n = g->n_nodes, G = 0;
+    if (st == COMMSCHED_OK) {
+        G = (uint32_t)x.ndev;
+        size_t per = (size_t)o->iters * G * n;
+        rec.t0 = malloc((per ? per : 1) * sizeof *rec.t0);
+        rec.t1 = malloc((per ? per : 1) * sizeof *rec.t1);
+        rec.tp = malloc((per ? per : 1) * sizeof *rec.tp);
+        rec.step = malloc((size_t)o->iters * G * sizeof *rec.step);
+        c0 = malloc(((size_t)G * n + 1) * sizeof *c0);
+        c1 = malloc(((size_t)G * n + 1) * sizeof *c1);
+        cp = malloc(((size_t)G * n + 1) * sizeof *cp);
+        cs = malloc(G * sizeof *cs);
+        if (o->calibrate) {
+            rec.solo = calloc(n ? n : 1, sizeof *rec.solo);
+            samples = malloc(((size_t)o->calibrate * G * n + 1) * sizeof *samples);
+        }
+        if (!rec.t0 || !rec.t1 || !rec.tp || !rec.step || !c0 || !c1 || !cp ||
+            !cs || (o->calibrate && (!rec.solo || !samples)))
+            st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                     "out of memory");
+    }
+    if ((st = agree(&x, st, err)) != COMMSCHED_OK)
+        goto done;
+    if (o->preflight && (st = preflight(&x, err)) != COMMSCHED_OK)
+        goto done;
+    st = setup_nccl(&x, err);
+    for (int d = 0; st == COMMSCHED_OK && d < x.ndev; d++)
+        st = setup_colls(&x, &x.devs[d], err);
+    if ((st = agree(&x, st, err)) != COMMSCHED_OK)
+        goto done;
+
+    x.phase = "calibration pass";
+    for (uint32_t c = 0; c < o->calibrate; c++) {
+        x.iter = c;
+        run_pass(&x, &x.calib, c0, c1, cp, cs);
+        for (size_t i = 0; i < (size_t)G * n; i++)
+            samples[i * o->calibrate + c] = c1[i] - c0[i];
+    }
+    /* Per node: the median of its passes on each GPU, summed over GPUs
+     * (gather divides by the rank count). A collective's solo time runs
+     * from when its stream started it, after the barrier. */
+    for (uint32_t v = 0; o->calibrate && v < n; v++)
+        for (uint32_t d = 0; d < G; d++) {
+            size_t i = (size_t)d * n + v;
+            rec.solo[v] += median(samples + i * o->calibrate, o->calibrate);
+        }
+    x.phase = "warm-up iteration";
+    for (uint32_t w = 0; w < o->warmup; w++) {
+        x.iter = w;
+        run_pass(&x, &x.prog, c0, c1, cp, cs);
+    }
+    /* The measured peaks are the measured iterations' own. */
+    for (uint32_t d = 0; d < G; d++) {
+        uint64_t zero = 0;
+        x.devs[d].peak = x.devs[d].live;
+        cudaSetDevice(x.devs[d].ordinal);
+        cudaMemPoolSetAttribute(x.devs[d].pool, cudaMemPoolAttrUsedMemHigh,
+                                &zero);
+    }
+    x.phase = "iteration";
+    size_t gn = (size_t)G * n;
+    for (uint32_t it = 0; it < o->iters; it++) {
+        x.iter = it;
+        run_pass(&x, &x.prog, rec.t0 + it * gn, rec.t1 + it * gn,
+                 rec.tp + it * gn, rec.step + (size_t)it * G);
+    }
+    x.phase = "gather";
+    gather_checks(&x);
+    st = gather(&x, &rec, out, err);
+    if (*out)
+        (*out)->wall_s = (now_ns() - wall0) / 1e9;
+done:
+    exec_fini(&x);
+    free(rec.t0);
+    free(rec.t1);
+    free(rec.tp);
+    free(rec.step);
+    free(rec.solo);
+    free(samples);
+    free(c0);
+    free(c1);
+    free(cp);
+    free(cs);
+    return st;
+}
+
+const commsched_runtime_ops cs_runtime_cuda_ops = {
+    .version = COMMSCHED_RUNTIME_VERSION,
+    .name = "cuda",
+    .description = "NVIDIA GPUs: NCCL collectives on one stream per group, "
+                   "spin or GEMM kernels on the compute stream, CUDA events",
+    .init = cuda_init,
+    .rank = cuda_rank,
+    .size = cuda_size,
+    .first_failed = cuda_first_failed,
+    .execute = cuda_execute,
+    .fini = cuda_fini,
+};
