@@ -91,6 +91,16 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The device allocator's high-water mark over ranks (pool_peak given). */
+static int64_t max_pool_peak(const commsched_measurement *m)
+{
+    int64_t v = 0;
+    for (uint32_t r = 0; r < m->ranks; r++)
+        if (m->pool_peak[r] > v)
+            v = m->pool_peak[r];
+    return v;
+}
+
 static void summary_free(summary *s)
 {
     free(s->step_it);
@@ -381,6 +391,10 @@ commsched_status commsched_run_report_table(FILE *out,
             st ? cs_fmt_bytes((double)st->peak_memory_step * o->size_scale, a, sizeof a) : "-",
             st ? cs_fmt_bytes((double)st->peak_memory * o->size_scale, b, sizeof b) : "-",
             cs_fmt_bytes((double)s.peak, c, sizeof c));
+    if (m->pool_peak)
+        fprintf(out, "                       device allocator's high-water "
+                     "mark %s (max over ranks)\n",
+                cs_fmt_bytes((double)max_pool_peak(m), a, sizeof a));
     if (m->other_bytes > 0)
         fprintf(out, "                       plus %s of inputs the model does "
                      "not count\n",
@@ -531,6 +545,11 @@ commsched_status commsched_run_report_json(FILE *out,
     jw_num(&w, st ? round((double)st->peak_memory_step * o->size_scale) : NAN);
     fputs(",\"model_peak_simulated\":", out);
     jw_num(&w, st ? round((double)st->peak_memory * o->size_scale) : NAN);
+    fputs(",\"pool_peak\":", out);
+    if (m->pool_peak)
+        fprintf(out, "%lld", (long long)max_pool_peak(m));
+    else
+        fputs("null", out);
     fprintf(out, ",\"uncounted_inputs\":%lld},\n", (long long)m->other_bytes);
     fprintf(out, "\"check\":{\"enabled\":%s,\"verified\":%llu,\"mismatches\":%llu,"
                  "\"first_mismatch\":",

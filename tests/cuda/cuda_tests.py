@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""CUDA/NCCL runtime tests: `commsched run --runtime cuda` (docs/RUNTIME.md).
+
+usage: cuda_tests.py CLI SCRATCH CASE
+
+Cases:
+  no-device  without a GPU: the run fails with exit 1 and one clear
+             message ("no CUDA device", or "this build has no cuda runtime"
+             where the adaptor was not built), alone and under mpirun;
+             skipped (77) where a GPU is present.
+  one-gpu    one GPU: every collective kind with --check, the stream
+             modes, --compute gemm, and overlap measured: the schedule with
+             its wait sunk must beat the one with the wait exposed.
+  multi-gpu  two GPUs or more: the kinds with --check from one process
+             driving two GPUs (--gpus 2) and from two processes under
+             mpirun, and the overlap pair on two ranks.
+The GPU cases exit 77 (skipped) where the build has no CUDA adaptor or the
+machine has no GPU. Graphs come from tests/mpi/mpi_tests.py, so both
+runtimes run the same steps. Standard library only.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "mpi"))
+import mpi_tests as mt  # noqa: E402  (the shared graphs and checks)
+
+SKIP = 77
+fail = mt.fail
+
+
+def gpu_count():
+    """GPUs the driver reports, independently of commsched: nvidia-smi, or
+    the device nodes when it is absent."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            p = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                               timeout=60)
+            if p.returncode == 0:
+                return sum(1 for ln in p.stdout.splitlines()
+                           if ln.startswith("GPU "))
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        return 0
+    return sum(1 for n in os.listdir("/dev")
+               if n.startswith("nvidia") and n[6:].isdigit())
+
+
+def built_with_cuda(cli):
+    h = subprocess.run([cli, "run", "--help"], capture_output=True,
+                       text=True, timeout=30)
+    line = h.stdout.replace("\n", " ")
+    return "has:" in line and " cuda" in line.split("has:", 1)[1][:40]
+
+
+def run(cli, args, timeout=240):
+    cmd = [cli, "run", "--runtime", "cuda"] + args
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail("hung: %s" % " ".join(cmd))
+    print("$ %s  (%.1f s, exit %d)" % (" ".join(cmd[1:]),
+                                        time.monotonic() - t0, p.returncode))
+    return p
+
+
+def run_json(env, args, graph_path, name, mpi_np=0):
+    """A run with a JSON report: one process, or mpi_np under mpirun."""
+    out = env.path(name + ".report.json")
+    full = ["--format", "json", "-o", out, "--no-progress"] + args + \
+        [graph_path]
+    if mpi_np:
+        p, _ = env.mpirun(mpi_np, ["--runtime", "cuda"] + full, timeout=240)
+    else:
+        p = run(env.cli, full)
+    if p.returncode != 0:
+        fail("exit %d\nstdout:\n%s\nstderr:\n%s" % (
+            p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    with open(out) as f:
+        rep = json.load(f)
+    if rep["runtime"] != "cuda" or "NCCL" not in rep["library"]:
+        fail("report names runtime %r, library %r" % (rep["runtime"],
+                                                       rep["library"]))
+    if not rep["memory"]["pool_peak"]:
+        fail("no allocator high-water mark in the report")
+    return rep
+
+
+# ---- cases ------------------------------------------------------------------
+
+
+def case_no_device(env):
+    g = mt.overlap_graph(1, True).write(env.path("step.json"))
+    cuda = built_with_cuda(env.cli)
+    want = "no CUDA device" if cuda else "this build has no cuda runtime"
+    p = run(env.cli, [g], timeout=60)
+    if p.returncode != 1 or want not in p.stderr:
+        fail("exit %d, stderr %r (expected exit 1 and %r)" % (
+            p.returncode, p.stderr, want))
+    if p.stderr.count("\n") != 1:
+        fail("expected one line of error, got:\n" + p.stderr)
+    if cuda and env.mpiexec:
+        # Every process fails the same way; one message, no hang.
+        p, _ = env.mpirun(2, ["--runtime", "cuda", g], timeout=60)
+        if p.returncode == 0 or p.stderr.count(want) != 1:
+            fail("under mpirun: exit %d, stderr:\n%s" % (p.returncode,
+                                                          p.stderr))
+    # Options only the CUDA runtime takes are refused elsewhere (exit 2).
+    p = subprocess.run([env.cli, "run", "--gpus", "2", g],
+                       capture_output=True, text=True, timeout=30)
+    if p.returncode != 2 or "--gpus needs --runtime cuda" not in p.stderr:
+        fail("--gpus with mpi: exit %d %s" % (p.returncode, p.stderr))
+    print("no GPU: %s" % p.stderr.strip())
+
+
+def gemm_graph():
+    """Compute with FLOPs (GEMMs of 2048^3 and 4096^3) around an
+    all-reduce."""
+    g = mt.Graph("gemm", [("world", 1)])
+    g.inp("x", 1 << 20)
+    g.compute("mm1", ["x"], "a", 1 << 22, 100)
+    g.g["nodes"][-1]["flops"] = 2.0 * 2048 ** 3
+    g.coll("ar", "all_reduce", "world", ["a"], "o", 1 << 22,
+           dtype="bfloat16")
+    g.compute("mm2", ["x"], "b", 1 << 20, 100)
+    g.g["nodes"][-1]["flops"] = 2.0 * 4096 ** 3
+    g.out("b")
+    return g
+
+
+def check_kinds(env, ranks, gpus_args, name, mpi_np=0):
+    g = mt.kinds_graph(ranks, pair=min(2, ranks))
+    path = g.write(env.path(name + ".json"))
+    base = ["--check", "--iters", "3", "--warmup", "1", "--calibrate", "1"]
+    for extra in ([], ["--comm-streams", "single", "--time-scale", "0.5"]):
+        rep = run_json(env, gpus_args + base + extra, path, name, mpi_np)
+        mt.check_report(rep, g, ranks)
+        print("%s %s: %d results verified, step %.0f us" % (
+            name, " ".join(extra), rep["check"]["verified"],
+            rep["step"]["median_ns"] / 1e3))
+
+
+def check_overlap(env, ranks, gpus_args, name, mpi_np=0):
+    """The same step with its wait exposed and sunk: on a GPU the sunk one
+    hides the all-reduce behind bwd2, so it must be faster (the exposed
+    one pays the collective in full), and the prediction must be close."""
+    steps = {}
+    for exposed in (True, False):
+        g = mt.overlap_graph(ranks, exposed)
+        tag = "exposed" if exposed else "sunk"
+        path = g.write(env.path("%s-%s.json" % (name, tag)))
+        rep = run_json(env, gpus_args + ["--iters", "10", "--warmup", "2",
+                                         "--calibrate", "3", "--trace",
+                                         env.path(name + ".trace.json")],
+                       path, "%s-%s" % (name, tag), mpi_np)
+        mt.check_report(rep, g, ranks)
+        steps[tag] = rep["step"]["median_ns"]
+        err = rep["step"]["median_ns"] / rep["step"]["predicted_ns"] - 1
+        print("%s %s: step %.1f us, predicted %.1f us (%+.1f%%), exposed "
+              "%.1f us" % (name, tag, rep["step"]["median_ns"] / 1e3,
+                           rep["step"]["predicted_ns"] / 1e3, 100 * err,
+                           rep["totals"]["exposed_ns"] / 1e3))
+    if not steps["sunk"] < steps["exposed"]:
+        fail("sinking the wait did not help on the GPU: %r" % steps)
+
+
+def case_one_gpu(env):
+    check_kinds(env, 1, ["--gpus", "1"], "kinds-1")
+    check_overlap(env, 1, ["--gpus", "1"], "overlap-1")
+    g = gemm_graph()
+    path = g.write(env.path("gemm.json"))
+    rep = run_json(env, ["--gpus", "1", "--compute", "gemm", "--iters", "3",
+                         "--warmup", "1", "--calibrate", "1"], path, "gemm")
+    dur = {n["name"]: n["end_ns"] - n["start_ns"] for n in rep["nodes"]}
+    # 8x the FLOPs: a real GEMM takes several times longer, a spin of the
+    # nodes' 100 ns runtimes would not.
+    if not dur["mm2"] > 3 * dur["mm1"]:
+        fail("GEMM durations do not follow the FLOPs: %r" % dur)
+    print("gemm: 2048^3 %.1f us, 4096^3 %.1f us" % (dur["mm1"] / 1e3,
+                                                    dur["mm2"] / 1e3))
+
+
+def case_multi_gpu(env, n):
+    check_kinds(env, 2, ["--gpus", "2"], "kinds-2")
+    check_overlap(env, 2, ["--gpus", "2"], "overlap-2")
+    if env.mpiexec:
+        check_kinds(env, 2, [], "kinds-2-mpi", mpi_np=2)
+    if n >= 4:
+        check_kinds(env, 4, ["--gpus", "4"], "kinds-4")
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
+    cli, scratch, case = sys.argv[1:4]
+    os.makedirs(scratch, exist_ok=True)
+    env = mt.Env(cli, scratch, None)
+    n = gpu_count()
+    if case == "no-device":
+        if n > 0:
+            print("SKIP: this machine has %d GPU(s)" % n)
+            return SKIP
+        case_no_device(env)
+    elif case in ("one-gpu", "multi-gpu"):
+        if not built_with_cuda(cli):
+            print("SKIP: this build has no CUDA runtime")
+            return SKIP
+        need = 1 if case == "one-gpu" else 2
+        if n < need:
+            print("SKIP: %d GPU(s) here, the case needs %d" % (n, need))
+            return SKIP
+        if case == "one-gpu":
+            case_one_gpu(env)
+        else:
+            case_multi_gpu(env, n)
+    else:
+        print("unknown case " + case)
+        return 2
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
