@@ -3,8 +3,8 @@
 #   <prefix>/include/commsched/*.h          public headers + generated config.h
 #   <prefix>/<libdir>/libcommsched.so.X.Y.Z shared library (soname .so.MAJOR)
 #   <prefix>/<libdir>/libcommsched.a        static library
-#   <prefix>/<libdir>/libcommsched_runtime.a the runtimes (MPI), kept out of
-#                                           the shared library
+#   <prefix>/<libdir>/libcommsched_runtime.a the runtimes (MPI, CUDA/NCCL),
+#                                           kept out of the shared library
 #   <prefix>/<libdir>/pkgconfig/commsched.pc
 #   <prefix>/<libdir>/cmake/commsched/      CMake package (find_package)
 #   <prefix>/bin/commsched                  the CLI (tools/CMakeLists.txt)
@@ -43,8 +43,9 @@ install(TARGETS commsched_static
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The runtimes (commsched/runtime.h) live in their own archive so the shared
-# library never depends on MPI; a program that executes schedules links
-# libcommsched_runtime.a, libcommsched and MPI.
+# library never depends on MPI or CUDA; a program that executes schedules
+# links libcommsched_runtime.a, libcommsched, MPI and (where the CUDA adaptor
+# was built) libcudart, libnccl and libdl.
 install(TARGETS commsched_runtime
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
