@@ -454,3 +454,59 @@ fail:
     cs_plan_fini(p);
     return st;
 }
+
+/* ---- a collective's shape ------------------------------------------------- */
+
+/* Sizes come from the largest buffer on each side; where the two sides
+ * disagree (a graph need not make them match) the collective moves what
+ * both can hold. */
+void cs_plan_coll_shape(const cs_plan *p, uint32_t node, size_t group_size,
+                        cs_coll_shape *out)
+{
+    const cs_plan_coll *pc = &p->coll[node];
+    size_t k = group_size, es = pc->elem;
+    int has_in = pc->send != COMMSCHED_NONE, has_out = pc->recv != COMMSCHED_NONE;
+    size_t in_e = has_in ? (size_t)p->bytes[pc->send] / es : 0;
+    size_t out_e = has_out ? (size_t)p->bytes[pc->recv] / es : 0;
+    int in_place = pc->send == pc->recv || !has_in || !has_out;
+    size_t one = has_in ? in_e : out_e; /* in place: the one buffer's */
+    size_t both = in_e < out_e ? in_e : out_e;
+    size_t count = 0, scratch = 0;
+    commsched_coll_op op = (commsched_coll_op)p->g->nodes[node].coll_op;
+    switch (op) {
+    case COMMSCHED_COLL_ALL_REDUCE:
+    case COMMSCHED_COLL_REDUCE:
+    case COMMSCHED_COLL_BROADCAST:
+        count = in_place ? one : both;
+        break;
+    case COMMSCHED_COLL_ALL_GATHER: /* the output holds k pieces */
+        count = in_place ? one / k : (in_e < out_e / k ? in_e : out_e / k);
+        break;
+    case COMMSCHED_COLL_REDUCE_SCATTER: /* the input holds k blocks */
+        count = in_place ? one / k : (out_e < in_e / k ? out_e : in_e / k);
+        break;
+    case COMMSCHED_COLL_ALL_TO_ALL:
+        count = (in_place ? one : both) / k;
+        /* Sent from a copy: in-place all-to-all is not portable. */
+        if (in_place)
+            scratch = count * k * es;
+        break;
+    case COMMSCHED_COLL_SEND:
+    case COMMSCHED_COLL_RECV:
+        /* A ring shift sends and receives at once: the side the node is
+         * not about (what a send receives, what a recv sends) is a private
+         * buffer of the size of the side it is about. */
+        if (op == COMMSCHED_COLL_SEND)
+            count = has_in ? in_e : out_e;
+        else
+            count = has_out ? out_e : in_e;
+        scratch = count * es;
+        in_place = 0;
+        break;
+    default:
+        break;
+    }
+    out->count = count;
+    out->in_place = in_place;
+    out->scratch_bytes = scratch;
+}

@@ -50,6 +50,23 @@ typedef struct cs_plan {
     uint32_t n_coll;
 } cs_plan;
 
+/* How one rank runs collective `node` in a group of `group_size` ranks,
+ * from its plan buffers (scaled sizes and the dtype's element size):
+ * count is in the libraries' convention (elements per rank for all_gather
+ * and reduce_scatter, per peer for all_to_all, of the buffer otherwise);
+ * in_place when it reads and writes one buffer (or has only one);
+ * scratch_bytes is the private buffer an adaptor needs beside it (the
+ * partner of a send/recv ring shift, the copy an in-place all-to-all sends
+ * from), 0 when none. */
+typedef struct cs_coll_shape {
+    size_t count;
+    int in_place;
+    size_t scratch_bytes;
+} cs_coll_shape;
+
+void cs_plan_coll_shape(const cs_plan *p, uint32_t node, size_t group_size,
+                        cs_coll_shape *out);
+
 /* Builds the plan for `order` (NULL: file order; must be a topological
  * permutation, EINVAL/EORDER otherwise). The graph is borrowed. On failure
  * the plan is left empty (cs_plan_fini is still safe). */

@@ -55,6 +55,7 @@
 #include <malloc.h>
 #endif
 
+#include "check.h"
 #include "commsched/runtime.h"
 #include "graph_internal.h"
 #include "plan.h"
@@ -91,121 +92,39 @@ static void sleep_until(double t_ns)
         ;
 }
 
-/* ---- element values for --check ---------------------------------------------- */
-
-typedef enum ekind { EK_F64, EK_F32, EK_U16, EK_U8, EK_I64, EK_I32, EK_I16, EK_I8 } ekind;
+/* ---- element types and reductions -------------------------------------------- */
 
 /* MPI has no 16-bit or 8-bit floats: those travel as unsigned integers of
  * their width, which moves the same bytes (a sum then wraps instead of
  * rounding, which --check accounts for). */
-static void dtype_to_mpi(commsched_dtype d, MPI_Datatype *dt, ekind *k)
+static void dtype_to_mpi(commsched_dtype d, MPI_Datatype *dt, cs_ekind *k)
 {
     switch (d) {
-    case COMMSCHED_DTYPE_FLOAT64: *dt = MPI_DOUBLE; *k = EK_F64; return;
+    case COMMSCHED_DTYPE_FLOAT64: *dt = MPI_DOUBLE; *k = CS_EK_F64; return;
     case COMMSCHED_DTYPE_FLOAT16:
-    case COMMSCHED_DTYPE_BFLOAT16: *dt = MPI_UINT16_T; *k = EK_U16; return;
+    case COMMSCHED_DTYPE_BFLOAT16: *dt = MPI_UINT16_T; *k = CS_EK_U16; return;
     case COMMSCHED_DTYPE_FLOAT8_E4M3FN:
     case COMMSCHED_DTYPE_FLOAT8_E5M2:
     case COMMSCHED_DTYPE_UINT8:
-    case COMMSCHED_DTYPE_BOOL: *dt = MPI_UINT8_T; *k = EK_U8; return;
-    case COMMSCHED_DTYPE_INT64: *dt = MPI_INT64_T; *k = EK_I64; return;
-    case COMMSCHED_DTYPE_INT32: *dt = MPI_INT32_T; *k = EK_I32; return;
-    case COMMSCHED_DTYPE_INT16: *dt = MPI_INT16_T; *k = EK_I16; return;
-    case COMMSCHED_DTYPE_INT8: *dt = MPI_INT8_T; *k = EK_I8; return;
-    default: *dt = MPI_FLOAT; *k = EK_F32; return;
+    case COMMSCHED_DTYPE_BOOL: *dt = MPI_UINT8_T; *k = CS_EK_U8; return;
+    case COMMSCHED_DTYPE_INT64: *dt = MPI_INT64_T; *k = CS_EK_I64; return;
+    case COMMSCHED_DTYPE_INT32: *dt = MPI_INT32_T; *k = CS_EK_I32; return;
+    case COMMSCHED_DTYPE_INT16: *dt = MPI_INT16_T; *k = CS_EK_I16; return;
+    case COMMSCHED_DTYPE_INT8: *dt = MPI_INT8_T; *k = CS_EK_I8; return;
+    default: *dt = MPI_FLOAT; *k = CS_EK_F32; return;
     }
 }
 
-typedef enum rkind { RK_SUM, RK_PROD, RK_MIN, RK_MAX } rkind;
-
-/* avg and premul_sum have no MPI operation: they sum (same traffic). */
-static void reduce_to_mpi(commsched_reduce_op r, MPI_Op *op, rkind *k)
-{
-    switch (r) {
-    case COMMSCHED_REDUCE_PRODUCT: *op = MPI_PROD; *k = RK_PROD; return;
-    case COMMSCHED_REDUCE_MIN: *op = MPI_MIN; *k = RK_MIN; return;
-    case COMMSCHED_REDUCE_MAX: *op = MPI_MAX; *k = RK_MAX; return;
-    default: *op = MPI_SUM; *k = RK_SUM; return;
-    }
-}
-
-static void put_elem(void *base, size_t i, ekind k, int64_t v)
+/* avg and premul_sum have no MPI operation: they sum (same traffic), as
+ * cs_check_rkind expects. */
+static MPI_Op reduce_to_mpi(cs_rkind k)
 {
     switch (k) {
-    case EK_F64: ((double *)base)[i] = (double)v; break;
-    case EK_F32: ((float *)base)[i] = (float)v; break;
-    case EK_U16: ((uint16_t *)base)[i] = (uint16_t)v; break;
-    case EK_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
-    case EK_I64: ((int64_t *)base)[i] = v; break;
-    case EK_I32: ((int32_t *)base)[i] = (int32_t)v; break;
-    case EK_I16: ((int16_t *)base)[i] = (int16_t)v; break;
-    case EK_I8: ((int8_t *)base)[i] = (int8_t)v; break;
+    case CS_RK_PROD: return MPI_PROD;
+    case CS_RK_MIN: return MPI_MIN;
+    case CS_RK_MAX: return MPI_MAX;
+    default: return MPI_SUM;
     }
-}
-
-/* The element as the type holds it, and what `v` becomes in that type
- * (integer wrap-around included), both as doubles (exact: values stay far
- * below 2^53). */
-static double get_elem(const void *base, size_t i, ekind k)
-{
-    switch (k) {
-    case EK_F64: return ((const double *)base)[i];
-    case EK_F32: return (double)((const float *)base)[i];
-    case EK_U16: return (double)((const uint16_t *)base)[i];
-    case EK_U8: return (double)((const uint8_t *)base)[i];
-    case EK_I64: return (double)((const int64_t *)base)[i];
-    case EK_I32: return (double)((const int32_t *)base)[i];
-    case EK_I16: return (double)((const int16_t *)base)[i];
-    case EK_I8: return (double)((const int8_t *)base)[i];
-    }
-    return 0;
-}
-
-static double as_type(int64_t v, ekind k)
-{
-    union {
-        double f64; float f32; uint16_t u16; uint8_t u8;
-        int64_t i64; int32_t i32; int16_t i16; int8_t i8;
-    } u;
-    put_elem(&u, 0, k, v);
-    return get_elem(&u, 0, k);
-}
-
-/* Inputs of reductions: small, so every sum and product is exact in every
- * type up to a few dozen ranks (and wraps identically beyond). */
-static int64_t red_fill(rkind rk, int r, size_t i)
-{
-    switch (rk) {
-    case RK_PROD: return 1 + (int64_t)(((size_t)r + i) & 1u);
-    case RK_MIN:
-    case RK_MAX: return 1 + (int64_t)(((size_t)r * 5u + i) % 11u);
-    default: return 1 + (int64_t)(((size_t)r + i) % 3u);
-    }
-}
-
-static int64_t red_expect(rkind rk, int ranks, size_t i)
-{
-    int64_t acc = red_fill(rk, 0, i);
-    for (int r = 1; r < ranks; r++) {
-        int64_t v = red_fill(rk, r, i);
-        switch (rk) {
-        case RK_PROD: acc *= v; break;
-        case RK_MIN: acc = v < acc ? v : acc; break;
-        case RK_MAX: acc = v > acc ? v : acc; break;
-        default: acc += v; break;
-        }
-    }
-    return acc;
-}
-
-/* Data movers: element i as sent by src (to dst for all-to-all). */
-static int64_t mv_fill(int src, size_t i)
-{
-    return 1 + (int64_t)(((size_t)src * 7u + i) % 13u);
-}
-static int64_t a2a_fill(int src, int dst, size_t i)
-{
-    return 1 + (int64_t)(((size_t)src * 7u + (size_t)dst * 3u + i) % 13u);
 }
 
 /* ---- the state of one run -------------------------------------------------------- */
@@ -215,9 +134,8 @@ typedef struct xcoll {
     uint32_t group;
     commsched_coll_op op;
     MPI_Datatype dt;
-    ekind ek;
     MPI_Op mop;
-    rkind rk;
+    cs_check_coll check; /* what --check fills and expects */
     size_t es;          /* element size */
     int count;          /* elements, in the op's own convention */
     int in_place;
@@ -632,49 +550,32 @@ static void run_compute(exec *x, uint32_t v)
 
 /* ---- collectives ----------------------------------------------------------------------- */
 
+/* Stages --check's input image where the MPI call reads it. */
 static void fill_inputs(exec *x, xcoll *c, char *sb, char *rb)
 {
-    int k = x->gsize[c->group], r = x->grank[c->group];
-    size_t n = (size_t)c->count;
-    char *src = c->in_place ? rb : sb;
+    int r = x->grank[c->group];
+    char *dst = c->in_place ? rb : sb;
     switch (c->op) {
-    case COMMSCHED_COLL_ALL_REDUCE:
-    case COMMSCHED_COLL_REDUCE:
-        for (size_t i = 0; i < n; i++)
-            put_elem(src, i, c->ek, red_fill(c->rk, r, i));
+    case COMMSCHED_COLL_ALL_GATHER: /* in place: the piece is at its slot */
+        if (c->in_place)
+            dst = rb + (size_t)r * (size_t)c->count * c->es;
         break;
-    case COMMSCHED_COLL_REDUCE_SCATTER:
-        for (size_t i = 0; i < n * (size_t)k; i++)
-            put_elem(src, i, c->ek, red_fill(c->rk, r, i));
+    case COMMSCHED_COLL_BROADCAST: /* the others' zeros go where data lands */
+        if (r != 0)
+            dst = rb;
         break;
-    case COMMSCHED_COLL_ALL_GATHER:
-        for (size_t i = 0; i < n; i++)
-            put_elem(c->in_place ? rb + (size_t)r * n * c->es : sb, i, c->ek,
-                     mv_fill(r, i));
-        break;
-    case COMMSCHED_COLL_ALL_TO_ALL:
-        for (int d = 0; d < k; d++)
-            for (size_t i = 0; i < n; i++)
-                put_elem(src + (size_t)d * n * c->es, i, c->ek,
-                         a2a_fill(r, d, i));
-        break;
-    case COMMSCHED_COLL_BROADCAST:
-        for (size_t i = 0; i < n; i++)
-            put_elem(r == 0 ? src : rb, i, c->ek, r == 0 ? mv_fill(0, i) : 0);
-        break;
-    case COMMSCHED_COLL_SEND:
-        for (size_t i = 0; i < n; i++)
-            put_elem(sb, i, c->ek, mv_fill(r, i));
+    case COMMSCHED_COLL_SEND: /* receives into the scratch */
+        dst = sb;
         memset(c->scratch, 0, c->scratch_bytes);
         break;
-    case COMMSCHED_COLL_RECV:
-        for (size_t i = 0; i < n; i++)
-            put_elem(c->scratch, i, c->ek, mv_fill(r, i));
-        memset(rb, 0, n * c->es);
+    case COMMSCHED_COLL_RECV: /* sends from the scratch */
+        dst = c->scratch;
+        memset(rb, 0, (size_t)c->count * c->es);
         break;
     default:
         break;
     }
+    cs_check_fill(&c->check, dst);
     /* The result buffer starts wrong, so a collective that does nothing
      * cannot pass. */
     if (!c->in_place && rb != x->dummy && c->op != COMMSCHED_COLL_BROADCAST &&
@@ -694,84 +595,6 @@ static void mismatch(exec *x, xcoll *c, size_t i, double want, double got)
              x->rt->rank, x->phase, x->iter, i, want, got);
 }
 
-static void verify(exec *x, xcoll *c)
-{
-    if (c->verified || c->op == COMMSCHED_COLL_BARRIER)
-        return;
-    c->verified = 1;
-    const cs_plan_coll *pc = &x->plan.coll[c->node];
-    char *rb = bufp(x, c->in_place ? pc->send : pc->recv);
-    if (c->op == COMMSCHED_COLL_REDUCE && pc->recv == COMMSCHED_NONE)
-        rb = bufp(x, pc->send);
-    if (c->op == COMMSCHED_COLL_BROADCAST && pc->recv == COMMSCHED_NONE)
-        rb = bufp(x, pc->send);
-    int k = x->gsize[c->group], r = x->grank[c->group];
-    size_t n = (size_t)c->count;
-    uint64_t before = x->mismatches;
-    for (size_t i = 0; i < n && x->mismatches == before; i++) {
-        switch (c->op) {
-        case COMMSCHED_COLL_ALL_REDUCE:
-        case COMMSCHED_COLL_REDUCE: {
-            if (c->op == COMMSCHED_COLL_REDUCE && r != 0)
-                break;
-            double want = as_type(red_expect(c->rk, k, i), c->ek);
-            double got = get_elem(rb, i, c->ek);
-            if (want != got)
-                mismatch(x, c, i, want, got);
-            break;
-        }
-        case COMMSCHED_COLL_REDUCE_SCATTER: {
-            double want =
-                as_type(red_expect(c->rk, k, (size_t)r * n + i), c->ek);
-            double got = get_elem(rb, i, c->ek);
-            if (want != got)
-                mismatch(x, c, i, want, got);
-            break;
-        }
-        case COMMSCHED_COLL_ALL_GATHER:
-            for (int j = 0; j < k; j++) {
-                double want = as_type(mv_fill(j, i), c->ek);
-                double got = get_elem(rb + (size_t)j * n * c->es, i, c->ek);
-                if (want != got) {
-                    mismatch(x, c, (size_t)j * n + i, want, got);
-                    break;
-                }
-            }
-            break;
-        case COMMSCHED_COLL_ALL_TO_ALL:
-            for (int j = 0; j < k; j++) {
-                double want = as_type(a2a_fill(j, r, i), c->ek);
-                double got = get_elem(rb + (size_t)j * n * c->es, i, c->ek);
-                if (want != got) {
-                    mismatch(x, c, (size_t)j * n + i, want, got);
-                    break;
-                }
-            }
-            break;
-        case COMMSCHED_COLL_BROADCAST: {
-            double want = as_type(mv_fill(0, i), c->ek);
-            double got = get_elem(rb, i, c->ek);
-            if (want != got)
-                mismatch(x, c, i, want, got);
-            break;
-        }
-        case COMMSCHED_COLL_SEND:
-        case COMMSCHED_COLL_RECV: {
-            int prev = (r + k - 1) % k;
-            double want = as_type(mv_fill(prev, i), c->ek);
-            double got = get_elem(c->op == COMMSCHED_COLL_SEND ? c->scratch : rb,
-                                  i, c->ek);
-            if (want != got)
-                mismatch(x, c, i, want, got);
-            break;
-        }
-        default:
-            break;
-        }
-    }
-    x->checked++;
-}
-
 /* The send and receive buffers of a collective. */
 static void coll_bufs(exec *x, const xcoll *c, char **sb, char **rb)
 {
@@ -782,6 +605,22 @@ static void coll_bufs(exec *x, const xcoll *c, char **sb, char **rb)
         *rb = *sb; /* nothing written: work in place on the input */
     if (pc->send == COMMSCHED_NONE)
         *sb = *rb;
+}
+
+static void verify(exec *x, xcoll *c)
+{
+    if (c->verified || c->op == COMMSCHED_COLL_BARRIER)
+        return;
+    c->verified = 1;
+    char *sb, *rb;
+    coll_bufs(x, c, &sb, &rb);
+    double want = 0, got = 0;
+    long i = cs_check_verify(&c->check,
+                             c->op == COMMSCHED_COLL_SEND ? c->scratch : rb,
+                             &want, &got);
+    if (i >= 0)
+        mismatch(x, c, (size_t)i, want, got);
+    x->checked++;
 }
 
 /* Hands collective ci to MPI. */
@@ -1020,53 +859,20 @@ static commsched_status setup_colls(exec *x, commsched_error *err)
         const cs_plan_coll *pc = &p->coll[c->node];
         size_t k = (size_t)x->gsize[c->group];
         c->op = (commsched_coll_op)nd->coll_op;
-        dtype_to_mpi((commsched_dtype)nd->dtype, &c->dt, &c->ek);
-        reduce_to_mpi((commsched_reduce_op)nd->reduce_op, &c->mop, &c->rk);
         c->es = pc->elem;
-        size_t in_e = pc->send != COMMSCHED_NONE
-                          ? (size_t)p->bytes[pc->send] / c->es : 0;
-        size_t out_e = pc->recv != COMMSCHED_NONE
-                           ? (size_t)p->bytes[pc->recv] / c->es : 0;
-        int has_in = pc->send != COMMSCHED_NONE, has_out = pc->recv != COMMSCHED_NONE;
-        c->in_place = (has_in && pc->send == pc->recv) || !has_in || !has_out;
-        size_t one = !has_in ? out_e : !has_out ? in_e : 0; /* in place size */
-        size_t count = 0;
-        switch (c->op) {
-        case COMMSCHED_COLL_ALL_REDUCE:
-        case COMMSCHED_COLL_REDUCE:
-        case COMMSCHED_COLL_BROADCAST:
-            count = c->in_place ? (pc->send == pc->recv ? in_e : one)
-                                : (in_e < out_e ? in_e : out_e);
-            break;
-        case COMMSCHED_COLL_ALL_GATHER:
-            count = c->in_place ? (has_out ? out_e : in_e) / k
-                                : (in_e < out_e / k ? in_e : out_e / k);
-            break;
-        case COMMSCHED_COLL_REDUCE_SCATTER:
-            count = c->in_place ? (has_in ? in_e : out_e) / k
-                                : (out_e < in_e / k ? out_e : in_e / k);
-            break;
-        case COMMSCHED_COLL_ALL_TO_ALL:
-            count = (c->in_place ? (pc->send == pc->recv ? in_e : one)
-                                 : (in_e < out_e ? in_e : out_e)) / k;
-            if (c->in_place) {
-                c->scratch_bytes = count * k * c->es;
-            }
-            break;
-        case COMMSCHED_COLL_SEND:
-            count = has_in ? in_e : out_e;
-            c->scratch_bytes = count * c->es;
-            c->in_place = 0;
-            break;
-        case COMMSCHED_COLL_RECV:
-            count = has_out ? out_e : in_e;
-            c->scratch_bytes = count * c->es;
-            c->in_place = 0;
-            break;
-        default:
-            count = 0;
-            break;
-        }
+        cs_coll_shape shape;
+        cs_plan_coll_shape(p, c->node, k, &shape);
+        size_t count = shape.count;
+        c->in_place = shape.in_place;
+        c->scratch_bytes = shape.scratch_bytes;
+        cs_check_coll *chk = &c->check;
+        dtype_to_mpi((commsched_dtype)nd->dtype, &c->dt, &chk->ek);
+        chk->rk = cs_check_rkind((commsched_reduce_op)nd->reduce_op);
+        c->mop = reduce_to_mpi(chk->rk);
+        chk->op = c->op;
+        chk->count = count;
+        chk->k = x->gsize[c->group];
+        chk->r = x->grank[c->group];
         if (!fits_int(count) || !fits_int(count * k))
             return commsched_error_set(
                 err, COMMSCHED_EINVAL, NULL,
