@@ -1416,6 +1416,10 @@ static commsched_status mpi_execute(commsched_runtime *rt,
         st = commsched_error_set(err, COMMSCHED_EINVAL, NULL,
                                  "bad run options (iters >= 1, size scale > 0, "
                                  "time scale >= 0)");
+    else if (o->compute == COMMSCHED_COMPUTE_GEMM)
+        st = commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                 "--compute gemm runs cuBLAS on GPUs: it "
+                                 "needs --runtime cuda");
     else
         st = setup_local(&x, order, err);
     if (st == COMMSCHED_OK) {

@@ -621,7 +621,7 @@ static void test_graph_status_strings(void **state)
 #undef XX
     };
     size_t n = sizeof all / sizeof all[0];
-    assert_int_equal(n, 12);
+    assert_int_equal(n, 14);
     assert_int_equal(COMMSCHED_OK, 0);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(all[i].st, (commsched_status)i);
