@@ -87,7 +87,8 @@ commsched_status cs_sprog_build(cs_sprog *sp, const cs_plan *p,
     uint8_t *fetched = calloc(p->n ? p->n : 1, 1);
     builder b = {sp, 0, sp->stream_of == NULL || fetched == NULL};
     for (uint32_t v = 0; v < p->n && !b.failed; v++)
-        sp->stream_of[v] = streams == COMMSCHED_RUN_STREAMS_SINGLE
+        sp->stream_of[v] = !cs_is_async_collective(&g->nodes[v]) ? 0u
+                           : streams == COMMSCHED_RUN_STREAMS_SINGLE
                                ? 1u : 1u + g->nodes[v].group;
 
     /* Freeable inputs exist before the step; every device starts it
@@ -188,7 +189,17 @@ typedef struct vstate {
     uint32_t *alloc_at;  /* per buffer: S entries + 1 (stream, index + 1) */
     uint32_t *last_use;  /* per buffer: S entries, index + 1 of last use */
     uint8_t *state;      /* per buffer: 0 never, 1 live, 2 freed */
+    uint8_t *phase;      /* per node: P_* below */
+    uint32_t *work_on;   /* per node: the stream its work must run on */
+    uint8_t *work;       /* per node: COMPUTE / COLL operations seen */
+    uint32_t *coll_at;   /* per node: (stream, index + 1) of its COLL */
+    uint32_t *fill_at;   /* per node: (stream, index + 1) of its FILL */
 } vstate;
+
+/* A node's work is bracketed by its events: a compute or wait node's by
+ * start and end on the compute stream, a collective's by post and end on
+ * its stream (its start, the issue, is on the compute stream before). */
+enum { P_NONE = 0, P_OPEN = 1, P_WORKED = 2, P_ENDED = 3 };
 
 enum { B_NEVER = 0, B_LIVE = 1, B_FREED = 2 };
 
@@ -200,6 +211,77 @@ static commsched_status violation(commsched_error *err, size_t at,
         err, COMMSCHED_EINTERNAL, NULL,
         "stream program: operation %zu (%s on stream %u): %s \"%s\"", at,
         cs_sop_kind_str((cs_sop_kind)op->kind), op->stream, what, name);
+}
+
+/* Whether the operation recorded at (stream, index + 1) in at[0..1] is
+ * ordered before the current point of stream s. */
+static int ordered_before(const vstate *st, const uint32_t *at, uint32_t s)
+{
+    return at[1] != 0 && st->vc[s * st->S + at[0]] >= at[1];
+}
+
+/* Event bookkeeping of node v's start, end and post records. */
+static commsched_status bracket(vstate *st, const cs_sprog *sp,
+                                const cs_plan *p, uint32_t e, uint32_t s,
+                                size_t at, const cs_sop *op,
+                                commsched_error *err)
+{
+    if (e >= 3 * p->n)
+        return COMMSCHED_OK; /* the iteration's own events */
+    uint32_t v = e / 3, which = e % 3;
+    const cs_node *nd = &p->g->nodes[v];
+    int coll = nd->kind == COMMSCHED_NODE_COLLECTIVE;
+    if (which == CS_EV_POST && !coll)
+        return violation(err, at, op, "records a post event of a node that is "
+                                      "not a collective:", nd->name);
+    if ((which == CS_EV_START && !coll) || which == CS_EV_POST) {
+        if (s != sp->stream_of[v])
+            return violation(err, at, op,
+                             "opens a node's work on the wrong stream:",
+                             nd->name);
+        st->phase[v] = P_OPEN;
+        st->work_on[v] = s;
+    } else if (which == CS_EV_END) {
+        int may_skip = nd->kind == COMMSCHED_NODE_WAIT; /* work optional */
+        if (s != st->work_on[v] ||
+            !(st->phase[v] == P_WORKED || (may_skip && st->phase[v] == P_OPEN)))
+            return violation(err, at, op,
+                             "records a node's end before its work, or on "
+                             "another stream:",
+                             nd->name);
+        st->phase[v] = P_ENDED;
+    }
+    return COMMSCHED_OK;
+}
+
+/* A node's work (COMPUTE or COLL) between its opening and its end. */
+static commsched_status work(vstate *st, const cs_plan *p, uint32_t v,
+                             uint32_t s, size_t at, const cs_sop *op,
+                             commsched_error *err)
+{
+    const cs_node *nd = &p->g->nodes[v];
+    int coll = nd->kind == COMMSCHED_NODE_COLLECTIVE;
+    if ((op->kind == CS_SOP_COLL) != coll ||
+        (op->kind == CS_SOP_COMPUTE && nd->kind != COMMSCHED_NODE_COMPUTE &&
+         nd->kind != COMMSCHED_NODE_WAIT))
+        return violation(err, at, op, "is the wrong kind of work for",
+                         nd->name);
+    if (st->phase[v] != P_OPEN || st->work_on[v] != s)
+        return violation(err, at, op,
+                         "runs outside its node's events (or twice):",
+                         nd->name);
+    if (coll && st->fill_at[v * 2 + 1] &&
+        !ordered_before(st, st->fill_at + v * 2, s))
+        return violation(err, at, op,
+                         "may run before --check has staged its inputs:",
+                         nd->name);
+    st->phase[v] = P_WORKED;
+    st->work[v]++;
+    if (coll) {
+        st->coll_at[v * 2] = s;
+        st->coll_at[v * 2 + 1] = st->vc[s * st->S + s] + 1;
+    }
+    return COMMSCHED_OK;
 }
 
 /* A use of root buffer b on stream s at the current point. */
@@ -270,16 +352,30 @@ static commsched_status step(vstate *st, const cs_sprog *sp, const cs_plan *p,
     if (s >= S)
         return violation(err, at, op, "names a stream that does not exist:",
                          "");
+    uint32_t limit = op->kind == CS_SOP_ALLOC || op->kind == CS_SOP_FREE
+                         ? g->n_buffers
+                     : op->kind == CS_SOP_RECORD || op->kind == CS_SOP_WAIT
+                         ? sp->n_events
+                     : op->kind == CS_SOP_BARRIER ? g->n_groups
+                                                  : p->n;
+    if (op->arg >= limit &&
+        !(op->kind == CS_SOP_BARRIER && op->arg == CS_SPROG_WORLD)) {
+        snprintf(num, sizeof num, "%u", op->arg);
+        return violation(err, at, op, "names something that does not exist:",
+                         num);
+    }
     switch ((cs_sop_kind)op->kind) {
-    case CS_SOP_RECORD:
-        if (op->arg >= sp->n_events)
-            return violation(err, at, op, "names no event", "");
+    case CS_SOP_RECORD: {
+        commsched_status rc = bracket(st, sp, p, op->arg, s, at, op, err);
+        if (rc != COMMSCHED_OK)
+            return rc;
         memcpy(st->ev + (size_t)op->arg * S, mine, S * sizeof *mine);
         if (st->ev_seen[op->arg] < 255)
             st->ev_seen[op->arg]++;
         return COMMSCHED_OK; /* marks a point, runs nothing */
+    }
     case CS_SOP_WAIT:
-        if (op->arg >= sp->n_events || !st->ev_seen[op->arg]) {
+        if (!st->ev_seen[op->arg]) {
             snprintf(num, sizeof num, "%u", op->arg);
             return violation(err, at, op,
                              "waits for an event not recorded yet (CUDA "
@@ -316,22 +412,45 @@ static commsched_status step(vstate *st, const cs_sprog *sp, const cs_plan *p,
         st->state[b] = B_FREED;
         break;
     }
-    case CS_SOP_COMPUTE:
     case CS_SOP_FILL:
     case CS_SOP_FETCH: {
-        commsched_status rc = use_node(st, p, op->arg, s, at, op, err);
+        uint32_t v = op->arg;
+        if (g->nodes[v].kind != COMMSCHED_NODE_COLLECTIVE)
+            return violation(err, at, op, "stages or fetches a node that is "
+                                          "not a collective:",
+                             g->nodes[v].name);
+        if (op->kind == CS_SOP_FILL) {
+            if (st->work[v])
+                return violation(err, at, op,
+                                 "stages inputs after the collective ran:",
+                                 g->nodes[v].name);
+            st->fill_at[v * 2] = s;
+            st->fill_at[v * 2 + 1] = mine[s] + 1;
+        } else if (!ordered_before(st, st->coll_at + v * 2, s)) {
+            return violation(err, at, op,
+                             "may copy a result before the collective has "
+                             "finished:",
+                             g->nodes[v].name);
+        }
+        commsched_status rc = use_node(st, p, v, s, at, op, err);
         if (rc != COMMSCHED_OK)
             return rc;
         break;
     }
+    case CS_SOP_COMPUTE:
     case CS_SOP_COLL: {
-        uint32_t pos = p->pos[op->arg];
-        if (*last_coll_pos != COMMSCHED_NONE && pos < *last_coll_pos)
-            return violation(err, at, op,
-                             "issues a collective out of the plan's order:",
-                             g->nodes[op->arg].name);
-        *last_coll_pos = pos;
-        commsched_status rc = use_node(st, p, op->arg, s, at, op, err);
+        if (op->kind == CS_SOP_COLL) {
+            uint32_t pos = p->pos[op->arg];
+            if (*last_coll_pos != COMMSCHED_NONE && pos < *last_coll_pos)
+                return violation(err, at, op,
+                                 "issues a collective out of the plan's "
+                                 "order:",
+                                 g->nodes[op->arg].name);
+            *last_coll_pos = pos;
+        }
+        commsched_status rc = work(st, p, op->arg, s, at, op, err);
+        if (rc == COMMSCHED_OK)
+            rc = use_node(st, p, op->arg, s, at, op, err);
         if (rc != COMMSCHED_OK)
             return rc;
         break;
@@ -350,7 +469,15 @@ commsched_status cs_sprog_verify(const cs_sprog *sp, const cs_plan *p,
 {
     const commsched_graph *g = p->g;
     uint32_t S = sp->n_streams, nb = g->n_buffers ? g->n_buffers : 1;
-    vstate st = {S, NULL, NULL, NULL, NULL, NULL, NULL};
+    uint32_t nn = p->n ? p->n : 1;
+    vstate st;
+    memset(&st, 0, sizeof st);
+    st.S = S;
+    st.phase = calloc(nn, 1);
+    st.work_on = calloc(nn, sizeof *st.work_on);
+    st.work = calloc(nn, 1);
+    st.coll_at = calloc((size_t)nn * 2, sizeof *st.coll_at);
+    st.fill_at = calloc((size_t)nn * 2, sizeof *st.fill_at);
     st.vc = calloc((size_t)S * S, sizeof *st.vc);
     st.ev = calloc((size_t)sp->n_events * S, sizeof *st.ev);
     st.ev_seen = calloc(sp->n_events ? sp->n_events : 1, 1);
@@ -359,7 +486,8 @@ commsched_status cs_sprog_verify(const cs_sprog *sp, const cs_plan *p,
     st.state = calloc(nb, 1);
     commsched_status rc = COMMSCHED_OK;
     if (!st.vc || !st.ev || !st.ev_seen || !st.alloc_at || !st.last_use ||
-        !st.state) {
+        !st.state || !st.phase || !st.work_on || !st.work || !st.coll_at ||
+        !st.fill_at) {
         rc = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto done;
     }
@@ -378,6 +506,15 @@ commsched_status cs_sprog_verify(const cs_sprog *sp, const cs_plan *p,
         }
     for (uint32_t v = 0; v < p->n; v++) {
         int coll = g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
+        int once = coll || g->nodes[v].kind == COMMSCHED_NODE_COMPUTE;
+        if (once ? st.work[v] != 1 : st.work[v] > 1) {
+            rc = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                                     "stream program: \"%s\" runs %u times, "
+                                     "not %s",
+                                     g->nodes[v].name, (unsigned)st.work[v],
+                                     once ? "once" : "at most once");
+            goto done;
+        }
         for (uint32_t w = 0; w < 3; w++) {
             if (w == CS_EV_POST && !coll)
                 continue;
@@ -413,5 +550,10 @@ done:
     free(st.alloc_at);
     free(st.last_use);
     free(st.state);
+    free(st.phase);
+    free(st.work_on);
+    free(st.work);
+    free(st.coll_at);
+    free(st.fill_at);
     return rc;
 }

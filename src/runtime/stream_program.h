@@ -56,7 +56,9 @@ typedef struct cs_sprog {
     cs_sop *ops;
     size_t n_ops;
     uint32_t n_streams;    /* compute stream included */
-    uint32_t *stream_of;   /* per node: the stream a collective runs on */
+    uint32_t *stream_of;   /* per node: the stream its work runs on (an
+                              async collective's comm stream; 0 for every
+                              other node) */
     uint32_t n_events;
     uint32_t ev_iter_start, ev_iter_end;
     uint32_t n_nodes;
@@ -88,9 +90,13 @@ void cs_sprog_fini(cs_sprog *sp);
  * after the allocation, used only before its free (ordered by events),
  * freed once, and nothing the plan allocates is left at the end; every
  * event is recorded before a stream waits for it; every node's start and
- * end (and a collective's post) is recorded exactly once; collectives of
- * one stream appear in the plan's order. EINTERNAL naming the first
- * violation. */
+ * end (and a collective's post) is recorded exactly once; every compute
+ * node and collective runs exactly once (a wait's runtime at most once),
+ * on its stream, between its opening event (start; a collective's post)
+ * and its end; --check stages a collective's inputs before it runs and
+ * fetches its result only once it is ordered after it; collectives appear
+ * in the plan's order; every operand names something that exists.
+ * EINTERNAL naming the first violation. */
 commsched_status cs_sprog_verify(const cs_sprog *sp, const cs_plan *p,
                                  commsched_error *err);
 

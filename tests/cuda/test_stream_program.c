@@ -728,10 +728,12 @@ static void test_verify_mutations(void **state)
     expect_violation(&mu, p, "waits for an event not recorded yet");
     expect_violation(&mu, p, num);
     mutant_fini(&mu);
-    /* c0's START missing... no one waits for it: the count check. */
+    /* c0's START missing: no one waits for it, but its kernel now runs
+     * outside its events. */
     mutant_init(&mu, &sp);
     mut_delete(&mu, find1(&sp, CS_SOP_RECORD, 0, ev(C0, CS_EV_START)));
-    expect_violation(&mu, p, "the start event of \"c0\" is recorded 0 times");
+    expect_violation(&mu, p,
+                     "runs outside its node's events (or twice): \"c0\"");
     mutant_fini(&mu);
     /* ar's START missing: its stream waits for an unrecorded event. */
     mutant_init(&mu, &sp);
@@ -812,9 +814,9 @@ static void test_verify_mutations(void **state)
     expect_violation(&mu, p, "the iteration's start or end event");
     mutant_fini(&mu);
 
-    /* ar and bar (stream 1) swapped: bar is issued first, then the order
-     * goes back. The checker compares every COLL with the previous one,
-     * so it names the first collective behind bar: ag. */
+    /* ar and bar (stream 1) swapped: each runs outside its own events
+     * (test_verify_order_only moves whole issues to reach the order
+     * check). */
     mutant_init(&mu, &sp);
     {
         size_t i = find1(&sp, CS_SOP_COLL, 1, AR),
@@ -823,11 +825,10 @@ static void test_verify_mutations(void **state)
         mu.m.ops[i] = mu.m.ops[j];
         mu.m.ops[j] = t;
     }
-    expect_violation(&mu, p, "issues a collective out of the plan's order");
+    expect_violation(&mu, p, "runs outside its node's events (or twice)");
     mutant_fini(&mu);
-    /* ag and ag2 (stream 2) swapped: ag2 in ag's place is not out of
-     * order yet (the last collective was ar) but reads y, which c2 has
-     * not allocated. */
+    /* ag and ag2 (stream 2) swapped: ag2 runs between ag's post and
+     * end, outside its own events. */
     mutant_init(&mu, &sp);
     {
         size_t i = find1(&sp, CS_SOP_COLL, 2, AG),
@@ -836,7 +837,8 @@ static void test_verify_mutations(void **state)
         mu.m.ops[i] = mu.m.ops[j];
         mu.m.ops[j] = t;
     }
-    expect_violation(&mu, p, "uses a buffer never allocated: \"y\"");
+    expect_violation(&mu, p,
+                     "runs outside its node's events (or twice): \"ag2\"");
     mutant_fini(&mu);
 
     /* Malformed ops: a stream that does not exist, an unknown kind, a
@@ -851,7 +853,56 @@ static void test_verify_mutations(void **state)
     mutant_fini(&mu);
     mutant_init(&mu, &sp);
     mut_insert(&mu, 3, (cs_sop){CS_SOP_RECORD, 0, sp.n_events});
-    expect_violation(&mu, p, "names no event");
+    expect_violation(&mu, p, "names something that does not exist: \"34\"");
+    mutant_fini(&mu);
+    /* Out-of-range operands of the other kinds: a buffer, a node, a
+     * group. */
+    mutant_init(&mu, &sp);
+    mut_insert(&mu, 3, (cs_sop){CS_SOP_FREE, 0, f.g->n_buffers});
+    expect_violation(&mu, p, "names something that does not exist");
+    mutant_fini(&mu);
+    mutant_init(&mu, &sp);
+    mut_insert(&mu, 3, (cs_sop){CS_SOP_COMPUTE, 0, f.p.n});
+    expect_violation(&mu, p, "names something that does not exist");
+    mutant_fini(&mu);
+    mutant_init(&mu, &sp);
+    mut_insert(&mu, 3, (cs_sop){CS_SOP_BARRIER, 0, f.g->n_groups});
+    expect_violation(&mu, p, "names something that does not exist");
+    mutant_fini(&mu);
+
+    /* Work dropped, duplicated or misplaced. */
+    mutant_init(&mu, &sp);
+    mut_delete(&mu, find1(&sp, CS_SOP_COLL, 1, AR));
+    expect_violation(&mu, p, "records a node's end before its work");
+    mutant_fini(&mu);
+    mutant_init(&mu, &sp);
+    {
+        size_t i = find1(&sp, CS_SOP_COMPUTE, 0, C1);
+        mut_insert(&mu, i + 1, sp.ops[i]);
+    }
+    expect_violation(&mu, p,
+                     "runs outside its node's events (or twice): \"c1\"");
+    mutant_fini(&mu);
+    /* c1's kernel after its end record. */
+    mutant_init(&mu, &sp);
+    {
+        size_t i = find1(&sp, CS_SOP_COMPUTE, 0, C1);
+        cs_sop t = mu.m.ops[i];
+        mu.m.ops[i] = mu.m.ops[i + 1];
+        mu.m.ops[i + 1] = t;
+    }
+    expect_violation(&mu, p, "records a node's end before its work");
+    mutant_fini(&mu);
+    /* ar's collective on the compute stream instead of its group's. */
+    mutant_init(&mu, &sp);
+    mu.m.ops[find1(&sp, CS_SOP_COLL, 1, AR)].stream = 0;
+    expect_violation(&mu, p, "runs outside its node's events (or twice): "
+                             "\"ar\"");
+    mutant_fini(&mu);
+    mutant_init(&mu, &sp);
+    mut_delete(&mu, find1(&sp, CS_SOP_COMPUTE, 0, C1));
+    expect_violation(&mu, p, "records a node's end before its work, or on "
+                             "another stream: \"c1\"");
     mutant_fini(&mu);
 
     /* Every mutant was a copy: the program itself still verifies. */
@@ -896,13 +947,19 @@ static void test_verify_order_only(void **state)
         cs_sop t = mu.m.ops[i];
         mu.m.ops[i] = mu.m.ops[j];
         mu.m.ops[j] = t;
+        /* Each COLL now runs between the other's post and end. */
         expect_violation(&mu, &f.p,
-                         "issues a collective out of the plan's order: "
-                         "\"r1\"");
+                         "runs outside its node's events (or twice): "
+                         "\"r2\"");
         mutant_fini(&mu);
-        /* r3 moved to the front. */
+        /* r3's whole issue (start on stream 0; wait, post, COLL, end on
+         * stream 1: five operations) moved in front of r1's: every
+         * bracket holds, only the order is wrong. */
         mutant_init(&mu, &sp);
-        mut_move_before(&mu, find1(&sp, CS_SOP_COLL, 1, 2), i);
+        size_t r1 = find1(&sp, CS_SOP_RECORD, 0, ev(0, CS_EV_START)),
+               r3 = find1(&sp, CS_SOP_RECORD, 0, ev(2, CS_EV_START));
+        for (size_t k = 0; k < 5; k++)
+            mut_move_before(&mu, r3 + k, r1 + k);
         expect_violation(&mu, &f.p,
                          "issues a collective out of the plan's order: "
                          "\"r1\"");
@@ -931,7 +988,10 @@ static void test_verify_mutations_calibrating(void **state)
     mutant_init(&mu, &sp);
     mut_delete(&mu, find_from(&mu.m, 0, CS_SOP_WAIT, 0, ev(AR, CS_EV_END)));
     mut_delete(&mu, find_from(&mu.m, 0, CS_SOP_WAIT, 0, ev(AR, CS_EV_END)));
-    expect_violation(&mu, p, "frees a buffer another stream may still use");
+    /* --check's copy of the result is the first casualty. */
+    expect_violation(&mu, p,
+                     "may copy a result before the collective has finished: "
+                     "\"ar\"");
     mutant_fini(&mu);
     /* FILL of ar moved before the allocation of ao. */
     mutant_init(&mu, &sp);
