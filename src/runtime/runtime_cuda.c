@@ -49,6 +49,7 @@
 #include "commsched/runtime.h"
 #include "boot.h"
 #include "check.h"
+#include "coord.h"
 #include "cuda_kernels.h"
 #include "graph_internal.h"
 #include "plan.h"
@@ -985,75 +986,6 @@ static commsched_status setup_nccl(exec *x, commsched_error *err)
     return COMMSCHED_OK;
 }
 
-/* Every process learns whether any failed; the lowest failing one keeps
- * its message, the others return the same status with an empty one. */
-static commsched_status agree(exec *x, commsched_status st,
-                              commsched_error *err)
-{
-    cs_boot *b = x->rt->boot;
-    int lowest = cs_boot_first_failed(b, st != COMMSCHED_OK);
-    if (lowest < 0)
-        return COMMSCHED_OK;
-    long long code = (long long)st;
-    cs_boot_bcast(b, &code, sizeof code, lowest);
-    if (lowest != x->rt->proc && err) {
-        commsched_error_clear(err);
-        err->status = (commsched_status)code;
-    }
-    return (commsched_status)code;
-}
-
-/* The processes must run the same graph and issue the same collectives:
- * NCCL would hang, not fail, on a rank-divergent order (Inductor #189454,
- * torchrec #4149). */
-static commsched_status preflight(exec *x, commsched_error *err)
-{
-    commsched_runtime *rt = x->rt;
-    const cs_plan *p = &x->plan;
-    unsigned long long mine[2] = {p->graph_hash, p->n_coll};
-    unsigned long long *all = malloc((size_t)rt->procs * sizeof mine);
-    unsigned long long len0 = p->seq_len;
-    char *theirs = NULL;
-    commsched_status st = COMMSCHED_OK;
-    cs_boot_bcast(rt->boot, &len0, sizeof len0, 0);
-    theirs = malloc((size_t)len0 + 1);
-    if (!all || !theirs)
-        st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
-    if ((st = agree(x, st, err)) != COMMSCHED_OK)
-        goto done;
-    cs_boot_allgather(rt->boot, mine, sizeof mine, all);
-    if (rt->proc == 0)
-        memcpy(theirs, p->seq, (size_t)len0);
-    int too_long = cs_boot_bcast(rt->boot, theirs, (size_t)len0, 0) != 0;
-    theirs[len0] = '\0';
-    char a[200], b[200];
-    long diff = too_long ? -1
-                         : cs_plan_seq_diff(p->seq, p->seq_len, theirs,
-                                            (size_t)len0, a, b, sizeof a);
-    if (diff >= 0)
-        st = commsched_error_set(
-            err, COMMSCHED_EINVAL, NULL,
-            "the processes would issue collectives in different orders: "
-            "collective #%ld is %s on process %d but %s on process 0; NCCL "
-            "would hang (the rank-divergent order of Inductor #189454 and "
-            "torchrec #4149)",
-            diff + 1, a, rt->proc, b);
-    for (int r = 1; st == COMMSCHED_OK && r < rt->procs; r++)
-        if (rt->proc == 0 && (all[2 * r] != all[0] || all[2 * r + 1] != all[1]))
-            st = commsched_error_set(
-                err, COMMSCHED_EINVAL, NULL,
-                "the graph on process %d differs from process 0's (hash "
-                "%016llx vs %016llx); the collective sequences agree, but the "
-                "ranks would not run the same step (--no-preflight runs "
-                "anyway)",
-                r, all[2 * r], all[0]);
-    st = agree(x, st, err);
-done:
-    free(all);
-    free(theirs);
-    return st;
-}
-
 /* Every communicator this process made, finalized (in one NCCL group:
  * one thread may own several GPUs' communicators) and destroyed. */
 static void destroy_comms(exec *x)
@@ -1184,164 +1116,6 @@ static commsched_status setup(exec *x, const uint32_t *order,
     return st;
 }
 
-/* ---- the measurement ---------------------------------------------------------- */
-
-/* Per-process records, [pass][local GPU][node]. */
-typedef struct records {
-    double *t0, *t1, *tp, *step; /* step: [pass][local GPU] */
-    double *solo;                /* [local GPU][node], summed over GPUs */
-} records;
-
-/* Gathers every process's records on process 0 into a measurement with
- * one rank per GPU. */
-static commsched_status gather(exec *x, const records *rec,
-                               commsched_measurement **out,
-                               commsched_error *err)
-{
-    commsched_runtime *rt = x->rt;
-    const commsched_run_options *o = x->o;
-    uint32_t n = x->plan.n, I = o->iters, G = (uint32_t)x->ndev,
-             P = (uint32_t)rt->procs, R = G * P;
-    size_t per = (size_t)I * G * n; /* doubles per process and array */
-    commsched_measurement *m = NULL;
-    double *all = NULL;
-    int ok = 1;
-    /* One block per process: t0, t1, tp, steps, peaks, pool peaks, solo. */
-    size_t block = 3 * per + (size_t)I * G + 2 * G + (o->calibrate ? n : 0);
-    double *mine = malloc(block * sizeof *mine);
-    if (rt->proc == 0) {
-        m = calloc(1, sizeof *m);
-        all = malloc(block * P * sizeof *all);
-        ok = m && all;
-        if (ok) {
-            m->order = malloc((size_t)n * sizeof *m->order);
-            m->start_ns = malloc((size_t)I * R * n * sizeof *m->start_ns);
-            m->end_ns = malloc((size_t)I * R * n * sizeof *m->end_ns);
-            m->post_ns = malloc((size_t)I * R * n * sizeof *m->post_ns);
-            m->step_ns = malloc((size_t)I * R * sizeof *m->step_ns);
-            m->peak_live = calloc(R, sizeof *m->peak_live);
-            m->pool_peak = calloc(R, sizeof *m->pool_peak);
-            m->solo_ns = o->calibrate ? calloc(n ? n : 1, sizeof *m->solo_ns)
-                                      : NULL;
-            ok = m->order && m->start_ns && m->end_ns && m->post_ns &&
-                 m->step_ns && m->peak_live && m->pool_peak &&
-                 (!o->calibrate || m->solo_ns);
-        }
-    }
-    ok = ok && mine && block * sizeof *mine * P <= (size_t)INT32_MAX;
-    if (cs_boot_first_failed(rt->boot, !ok) >= 0) {
-        commsched_measurement_destroy(m);
-        free(all);
-        free(mine);
-        if (rt->proc == 0)
-            return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                       "out of memory gathering the "
-                                       "measurement (use fewer --iters)");
-        if (err) {
-            commsched_error_clear(err);
-            err->status = COMMSCHED_ENOMEM;
-        }
-        return COMMSCHED_ENOMEM;
-    }
-    memcpy(mine, rec->t0, per * sizeof *mine);
-    memcpy(mine + per, rec->t1, per * sizeof *mine);
-    memcpy(mine + 2 * per, rec->tp, per * sizeof *mine);
-    memcpy(mine + 3 * per, rec->step, (size_t)I * G * sizeof *mine);
-    double *peaks = mine + 3 * per + (size_t)I * G;
-    for (uint32_t d = 0; d < G; d++) {
-        dev *dv = &x->devs[d];
-        uint64_t high = 0;
-        cudaSetDevice(dv->ordinal);
-        cudaMemPoolGetAttribute(dv->pool, cudaMemPoolAttrUsedMemHigh, &high);
-        peaks[d] = (double)dv->peak;
-        peaks[G + d] = (double)high;
-    }
-    if (o->calibrate)
-        memcpy(peaks + 2 * G, rec->solo, (size_t)n * sizeof *mine);
-    cs_boot_gather(rt->boot, mine, block * sizeof *mine, all);
-    free(mine);
-    if (rt->proc != 0) {
-        *out = NULL;
-        return COMMSCHED_OK;
-    }
-    m->graph = x->g;
-    m->ranks = R;
-    m->nodes = n;
-    m->iters = I;
-    memcpy(m->order, x->plan.order, (size_t)n * sizeof *m->order);
-    for (uint32_t p = 0; p < P; p++) {
-        const double *blk = all + block * p;
-        for (uint32_t it = 0; it < I; it++)
-            for (uint32_t d = 0; d < G; d++) {
-                uint32_t r = p * G + d;
-                size_t src = ((size_t)it * G + d) * n,
-                       dst = ((size_t)it * R + r) * n;
-                memcpy(m->start_ns + dst, blk + src, (size_t)n * sizeof *all);
-                memcpy(m->end_ns + dst, blk + per + src, (size_t)n * sizeof *all);
-                memcpy(m->post_ns + dst, blk + 2 * per + src,
-                       (size_t)n * sizeof *all);
-                m->step_ns[(size_t)it * R + r] =
-                    blk[3 * per + (size_t)it * G + d];
-            }
-        const double *pk = blk + 3 * per + (size_t)I * G;
-        for (uint32_t d = 0; d < G; d++) {
-            m->peak_live[p * G + d] = (int64_t)pk[d];
-            m->pool_peak[p * G + d] = (int64_t)pk[G + d];
-        }
-        for (uint32_t v = 0; o->calibrate && v < n; v++)
-            m->solo_ns[v] += pk[2 * G + v] / R;
-    }
-    free(all);
-    int64_t other = 0;
-    for (uint32_t i = 0; i < x->plan.n_other; i++)
-        other += x->plan.bytes[x->plan.other[i]];
-    m->other_bytes = other;
-    m->checked = x->checked;
-    m->mismatches = x->mismatches;
-    snprintf(m->first_mismatch, sizeof m->first_mismatch, "%s",
-             x->first_mismatch);
-    m->options = *o;
-    m->options.runtime_ns = NULL;
-    snprintf(m->runtime, sizeof m->runtime, "cuda");
-    snprintf(m->library, sizeof m->library, "%s", rt->library);
-    *out = m;
-    return COMMSCHED_OK;
-}
-
-/* --check's counts from every process: summed, and process 0 keeps the
- * first mismatch of the lowest process that saw one. */
-static void gather_checks(exec *x)
-{
-    commsched_runtime *rt = x->rt;
-    if (rt->procs == 1)
-        return;
-    struct {
-        unsigned long long checked, mismatches;
-        char first[256];
-    } mine, *all = rt->proc == 0 ? calloc((size_t)rt->procs, sizeof mine) : NULL;
-    memset(&mine, 0, sizeof mine);
-    mine.checked = x->checked;
-    mine.mismatches = x->mismatches;
-    memcpy(mine.first, x->first_mismatch, sizeof mine.first);
-    long long have = rt->proc != 0 || all != NULL;
-    if (cs_boot_min(rt->boot, have) == 0) {
-        free(all);
-        return; /* process 0 keeps its own counts */
-    }
-    cs_boot_gather(rt->boot, &mine, sizeof mine, all);
-    if (rt->proc != 0)
-        return;
-    x->checked = x->mismatches = 0;
-    x->first_mismatch[0] = '\0';
-    for (int p = 0; p < rt->procs; p++) {
-        x->checked += all[p].checked;
-        x->mismatches += all[p].mismatches;
-        if (!x->first_mismatch[0] && all[p].first[0])
-            memcpy(x->first_mismatch, all[p].first, sizeof x->first_mismatch);
-    }
-    free(all);
-}
-
 /* ---- the adaptor ------------------------------------------------------------------ */
 
 static commsched_status cuda_init(int *argc, char ***argv,
@@ -1420,38 +1194,45 @@ static commsched_status cuda_execute(commsched_runtime *rt,
     x.o = o;
     x.phase = "setup";
     *out = NULL;
-    records rec = {NULL, NULL, NULL, NULL, NULL};
-    double *samples = NULL, *c0 = NULL, *c1 = NULL, *cp = NULL, *cs = NULL;
+    /* Records, [pass][local GPU][node]; c*: the scratch of unmeasured
+     * passes. */
+    double *t0 = NULL, *t1 = NULL, *tp = NULL, *step = NULL, *solo = NULL,
+           *samples = NULL, *c0 = NULL, *c1 = NULL, *cp = NULL, *cs = NULL;
+    int64_t *peak = NULL, *pool_peak = NULL;
     commsched_status st = setup(&x, order, err);
     uint32_t n = g->n_nodes, G = 0;
     if (st == COMMSCHED_OK) {
         G = (uint32_t)x.ndev;
-        size_t per = (size_t)o->iters * G * n;
-        rec.t0 = malloc((per ? per : 1) * sizeof *rec.t0);
-        rec.t1 = malloc((per ? per : 1) * sizeof *rec.t1);
-        rec.tp = malloc((per ? per : 1) * sizeof *rec.tp);
-        rec.step = malloc((size_t)o->iters * G * sizeof *rec.step);
-        c0 = malloc(((size_t)G * n + 1) * sizeof *c0);
-        c1 = malloc(((size_t)G * n + 1) * sizeof *c1);
-        cp = malloc(((size_t)G * n + 1) * sizeof *cp);
+        size_t per = (size_t)o->iters * G * n + 1, gn = (size_t)G * n + 1;
+        t0 = malloc(per * sizeof *t0);
+        t1 = malloc(per * sizeof *t1);
+        tp = malloc(per * sizeof *tp);
+        step = malloc((size_t)o->iters * G * sizeof *step);
+        c0 = malloc(gn * sizeof *c0);
+        c1 = malloc(gn * sizeof *c1);
+        cp = malloc(gn * sizeof *cp);
         cs = malloc(G * sizeof *cs);
+        peak = malloc(G * sizeof *peak);
+        pool_peak = malloc(G * sizeof *pool_peak);
         if (o->calibrate) {
-            rec.solo = calloc(n ? n : 1, sizeof *rec.solo);
+            solo = calloc(n ? n : 1, sizeof *solo);
             samples = malloc(((size_t)o->calibrate * G * n + 1) * sizeof *samples);
         }
-        if (!rec.t0 || !rec.t1 || !rec.tp || !rec.step || !c0 || !c1 || !cp ||
-            !cs || (o->calibrate && (!rec.solo || !samples)))
+        if (!t0 || !t1 || !tp || !step || !c0 || !c1 || !cp || !cs || !peak ||
+            !pool_peak || (o->calibrate && (!solo || !samples)))
             st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                      "out of memory");
     }
-    if ((st = agree(&x, st, err)) != COMMSCHED_OK)
+    cs_boot *boot = rt->boot;
+    if ((st = cs_coord_agree(boot, st, err)) != COMMSCHED_OK)
         goto done;
-    if (o->preflight && (st = preflight(&x, err)) != COMMSCHED_OK)
+    if (o->preflight &&
+        (st = cs_coord_preflight(boot, &x.plan, "process", err)) != COMMSCHED_OK)
         goto done;
     st = setup_nccl(&x, err);
     for (int d = 0; st == COMMSCHED_OK && d < x.ndev; d++)
         st = setup_colls(&x, &x.devs[d], err);
-    if ((st = agree(&x, st, err)) != COMMSCHED_OK)
+    if ((st = cs_coord_agree(boot, st, err)) != COMMSCHED_OK)
         goto done;
 
     x.phase = "calibration pass";
@@ -1462,12 +1243,12 @@ static commsched_status cuda_execute(commsched_runtime *rt,
             samples[i * o->calibrate + c] = c1[i] - c0[i];
     }
     /* Per node: the median of its passes on each GPU, summed over GPUs
-     * (gather divides by the rank count). A collective's solo time runs
-     * from when its stream started it, after the barrier. */
+     * (the gather divides by the rank count). A collective's solo time
+     * runs from when its stream started it, after the barrier. */
     for (uint32_t v = 0; o->calibrate && v < n; v++)
         for (uint32_t d = 0; d < G; d++) {
             size_t i = (size_t)d * n + v;
-            rec.solo[v] += median(samples + i * o->calibrate, o->calibrate);
+            solo[v] += median(samples + i * o->calibrate, o->calibrate);
         }
     x.phase = "warm-up iteration";
     for (uint32_t w = 0; w < o->warmup; w++) {
@@ -1486,26 +1267,39 @@ static commsched_status cuda_execute(commsched_runtime *rt,
     size_t gn = (size_t)G * n;
     for (uint32_t it = 0; it < o->iters; it++) {
         x.iter = it;
-        run_pass(&x, &x.prog, rec.t0 + it * gn, rec.t1 + it * gn,
-                 rec.tp + it * gn, rec.step + (size_t)it * G);
+        run_pass(&x, &x.prog, t0 + it * gn, t1 + it * gn, tp + it * gn,
+                 step + (size_t)it * G);
     }
     x.phase = "gather";
-    gather_checks(&x);
-    st = gather(&x, &rec, out, err);
+    for (uint32_t d = 0; d < G; d++) {
+        uint64_t high = 0;
+        cudaSetDevice(x.devs[d].ordinal);
+        cudaMemPoolGetAttribute(x.devs[d].pool, cudaMemPoolAttrUsedMemHigh,
+                                &high);
+        peak[d] = x.devs[d].peak;
+        pool_peak[d] = (int64_t)high;
+    }
+    cs_coord_records rec = {G,         t0,         t1,           tp,
+                            step,      solo,       peak,         pool_peak,
+                            x.checked, x.mismatches, x.first_mismatch};
+    st = cs_coord_gather(boot, &x.plan, o, &rec, "cuda", rt->library, out,
+                         err);
     if (*out)
         (*out)->wall_s = (now_ns() - wall0) / 1e9;
 done:
     exec_fini(&x);
-    free(rec.t0);
-    free(rec.t1);
-    free(rec.tp);
-    free(rec.step);
-    free(rec.solo);
+    free(t0);
+    free(t1);
+    free(tp);
+    free(step);
+    free(solo);
     free(samples);
     free(c0);
     free(c1);
     free(cp);
     free(cs);
+    free(peak);
+    free(pool_peak);
     return st;
 }
 

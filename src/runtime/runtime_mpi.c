@@ -57,20 +57,20 @@
 
 #include "check.h"
 #include "commsched/runtime.h"
+#include "coord.h"
 #include "graph_internal.h"
 #include "plan.h"
 #include "ring_allreduce.h"
 #include "runtime_internal.h"
 
 struct commsched_runtime {
+    cs_boot *boot;      /* MPI_Init / MPI_Finalize, agreement, gathering */
     int rank, size;
-    int we_initialized; /* MPI_Init was ours, so MPI_Finalize is too */
     int tag_ub;
     int one_node;       /* every rank shares this node's monotonic clock */
     double wake_ns;     /* how late a sleep wakes up: sleeps end this early
                            and spin the rest, so compute nodes last their
                            runtime and not runtime + wake-up latency */
-    char library[96];
 };
 
 /* ---- time ------------------------------------------------------------------ */
@@ -924,106 +924,6 @@ static commsched_status check_groups(exec *x, commsched_error *err)
     return COMMSCHED_OK;
 }
 
-/* Every rank learns whether any failed; the lowest failing rank keeps its
- * message, the others return the same status with an empty one. */
-static commsched_status agree(exec *x, commsched_status st,
-                              commsched_error *err)
-{
-    int mine = st != COMMSCHED_OK ? x->rt->rank : x->rt->size, lowest = 0;
-    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (lowest == x->rt->size)
-        return COMMSCHED_OK;
-    int code = (int)st;
-    MPI_Bcast(&code, 1, MPI_INT, lowest, MPI_COMM_WORLD);
-    if (lowest != x->rt->rank && err) {
-        commsched_error_clear(err);
-        err->status = (commsched_status)code;
-    }
-    return (commsched_status)code;
-}
-
-/* The cross-rank check: same collective sequence, same graph. */
-static commsched_status preflight(exec *x, commsched_error *err)
-{
-    commsched_runtime *rt = x->rt;
-    const cs_plan *p = &x->plan;
-    uint64_t mine[2] = {p->graph_hash, p->n_coll};
-    uint64_t *all = malloc(2 * (size_t)rt->size * sizeof *all);
-    char *theirs = NULL;
-    commsched_status st =
-        all ? COMMSCHED_OK
-            : commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
-    if ((st = agree(x, st, err)) != COMMSCHED_OK)
-        goto done;
-    MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, MPI_COMM_WORLD);
-    unsigned long long len0 = p->seq_len;
-    MPI_Bcast(&len0, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    /* Too long for one broadcast: the hash comparison below still catches
-     * any difference, only less precisely. */
-    int too_long = len0 > (unsigned long long)INT_MAX;
-    if (too_long)
-        len0 = 0;
-    theirs = malloc((size_t)len0 + 1);
-    st = theirs ? COMMSCHED_OK
-                : commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                      "out of memory");
-    if ((st = agree(x, st, err)) != COMMSCHED_OK)
-        goto done;
-    if (rt->rank == 0 && len0 > 0)
-        memcpy(theirs, p->seq, (size_t)len0);
-    if (len0 > 0)
-        MPI_Bcast(theirs, (int)len0, MPI_CHAR, 0, MPI_COMM_WORLD);
-    theirs[len0] = '\0';
-    char a[200], b[200];
-    long diff = too_long ? -1
-                         : cs_plan_seq_diff(p->seq, p->seq_len, theirs,
-                                            (size_t)len0, a, b, sizeof a);
-    int in[2] = {diff < 0 ? INT_MAX : (int)(diff < INT_MAX ? diff : INT_MAX - 1),
-                 rt->rank};
-    int res[2] = {INT_MAX, 0};
-    MPI_Allreduce(in, res, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
-    if (res[0] != INT_MAX) {
-        if (res[1] == rt->rank)
-            commsched_error_set(
-                err, COMMSCHED_EINVAL, NULL,
-                "the ranks would issue collectives in different orders: "
-                "collective #%d is %s on rank %d but %s on rank 0; running "
-                "would deadlock (the rank-divergent order of Inductor "
-                "#189454 and torchrec #4149)",
-                res[0] + 1, a, rt->rank, b);
-        else if (err) {
-            commsched_error_clear(err);
-            err->status = COMMSCHED_EINVAL;
-        }
-        st = COMMSCHED_EINVAL;
-        goto done;
-    }
-    for (int r = 1; r < rt->size; r++) {
-        if (all[2 * r] == all[0] && all[2 * r + 1] == all[1])
-            continue;
-        if (rt->rank == 0)
-            commsched_error_set(
-                err, COMMSCHED_EINVAL, NULL,
-                "the graph on rank %d differs from rank 0's (hash %016llx vs "
-                "%016llx, %llu vs %llu collectives); the collective sequences "
-                "agree, but the ranks would not run the same step "
-                "(--no-preflight runs anyway)",
-                r, (unsigned long long)all[2 * r], (unsigned long long)all[0],
-                (unsigned long long)all[2 * r + 1],
-                (unsigned long long)all[1]);
-        else if (err) {
-            commsched_error_clear(err);
-            err->status = COMMSCHED_EINVAL;
-        }
-        st = COMMSCHED_EINVAL;
-        goto done;
-    }
-done:
-    free(all);
-    free(theirs);
-    return st;
-}
-
 static void exec_fini(exec *x)
 {
     if (x->colls) {
@@ -1182,42 +1082,21 @@ static commsched_status mpi_init(int *argc, char ***argv,
     if (!rt)
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                    "out of memory");
-    int inited = 0;
-    MPI_Initialized(&inited);
-    if (!inited) {
-        if (MPI_Init(argc, argv) != MPI_SUCCESS) {
-            free(rt);
-            return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
-                                       "MPI_Init failed");
-        }
-        rt->we_initialized = 1;
+    commsched_status st = cs_boot_init(argc, argv, &rt->boot, err);
+    if (st != COMMSCHED_OK) {
+        free(rt);
+        return st;
     }
     /* Errors come back as codes, so a failing call can name its node. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rt->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &rt->size);
-    MPI_Comm node;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                            MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        int node_size = 0;
-        MPI_Comm_size(node, &node_size);
-        int mine = node_size == rt->size, all = 0;
-        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        rt->one_node = all;
-        MPI_Comm_free(&node);
-    }
+    rt->rank = cs_boot_rank(rt->boot);
+    rt->size = cs_boot_size(rt->boot);
+    rt->one_node =
+        cs_boot_min(rt->boot, cs_boot_local_size(rt->boot) == rt->size) != 0;
     void *ub = NULL;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     rt->tag_ub = flag && ub ? *(int *)ub : 32767;
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(lib, &len);
-    size_t cut = strcspn(lib, ",\n");
-    if (cut >= sizeof rt->library)
-        cut = sizeof rt->library - 1;
-    memcpy(rt->library, lib, cut);
-    rt->library[cut] = '\0';
 #ifdef __linux__
     /* Sleeps end within a microsecond or so of the timer instead of the
      * default 50 µs slack: compute nodes are timed by sleeping. */
@@ -1251,146 +1130,15 @@ static int mpi_size(const commsched_runtime *rt) { return rt->size; }
 
 static int mpi_first_failed(commsched_runtime *rt, int failed)
 {
-    int mine = failed ? rt->rank : rt->size, lowest = rt->size;
-    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return lowest == rt->size ? -1 : lowest;
+    return cs_boot_first_failed(rt->boot, failed);
 }
 
 static void mpi_fini(commsched_runtime *rt)
 {
     if (!rt)
         return;
-    if (rt->we_initialized) {
-        int fin = 0;
-        MPI_Finalized(&fin);
-        if (!fin)
-            MPI_Finalize();
-    }
+    cs_boot_fini(rt->boot);
     free(rt);
-}
-
-/* Gathers everything on rank 0 into a measurement. */
-static commsched_status gather(exec *x, const double *rec0, const double *rec1,
-                               const double *rec2, const double *steps, const double *solo,
-                               commsched_measurement **out,
-                               commsched_error *err)
-{
-    commsched_runtime *rt = x->rt;
-    const commsched_run_options *o = x->o;
-    uint32_t n = x->g->n_nodes, R = (uint32_t)rt->size, I = o->iters;
-    size_t per = (size_t)I * n;
-    commsched_measurement *m = NULL;
-    double *g0 = NULL, *g1 = NULL, *g2 = NULL, *gs = NULL, *solo_sum = NULL;
-    char *mis = NULL;
-    int ok = 1;
-    if (rt->rank == 0) {
-        m = calloc(1, sizeof *m);
-        g0 = malloc(per * R * sizeof *g0);
-        g1 = malloc(per * R * sizeof *g1);
-        g2 = malloc(per * R * sizeof *g2);
-        gs = malloc((size_t)I * R * sizeof *gs);
-        mis = calloc(R, sizeof x->first_mismatch);
-        solo_sum = solo ? calloc(n, sizeof *solo_sum) : NULL;
-        ok = m && g0 && g1 && g2 && gs && mis && (!solo || solo_sum);
-        if (ok) {
-            m->order = malloc((size_t)n * sizeof *m->order);
-            m->start_ns = malloc(per * R * sizeof *m->start_ns);
-            m->end_ns = malloc(per * R * sizeof *m->end_ns);
-            m->post_ns = malloc(per * R * sizeof *m->post_ns);
-            m->step_ns = malloc((size_t)I * R * sizeof *m->step_ns);
-            m->peak_live = calloc(R, sizeof *m->peak_live);
-            ok = m->order && m->start_ns && m->end_ns && m->post_ns &&
-                 m->step_ns &&
-                 m->peak_live;
-        }
-    }
-    int all_ok = 0;
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    all_ok = ok && per <= (size_t)INT_MAX;
-    if (!all_ok) {
-        commsched_measurement_destroy(m);
-        free(g0);
-        free(g1);
-        free(g2);
-        free(gs);
-        free(mis);
-        free(solo_sum);
-        if (rt->rank == 0)
-            return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                       "out of memory gathering the "
-                                       "measurement (use fewer --iters)");
-        if (err) {
-            commsched_error_clear(err);
-            err->status = COMMSCHED_ENOMEM;
-        }
-        return COMMSCHED_ENOMEM;
-    }
-    MPI_Gather(rec0, (int)per, MPI_DOUBLE, g0, (int)per, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
-    MPI_Gather(rec1, (int)per, MPI_DOUBLE, g1, (int)per, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
-    MPI_Gather(rec2, (int)per, MPI_DOUBLE, g2, (int)per, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
-    MPI_Gather(steps, (int)I, MPI_DOUBLE, gs, (int)I, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
-    long long peak = x->peak;
-    long long *peaks = rt->rank == 0 ? malloc(R * sizeof *peaks) : NULL;
-    MPI_Gather(&peak, 1, MPI_LONG_LONG, peaks, 1, MPI_LONG_LONG, 0,
-               MPI_COMM_WORLD);
-    unsigned long long counts[2] = {x->checked, x->mismatches}, sums[2] = {0, 0};
-    MPI_Reduce(counts, sums, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
-               MPI_COMM_WORLD);
-    MPI_Gather(x->first_mismatch, (int)sizeof x->first_mismatch, MPI_CHAR, mis,
-               (int)sizeof x->first_mismatch, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (solo)
-        MPI_Reduce(solo, solo_sum, (int)n, MPI_DOUBLE, MPI_SUM, 0,
-                   MPI_COMM_WORLD);
-    if (rt->rank != 0) {
-        *out = NULL;
-        return COMMSCHED_OK;
-    }
-    m->graph = x->g;
-    m->ranks = R;
-    m->nodes = n;
-    m->iters = I;
-    memcpy(m->order, x->plan.order, (size_t)n * sizeof *m->order);
-    for (uint32_t r = 0; r < R; r++) {
-        for (uint32_t it = 0; it < I; it++) {
-            size_t dst = ((size_t)it * R + r) * n, src = (size_t)r * per + (size_t)it * n;
-            memcpy(m->start_ns + dst, g0 + src, (size_t)n * sizeof *g0);
-            memcpy(m->end_ns + dst, g1 + src, (size_t)n * sizeof *g1);
-            memcpy(m->post_ns + dst, g2 + src, (size_t)n * sizeof *g2);
-            m->step_ns[(size_t)it * R + r] = gs[(size_t)r * I + it];
-        }
-        m->peak_live[r] = (int64_t)peaks[r];
-        if (!m->first_mismatch[0] && mis[(size_t)r * sizeof x->first_mismatch])
-            snprintf(m->first_mismatch, sizeof m->first_mismatch, "%s",
-                     mis + (size_t)r * sizeof x->first_mismatch);
-    }
-    if (solo) {
-        for (uint32_t v = 0; v < n; v++)
-            solo_sum[v] /= (double)R;
-        m->solo_ns = solo_sum;
-        solo_sum = NULL;
-    }
-    int64_t other = 0;
-    for (uint32_t i = 0; i < x->plan.n_other; i++)
-        other += x->plan.bytes[x->plan.other[i]];
-    m->other_bytes = other;
-    m->checked = sums[0];
-    m->mismatches = sums[1];
-    m->options = *o;
-    m->options.runtime_ns = NULL;
-    snprintf(m->runtime, sizeof m->runtime, "mpi");
-    snprintf(m->library, sizeof m->library, "%s", rt->library);
-    free(g0);
-    free(g1);
-    free(g2);
-    free(gs);
-    free(mis);
-    free(peaks);
-    *out = m;
-    return COMMSCHED_OK;
 }
 
 static commsched_status mpi_execute(commsched_runtime *rt,
@@ -1435,14 +1183,16 @@ static commsched_status mpi_execute(commsched_runtime *rt,
             st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                      "out of memory");
     }
-    if ((st = agree(&x, st, err)) != COMMSCHED_OK)
+    if ((st = cs_coord_agree(rt->boot, st, err)) != COMMSCHED_OK)
         goto done;
-    if (o->preflight && (st = preflight(&x, err)) != COMMSCHED_OK)
+    if (o->preflight &&
+        (st = cs_coord_preflight(rt->boot, &x.plan, "rank", err)) !=
+            COMMSCHED_OK)
         goto done;
     st = setup_comms(&x, err);
     if (st == COMMSCHED_OK)
         st = setup_colls(&x, err);
-    if ((st = agree(&x, st, err)) != COMMSCHED_OK)
+    if ((st = cs_coord_agree(rt->boot, st, err)) != COMMSCHED_OK)
         goto done;
 
     /* Inputs the model does not count exist for the whole run. */
@@ -1487,7 +1237,13 @@ static commsched_status mpi_execute(commsched_runtime *rt,
         progress_bar(&x, ++done_passes, total);
     }
     x.phase = "gather";
-    st = gather(&x, rec0, rec1, rec2, steps, solo, out, err);
+    int64_t peak = x.peak;
+    cs_coord_records rec = {1,    rec0,      rec1,        rec2,
+                            steps, solo,     &peak,       NULL,
+                            x.checked, x.mismatches, x.first_mismatch};
+    const char *library = cs_boot_library(rt->boot);
+    st = cs_coord_gather(rt->boot, &x.plan, o, &rec, "mpi", library, out,
+                         err);
     if (*out)
         (*out)->wall_s = (now_ns() - wall0) / 1e9;
 done:
