@@ -1,6 +1,7 @@
 /* commsched — the MPI runtime adaptor: every rank walks the same schedule
- * (DESIGN.md §8, docs/RUNTIME.md). The only file of the library besides
- * ring_allreduce.c that includes mpi.h.
+ * (DESIGN.md §8, docs/RUNTIME.md). With ring_allreduce.c and boot_mpi.c
+ * (joining the job; agreement, preflight and gathering through coord.c),
+ * the only files of the library that include mpi.h.
  *
  * Execution model, per node in the order:
  * - compute: its outputs are allocated (and their pages touched), then it
