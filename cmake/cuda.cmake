@@ -27,6 +27,18 @@ find_library(NCCL_LIBRARY nccl
   HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME PATH_SUFFIXES lib lib64)
 if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
   list(APPEND _cs_cuda_missing "NCCL (nccl.h and libnccl)")
+else()
+  # ncclCommSplit (per-group communicators) came with NCCL 2.18.
+  file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _cs_nccl_ver
+       REGEX "^#define NCCL_(MAJOR|MINOR) +[0-9]+")
+  string(REGEX REPLACE ".*NCCL_MAJOR +([0-9]+).*" "\\1" _cs_nccl_major
+         "${_cs_nccl_ver}")
+  string(REGEX REPLACE ".*NCCL_MINOR +([0-9]+).*" "\\1" _cs_nccl_minor
+         "${_cs_nccl_ver}")
+  if("${_cs_nccl_major}.${_cs_nccl_minor}" VERSION_LESS 2.18)
+    list(APPEND _cs_cuda_missing
+         "NCCL >= 2.18 (found ${_cs_nccl_major}.${_cs_nccl_minor})")
+  endif()
 endif()
 
 if(_cs_cuda_missing)
@@ -56,4 +68,5 @@ if(TARGET CUDA::cublas AND CUBLAS_INCLUDE_DIR)
   set(COMMSCHED_CUBLAS_SONAME "libcublas.so.${CUDAToolkit_VERSION_MAJOR}")
 endif()
 message(STATUS "CUDA runtime adaptor: on (CUDA ${CUDAToolkit_VERSION}, "
-               "NCCL ${NCCL_LIBRARY}, cuBLAS ${COMMSCHED_HAVE_CUBLAS})")
+               "NCCL ${_cs_nccl_major}.${_cs_nccl_minor} ${NCCL_LIBRARY}, "
+               "cuBLAS ${COMMSCHED_HAVE_CUBLAS})")
