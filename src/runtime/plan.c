@@ -335,7 +335,7 @@ commsched_status cs_plan_build(cs_plan *p, const commsched_graph *g,
     for (uint32_t v = 0; v < n; v++) {
         const cs_node *nd = &g->nodes[v];
         cs_plan_coll *c = &p->coll[v];
-        c->send = c->recv = c->wait = COMMSCHED_NONE;
+        c->send = c->recv = c->in = c->out = c->wait = COMMSCHED_NONE;
         if (nd->kind != COMMSCHED_NODE_COLLECTIVE)
             continue;
         unsigned es = commsched_dtype_size((commsched_dtype)nd->dtype);
@@ -352,6 +352,10 @@ commsched_status cs_plan_build(cs_plan *p, const commsched_graph *g,
                 g->buffers[r].size > g->buffers[c->recv].size)
                 c->recv = r;
         }
+        /* Nothing written: work in place on the input; nothing read: on
+         * the output. */
+        c->in = c->send != COMMSCHED_NONE ? c->send : c->recv;
+        c->out = c->recv != COMMSCHED_NONE ? c->recv : c->send;
     }
     for (uint32_t k = 0; k < n; k++) {
         uint32_t w = p->order[k];

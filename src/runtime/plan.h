@@ -17,6 +17,9 @@ typedef struct cs_plan_coll {
     uint32_t send;       /* the largest root buffer it reads, or NONE */
     uint32_t recv;       /* the largest root buffer it writes, or NONE; may
                             equal send (in place) */
+    uint32_t in, out;    /* what the library call reads and writes: send
+                            and recv, a missing one standing for the other
+                            (in place); NONE when it touches no buffer */
     uint32_t wait;       /* async: the first wait (in order) reading its
                             outputs, NONE when none does */
     unsigned elem;       /* element size: the dtype's, float32 when none */

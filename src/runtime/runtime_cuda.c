@@ -315,17 +315,11 @@ static char *bufp(exec *x, dev *dv, uint32_t b)
     return dv->mem[b];
 }
 
-/* A collective's send and receive buffers on one rank (as the MPI adaptor:
- * a missing one means in place on the other). */
+/* A collective's send and receive buffers on one rank. */
 static void coll_bufs(exec *x, dev *dv, const xcoll *c, char **sb, char **rb)
 {
-    const cs_plan_coll *pc = &x->plan.coll[c->node];
-    *sb = bufp(x, dv, pc->send);
-    *rb = bufp(x, dv, pc->recv);
-    if (pc->recv == COMMSCHED_NONE)
-        *rb = *sb;
-    if (pc->send == COMMSCHED_NONE)
-        *sb = *rb;
+    *sb = bufp(x, dv, x->plan.coll[c->node].in);
+    *rb = bufp(x, dv, x->plan.coll[c->node].out);
 }
 
 static cs_check_coll check_desc(const xcoll *c, const dev *dv)
@@ -499,11 +493,9 @@ static void fill(exec *x, dev *dv, uint32_t v, cudaStream_t st)
     if (clear && clear != x->dummy) {
         /* The whole buffer: the scratch, or the one the result lands in
          * (the input when the collective writes no buffer of its own). */
-        const cs_plan_coll *pc = &x->plan.coll[v];
-        size_t bytes =
-            clear == dc->scratch ? c->shape.scratch_bytes
-            : (size_t)x->plan.bytes[pc->recv != COMMSCHED_NONE ? pc->recv
-                                                               : pc->send];
+        size_t bytes = clear == dc->scratch
+                           ? c->shape.scratch_bytes
+                           : (size_t)x->plan.bytes[x->plan.coll[v].out];
         check_cuda(x, cudaMemsetAsync(clear, 0, bytes, st), "cudaMemsetAsync",
                    v, dv);
     }

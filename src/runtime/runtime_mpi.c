@@ -599,13 +599,8 @@ static void mismatch(exec *x, xcoll *c, size_t i, double want, double got)
 /* The send and receive buffers of a collective. */
 static void coll_bufs(exec *x, const xcoll *c, char **sb, char **rb)
 {
-    const cs_plan_coll *pc = &x->plan.coll[c->node];
-    *sb = bufp(x, pc->send);
-    *rb = bufp(x, pc->recv);
-    if (pc->recv == COMMSCHED_NONE)
-        *rb = *sb; /* nothing written: work in place on the input */
-    if (pc->send == COMMSCHED_NONE)
-        *sb = *rb;
+    *sb = bufp(x, x->plan.coll[c->node].in);
+    *rb = bufp(x, x->plan.coll[c->node].out);
 }
 
 static void verify(exec *x, xcoll *c)
