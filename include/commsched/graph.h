@@ -240,6 +240,18 @@ COMMSCHED_EXPORT uint32_t commsched_graph_find_buffer(const commsched_graph *g,
                                                       const char *name);
 COMMSCHED_EXPORT const char *commsched_graph_buffer_name(
     const commsched_graph *g, uint32_t buffer);
+/* Graph inputs, graph outputs, and group `group`'s name (group <
+ * commsched_graph_group_count). */
+COMMSCHED_EXPORT uint32_t commsched_graph_input_count(const commsched_graph *g);
+COMMSCHED_EXPORT uint32_t commsched_graph_output_count(const commsched_graph *g);
+COMMSCHED_EXPORT const char *commsched_graph_group_name(
+    const commsched_graph *g, uint32_t group);
+/* For a collective node: 1, with its op and group index in *op and *group
+ * (either may be NULL). For any other node: 0, outputs untouched. */
+COMMSCHED_EXPORT int commsched_graph_node_collective(const commsched_graph *g,
+                                                    uint32_t node,
+                                                    commsched_coll_op *op,
+                                                    uint32_t *group);
 
 #ifdef __cplusplus
 }

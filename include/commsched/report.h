@@ -12,6 +12,7 @@
 #ifndef COMMSCHED_REPORT_H
 #define COMMSCHED_REPORT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,6 +22,16 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Figures as every report writes them, so a tool prints the same quantity
+ * the same way: bytes in binary units ("512 B", "1.50 GiB"; negatives keep
+ * their sign) and nanoseconds as "890 ns", "56.7 us", "1.234 ms" (three
+ * decimals), "2.000 s" ("-" when not finite). Each writes at most size
+ * bytes (always terminated when size > 0) and returns buf. */
+COMMSCHED_EXPORT const char *commsched_format_bytes(double bytes, char *buf,
+                                                    size_t size);
+COMMSCHED_EXPORT const char *commsched_format_time(double ns, char *buf,
+                                                   size_t size);
 
 /* What the report says about where its numbers came from. Every field may
  * be NULL / 0. Borrowed for the call. */

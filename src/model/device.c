@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "json_internal.h"
+#include "json_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,5 @@
 /* commsched CLI — shared helpers. */
 #include "cli.h"
-#include "util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -138,12 +137,12 @@ void cli_out_abort(cli_out *o)
 
 const char *cli_bytes(double bytes, char *buf, size_t size)
 {
-    return cs_fmt_bytes(bytes, buf, size);
+    return commsched_format_bytes(bytes, buf, size);
 }
 
 const char *cli_time_ns(double ns, char *buf, size_t size)
 {
-    return cs_fmt_time(ns, 3, "us", buf, size);
+    return commsched_format_time(ns, buf, size);
 }
 
 int cli_cost_setup(cli_cost *c, const char *sub, const char *device,

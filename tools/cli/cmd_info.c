@@ -5,8 +5,8 @@
 
 #include "cli.h"
 #include "commsched/analysis.h"
+#include "commsched/cost.h"
 #include "commsched/memory.h"
-#include "graph_internal.h"
 
 static void usage(FILE *f)
 {
@@ -21,23 +21,12 @@ static void usage(FILE *f)
                "  --toposort        repair a non-topological input order first\n");
 }
 
-/* Bytes a collective moves: the larger of what it reads and writes. */
-static double collective_bytes(const commsched_graph *g, uint32_t i)
-{
-    double in = 0, out = 0;
-    for (uint32_t k = g->reads.off[i]; k < g->reads.off[i + 1]; k++)
-        in += (double)g->buffers[g->buffers[g->reads.idx[k]].root].size;
-    const cs_node *n = &g->nodes[i];
-    for (uint32_t k = 0; k < n->n_out; k++)
-        out += (double)g->buffers[g->buffers[n->out_first + k].root].size;
-    return in > out ? in : out;
-}
-
 static int print_info(const commsched_graph *g, const cli_cost *cost)
 {
     char b1[32], b2[32];
     uint32_t kinds[3] = {0};
-    uint32_t ng = g->n_groups;
+    uint32_t ng = commsched_graph_group_count(g);
+    uint32_t n_nodes = commsched_graph_node_count(g);
     uint32_t *count = calloc((size_t)ng * COMMSCHED_COLL_OP_COUNT + 1,
                              sizeof *count);
     double *bytes = calloc((size_t)ng * COMMSCHED_COLL_OP_COUNT + 1,
@@ -49,22 +38,25 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
         fprintf(stderr, "commsched: out of memory\n");
         return EXIT_RUNTIME;
     }
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const cs_node *n = &g->nodes[i];
-        kinds[n->kind]++;
-        if (n->kind == COMMSCHED_NODE_COLLECTIVE) {
-            size_t slot = (size_t)n->group * COMMSCHED_COLL_OP_COUNT + n->coll_op;
-            double b = collective_bytes(g, i);
+    for (uint32_t i = 0; i < n_nodes; i++) {
+        commsched_coll_op op;
+        uint32_t group;
+        kinds[commsched_graph_node_kind(g, i)]++;
+        if (commsched_graph_node_collective(g, i, &op, &group)) {
+            size_t slot = (size_t)group * COMMSCHED_COLL_OP_COUNT + op;
+            double b = commsched_cost_collective_bytes(g, i);
             count[slot]++;
             bytes[slot] += b;
             total += b;
         }
     }
-    printf("graph:        %s\n", g->name ? g->name : "(unnamed)");
+    const char *name = commsched_graph_name(g);
+    printf("graph:        %s\n", name ? name : "(unnamed)");
     printf("nodes:        %u (compute %u, collective %u, wait %u)\n",
-           g->n_nodes, kinds[0], kinds[1], kinds[2]);
+           n_nodes, kinds[0], kinds[1], kinds[2]);
     printf("buffers:      %u (%u graph inputs, %u graph outputs)\n",
-           g->n_buffers, g->n_inputs, g->n_outputs);
+           commsched_graph_buffer_count(g), commsched_graph_input_count(g),
+           commsched_graph_output_count(g));
     printf("groups:       %u\n", ng);
     if (kinds[1]) {
         printf("collectives:  %-16s %-12s %8s %14s\n", "op", "group", "count",
@@ -76,7 +68,7 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
                     continue;
                 printf("              %-16s %-12s %8u %14s\n",
                        commsched_coll_op_str((commsched_coll_op)op),
-                       g->groups[gi].name, count[slot],
+                       commsched_graph_group_name(g, gi), count[slot],
                        cli_bytes(bytes[slot], b1, sizeof b1));
             }
         printf("bytes moved:  %s\n", cli_bytes(total, b1, sizeof b1));
@@ -102,15 +94,15 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
            cli_bytes((double)commsched_memory_baseline(m), b1, sizeof b1),
            cli_bytes((double)peak, b2, sizeof b2));
     if (at != COMMSCHED_NONE)
-        printf(" after \"%s\" allocates (position %u)", g->nodes[at].name, at);
+        printf(" after \"%s\" allocates (position %u)", commsched_graph_node_name(g, at), at);
     printf("\n");
-    unit = malloc((size_t)g->n_nodes * sizeof *unit);
+    unit = malloc((size_t)n_nodes * sizeof *unit);
     if (!unit) {
         fprintf(stderr, "commsched: out of memory\n");
         rc = EXIT_RUNTIME;
         goto cleanup;
     }
-    for (uint32_t i = 0; i < g->n_nodes; i++)
+    for (uint32_t i = 0; i < n_nodes; i++)
         unit[i] = 1.0;
     if (commsched_graph_longest_path(g, COMMSCHED_EDGES_REAL, unit, &length,
                                      &path, &path_len, &err) != COMMSCHED_OK) {
@@ -118,7 +110,7 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
         goto cleanup;
     }
     printf("critical path: %.0f nodes (\"%s\" ... \"%s\")\n", length,
-           g->nodes[path[0]].name, g->nodes[path[path_len - 1]].name);
+           commsched_graph_node_name(g, path[0]), commsched_graph_node_name(g, path[path_len - 1]));
     /* The same in time: runtimes from the cost model (or the file) as
      * weights over data and control edges. */
     commsched_free(path);
@@ -134,7 +126,7 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
            "(\"%s\" ... \"%s\")\n",
            cli_time_ns(length, b1, sizeof b1), cost->device.name,
            commsched_comm_model_str(cost->opts.comm_model), path_len,
-           g->nodes[path[0]].name, g->nodes[path[path_len - 1]].name);
+           commsched_graph_node_name(g, path[0]), commsched_graph_node_name(g, path[path_len - 1]));
 cleanup:
     free(runtime);
     commsched_free(path);

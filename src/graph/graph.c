@@ -183,6 +183,31 @@ const char *commsched_graph_buffer_name(const commsched_graph *g,
 {
     return g->buffers[buffer].name;
 }
+uint32_t commsched_graph_input_count(const commsched_graph *g)
+{
+    return g->n_inputs;
+}
+uint32_t commsched_graph_output_count(const commsched_graph *g)
+{
+    return g->n_outputs;
+}
+const char *commsched_graph_group_name(const commsched_graph *g,
+                                       uint32_t group)
+{
+    return g->groups[group].name;
+}
+int commsched_graph_node_collective(const commsched_graph *g, uint32_t node,
+                                   commsched_coll_op *op, uint32_t *group)
+{
+    const cs_node *n = &g->nodes[node];
+    if (n->kind != COMMSCHED_NODE_COLLECTIVE)
+        return 0;
+    if (op)
+        *op = (commsched_coll_op)n->coll_op;
+    if (group)
+        *group = n->group;
+    return 1;
+}
 
 /* ---- equality ------------------------------------------------------------- */
 

@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <jansson.h>
 
-#include "json_internal.h"
+#include "json_util.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -21,21 +21,6 @@
 
 #define FORMAT_NAME "commsched-graph"
 #define FORMAT_VERSION 1
-
-const char *cs_json_type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "a value";
-}
 
 static commsched_status type_error(commsched_error *err, const char *path,
                                    const char *expected, const json_t *v)
