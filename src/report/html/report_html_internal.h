@@ -150,4 +150,15 @@ void cs_html_timeline_legend_svg(page *p, double y);
 int cs_html_has_curve(const run *r);
 void cs_html_memory_section(page *p);
 
+/* report_html_sections.c and report_html_data.c: the page's parts, in
+ * the order report_html.c writes them. */
+void cs_html_summary_section(page *p);
+commsched_status cs_html_timeline_section(page *p, commsched_error *err);
+commsched_status cs_html_collectives_section(page *p, commsched_error *err);
+void cs_html_measured_section(page *p);
+commsched_status cs_html_choose_nodes(page *p, uint32_t gi, commsched_error *err);
+commsched_status cs_html_data_block(page *p, commsched_error *err);
+/* qsort order of uint32_t values, ascending. */
+int cs_html_cmp_u32(const void *a, const void *b);
+
 #endif /* COMMSCHED_REPORT_HTML_INTERNAL_H */

@@ -1,0 +1,597 @@
+/* commsched — the HTML report's sections: summary, timeline, the
+ * collectives table and measured vs predicted (map: report_html.c). */
+#include "report_html_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- summary ------------------------------------------------------------ */
+
+typedef enum { F_TIME, F_PCT, F_BYTES } fig_kind;
+
+typedef struct figure {
+    const char *key, *label;
+    fig_kind kind;
+    int lower_is_better; /* 1 lower, -1 higher, 0 neutral */
+} figure;
+
+static const figure figures[] = {
+    {"makespan_ns", "makespan", F_TIME, 1},
+    {"lower_bound_ns", "lower bound", F_TIME, 0},
+    {"efficiency", "efficiency (bound / makespan)", F_PCT, -1},
+    {"compute_ns", "compute", F_TIME, 0},
+    {"comm_ns", "comm", F_TIME, 0},
+    {"exposed_ns", "exposed comm", F_TIME, 1},
+    {"overlap", "overlap", F_PCT, -1},
+    {"peak_simulated", "peak memory (over simulated time)", F_BYTES, 1},
+    {"peak_per_step", "peak memory (per step)", F_BYTES, 1},
+};
+
+static double figure_value(const commsched_sim_totals *t, size_t i)
+{
+    switch (i) {
+    case 0: return t->makespan_ns;
+    case 1: return t->lower_bound_ns;
+    case 2: return t->efficiency;
+    case 3: return t->compute_ns;
+    case 4: return t->comm_ns;
+    case 5: return t->exposed_ns;
+    case 6: return t->overlap;
+    case 7: return (double)t->peak_memory;
+    default: return (double)t->peak_memory_step;
+    }
+}
+
+static const char *fmt_fig(fig_kind k, double v, char *buf, size_t size)
+{
+    switch (k) {
+    case F_TIME: return cs_html_fmt_time(v, buf, size);
+    case F_PCT: return cs_html_fmt_pct(v, buf, size);
+    default: return cs_fmt_bytes(v, buf, size);
+    }
+}
+
+/* "-28.0%" / "+22.9 pt", classed good or bad when direction matters. */
+static void change_cell(hw *w, const figure *f, double x, double y)
+{
+    char buf[48];
+    const char *cls = "";
+    double d = y - x;
+    /* Sums formed in another order differ in the last bits: no change. */
+    if (fabs(d) <= 1e-9 * fmax(fabs(x), fabs(y)))
+        d = 0;
+    if (d == 0) {
+        snprintf(buf, sizeof buf, f->kind == F_PCT ? "0.0 pt" : "0.0%%");
+    } else if (f->kind == F_PCT) {
+        snprintf(buf, sizeof buf, "%+.1f pt", 100.0 * d);
+    } else if (x != 0) {
+        snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * d / fabs(x));
+    } else {
+        snprintf(buf, sizeof buf, d == 0 ? "0.0%%" : "new");
+    }
+    if (f->lower_is_better && fabs(d) > 1e-12 * fmax(fabs(x), 1))
+        cls = (d < 0) == (f->lower_is_better > 0) ? " good" : " bad";
+    /* A minus sign, not a hyphen, reads better in a number column. */
+    putf(w, "<td class=\"chg%s\" data-v=\"%.17g\">", cls, d);
+    if (buf[0] == '-') {
+        put(w, "\xE2\x88\x92");
+        put(w, buf + 1);
+    } else {
+        put(w, buf);
+    }
+    put(w, "</td>");
+}
+
+void cs_html_summary_section(page *p)
+{
+    hw *w = &p->w;
+    const commsched_sim_totals *A = commsched_sim_get_totals(p->after->sim);
+    const commsched_sim_totals *B =
+        p->before ? commsched_sim_get_totals(p->before->sim) : NULL;
+    char a[48], b[48];
+    put(w, "<section id=\"summary\"><h2>Summary</h2>\n");
+    if (B) {
+        double dm = A->makespan_ns - B->makespan_ns;
+        put(w, "<p class=\"headline\">Makespan <b>");
+        put(w, cs_html_fmt_time(B->makespan_ns, a, sizeof a));
+        put(w, "</b> \xE2\x86\x92 <b>");
+        put(w, cs_html_fmt_time(A->makespan_ns, a, sizeof a));
+        putf(w, "</b> (%s%.1f%%), exposed comm <b>",
+             dm <= 0 ? "\xE2\x88\x92" : "+",
+             B->makespan_ns > 0 ? 100.0 * fabs(dm) / B->makespan_ns : 0.0);
+        put(w, cs_html_fmt_time(B->exposed_ns, a, sizeof a));
+        put(w, "</b> \xE2\x86\x92 <b>");
+        put(w, cs_html_fmt_time(A->exposed_ns, a, sizeof a));
+        put(w, "</b>, overlap ");
+        put(w, cs_html_fmt_pct(B->overlap, a, sizeof a));
+        put(w, " \xE2\x86\x92 ");
+        put(w, cs_html_fmt_pct(A->overlap, a, sizeof a));
+        put(w, ", peak memory ");
+        put(w, cs_fmt_bytes((double)B->peak_memory, a, sizeof a));
+        put(w, " \xE2\x86\x92 ");
+        put(w, cs_fmt_bytes((double)A->peak_memory, b, sizeof b));
+        put(w, ".</p>\n");
+    }
+    put(w, "<table class=\"summary\" id=\"cs-summary\"><thead><tr><th>"
+           "simulated</th>");
+    if (p->before) {
+        put(w, "<th>");
+        cs_html_esc(w, p->before->label);
+        put(w, "</th>");
+    }
+    put(w, "<th>");
+    cs_html_esc(w, p->after->label);
+    put(w, "</th>");
+    if (B)
+        put(w, "<th>change</th>");
+    put(w, "</tr></thead><tbody>\n");
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        const figure *f = &figures[i];
+        putf(w, "<tr data-key=\"%s\"><th>%s</th>", f->key, f->label);
+        if (B) {
+            double x = figure_value(B, i);
+            putf(w, "<td data-run=\"before\" data-key=\"%s\" data-value=\"",
+                 f->key);
+            cs_html_num_exact(w, x);
+            putf(w, "\">%s</td>", fmt_fig(f->kind, x, a, sizeof a));
+        }
+        double y = figure_value(A, i);
+        putf(w, "<td data-run=\"after\" data-key=\"%s\" data-value=\"", f->key);
+        cs_html_num_exact(w, y);
+        putf(w, "\">%s</td>", fmt_fig(f->kind, y, a, sizeof a));
+        if (B)
+            change_cell(w, f, figure_value(B, i), y);
+        put(w, "</tr>\n");
+    }
+    put(w, "</tbody></table>\n<p class=\"note\">Makespan is the latest end "
+           "over all streams; the lower bound is the largest of the compute "
+           "stream's load, the busiest comm stream and the critical path "
+           "(docs/REPORTS.md); efficiency = bound / makespan; overlap = 1 "
+           "\xE2\x88\x92 exposed / comm.");
+    if (p->after->sim) {
+        put(w, " Bound set by the ");
+        const char *what = "critical path";
+        if (A->lower_bound_ns <= 0)
+            what = "empty step";
+        else if (A->lower_bound_ns == A->bound_path_ns)
+            what = "critical path";
+        else if (A->lower_bound_ns == A->bound_compute_ns)
+            what = "compute stream";
+        else
+            what = "busiest comm stream";
+        putf(w, "%s (after).", what);
+    }
+    put(w, "</p></section>\n");
+}
+
+/* ---- the timeline section ----------------------------------------------- */
+
+commsched_status cs_html_timeline_section(page *p, commsched_error *err)
+{
+    hw *w = &p->w;
+    commsched_status st;
+    put(w, "<section id=\"timeline\"><h2>Timeline</h2>\n"
+           "<div class=\"controls\"><button type=\"button\" "
+           "data-act=\"zoom-in\">+</button><button type=\"button\" "
+           "data-act=\"zoom-out\">\xE2\x88\x92</button><button "
+           "type=\"button\" data-act=\"left\">\xE2\x86\x90</button><button "
+           "type=\"button\" data-act=\"right\">\xE2\x86\x92</button><button "
+           "type=\"button\" data-act=\"reset\">whole step</button> "
+           "<span id=\"cs-window\"></span> \xC2\xB7 drag across the lanes "
+           "to zoom, double-click to reset, Ctrl+wheel zooms, Shift+wheel "
+           "pans</div>\n");
+    putf(w,
+         "<div class=\"chart\"><svg id=\"cs-tl\" class=\"plot\" viewBox=\"0 0 "
+         "%.0f %.0f\" role=\"img\" aria-label=\"per-stream timeline\">\n",
+         SVG_W, p->tl_height);
+    put(w, "<defs><pattern id=\"cs-hatch\" width=\"6\" height=\"6\" "
+           "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+           "<rect width=\"6\" height=\"6\" fill=\"#f5b7b8\"/><rect "
+           "width=\"3\" height=\"6\" fill=\"#e15759\"/></pattern></defs>\n");
+    cs_html_timeline_frame(p);
+    put(w, "<g class=\"static\">\n");
+    if ((st = cs_html_timeline_static(p, 0, err)) != COMMSCHED_OK)
+        return st;
+    put(w, "</g><g class=\"dyn\"></g>\n<rect class=\"brush\" x=\"0\" y=\"0\" "
+           "width=\"0\" ");
+    putf(w, "height=\"%.0f\" style=\"display:none\"/>\n</svg></div>\n",
+         p->tl_height);
+    put(w, "<p class=\"legend\"><i class=\"sw-c\"></i>compute<i "
+           "class=\"sw-ag\"></i>all_gather<i class=\"sw-rs\"></i>"
+           "reduce_scatter<i class=\"sw-ar\"></i>all_reduce<i "
+           "class=\"sw-co\"></i>other collective<i class=\"sw-w\"></i>wait"
+           "<i class=\"sw-st\"></i>exposed: compute stalled (hatched), comm "
+           "not hidden (red strip)</p>\n"
+           "<p class=\"note\">One compute stream and one lane per comm "
+           "stream, all on one time axis. A wait's bar starts when the host "
+           "issues it; the hatched part is the stall until its collective "
+           "ends. A dashed line before a collective is time queued behind "
+           "its stream. Lanes with more than 2000 nodes fold nodes narrower "
+           "than 3 px into columns whose height is the busy fraction; zoom "
+           "in to see them one by one.</p></section>\n");
+    return COMMSCHED_OK;
+}
+
+/* ---- collectives table -------------------------------------------------- */
+
+typedef struct pick {
+    uint32_t v;
+    double exposed;
+    uint32_t pos;
+} pick;
+
+static int by_exposed_desc(const void *a, const void *b)
+{
+    const pick *x = a, *y = b;
+    if (x->exposed != y->exposed)
+        return x->exposed < y->exposed ? 1 : -1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int by_pos(const void *a, const void *b)
+{
+    const pick *x = a, *y = b;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static void td_time(hw *w, double ns)
+{
+    char b[32];
+    if (isnan(ns)) {
+        put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
+        return;
+    }
+    putf(w, "<td data-v=\"%.9g\">%s</td>", ns,
+         cs_html_fmt_time(ns, b, sizeof b));
+}
+
+static void td_int(hw *w, double v)
+{
+    if (isnan(v))
+        put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
+    else
+        putf(w, "<td data-v=\"%.0f\">%.0f</td>", v, v);
+}
+
+/* The pass statistics of node v (after graph): moves summed over passes,
+ * the last pass's limiting factor, every pass in the cell's title. */
+static void stats_cells(page *p, uint32_t v)
+{
+    hw *w = &p->w;
+    const commsched_html_options *o = p->o;
+    uint32_t moves = 0, any = 0;
+    const char *lf = NULL;
+    /* Rows are linked newest first: the head is the last pass. */
+    for (uint32_t k = v == COMMSCHED_NONE ? COMMSCHED_NONE : p->stat_head[v];
+         k != COMMSCHED_NONE; k = p->stat_next[k]) {
+        moves += o->pass_rows[k].moves;
+        if (!any)
+            lf = o->pass_rows[k].limiting_factor
+                     ? o->pass_rows[k].limiting_factor
+                     : "None";
+        any = 1;
+    }
+    if (!any) {
+        put(w, "<td data-v=\"\">\xE2\x80\x94</td><td class=\"lf\" "
+               "data-v=\"\"></td>");
+        return;
+    }
+    putf(w, "<td data-v=\"%u\">%u</td><td class=\"lf\" title=\"", moves, moves);
+    /* The title lists the passes in the order they ran: walk the list
+     * (newest first) from its far end. Lists are a few rows long. */
+    uint32_t cnt = 0;
+    for (uint32_t k = p->stat_head[v]; k != COMMSCHED_NONE; k = p->stat_next[k])
+        cnt++;
+    for (uint32_t i = cnt; i-- > 0;) {
+        uint32_t k = p->stat_head[v];
+        for (uint32_t j = 0; j < i; j++)
+            k = p->stat_next[k];
+        const commsched_html_pass_row *r = &o->pass_rows[k];
+        cs_html_esc(w, r->pass);
+        putf(w, ": %u moves, ", r->moves);
+        cs_html_esc(w, r->limiting_factor ? r->limiting_factor : "None");
+        if (i)
+            put(w, "&#10;");
+    }
+    put(w, "\">");
+    cs_html_esc_first_line(w, lf);
+    put(w, "</td>");
+}
+
+commsched_status cs_html_collectives_section(page *p, commsched_error *err)
+{
+    hw *w = &p->w;
+    const run *A = p->after;
+    const commsched_graph *g = A->g;
+    const commsched_sim_node *an = commsched_sim_get_nodes(A->sim);
+    const commsched_sim_node *bn =
+        p->before ? commsched_sim_get_nodes(p->before->sim) : NULL;
+    const commsched_graph *bg = p->before ? p->before->g : NULL;
+    const commsched_measured *m = p->meas ? p->meas->meas : NULL;
+    uint32_t max_rows = p->o->max_rows ? p->o->max_rows : DEFAULT_MAX_ROWS;
+    char b[48];
+    size_t nc = 0;
+    for (uint32_t v = 0; v < g->n_nodes; v++)
+        nc += g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
+    put(w, "<section id=\"collectives\"><h2>Collectives</h2>\n");
+    if (nc == 0) {
+        put(w, "<p class=\"note\">No collectives in this step.</p>"
+               "</section>\n");
+        return COMMSCHED_OK;
+    }
+    pick *picks = malloc(nc * sizeof *picks);
+    if (!picks)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    size_t k = 0;
+    for (uint32_t v = 0; v < g->n_nodes; v++)
+        if (g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE)
+            picks[k++] = (pick){v, an[v].exposed_ns, an[v].position};
+    size_t shown = nc;
+    if (nc > max_rows) {
+        qsort(picks, nc, sizeof *picks, by_exposed_desc);
+        shown = max_rows;
+    }
+    qsort(picks, shown, sizeof *picks, by_pos);
+    if (shown < nc)
+        putf(w,
+             "<p class=\"note\">%zu collectives; the %zu most exposed (after) "
+             "are listed, in issue order. <code>commsched simulate --format "
+             "json</code> lists them all.</p>\n",
+             nc, shown);
+    put(w, "<div class=\"tablewrap\"><table class=\"sortable\" "
+           "id=\"cs-collectives\"><thead><tr><th>collective</th>"
+           "<th class=\"txt\">op</th><th class=\"txt\">group</th>"
+           "<th>bytes</th><th>comm</th>");
+    if (bn)
+        put(w, "<th>exposed before</th>");
+    put(w, "<th>exposed after</th>");
+    if (bn)
+        put(w, "<th>change</th>");
+    put(w, "<th>overlapped</th><th>queued</th><th>issue</th><th>wait</th>");
+    if (p->has_stats)
+        put(w, "<th>moves</th><th class=\"txt\">limiting factor</th>"
+               "<th>wait moves</th><th class=\"txt\">wait limiting "
+               "factor</th>");
+    if (m)
+        put(w, "<th>measured comm</th><th>measured exposed</th>");
+    put(w, "</tr></thead><tbody>\n");
+    for (size_t i = 0; i < shown; i++) {
+        uint32_t v = picks[i].v;
+        const cs_node *nd = &g->nodes[v];
+        const commsched_sim_node *r = &an[v];
+        put(w, "<tr><td>");
+        cs_html_esc(w, nd->name);
+        if (nd->is_sync)
+            put(w, " <span title=\"sync collective: blocks the compute "
+                   "stream\">*</span>");
+        putf(w, "</td><td class=\"txt\">%s</td><td class=\"txt\">",
+             commsched_coll_op_str((commsched_coll_op)nd->coll_op));
+        cs_html_esc(w, g->groups[nd->group].name);
+        double bytes = commsched_cost_collective_bytes(g, v);
+        putf(w, "</td><td data-v=\"%.0f\">%s</td>", bytes,
+             cs_fmt_bytes(bytes, b, sizeof b));
+        td_time(w, r->end_ns - r->start_ns);
+        double before_exp = NAN;
+        if (bn) {
+            uint32_t u = bg == g ? v : commsched_graph_find_node(bg, nd->name);
+            if (u != COMMSCHED_NONE &&
+                bg->nodes[u].kind == COMMSCHED_NODE_COLLECTIVE)
+                before_exp = bn[u].exposed_ns;
+            td_time(w, before_exp);
+        }
+        td_time(w, r->exposed_ns);
+        if (bn) {
+            if (isnan(before_exp)) {
+                put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
+            } else {
+                double d = r->exposed_ns - before_exp;
+                putf(w, "<td class=\"chg%s\" data-v=\"%.9g\">%s%s</td>",
+                     d < 0   ? " good"
+                     : d > 0 ? " bad"
+                             : "",
+                     d,
+                     d < 0   ? "\xE2\x88\x92"
+                     : d > 0 ? "+"
+                             : "",
+                     cs_html_fmt_time(fabs(d), b, sizeof b));
+            }
+        }
+        td_time(w, nd->is_sync ? NAN : r->overlapped_ns);
+        td_time(w, r->start_ns - r->issue_ns);
+        td_int(w, (double)r->position);
+        td_int(w,
+               r->wait == COMMSCHED_NONE ? NAN : (double)an[r->wait].position);
+        if (p->has_stats) {
+            stats_cells(p, v);
+            stats_cells(p, r->wait);
+        }
+        if (m) {
+            td_time(w, isnan(m->start_ns[v]) ? NAN
+                                             : m->end_ns[v] - m->start_ns[v]);
+            td_time(w, m->exposed_ns_of[v]);
+        }
+        put(w, "</tr>\n");
+    }
+    free(picks);
+    put(w, "</tbody></table></div>\n<p class=\"note\">Click a column to "
+           "sort. comm: the collective's runtime; exposed: the compute "
+           "stream's stall charged to it (a collective that queued behind "
+           "others can show more than its runtime); overlapped: compute "
+           "that ran while it was in flight; issue / wait: positions in the "
+           "order; * a sync collective.");
+    if (p->has_stats)
+        put(w, " moves and limiting factor: what the reordering passes did "
+               "with the collective (summed over passes; the factor is the "
+               "last pass's, hover for each), and the sink passes with its "
+               "wait: Inductor's ReorderInfo / SinkWaitInfo.");
+    put(w, "</p></section>\n");
+    return COMMSCHED_OK;
+}
+
+/* ---- measured vs predicted ---------------------------------------------- */
+
+/* A figure's cell: formatted, with its exact value for tests. */
+static void td_fig(hw *w, fig_kind k, double v)
+{
+    char a[48];
+    if (isnan(v))
+        put(w, "<td>\xE2\x80\x94</td>");
+    else
+        putf(w, "<td data-value=\"%.17g\">%s</td>", v,
+             fmt_fig(k, v, a, sizeof a));
+}
+
+/* (meas - pred) / pred, or points for fractions. */
+static void td_error(hw *w, fig_kind k, double pred, double meas)
+{
+    double d = meas - pred;
+    if (isnan(d) || (k != F_PCT && pred == 0)) {
+        put(w, "<td>\xE2\x80\x94</td>");
+        return;
+    }
+    char buf[48];
+    if (fabs(d) <= 1e-9 * fmax(fabs(meas), fabs(pred)))
+        d = 0;
+    if (k == F_PCT)
+        snprintf(buf, sizeof buf, "%+.1f pt", 100.0 * d);
+    else
+        snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * d / pred);
+    put(w, "<td>");
+    put(w, buf[0] == '-' ? "\xE2\x88\x92" : "");
+    put(w, buf[0] == '-' ? buf + 1 : buf);
+    put(w, "</td>");
+}
+
+/* One figure: simulated here, the run's own prediction (when the run made
+ * one), measured, and the errors against each prediction. */
+static void measured_row(hw *w, const char *label, const char *key,
+                         fig_kind k, double pred, int has_run_pred,
+                         double run_pred, double meas)
+{
+    putf(w, "<tr data-key=\"%s\"><th>%s</th>", key, label);
+    td_fig(w, k, pred);
+    if (has_run_pred)
+        td_fig(w, k, run_pred);
+    td_fig(w, k, meas);
+    td_error(w, k, pred, meas);
+    if (has_run_pred)
+        td_error(w, k, run_pred, meas);
+    put(w, "</tr>\n");
+}
+
+void cs_html_measured_section(page *p)
+{
+    hw *w = &p->w;
+    const commsched_measured *m = p->meas->meas;
+    const commsched_sim_totals *A = commsched_sim_get_totals(p->after->sim);
+    int rp = !isnan(m->pred_makespan_ns);
+    char a[48];
+    put(w, "<section id=\"measured\"><h2>Measured vs predicted</h2>\n"
+           "<p class=\"meta\">");
+    if (m->runtime) {
+        put(w, "runtime ");
+        cs_html_esc(w, m->runtime);
+        put(w, " \xC2\xB7 ");
+    }
+    if (m->options_note) {
+        cs_html_esc(w, m->options_note);
+        put(w, " \xC2\xB7 ");
+    }
+    putf(w, "%u of %u nodes timed", m->n_timed, p->after->g->n_nodes);
+    if (m->timeline_from) {
+        put(w, " \xC2\xB7 timeline from ");
+        cs_html_esc(w, m->timeline_from);
+    }
+    if (m->graph_name && p->after->g->name &&
+        strcmp(m->graph_name, p->after->g->name) != 0) {
+        put(w, " \xC2\xB7 <b>the run names graph \xE2\x80\x9C");
+        cs_html_esc(w, m->graph_name);
+        put(w, "\xE2\x80\x9D</b>");
+    }
+    put(w, "</p>\n<table class=\"summary\" id=\"cs-measured\"><thead><tr>"
+           "<th></th><th>simulated (");
+    cs_html_esc(w, p->after->label);
+    put(w, ")</th>");
+    if (rp) {
+        put(w, "<th>the run's prediction");
+        if (m->prediction_source) {
+            put(w, " (");
+            cs_html_esc(w, m->prediction_source);
+            put(w, ")");
+        }
+        put(w, "</th>");
+    }
+    put(w, "<th>measured</th><th>error</th>");
+    if (rp)
+        put(w, "<th>error vs the run's prediction</th>");
+    put(w, "</tr></thead><tbody>\n");
+    measured_row(w, "makespan", "makespan_ns", F_TIME, A->makespan_ns, rp,
+                 m->pred_makespan_ns, m->makespan_ns);
+    measured_row(w, "compute", "compute_ns", F_TIME, A->compute_ns, rp,
+                 m->pred_compute_ns, m->compute_ns);
+    measured_row(w, "comm", "comm_ns", F_TIME, A->comm_ns, rp,
+                 m->pred_comm_ns, m->comm_ns);
+    measured_row(w, "exposed comm", "exposed_ns", F_TIME, A->exposed_ns, rp,
+                 m->pred_exposed_ns, m->exposed_ns);
+    measured_row(w, "overlap", "overlap", F_PCT, A->overlap, rp,
+                 m->pred_overlap, m->overlap);
+    measured_row(w, "peak memory", "peak_memory", F_BYTES,
+                 (double)A->peak_memory, rp, NAN,
+                 m->peak_memory < 0 ? NAN : (double)m->peak_memory);
+    put(w, "</tbody></table>\n");
+    if (m->n_ranks) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (uint32_t i = 0; i < m->n_ranks; i++)
+            if (!isnan(m->ranks[i].makespan_ns)) {
+                lo = fmin(lo, m->ranks[i].makespan_ns);
+                hi = fmax(hi, m->ranks[i].makespan_ns);
+            }
+        int timed = 0; /* ranks with nodes of their own */
+        for (uint32_t i = 0; i < m->n_ranks; i++)
+            timed |= m->ranks[i].n_timed > 0;
+        put(w, "<h3>Per rank</h3>\n");
+        if (hi >= lo) {
+            char b[48];
+            putf(w,
+                 "<p class=\"note\">Makespan from %s to %s across %u ranks "
+                 "(the slowest rank sets the step).</p>\n",
+                 cs_html_fmt_time(lo, a, sizeof a),
+                 cs_html_fmt_time(hi, b, sizeof b), m->n_ranks);
+        }
+        put(w, "<div class=\"tablewrap\"><table class=\"sortable\" "
+               "id=\"cs-ranks\"><thead><tr><th>rank</th><th>makespan</th>"
+               "<th>compute</th><th>comm</th><th>exposed</th><th>peak "
+               "memory</th>");
+        put(w, timed ? "<th>nodes timed</th>" : "");
+        put(w, "</tr></thead><tbody>\n");
+        for (uint32_t i = 0; i < m->n_ranks; i++) {
+            const commsched_measured_rank *r = &m->ranks[i];
+            putf(w, "<tr><td data-v=\"%lld\">%lld</td>", (long long)r->rank,
+                 (long long)r->rank);
+            td_time(w, r->makespan_ns);
+            td_time(w, r->compute_ns);
+            td_time(w, r->comm_ns);
+            td_time(w, r->exposed_ns);
+            if (r->peak_memory < 0)
+                put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
+            else
+                putf(w, "<td data-v=\"%lld\">%s</td>",
+                     (long long)r->peak_memory,
+                     cs_fmt_bytes((double)r->peak_memory, a, sizeof a));
+            if (timed)
+                td_int(w, (double)r->n_timed);
+            put(w, "</tr>\n");
+        }
+        put(w, "</tbody></table></div>\n");
+    }
+    put(w, "<p class=\"note\">Simulated: this page's simulation of the "
+           "schedule (the cost model's runtimes). The run's prediction, when "
+           "it made one, simulates the same schedule with the runtimes it "
+           "calibrated and the scales it ran with, so it is the fair "
+           "yardstick for a scaled run. Measured: the run report "
+           "(docs/REPORTS.md, \xE2\x80\x9CMeasured runs\xE2\x80\x9D); its "
+           "nodes are drawn as the last block of the timeline. Error = "
+           "(measured \xE2\x88\x92 predicted) / predicted.</p></section>\n");
+}
