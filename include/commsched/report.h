@@ -93,21 +93,23 @@ COMMSCHED_EXPORT commsched_status commsched_report_estimates_json(
 /* ---- measured runs ------------------------------------------------------ */
 
 /* Per-rank totals of a measured run (NaN where the file gives nothing). */
-typedef struct commsched_measured_rank {
+typedef struct commsched_measured_run_rank {
     int64_t rank;
     double makespan_ns, compute_ns, comm_ns, exposed_ns;
     int64_t peak_memory; /* bytes, -1 when absent */
     uint32_t n_timed;    /* nodes with a measured start and end */
-} commsched_measured_rank;
+} commsched_measured_run_rank;
 
 /* A measured run of one graph (the MPI runtime's output, or any tool that
  * writes the same JSON: docs/REPORTS.md "Measured runs"), to set beside the
- * simulator's prediction. Node arrays are indexed by node index of `graph`
+ * simulator's prediction: one set of figures per node, as a report reads
+ * it back. (The runtime's raw record of every rank and iteration, before it
+ * is reduced and written, is runtime.h's commsched_measurement.) Node arrays are indexed by node index of `graph`
  * and hold NaN where a node was not measured. Created by
- * commsched_measured_create (everything absent, for callers that fill it
+ * commsched_measured_run_create (everything absent, for callers that fill it
  * by hand) or the loaders; every pointer is owned by the struct and freed
- * by commsched_measured_destroy. */
-typedef struct commsched_measured {
+ * by commsched_measured_run_destroy. */
+typedef struct commsched_measured_run {
     const commsched_graph *graph; /* borrowed: must outlive the struct */
     char *runtime;                /* "mpi", ... or NULL */
     char *graph_name;             /* as the file says, or NULL */
@@ -121,7 +123,7 @@ typedef struct commsched_measured {
     double *exposed_ns_of;        /* per node (collectives, waits), NaN */
     uint32_t n_timed;             /* nodes with start and end */
     uint32_t n_ranks;
-    commsched_measured_rank *ranks;
+    commsched_measured_run_rank *ranks;
     /* The run's own prediction, when it made one (the MPI runtime's
      * "prediction": calibrated solo timings or the cost model, scaled as
      * the run was): source ("calibrated", "model") or NULL, and totals
@@ -132,25 +134,25 @@ typedef struct commsched_measured {
     /* How the run was made ("compute sleep, size scale 0.01, 10
      * iterations"), from its "options", or NULL. */
     char *options_note;
-} commsched_measured;
+} commsched_measured_run;
 
 /* An empty measured run of g (every figure absent). Caller destroys. */
-COMMSCHED_EXPORT commsched_status commsched_measured_create(
-    const commsched_graph *g, commsched_measured **out, commsched_error *err);
+COMMSCHED_EXPORT commsched_status commsched_measured_run_create(
+    const commsched_graph *g, commsched_measured_run **out, commsched_error *err);
 
 /* Loads a measured run ("-": standard input) whose node names resolve in g
  * (borrowed; it must outlive the result). Syntax errors carry line:column,
  * field errors a JSON path ("nodes[3].end_ns: ..."): EPARSE / ESCHEMA, bad
  * input both; EIO when the file cannot be read. Caller destroys. */
-COMMSCHED_EXPORT commsched_status commsched_measured_load_file(
-    const char *path, const commsched_graph *g, commsched_measured **out,
+COMMSCHED_EXPORT commsched_status commsched_measured_run_load_file(
+    const char *path, const commsched_graph *g, commsched_measured_run **out,
     commsched_error *err);
 /* The same from a NUL-terminated JSON text. */
-COMMSCHED_EXPORT commsched_status commsched_measured_load_string(
-    const char *text, const commsched_graph *g, commsched_measured **out,
+COMMSCHED_EXPORT commsched_status commsched_measured_run_load_string(
+    const char *text, const commsched_graph *g, commsched_measured_run **out,
     commsched_error *err);
 /* NULL is allowed. */
-COMMSCHED_EXPORT void commsched_measured_destroy(commsched_measured *m);
+COMMSCHED_EXPORT void commsched_measured_run_destroy(commsched_measured_run *m);
 
 /* ---- HTML page and SVG timeline ------------------------------------------ */
 
@@ -182,7 +184,7 @@ typedef struct commsched_html_options {
     const char *memory_budget_note; /* how the budget was derived (shown) */
     const commsched_html_pass_row *pass_rows;
     size_t n_pass_rows;
-    const commsched_measured *measured; /* of the after graph; NULL: none */
+    const commsched_measured_run *measured; /* of the after graph; NULL: none */
     uint32_t max_bars;  /* nodes per run sent to the page individually
                            (the longest ones when a run has more; the rest
                            are drawn as per-lane bins); 0: 50000 */

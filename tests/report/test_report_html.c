@@ -181,7 +181,7 @@ static void test_report_html_svg(void **state)
 static void test_report_html_measured(void **state)
 {
     fix *f = *state;
-    commsched_measured *m = NULL;
+    commsched_measured_run *m = NULL;
     commsched_error err = {0};
     const char *run =
         "{\"format\": \"commsched-measured\", \"version\": 1, \"runtime\": "
@@ -193,7 +193,7 @@ static void test_report_html_measured(void **state)
         " \"ranks\": [{\"rank\": 3, \"totals\": {\"makespan_ns\": 41},"
         "   \"peak_memory\": 100}, {\"nodes\": [{\"name\": \"b\","
         "   \"start_ns\": 0, \"end_ns\": 50}]}]}";
-    assert_int_equal(commsched_measured_load_string(run, f->g, &m, &err),
+    assert_int_equal(commsched_measured_run_load_string(run, f->g, &m, &err),
                      COMMSCHED_OK);
     assert_int_equal(m->n_timed, 3);
     assert_true(m->makespan_ns == 40); /* derived: the latest end */
@@ -218,11 +218,11 @@ static void test_report_html_measured(void **state)
      * without exposed_ns stalls for its whole span). */
     assert_int_equal(count(page, "data-run=\"measured\" data-node="), 5);
     free(page);
-    commsched_measured_destroy(m);
+    commsched_measured_run_destroy(m);
 
     /* Only per-rank nodes: the first rank with nodes draws the timeline. */
     assert_int_equal(
-        commsched_measured_load_string(
+        commsched_measured_run_load_string(
             "{\"format\": \"commsched-measured\", \"ranks\": [{\"rank\": 0},"
             " {\"rank\": 1, \"nodes\": [{\"name\": \"a\", \"start_ns\": 5,"
             " \"end_ns\": 9}]}]}",
@@ -230,7 +230,7 @@ static void test_report_html_measured(void **state)
         COMMSCHED_OK);
     assert_string_equal(m->timeline_from, "rank 1");
     assert_true(m->makespan_ns == 9);
-    commsched_measured_destroy(m);
+    commsched_measured_run_destroy(m);
 
     /* A simulation report is a measured run ("nodes" is a count there). */
     char *sim_json = NULL;
@@ -239,21 +239,21 @@ static void test_report_html_measured(void **state)
     assert_int_equal(commsched_report_json(mf, f->sim, NULL, &err),
                      COMMSCHED_OK);
     fclose(mf);
-    assert_int_equal(commsched_measured_load_string(sim_json, f->g, &m, &err),
+    assert_int_equal(commsched_measured_run_load_string(sim_json, f->g, &m, &err),
                      COMMSCHED_OK);
     assert_int_equal(m->n_timed, 2); /* the two collectives */
     assert_true(m->makespan_ns ==
                 commsched_sim_get_totals(f->sim)->makespan_ns);
-    commsched_measured_destroy(m);
+    commsched_measured_run_destroy(m);
     free(sim_json);
 }
 
 static void expect_error(const fix *f, const char *text, commsched_status st,
                          const char *path, int line)
 {
-    commsched_measured *m = (commsched_measured *)1;
+    commsched_measured_run *m = (commsched_measured_run *)1;
     commsched_error err = {0};
-    assert_int_equal(commsched_measured_load_string(text, f->g, &m, &err), st);
+    assert_int_equal(commsched_measured_run_load_string(text, f->g, &m, &err), st);
     assert_null(m);
     if (path)
         assert_string_equal(err.path, path);
@@ -301,18 +301,18 @@ static void test_report_html_wrong_graph(void **state)
 {
     fix *f = *state;
     commsched_graph *other = NULL;
-    commsched_measured *m = NULL;
+    commsched_measured_run *m = NULL;
     commsched_error err = {0};
     assert_int_equal(commsched_graph_load_string(graph, 0, &other, &err),
                      COMMSCHED_OK);
-    assert_int_equal(commsched_measured_create(other, &m, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_measured_run_create(other, &m, &err), COMMSCHED_OK);
     commsched_html_options o;
     commsched_html_options_init(&o);
     o.measured = m;
     free(render(f->sim, &o, 0, COMMSCHED_EINVAL));
-    commsched_measured_destroy(m);
+    commsched_measured_run_destroy(m);
     commsched_graph_destroy(other);
-    commsched_measured_destroy(NULL);
+    commsched_measured_run_destroy(NULL);
 }
 
 static void test_report_html_write_error(void **state)

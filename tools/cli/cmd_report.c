@@ -408,7 +408,7 @@ int cmd_report(int argc, char **argv)
     commsched_graph *ga = NULL, *gb = NULL;
     commsched_sim *sa = NULL, *sb = NULL;
     commsched_cost_source *sources = NULL;
-    commsched_measured *meas = NULL;
+    commsched_measured_run *meas = NULL;
     commsched_html_pass_row *rows = NULL;
     commsched_error err = {0};
     cli_budget budget;
@@ -445,7 +445,7 @@ int cmd_report(int argc, char **argv)
             goto done;
     }
     if (measured_path &&
-        commsched_measured_load_file(measured_path, ga, &meas, &err) !=
+        commsched_measured_run_load_file(measured_path, ga, &meas, &err) !=
             COMMSCHED_OK) {
         rc = cli_report(strcmp(measured_path, "-") == 0 ? "<stdin>"
                                                         : measured_path,
@@ -515,7 +515,7 @@ done:
     free(rows);
     json_decref(doc);
     free(sources);
-    commsched_measured_destroy(meas);
+    commsched_measured_run_destroy(meas);
     commsched_sim_destroy(sa);
     commsched_sim_destroy(sb);
     commsched_graph_destroy(ga);

@@ -10,7 +10,7 @@
  *
  * Runs. A page draws up to three runs of one step on one time axis:
  * "before" and "after" (simulations, possibly of two graphs, matched by
- * node name) and "measured" (commsched_measured, drawn with the after
+ * node name) and "measured" (commsched_measured_run, drawn with the after
  * graph's lanes). Each run has a compute lane and a lane per comm stream
  * that carries a collective.
  *
@@ -97,7 +97,7 @@ static int map_nodes(run *r, const commsched_graph *t)
 
 static commsched_status add_run(page *p, const char *key, const char *label,
                                 const commsched_sim *sim,
-                                const commsched_measured *m,
+                                const commsched_measured_run *m,
                                 const commsched_sim *lanes_from, run **out,
                                 commsched_error *err)
 {

@@ -27,7 +27,7 @@ int cs_html_get_span(const run *r, uint32_t v, span *s)
         s->stream = x->stream;
         return 1;
     }
-    const commsched_measured *m = r->meas;
+    const commsched_measured_run *m = r->meas;
     if (isnan(m->start_ns[v]) || isnan(m->end_ns[v]))
         return 0;
     const cs_node *nd = &r->g->nodes[v];

@@ -86,7 +86,7 @@ typedef struct run {
     char label[64];
     const commsched_graph *g;
     const commsched_sim *sim;        /* simulated runs */
-    const commsched_measured *meas;  /* the measured run */
+    const commsched_measured_run *meas;  /* the measured run */
     const commsched_sim *lanes_from; /* streams per node (after, for meas) */
     const uint32_t *order;           /* drawing order */
     double end;                      /* latest end */

@@ -68,7 +68,7 @@ static char *dup_str(const char *s)
     return d;
 }
 
-void commsched_measured_destroy(commsched_measured *m)
+void commsched_measured_run_destroy(commsched_measured_run *m)
 {
     if (!m)
         return;
@@ -85,12 +85,12 @@ void commsched_measured_destroy(commsched_measured *m)
     free(m);
 }
 
-commsched_status commsched_measured_create(const commsched_graph *g,
-                                           commsched_measured **out,
+commsched_status commsched_measured_run_create(const commsched_graph *g,
+                                           commsched_measured_run **out,
                                            commsched_error *err)
 {
     *out = NULL;
-    commsched_measured *m = calloc(1, sizeof *m);
+    commsched_measured_run *m = calloc(1, sizeof *m);
     if (!m)
         return oom(err);
     size_t n = g->n_nodes ? g->n_nodes : 1;
@@ -100,7 +100,7 @@ commsched_status commsched_measured_create(const commsched_graph *g,
     m->issue_ns = malloc(n * sizeof *m->issue_ns);
     m->exposed_ns_of = malloc(n * sizeof *m->exposed_ns_of);
     if (!m->start_ns || !m->end_ns || !m->issue_ns || !m->exposed_ns_of) {
-        commsched_measured_destroy(m);
+        commsched_measured_run_destroy(m);
         return oom(err);
     }
     for (size_t i = 0; i < n; i++)
@@ -136,7 +136,7 @@ static commsched_status time_field(json_t *o, const char *key,
 /* Per-node rows into the node arrays (NULL arrays: count only). Rows of
  * one list must name distinct nodes. */
 static commsched_status rows(json_t *arr, const char *where,
-                             const commsched_graph *g, commsched_measured *m,
+                             const commsched_graph *g, commsched_measured_run *m,
                              int store, uint32_t *seen_stamp, uint32_t stamp,
                              double *latest, uint32_t *n_timed,
                              commsched_error *err)
@@ -212,7 +212,7 @@ static commsched_status totals(json_t *o, const char *where, double *mk,
 }
 
 /* Fills the totals the file left out from the stored nodes. */
-static void derive(commsched_measured *m)
+static void derive(commsched_measured_run *m)
 {
     const commsched_graph *g = m->graph;
     double latest = 0, comp = 0, comm = 0, exposed = 0;
@@ -290,10 +290,10 @@ static int known_format(const char *f)
 }
 
 static commsched_status from_json(json_t *root, const commsched_graph *g,
-                                  commsched_measured **out,
+                                  commsched_measured_run **out,
                                   commsched_error *err)
 {
-    commsched_measured *m = NULL;
+    commsched_measured_run *m = NULL;
     uint32_t *stamp = NULL;
     commsched_status st;
     char where[64];
@@ -307,7 +307,7 @@ static commsched_status from_json(json_t *root, const commsched_graph *g,
     json_t *ver = json_object_get(root, "version");
     if (ver && (!json_is_integer(ver) || json_integer_value(ver) != 1))
         return bad(err, "version", NULL, "only version 1 is known");
-    if ((st = commsched_measured_create(g, &m, err)) != COMMSCHED_OK)
+    if ((st = commsched_measured_run_create(g, &m, err)) != COMMSCHED_OK)
         return st;
     stamp = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *stamp);
     if (!stamp) {
@@ -398,7 +398,7 @@ static commsched_status from_json(json_t *root, const commsched_graph *g,
         }
         for (size_t i = 0; i < nr; i++) {
             json_t *r = json_array_get(ranks, i);
-            commsched_measured_rank *R = &m->ranks[i];
+            commsched_measured_run_rank *R = &m->ranks[i];
             snprintf(where, sizeof where, "ranks[%zu]", i);
             if (!json_is_object(r)) {
                 st = bad(err, where, NULL, "expected an object");
@@ -468,7 +468,7 @@ static commsched_status from_json(json_t *root, const commsched_graph *g,
     return COMMSCHED_OK;
 fail:
     free(stamp);
-    commsched_measured_destroy(m);
+    commsched_measured_run_destroy(m);
     return st;
 }
 
@@ -484,9 +484,9 @@ static commsched_status parse_error(const json_error_t *je,
     return st;
 }
 
-commsched_status commsched_measured_load_string(const char *text,
+commsched_status commsched_measured_run_load_string(const char *text,
                                                 const commsched_graph *g,
-                                                commsched_measured **out,
+                                                commsched_measured_run **out,
                                                 commsched_error *err)
 {
     json_error_t je;
@@ -499,9 +499,9 @@ commsched_status commsched_measured_load_string(const char *text,
     return st;
 }
 
-commsched_status commsched_measured_load_file(const char *path,
+commsched_status commsched_measured_run_load_file(const char *path,
                                               const commsched_graph *g,
-                                              commsched_measured **out,
+                                              commsched_measured_run **out,
                                               commsched_error *err)
 {
     json_error_t je;

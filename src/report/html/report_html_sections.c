@@ -308,7 +308,7 @@ commsched_status cs_html_collectives_section(page *p, commsched_error *err)
     const commsched_sim_node *bn =
         p->before ? commsched_sim_get_nodes(p->before->sim) : NULL;
     const commsched_graph *bg = p->before ? p->before->g : NULL;
-    const commsched_measured *m = p->meas ? p->meas->meas : NULL;
+    const commsched_measured_run *m = p->meas ? p->meas->meas : NULL;
     uint32_t max_rows = p->o->max_rows ? p->o->max_rows : DEFAULT_MAX_ROWS;
     char b[48];
     size_t nc = 0;
@@ -484,7 +484,7 @@ static void measured_row(hw *w, const char *label, const char *key,
 void cs_html_measured_section(page *p)
 {
     hw *w = &p->w;
-    const commsched_measured *m = p->meas->meas;
+    const commsched_measured_run *m = p->meas->meas;
     const commsched_sim_totals *A = commsched_sim_get_totals(p->after->sim);
     int rp = !isnan(m->pred_makespan_ns);
     char a[48];
@@ -567,7 +567,7 @@ void cs_html_measured_section(page *p)
         put(w, timed ? "<th>nodes timed</th>" : "");
         put(w, "</tr></thead><tbody>\n");
         for (uint32_t i = 0; i < m->n_ranks; i++) {
-            const commsched_measured_rank *r = &m->ranks[i];
+            const commsched_measured_run_rank *r = &m->ranks[i];
             putf(w, "<tr><td data-v=\"%lld\">%lld</td>", (long long)r->rank,
                  (long long)r->rank);
             td_time(w, r->makespan_ns);
