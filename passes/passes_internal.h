@@ -194,6 +194,7 @@ commsched_status cs_pass_bucket_all_gather(cs_pass_ctx *ctx);
 commsched_status cs_pass_bucket_reduce_scatter(cs_pass_ctx *ctx);
 commsched_status cs_pass_bucket_all_reduce(cs_pass_ctx *ctx);
 commsched_status cs_pass_overlap(cs_pass_ctx *ctx);
+commsched_status cs_pass_simple_overlap(cs_pass_ctx *ctx);
 
 /* Replaces g's fake edges (after_fake) and the derived fake_users; takes
  * ownership of `after_fake` on success. Returns 0 or -1 on OOM. */

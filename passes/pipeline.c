@@ -52,6 +52,11 @@ static const pass passes[] = {
      "move each wait later, one swap at a time, while peak memory stays "
      "within the budget",
      0},
+    {"simple_overlap", cs_pass_simple_overlap, COMMSCHED_STATS_NONE,
+     "PyTorch's simple_overlap: each collective swaps earlier and each wait "
+     "later, one position at a time, never past another collective (wait) "
+     "and never raising peak memory",
+     0},
     {"bucket_all_gather", cs_pass_bucket_all_gather, COMMSCHED_STATS_BUCKET,
      "merge all-gathers adjacent in wait order (one group and dtype) into "
      "one copy-in, one all-gather and one wait, up to bucket_cap_mb",
