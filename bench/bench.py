@@ -358,31 +358,34 @@ def corpus(root):
 
 
 def quality(cli, files, cap, tmp):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import overlap_bench
     all_passes, default = pipeline_passes(cli)
-    # (row name, passes, extra arguments); passes "@tune" runs
-    # `commsched tune` instead of optimize.
-    pipelines = [("input", None, []),
-                 ("raise_comms,sink_waits", "raise_comms,sink_waits", []),
-                 ("reorder_compute_for_overlap",
-                  "reorder_compute_for_overlap", [])]
-    for b in INDUCTOR_BUDGETS:
-        pipelines.append((f"inductor b={b}", INDUCTOR,
-                          ["--set", f"reorder_iterative_peak_memory_budget={b}",
-                           "--set", f"sink_iterative_peak_memory_budget={b}"]))
-    for b in MEMORY_BUDGETS:
-        pipelines.append((f"overlap B={b}", "overlap",
-                          ["--set", f"overlap_peak_budget={b}"]))
-    for b in MEMORY_BUDGETS:
-        pipelines.append((f"tune B={b}", "@tune", ["--budget", b]))
-    if default not in (INDUCTOR, "overlap"):
-        pipelines.append(("default", default, []))
-    for p in all_passes:
-        if p not in SEED_PASSES and p != "overlap":
-            pipelines.append((p, p, []))
+
+    # (row name, passes, extra arguments) for one graph; passes "@tune"
+    # runs `commsched tune` instead of optimize. The anchors are
+    # overlap_bench's, so both tables judge against the same schedules.
+    def pipelines_for(f):
+        out = [("input", None, [])]
+        for name, passes, sets in overlap_bench.anchors(cli, f):
+            out.append((name, passes, [x for kv in sets for x in ("--set", kv)]))
+        for b in MEMORY_BUDGETS:
+            out.append((f"overlap B={b}", "overlap",
+                        ["--set", f"overlap_peak_budget={b}"]))
+        for b in MEMORY_BUDGETS:
+            out.append((f"tune B={b}", "@tune", ["--budget", b]))
+        if default not in (INDUCTOR, "overlap"):
+            out.append(("default", default, []))
+        named = {x[0] for x in out}
+        for p in all_passes:
+            if p not in SEED_PASSES and p != "overlap" and p not in named:
+                out.append((p, p, []))
+        return out
+    pipelines = pipelines_for(files[0]) if files else []
     rows = []
     for f in files:
         label = os.path.relpath(f, os.path.dirname(os.path.dirname(f)))
-        for name, passes, extra in pipelines:
+        for name, passes, extra in pipelines_for(f):
             row = {"workload": label, "pipeline": name, "passes": passes}
             if extra:
                 row["args"] = extra

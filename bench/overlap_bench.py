@@ -46,7 +46,57 @@ INDUCTOR_BUDGETS = ["0", "0.05", "0.1", "0.2"]
 BUDGETS = ["1.0", "1.25", "1.5", "inf"]
 
 
-def anchors():
+# PyTorch's 2026 defaults (pull requests 184225/184235: simple_overlap;
+# 179935: pre-bucketing FSDP collectives to the smallest size that
+# saturates the group's bandwidth, clipped to [50, 2000] MB).
+SIMPLE = "simple_overlap"
+BUCKETED_SIMPLE = "bucket_all_gather,bucket_reduce_scatter,simple_overlap"
+SATURATION = 0.9          # target efficiency of compute_min_saturation_bytes
+PRE_BUCKET_CLIP_MB = (50.0, 2000.0)
+
+
+def saturation_cap_mb(cli, graph):
+    """The pre-bucketing cap (PyTorch PR 179935) for graph's largest
+    all-gather group on the default device: the smallest all-gather whose
+    bandwidth term is SATURATION of its modelled time, in MiB, clipped.
+    One `commsched estimate` call over a geometric ladder of sizes."""
+    with open(graph) as fh:
+        g = json.load(fh)
+    groups = {x["name"]: x for x in g.get("groups", [])}
+    use = {}
+    for n in g.get("nodes", []):
+        if n.get("kind") == "collective" and n.get("op") == "all_gather":
+            use[n["group"]] = use.get(n["group"], 0) + 1
+    if not use:
+        return None
+    grp = dict(groups[max(use, key=lambda k: (use[k], k))])
+    grp["name"] = "g"
+    sizes = [int(2 ** (20 + i / 16)) for i in range(0, 16 * 13)]  # 1 MiB-8 GiB
+    nodes, outs = [], []
+    for i, b in enumerate(sizes):
+        nodes.append({"name": "ag%d" % i, "kind": "collective",
+                      "op": "all_gather", "group": "g", "inputs": ["x"],
+                      "outputs": [{"name": "o%d" % i, "size": b}]})
+        outs.append("o%d" % i)
+    probe = {"format": "commsched-graph", "version": 1, "groups": [grp],
+             "inputs": [{"name": "x", "size": 1}], "outputs": outs,
+             "nodes": nodes}
+    p = subprocess.run([cli, "estimate", "--format", "json", "-"],
+                       input=json.dumps(probe).encode(), check=True,
+                       stdout=subprocess.PIPE)
+    est = json.loads(p.stdout)["nodes"]
+    cap = sizes[-1]
+    for b, e in zip(sizes, est):
+        if e["runtime_ns"] > 0 and e["bandwidth_ns"] >= SATURATION * e["runtime_ns"]:
+            cap = b
+            break
+    lo, hi = PRE_BUCKET_CLIP_MB
+    return max(lo, min(hi, cap / (1024.0 * 1024.0)))
+
+
+def anchors(cli=None, graph=None):
+    """(name, passes, --set values) of every anchor schedule. With cli and
+    graph, the pre-bucketed anchor gets the graph's saturation cap."""
     out = [("inductor b=%s" % b, INDUCTOR,
             ["reorder_iterative_peak_memory_budget=%s" % b,
              "sink_iterative_peak_memory_budget=%s" % b])
@@ -54,7 +104,17 @@ def anchors():
     out.append(("raise_comms,sink_waits", "raise_comms,sink_waits", []))
     out.append(("reorder_compute_for_overlap", "reorder_compute_for_overlap",
                 []))
+    out.append(("simple_overlap", SIMPLE, []))
+    out.append(("500MiB buckets+simple_overlap", BUCKETED_SIMPLE,
+                ["bucket_cap_mb=500"]))
+    cap = saturation_cap_mb(cli, graph) if cli and graph else None
+    if cap is not None:
+        out.append(("pre-bucketed+simple_overlap", BUCKETED_SIMPLE,
+                    ["bucket_cap_mb=%.6g" % cap]))
     return out
+
+
+ANCHOR_NAMES = {a[0] for a in anchors()} | {"pre-bucketed+simple_overlap"}
 
 
 def simulate(cli, path):
@@ -136,8 +196,7 @@ def summarize(label, res):
     for b in BUDGETS:
         lim = math.inf if b == "inf" else budget_value(b) * inp["peak"]
         fit = [(n, r) for n, r in res.items()
-               if n in dict((a[0], 1) for a in anchors()) and
-               r["peak"] <= lim]
+               if n in ANCHOR_NAMES and r["peak"] <= lim]
         best = min(fit, key=lambda nr: (nr[1]["makespan_ns"], nr[0]),
                    default=(None, None))
         ov = res.get("overlap B=%s" % b)
@@ -251,8 +310,10 @@ def update_doc(path, lines, totals, command):
              "(input - x) / (input - lower bound); `peak` = per-step peak / "
              "the input order's. `best anchor (fits)` = the fastest of "
              "Inductor's pipeline at per-pass budgets %s, "
-             "raise_comms,sink_waits and reorder_compute_for_overlap whose "
-             "peak fits the budget." % (machine_line(),
+             "raise_comms,sink_waits, reorder_compute_for_overlap, PyTorch's "
+             "simple_overlap alone, after 500 MiB buckets and after "
+             "pre-bucketing to the bandwidth-saturating size "
+             "(clipped to [50, 2000] MiB) whose peak fits the budget." % (machine_line(),
                                          time.strftime("%Y-%m-%d"),
                                          ", ".join(INDUCTOR_BUDGETS)),
              "", md_table(lines), "", totals, "", END]
@@ -300,7 +361,7 @@ def main():
     jobs = []
     for f in files:
         jobs.append((f, "input", None, []))
-        for name, passes, sets in anchors():
+        for name, passes, sets in anchors(a.cli, f):
             jobs.append((f, name, passes, sets))
         for b in BUDGETS:
             jobs.append((f, "overlap B=%s" % b, "overlap",
@@ -308,7 +369,7 @@ def main():
             if not a.no_tune:
                 jobs.append((f, "tune B=%s" % b, "@tune", ["--budget", b]))
     results = {}
-    anchor_names = {"input"} | {x[0] for x in anchors()}
+    anchor_names = {"input"} | ANCHOR_NAMES
 
     def key(f, name):
         return "%s|%s|%d" % (os.path.basename(f), name,

@@ -49,10 +49,11 @@ static commsched_status try_swap(cs_pass_ctx *ctx, commsched_memory *m,
     return COMMSCHED_OK;
 }
 
-/* Phase 1: collectives earlier. */
+/* Phase 1: collectives earlier (and, with stop_at_waits, never above a
+ * wait: one block ahead at most). */
 static commsched_status raise_collectives(cs_pass_ctx *ctx, commsched_memory *m,
                                           const uint32_t *order, uint32_t n,
-                                          int64_t peak)
+                                          int64_t peak, int stop_at_waits)
 {
     const commsched_graph *g = ctx->g;
     for (uint32_t i = 0; i < n; i++) {
@@ -62,7 +63,7 @@ static commsched_status raise_collectives(cs_pass_ctx *ctx, commsched_memory *m,
         for (;;) {
             uint32_t p = commsched_schedule_prev(ctx->s, c);
             if (p == COMMSCHED_NONE || cs_is_collective(g, p) ||
-                ordered_after(g, c, p))
+                (stop_at_waits && cs_is_wait(g, p)) || ordered_after(g, c, p))
                 break;
             int moved;
             commsched_status st = try_swap(ctx, m, COMMSCHED_MOVE_BEFORE_GROUP,
@@ -102,11 +103,12 @@ static commsched_status sink_waits(cs_pass_ctx *ctx, commsched_memory *m,
     return COMMSCHED_OK;
 }
 
-commsched_status cs_pass_simple_overlap(cs_pass_ctx *ctx)
+commsched_status cs_simple_overlap(cs_pass_ctx *ctx, double peak_budget,
+                                   int stop_at_waits)
 {
     uint32_t n = ctx->g->n_nodes;
     commsched_memory *m = NULL;
-    /* Nodes are visited in the input's order, as the seed's loops do. */
+    /* Nodes are visited in the input's order, as PyTorch's loops do. */
     uint32_t *order = cs_malloc_array(n ? n : 1, sizeof *order);
     if (!order)
         return commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
@@ -115,15 +117,25 @@ commsched_status cs_pass_simple_overlap(cs_pass_ctx *ctx)
     if (st == COMMSCHED_OK)
         st = commsched_memory_create(ctx->s, &m, ctx->err);
     if (st == COMMSCHED_OK) {
-        /* The input's peak: no swap may raise it. A swap changes only the
-         * levels of the two nodes it exchanges, so comparing their new
-         * levels with it keeps the whole step within it. */
+        /* The input's peak (x 1 + budget): no swap may pass it. A swap
+         * changes only the levels of the two nodes it exchanges, so
+         * comparing their new levels with it bounds the whole step. */
         int64_t peak = commsched_memory_peak(m, ctx->s, NULL);
-        st = raise_collectives(ctx, m, order, n, peak);
+        int64_t limit = peak;
+        if (peak_budget > 0) {
+            double l = (double)peak * (1.0 + peak_budget);
+            limit = l >= 9.2e18 ? INT64_MAX : (int64_t)l;
+        }
+        st = raise_collectives(ctx, m, order, n, limit, stop_at_waits);
         if (st == COMMSCHED_OK)
-            st = sink_waits(ctx, m, order, n, peak);
+            st = sink_waits(ctx, m, order, n, limit);
     }
     commsched_memory_destroy(m);
     free(order);
     return st;
+}
+
+commsched_status cs_pass_simple_overlap(cs_pass_ctx *ctx)
+{
+    return cs_simple_overlap(ctx, 0.0, 0);
 }
