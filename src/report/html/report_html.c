@@ -15,16 +15,16 @@
  * that carries a collective.
  *
  * Scale. The first view is drawn here, in C, at a fixed plot width of
- * PLOT_W units: a lane with at most BAR_LIMIT nodes draws every node as a
+ * CS_HTML_PLOT_W units: a lane with at most CS_HTML_BAR_LIMIT nodes draws every node as a
  * bar (so the small example shows one bar per scheduled node, which the
- * browser test counts); a busier lane draws nodes at least MIN_BAR_PX wide
+ * browser test counts); a busier lane draws nodes at least CS_HTML_MIN_BAR_PX wide
  * as bars and folds the rest into one-unit columns (busy fraction as
  * height, exposed time as a red strip, node counts for the tooltip),
  * merged while the level repeats. So a 36k-node step draws a few hundred
  * elements, not tens of thousands. The zoomed views are drawn by the
  * script from the JSON data block with the same rule; the block holds
  * every node of a run up to max_bars (default 50000) and otherwise the
- * longest max_bars plus DATA_BINS bins per lane for the rest, so file size
+ * longest max_bars plus CS_HTML_DATA_BINS bins per lane for the rest, so file size
  * stays bounded for a million nodes.
  *
  * Streaming. Every section is written as it is computed; the writer holds
@@ -56,7 +56,7 @@ void commsched_html_options_init(commsched_html_options *o)
     o->memory_budget = -1;
 }
 
-static void page_fini(page *p)
+static void page_fini(cs_html_page *p)
 {
     for (uint32_t k = 0; k < p->n_runs; k++)
         cs_html_run_fini(&p->runs[k]);
@@ -71,7 +71,7 @@ static void page_fini(page *p)
  * so both runs share one table in the data block and node ids mean the
  * same node in both. Returns 1 when mapped, 0 when the graphs differ, -1
  * on OOM. */
-static int map_nodes(run *r, const commsched_graph *t)
+static int map_nodes(cs_html_run *r, const commsched_graph *t)
 {
     const commsched_graph *a = r->g;
     if (a->n_nodes != t->n_nodes)
@@ -95,13 +95,13 @@ static int map_nodes(run *r, const commsched_graph *t)
     return 1;
 }
 
-static commsched_status add_run(page *p, const char *key, const char *label,
+static commsched_status add_run(cs_html_page *p, const char *key, const char *label,
                                 const commsched_sim *sim,
                                 const commsched_measured_run *m,
-                                const commsched_sim *lanes_from, run **out,
+                                const commsched_sim *lanes_from, cs_html_run **out,
                                 commsched_error *err)
 {
-    run *r = &p->runs[p->n_runs++];
+    cs_html_run *r = &p->runs[p->n_runs++];
     memset(r, 0, sizeof *r);
     r->key = key;
     snprintf(r->label, sizeof r->label, "%s", label);
@@ -114,7 +114,7 @@ static commsched_status add_run(page *p, const char *key, const char *label,
     return cs_html_run_lanes(r, err);
 }
 
-static commsched_status page_init(page *p, FILE *out,
+static commsched_status page_init(cs_html_page *p, FILE *out,
                                   const commsched_sim *after,
                                   const commsched_html_options *o,
                                   commsched_error *err)
@@ -151,7 +151,7 @@ static commsched_status page_init(page *p, FILE *out,
     p->graphs[0] = g;
     p->n_graphs = 1;
     for (uint32_t k = 0; k < p->n_runs; k++) {
-        run *r = &p->runs[k];
+        cs_html_run *r = &p->runs[k];
         int mapped = r->g == g ? 1 : map_nodes(r, g);
         if (mapped < 0)
             return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
@@ -170,10 +170,10 @@ static commsched_status page_init(page *p, FILE *out,
         p->T = fmax(p->T, p->runs[k].end);
     if (!(p->T > 0))
         p->T = 1;
-    double y = AXIS_H + 6;
+    double y = CS_HTML_AXIS_H + 6;
     for (uint32_t k = 0; k < p->n_runs; k++) {
         p->runs[k].y = y;
-        y += cs_html_run_height(&p->runs[k]) + RUN_GAP;
+        y += cs_html_run_height(&p->runs[k]) + CS_HTML_RUN_GAP;
     }
     p->tl_height = y + 4;
     /* Memory scale: every peak and the budget fit. */
@@ -220,39 +220,39 @@ static commsched_status page_init(page *p, FILE *out,
     return COMMSCHED_OK;
 }
 
-static void header_section(page *p)
+static void header_section(cs_html_page *p)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     const commsched_graph *g = p->after->g;
     const commsched_sim_totals *t = commsched_sim_get_totals(p->after->sim);
     const commsched_html_options *o = p->o;
-    put(w, "<header><h1>");
+    cs_html_put(w, "<header><h1>");
     if (o->title)
         cs_html_esc(w, o->title);
     else {
-        put(w, "Overlap report: ");
+        cs_html_put(w, "Overlap report: ");
         cs_html_esc(w, g->name ? g->name : "(unnamed graph)");
     }
-    putf(w,
+    cs_html_putf(w,
          "</h1>\n<p class=\"meta\">%u nodes \xC2\xB7 %u collectives "
          "\xC2\xB7 %u waits",
          g->n_nodes, t->n_collectives, t->n_waits);
     if (p->ctx->device) {
-        put(w, " \xC2\xB7 device ");
+        cs_html_put(w, " \xC2\xB7 device ");
         cs_html_esc(w, p->ctx->device);
     }
     if (p->ctx->cost_model) {
-        put(w, " \xC2\xB7 ");
+        cs_html_put(w, " \xC2\xB7 ");
         cs_html_esc(w, p->ctx->cost_model);
-        put(w, " cost model");
+        cs_html_put(w, " cost model");
     }
-    putf(w, " \xC2\xB7 comm streams %s",
+    cs_html_putf(w, " \xC2\xB7 comm streams %s",
          commsched_sim_get_options(p->after->sim).comm_streams ==
                  COMMSCHED_STREAMS_SINGLE
              ? "single"
              : "per group");
     if (o->passes) {
-        put(w, " \xC2\xB7 passes: ");
+        cs_html_put(w, " \xC2\xB7 passes: ");
         cs_html_esc(w, o->passes[0] ? o->passes : "none");
     }
     if (p->ctx->sources) {
@@ -260,13 +260,13 @@ static void header_section(page *p)
         for (uint32_t v = 0; v < g->n_nodes; v++)
             if ((unsigned)p->ctx->sources[v] < 3)
                 cnt[p->ctx->sources[v]]++;
-        putf(w,
+        cs_html_putf(w,
              " \xC2\xB7 runtimes: %u from the file, %u from the model, "
              "%u with nothing to go on",
              cnt[COMMSCHED_SOURCE_FILE], cnt[COMMSCHED_SOURCE_MODEL],
              cnt[COMMSCHED_SOURCE_NONE]);
     }
-    put(w, "</p></header>\n");
+    cs_html_put(w, "</p></header>\n");
 }
 
 static commsched_status finish(FILE *out, commsched_status st,
@@ -283,7 +283,7 @@ commsched_status commsched_report_html(FILE *out, const commsched_sim *after,
                                        commsched_error *err)
 {
     commsched_html_options defaults;
-    page p;
+    cs_html_page p;
     commsched_status st;
     if (!opts) {
         commsched_html_options_init(&defaults);
@@ -291,20 +291,20 @@ commsched_status commsched_report_html(FILE *out, const commsched_sim *after,
     }
     if ((st = page_init(&p, out, after, opts, err)) != COMMSCHED_OK)
         goto done;
-    hw *w = &p.w;
-    put(w, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
+    cs_html_out *w = &p.w;
+    cs_html_put(w, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
            "charset=\"utf-8\">\n<meta name=\"viewport\" "
            "content=\"width=device-width, initial-scale=1\">\n"
            "<meta name=\"generator\" content=\"commsched\">\n<title>");
     if (opts->title)
         cs_html_esc(w, opts->title);
     else {
-        put(w, "commsched: ");
+        cs_html_put(w, "commsched: ");
         cs_html_esc(w, p.after->g->name ? p.after->g->name : "overlap report");
     }
-    put(w, "</title>\n<style>\n");
+    cs_html_put(w, "</title>\n<style>\n");
     cs_html_put_lines(w, report_html_css);
-    put(w, "</style>\n</head>\n<body>\n");
+    cs_html_put(w, "</style>\n</head>\n<body>\n");
     header_section(&p);
     cs_html_summary_section(&p);
     if ((st = cs_html_timeline_section(&p, err)) != COMMSCHED_OK)
@@ -314,12 +314,12 @@ commsched_status commsched_report_html(FILE *out, const commsched_sim *after,
         goto done;
     if (p.meas)
         cs_html_measured_section(&p);
-    put(w, "<div id=\"cs-tip\"></div>\n");
+    cs_html_put(w, "<div id=\"cs-tip\"></div>\n");
     if ((st = cs_html_data_block(&p, err)) != COMMSCHED_OK)
         goto done;
-    put(w, "<script>\n");
+    cs_html_put(w, "<script>\n");
     cs_html_put_lines(w, report_html_js);
-    put(w, "</script>\n</body>\n</html>\n");
+    cs_html_put(w, "</script>\n</body>\n</html>\n");
 done:
     page_fini(&p);
     return finish(out, st, err);
@@ -330,7 +330,7 @@ commsched_status commsched_report_svg(FILE *out, const commsched_sim *after,
                                       commsched_error *err)
 {
     commsched_html_options defaults;
-    page p;
+    cs_html_page p;
     commsched_status st;
     if (!opts) {
         commsched_html_options_init(&defaults);
@@ -338,43 +338,43 @@ commsched_status commsched_report_svg(FILE *out, const commsched_sim *after,
     }
     if ((st = page_init(&p, out, after, opts, err)) != COMMSCHED_OK)
         goto done;
-    hw *w = &p.w;
+    cs_html_out *w = &p.w;
     double legend_y = p.tl_height + 4, H = legend_y + 22, title_h = 22;
-    putf(w,
+    cs_html_putf(w,
          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg "
          "xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" "
          "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 %.0f %.0f %.0f\">\n",
-         SVG_W, H + title_h, -title_h, SVG_W, H + title_h);
-    put(w, "<style><![CDATA[\n");
+         CS_HTML_SVG_W, H + title_h, -title_h, CS_HTML_SVG_W, H + title_h);
+    cs_html_put(w, "<style><![CDATA[\n");
     cs_html_put_lines(w, report_html_css);
-    put(w, "]]></style>\n<defs><pattern id=\"cs-hatch\" width=\"6\" "
+    cs_html_put(w, "]]></style>\n<defs><pattern id=\"cs-hatch\" width=\"6\" "
            "height=\"6\" patternUnits=\"userSpaceOnUse\" "
            "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" "
            "fill=\"#f5b7b8\"/><rect width=\"3\" height=\"6\" "
            "fill=\"#e15759\"/></pattern></defs>\n");
-    putf(w,
+    cs_html_putf(w,
          "<rect x=\"0\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
          "fill=\"#fff\"/>\n<text class=\"runlbl\" x=\"4\" y=\"%.0f\">",
-         -title_h, SVG_W, H + title_h, -title_h + 15);
+         -title_h, CS_HTML_SVG_W, H + title_h, -title_h + 15);
     if (opts->title)
         cs_html_esc(w, opts->title);
     else
         cs_html_esc(w, p.after->g->name ? p.after->g->name : "timeline");
     char a[32];
-    putf(w, " \xE2\x80\x94 makespan %s",
+    cs_html_putf(w, " \xE2\x80\x94 makespan %s",
          cs_html_fmt_time(commsched_sim_get_totals(after)->makespan_ns, a,
                           sizeof a));
     if (p.before)
-        putf(w, " (%s before)",
+        cs_html_putf(w, " (%s before)",
              cs_html_fmt_time(
                  commsched_sim_get_totals(opts->before)->makespan_ns, a,
                  sizeof a));
-    put(w, "</text>\n");
+    cs_html_put(w, "</text>\n");
     cs_html_timeline_frame(&p);
     if ((st = cs_html_timeline_static(&p, 1, err)) != COMMSCHED_OK)
         goto done;
     cs_html_timeline_legend_svg(&p, legend_y);
-    put(w, "</svg>\n");
+    cs_html_put(w, "</svg>\n");
 done:
     page_fini(&p);
     return finish(out, st, err);

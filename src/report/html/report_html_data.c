@@ -17,10 +17,10 @@ static int by_double_desc(const void *a, const void *b)
 
 /* Nodes of graph gi sent to the script: all, or the max_bars longest (by
  * the widest span any run gives them). */
-commsched_status cs_html_choose_nodes(page *p, uint32_t gi, commsched_error *err)
+commsched_status cs_html_choose_nodes(cs_html_page *p, uint32_t gi, commsched_error *err)
 {
     const commsched_graph *g = p->graphs[gi];
-    uint32_t max = p->o->max_bars ? p->o->max_bars : DEFAULT_MAX_BARS;
+    uint32_t max = p->o->max_bars ? p->o->max_bars : CS_HTML_DEFAULT_MAX_BARS;
     p->sel[gi] = NULL;
     p->n_sel[gi] = g->n_nodes;
     p->complete[gi] = 1;
@@ -41,12 +41,12 @@ commsched_status cs_html_choose_nodes(page *p, uint32_t gi, commsched_error *err
     for (uint32_t v = 0; v < g->n_nodes; v++) {
         len[v] = -1;
         for (uint32_t k = 0; k < p->n_runs; k++) {
-            const run *r = &p->runs[k];
-            span s;
+            const cs_html_run *r = &p->runs[k];
+            cs_html_span s;
             if (r->gid != (int)gi || !cs_html_table_span(r, v, &s))
                 continue;
             if (s.stream < r->n_streams && r->lane_of[s.stream] >= 0 &&
-                r->lane_nodes[r->lane_of[s.stream]] <= BAR_LIMIT)
+                r->lane_nodes[r->lane_of[s.stream]] <= CS_HTML_BAR_LIMIT)
                 len[v] = INFINITY;
             else if (s.end - s.issue > len[v])
                 len[v] = s.end - s.issue;
@@ -77,33 +77,33 @@ int cs_html_cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static uint32_t sel_node(const page *p, uint32_t gi, uint32_t j)
+static uint32_t sel_node(const cs_html_page *p, uint32_t gi, uint32_t j)
 {
     return p->sel[gi] ? p->sel[gi][j] : j;
 }
 
 /* A graph's table: names, kinds, ops, bytes of the nodes sent. */
-static void data_graph(page *p, uint32_t gi)
+static void data_graph(cs_html_page *p, uint32_t gi)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     const commsched_graph *g = p->graphs[gi];
     uint32_t n = p->n_sel[gi];
-    putf(w, "{\"n\":%u,\"sel\":", g->n_nodes);
+    cs_html_putf(w, "{\"n\":%u,\"sel\":", g->n_nodes);
     if (p->sel[gi]) {
-        put(w, "[");
+        cs_html_put(w, "[");
         for (uint32_t j = 0; j < n; j++)
-            putf(w, j ? ",%u" : "%u", p->sel[gi][j]);
-        put(w, "]");
+            cs_html_putf(w, j ? ",%u" : "%u", p->sel[gi][j]);
+        cs_html_put(w, "]");
     } else {
-        put(w, "null");
+        cs_html_put(w, "null");
     }
-    put(w, ",\n\"name\":[");
+    cs_html_put(w, ",\n\"name\":[");
     for (uint32_t j = 0; j < n; j++) {
         if (j)
-            put(w, j % 64 ? "," : ",\n");
+            cs_html_put(w, j % 64 ? "," : ",\n");
         cs_html_jstr(w, g->nodes[sel_node(p, gi, j)].name);
     }
-    put(w, "],\n\"kind\":\"");
+    cs_html_put(w, "],\n\"kind\":\"");
     for (uint32_t j = 0; j < n; j++) {
         const cs_node *nd = &g->nodes[sel_node(p, gi, j)];
         fputc(nd->kind == COMMSCHED_NODE_COMPUTE ? 'c'
@@ -118,7 +118,7 @@ static void data_graph(page *p, uint32_t gi)
     enum { MAX_OPS = 256 };
     const char *ops[MAX_OPS];
     uint32_t n_ops = 0;
-    put(w, "\",\n\"op\":[");
+    cs_html_put(w, "\",\n\"op\":[");
     for (uint32_t j = 0; j < n; j++) {
         const cs_node *nd = &g->nodes[sel_node(p, gi, j)];
         const char *op =
@@ -137,23 +137,23 @@ static void data_graph(page *p, uint32_t gi)
                 idx = n_ops++;
             }
         }
-        putf(w, j ? ",%ld" : "%ld", idx);
+        cs_html_putf(w, j ? ",%ld" : "%ld", idx);
     }
-    put(w, "],\n\"ops\":[");
+    cs_html_put(w, "],\n\"ops\":[");
     for (uint32_t k = 0; k < n_ops; k++) {
         if (k)
-            put(w, ",");
+            cs_html_put(w, ",");
         cs_html_jstr(w, ops[k]);
     }
-    put(w, "],\"opc\":[");
+    cs_html_put(w, "],\"opc\":[");
     for (uint32_t k = 0; k < n_ops; k++) {
         const char *c = strcmp(ops[k], "all_gather") == 0       ? "ag"
                         : strcmp(ops[k], "reduce_scatter") == 0 ? "rs"
                         : strcmp(ops[k], "all_reduce") == 0     ? "ar"
                                                                 : "co";
-        putf(w, k ? ",\"%s\"" : "\"%s\"", c);
+        cs_html_putf(w, k ? ",\"%s\"" : "\"%s\"", c);
     }
-    put(w, "],\n\"bytes\":[");
+    cs_html_put(w, "],\n\"bytes\":[");
     for (uint32_t j = 0; j < n; j++) {
         uint32_t v = sel_node(p, gi, j);
         const cs_node *nd = &g->nodes[v];
@@ -162,46 +162,46 @@ static void data_graph(page *p, uint32_t gi)
                        : nd->bytes > 0 ? nd->bytes
                                        : 0;
         if (j)
-            put(w, ",");
+            cs_html_put(w, ",");
         cs_html_num_int(w, bytes);
     }
-    put(w, "]}");
+    cs_html_put(w, "]}");
 }
 
 /* A run's times: per node sent, its lane, start, duration (shorter than
  * an end time), start - issue (mostly 0) and exposed time (mostly 0). */
-static commsched_status data_run(page *p, run *r, commsched_error *err)
+static commsched_status data_run(cs_html_page *p, cs_html_run *r, commsched_error *err)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     uint32_t gi = (uint32_t)r->gid, n = p->n_sel[gi];
-    put(w, "{\"key\":");
+    cs_html_put(w, "{\"key\":");
     cs_html_jstr(w, r->key);
-    put(w, ",\"label\":");
+    cs_html_put(w, ",\"label\":");
     cs_html_jstr(w, r->label);
-    putf(w, ",\"g\":%u,\"end\":", gi);
+    cs_html_putf(w, ",\"g\":%u,\"end\":", gi);
     cs_html_num_int(w, r->end);
-    put(w, ",\"lanes\":[");
+    cs_html_put(w, ",\"lanes\":[");
     for (uint32_t l = 0; l < r->n_lanes; l++) {
-        putf(w, "%s{\"name\":", l ? "," : "");
+        cs_html_putf(w, "%s{\"name\":", l ? "," : "");
         cs_html_jstr(w, cs_html_lane_name(r, l));
-        putf(w, ",\"y\":%.1f}", cs_html_lane_y(r, l));
+        cs_html_putf(w, ",\"y\":%.1f}", cs_html_lane_y(r, l));
     }
-    put(w, "]");
+    cs_html_put(w, "]");
     static const char *const keys[] = {"lane", "s", "d", "q", "x"};
     for (int f = 0; f < 5; f++) {
-        putf(w, ",\n\"%s\":[", keys[f]);
+        cs_html_putf(w, ",\n\"%s\":[", keys[f]);
         for (uint32_t j = 0; j < n; j++) {
             uint32_t v = sel_node(p, gi, j);
-            span s;
+            cs_html_span s;
             int ok = cs_html_table_span(r, v, &s);
             if (j)
-                put(w, j % 128 ? "," : ",\n");
+                cs_html_put(w, j % 128 ? "," : ",\n");
             if (f == 0) {
                 int lane =
                     ok && s.stream < r->n_streams ? r->lane_of[s.stream] : -1;
-                putf(w, "%d", lane);
+                cs_html_putf(w, "%d", lane);
             } else if (!ok) {
-                put(w, "0");
+                cs_html_put(w, "0");
             } else {
                 cs_html_num_int(w, f == 1   ? s.start
                                    : f == 2 ? s.end - s.start
@@ -209,11 +209,11 @@ static commsched_status data_run(page *p, run *r, commsched_error *err)
                                             : s.exposed);
             }
         }
-        put(w, "]");
+        cs_html_put(w, "]");
     }
     /* Per-lane bins for the nodes left out. */
     if (!p->complete[gi]) {
-        uint32_t B = DATA_BINS;
+        uint32_t B = CS_HTML_DATA_BINS;
         double *busy = calloc((size_t)r->n_lanes * B, sizeof *busy);
         uint32_t *cnt = calloc((size_t)r->n_lanes * B, sizeof *cnt);
         if (!busy || !cnt) {
@@ -224,7 +224,7 @@ static commsched_status data_run(page *p, run *r, commsched_error *err)
         }
         double bw = p->T / B;
         for (uint32_t v = 0; v < r->g->n_nodes; v++) {
-            span s;
+            cs_html_span s;
             if (!cs_html_get_span(r, v, &s) || s.stream >= r->n_streams ||
                 r->lane_of[s.stream] < 0)
                 continue;
@@ -245,54 +245,54 @@ static commsched_status data_run(page *p, run *r, commsched_error *err)
             }
             cnt[l * B + (uint32_t)((i0 + i1) / 2)]++;
         }
-        putf(w, ",\n\"bins\":{\"B\":%u,\"busy\":[", B);
+        cs_html_putf(w, ",\n\"bins\":{\"B\":%u,\"busy\":[", B);
         for (uint32_t l = 0; l < r->n_lanes; l++) {
-            put(w, l ? "],\n[" : "[");
+            cs_html_put(w, l ? "],\n[" : "[");
             for (uint32_t i = 0; i < B; i++)
-                putf(w, i ? ",%.0f" : "%.0f",
+                cs_html_putf(w, i ? ",%.0f" : "%.0f",
                      fmin(1000, 1000 * busy[l * B + i]));
         }
-        put(w, "]],\"cnt\":[");
+        cs_html_put(w, "]],\"cnt\":[");
         for (uint32_t l = 0; l < r->n_lanes; l++) {
-            put(w, l ? "],\n[" : "[");
+            cs_html_put(w, l ? "],\n[" : "[");
             for (uint32_t i = 0; i < B; i++)
-                putf(w, i ? ",%u" : "%u", cnt[l * B + i]);
+                cs_html_putf(w, i ? ",%u" : "%u", cnt[l * B + i]);
         }
-        put(w, "]]}");
+        cs_html_put(w, "]]}");
         free(busy);
         free(cnt);
     } else {
-        put(w, ",\"bins\":null");
+        cs_html_put(w, ",\"bins\":null");
     }
     /* The memory curve, whole or as min/max/last per bucket. */
     size_t nm = 0;
     const commsched_sim_memory_point *c =
         r->sim ? commsched_sim_get_memory_curve(r->sim, &nm) : NULL;
     if (!c) {
-        put(w, ",\"mem\":null}");
+        cs_html_put(w, ",\"mem\":null}");
         return COMMSCHED_OK;
     }
     const commsched_sim_totals *t = commsched_sim_get_totals(r->sim);
-    put(w, ",\n\"peak\":");
+    cs_html_put(w, ",\n\"peak\":");
     cs_html_num_int(w, (double)t->peak_memory);
-    put(w, ",\"peakAt\":");
+    cs_html_put(w, ",\"peakAt\":");
     cs_html_num_int(w, t->peak_memory_at_ns);
-    put(w, ",\"mem\":{\"t\":[");
+    cs_html_put(w, ",\"mem\":{\"t\":[");
     /* Two passes over the curve (times, then bytes) with the same
      * selection, so nothing is buffered. */
     for (int f = 0; f < 2; f++) {
         if (f)
-            put(w, "],\n\"b\":[");
+            cs_html_put(w, "],\n\"b\":[");
         uint32_t out = 0;
-        if (nm <= MEM_RAW_POINTS) {
+        if (nm <= CS_HTML_MEM_RAW_POINTS) {
             for (size_t i = 0; i < nm; i++, out++) {
                 if (out)
-                    put(w, out % 128 ? "," : ",\n");
+                    cs_html_put(w, out % 128 ? "," : ",\n");
                 cs_html_num_int(w, f ? (double)c[i].bytes : c[i].time_ns);
             }
             continue;
         }
-        double bw = p->T / MEM_BUCKETS;
+        double bw = p->T / CS_HTML_MEM_BUCKETS;
         size_t i = 0;
         while (i < nm) {
             long bk = (long)floor(c[i].time_ns / bw);
@@ -310,7 +310,7 @@ static commsched_status data_run(page *p, run *r, commsched_error *err)
                 if (q && keep[q] == keep[q - 1])
                     continue;
                 if (out)
-                    put(w, out % 128 ? "," : ",\n");
+                    cs_html_put(w, out % 128 ? "," : ",\n");
                 out++;
                 cs_html_num_int(w, f ? (double)c[keep[q]].bytes
                                      : c[keep[q]].time_ns);
@@ -318,42 +318,42 @@ static commsched_status data_run(page *p, run *r, commsched_error *err)
             i = j;
         }
     }
-    put(w, "]}}");
+    cs_html_put(w, "]}}");
     return COMMSCHED_OK;
 }
 
-commsched_status cs_html_data_block(page *p, commsched_error *err)
+commsched_status cs_html_data_block(cs_html_page *p, commsched_error *err)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     commsched_status st;
-    put(w, "<script type=\"application/json\" id=\"cs-data\">\n");
-    putf(w,
+    cs_html_put(w, "<script type=\"application/json\" id=\"cs-data\">\n");
+    cs_html_putf(w,
          "{\"v\":1,\"T\":%.17g,\"W\":%.0f,\"L\":%.0f,\"laneH\":%.0f,"
          "\"axisY\":%.0f,\"axisBottom\":%.1f,",
-         p->T, PLOT_W, LABEL_W, LANE_H, AXIS_H, p->tl_height - 4);
+         p->T, CS_HTML_PLOT_W, CS_HTML_LABEL_W, CS_HTML_LANE_H, CS_HTML_AXIS_H, p->tl_height - 4);
     if (p->mem_max > 0) {
-        putf(w, "\"mem\":{\"y0\":%.0f,\"h\":%.0f,\"max\":%.17g,\"budget\":",
-             MEM_TOP, MEM_H, p->mem_max);
+        cs_html_putf(w, "\"mem\":{\"y0\":%.0f,\"h\":%.0f,\"max\":%.17g,\"budget\":",
+             CS_HTML_MEM_TOP, CS_HTML_MEM_H, p->mem_max);
         if (p->o->memory_budget >= 0)
-            putf(w, "%lld}", (long long)p->o->memory_budget);
+            cs_html_putf(w, "%lld}", (long long)p->o->memory_budget);
         else
-            put(w, "null}");
+            cs_html_put(w, "null}");
     } else {
-        put(w, "\"mem\":null");
+        cs_html_put(w, "\"mem\":null");
     }
-    put(w, ",\n\"graphs\":[");
+    cs_html_put(w, ",\n\"graphs\":[");
     for (uint32_t gi = 0; gi < p->n_graphs; gi++) {
         if (gi)
-            put(w, ",\n");
+            cs_html_put(w, ",\n");
         data_graph(p, gi);
     }
-    put(w, "],\n\"runs\":[");
+    cs_html_put(w, "],\n\"runs\":[");
     for (uint32_t k = 0; k < p->n_runs; k++) {
         if (k)
-            put(w, ",\n");
+            cs_html_put(w, ",\n");
         if ((st = data_run(p, &p->runs[k], err)) != COMMSCHED_OK)
             return st;
     }
-    put(w, "]}\n</script>\n");
+    cs_html_put(w, "]}\n</script>\n");
     return COMMSCHED_OK;
 }

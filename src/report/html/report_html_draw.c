@@ -1,8 +1,8 @@
 /* commsched — drawing the HTML report (report_html_internal.h): the runs
  * and their lanes, the timeline's first view and the memory chart, as SVG.
  *
- * A lane with at most BAR_LIMIT nodes draws every node as a bar; a busier
- * one draws nodes at least MIN_BAR_PX wide as bars and folds the others
+ * A lane with at most CS_HTML_BAR_LIMIT nodes draws every node as a bar; a busier
+ * one draws nodes at least CS_HTML_MIN_BAR_PX wide as bars and folds the others
  * into one-unit columns (busy fraction as height, exposed time as a red
  * strip, node counts for the tooltip), merged while the level repeats, so
  * the element count is bounded by the plot's width, not the node count.
@@ -16,7 +16,7 @@
 /* Node v's times in run r; 0 when the measured run lacks it. Measured
  * waits without exposed_ns count their whole span as stall: a real wait
  * only takes time when it stalls. */
-int cs_html_get_span(const run *r, uint32_t v, span *s)
+int cs_html_get_span(const cs_html_run *r, uint32_t v, cs_html_span *s)
 {
     if (r->sim) {
         const commsched_sim_node *x = &commsched_sim_get_nodes(r->sim)[v];
@@ -46,18 +46,18 @@ int cs_html_get_span(const run *r, uint32_t v, span *s)
 }
 
 /* Node ids as the data block and the bars' data-node see them. */
-uint32_t cs_html_table_id(const run *r, uint32_t v)
+uint32_t cs_html_table_id(const cs_html_run *r, uint32_t v)
 {
     return r->to_table ? r->to_table[v] : v;
 }
 
 /* get_span for a node id of the run's table. */
-int cs_html_table_span(const run *r, uint32_t t, span *s)
+int cs_html_table_span(const cs_html_run *r, uint32_t t, cs_html_span *s)
 {
     return cs_html_get_span(r, r->from_table ? r->from_table[t] : t, s);
 }
 
-void cs_html_run_fini(run *r)
+void cs_html_run_fini(cs_html_run *r)
 {
     free(r->from_table);
     free(r->to_table);
@@ -67,7 +67,7 @@ void cs_html_run_fini(run *r)
 }
 
 /* Lanes: compute always, then each comm stream that carries a node. */
-commsched_status cs_html_run_lanes(run *r, commsched_error *err)
+commsched_status cs_html_run_lanes(cs_html_run *r, commsched_error *err)
 {
     uint32_t S = commsched_sim_stream_count(r->lanes_from);
     r->n_streams = S ? S : 1;
@@ -82,7 +82,7 @@ commsched_status cs_html_run_lanes(run *r, commsched_error *err)
     }
     r->end = 0;
     for (uint32_t v = 0; v < r->g->n_nodes; v++) {
-        span s;
+        cs_html_span s;
         if (!cs_html_get_span(r, v, &s))
             continue;
         if (s.stream < r->n_streams)
@@ -110,17 +110,17 @@ commsched_status cs_html_run_lanes(run *r, commsched_error *err)
     return COMMSCHED_OK;
 }
 
-double cs_html_run_height(const run *r)
+double cs_html_run_height(const cs_html_run *r)
 {
-    return RUN_HEAD + r->n_lanes * (LANE_H + LANE_GAP);
+    return CS_HTML_RUN_HEAD + r->n_lanes * (CS_HTML_LANE_H + CS_HTML_LANE_GAP);
 }
 
-double cs_html_lane_y(const run *r, uint32_t lane)
+double cs_html_lane_y(const cs_html_run *r, uint32_t lane)
 {
-    return r->y + RUN_HEAD + lane * (LANE_H + LANE_GAP);
+    return r->y + CS_HTML_RUN_HEAD + lane * (CS_HTML_LANE_H + CS_HTML_LANE_GAP);
 }
 
-const char *cs_html_lane_name(const run *r, uint32_t lane)
+const char *cs_html_lane_name(const cs_html_run *r, uint32_t lane)
 {
     return commsched_sim_stream_name(r->lanes_from, r->lane_stream[lane]);
 }
@@ -159,7 +159,7 @@ typedef struct shape {
     int twin;          /* a sync collective's stall on the compute lane */
 } shape;
 
-static void make_shape(const run *r, uint32_t v, const span *s, int twin,
+static void make_shape(const cs_html_run *r, uint32_t v, const cs_html_span *s, int twin,
                        shape *o)
 {
     const cs_node *nd = &r->g->nodes[v];
@@ -197,50 +197,50 @@ static void make_shape(const run *r, uint32_t v, const span *s, int twin,
 
 /* Columns of one lane while aggregating. */
 typedef struct cols {
-    double busy[NCOLS]; /* units of the column covered */
-    double expo[NCOLS];
-    uint32_t n[NCOLS];
+    double busy[CS_HTML_NCOLS]; /* units of the column covered */
+    double expo[CS_HTML_NCOLS];
+    uint32_t n[CS_HTML_NCOLS];
 } cols;
 
-static void cols_add(const page *p, double *arr, double a, double b)
+static void cols_add(const cs_html_page *p, double *arr, double a, double b)
 {
-    double x0 = X(p, a) - LABEL_W, x1 = X(p, b) - LABEL_W;
+    double x0 = cs_html_x(p, a) - CS_HTML_LABEL_W, x1 = cs_html_x(p, b) - CS_HTML_LABEL_W;
     if (x0 < 0)
         x0 = 0;
-    if (x1 > PLOT_W)
-        x1 = PLOT_W;
+    if (x1 > CS_HTML_PLOT_W)
+        x1 = CS_HTML_PLOT_W;
     if (!(x1 > x0))
         return;
-    for (long c = (long)floor(x0); c < (long)NCOLS && (double)c < x1; c++) {
+    for (long c = (long)floor(x0); c < (long)CS_HTML_NCOLS && (double)c < x1; c++) {
         double lo = fmax(x0, (double)c), hi = fmin(x1, (double)c + 1);
         if (hi > lo)
             arr[c] += hi - lo;
     }
 }
 
-static uint32_t col_of(const page *p, double t)
+static uint32_t col_of(const cs_html_page *p, double t)
 {
-    double x = floor(X(p, t) - LABEL_W);
+    double x = floor(cs_html_x(p, t) - CS_HTML_LABEL_W);
     if (x < 0)
         return 0;
-    if (x >= NCOLS)
-        return NCOLS - 1;
+    if (x >= CS_HTML_NCOLS)
+        return CS_HTML_NCOLS - 1;
     return (uint32_t)x;
 }
 
 static int level(double busy)
 {
     double f = busy > 1 ? 1 : busy;
-    return (int)floor(f * LEVELS + 0.5);
+    return (int)floor(f * CS_HTML_LEVELS + 0.5);
 }
 
-static void emit_cols(page *p, const run *r, uint32_t lane, const cols *c,
+static void emit_cols(cs_html_page *p, const cs_html_run *r, uint32_t lane, const cols *c,
                       int titles)
 {
-    hw *w = &p->w;
-    double y = cs_html_lane_y(r, lane), units = p->T / PLOT_W;
+    cs_html_out *w = &p->w;
+    double y = cs_html_lane_y(r, lane), units = p->T / CS_HTML_PLOT_W;
     char tb[32];
-    for (uint32_t i = 0; i < NCOLS;) {
+    for (uint32_t i = 0; i < CS_HTML_NCOLS;) {
         int lv = level(c->busy[i]);
         if (lv == 0) {
             i++;
@@ -248,58 +248,58 @@ static void emit_cols(page *p, const run *r, uint32_t lane, const cols *c,
         }
         uint32_t j = i + 1, n = c->n[i];
         double busy = c->busy[i];
-        while (j < NCOLS && level(c->busy[j]) == lv) {
+        while (j < CS_HTML_NCOLS && level(c->busy[j]) == lv) {
             n += c->n[j];
             busy += c->busy[j];
             j++;
         }
-        double h = LANE_H * lv / LEVELS;
-        putf(w,
+        double h = CS_HTML_LANE_H * lv / CS_HTML_LEVELS;
+        cs_html_putf(w,
              "<rect class=\"bn %s\" x=\"%.1f\" y=\"%.2f\" width=\"%u\" "
              "height=\"%.2f\" data-run=\"%s\" data-lane=\"%u\" data-n=\"%u\" "
              "data-t0=\"%.0f\" data-t1=\"%.0f\" data-busy=\"%.0f\"",
-             lane == 0 ? "c" : "k", LABEL_W + i, y + LANE_H - h, j - i, h,
+             lane == 0 ? "c" : "k", CS_HTML_LABEL_W + i, y + CS_HTML_LANE_H - h, j - i, h,
              r->key, lane, n, i * units, j * units,
              1000.0 * busy / (double)(j - i));
         if (!titles) {
-            put(w, "/>\n");
+            cs_html_put(w, "/>\n");
             i = j;
             continue;
         }
-        put(w, "><title>");
-        putf(w, "%u nodes, busy %.0f%%, ", n, 100.0 * busy / (double)(j - i));
-        put(w, cs_html_fmt_time(i * units, tb, sizeof tb));
-        put(w, " to ");
-        put(w, cs_html_fmt_time(j * units, tb, sizeof tb));
-        put(w, "</title></rect>\n");
+        cs_html_put(w, "><title>");
+        cs_html_putf(w, "%u nodes, busy %.0f%%, ", n, 100.0 * busy / (double)(j - i));
+        cs_html_put(w, cs_html_fmt_time(i * units, tb, sizeof tb));
+        cs_html_put(w, " to ");
+        cs_html_put(w, cs_html_fmt_time(j * units, tb, sizeof tb));
+        cs_html_put(w, "</title></rect>\n");
         i = j;
     }
-    for (uint32_t i = 0; i < NCOLS;) {
+    for (uint32_t i = 0; i < CS_HTML_NCOLS;) {
         if (!(c->expo[i] > 0)) {
             i++;
             continue;
         }
         uint32_t j = i + 1;
         double ex = c->expo[i];
-        while (j < NCOLS && c->expo[j] > 0)
+        while (j < CS_HTML_NCOLS && c->expo[j] > 0)
             ex += c->expo[j++];
-        putf(w,
+        cs_html_putf(w,
              "<rect class=\"ex\" x=\"%.1f\" y=\"%.2f\" width=\"%u\" "
              "height=\"4\" data-run=\"%s\" data-lane=\"%u\" "
              "data-exp=\"%.0f\"/>\n",
-             LABEL_W + i, y, j - i, r->key, lane, ex * units);
+             CS_HTML_LABEL_W + i, y, j - i, r->key, lane, ex * units);
         i = j;
     }
 }
 
 /* One bar (and its overlays). SVG files get a <title> per bar; the page's
  * script builds richer tooltips from the data block instead. */
-static void emit_bar(page *p, const run *r, uint32_t v, const span *s,
+static void emit_bar(cs_html_page *p, const cs_html_run *r, uint32_t v, const cs_html_span *s,
                      const shape *o, uint32_t lane, int titles)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     double y = cs_html_lane_y(r, lane);
-    double x0 = X(p, o->a), x1 = X(p, o->b);
+    double x0 = cs_html_x(p, o->a), x1 = cs_html_x(p, o->b);
     double wd = x1 - x0;
     char a[32], b[32];
     if (!o->twin && wd < 1)
@@ -308,59 +308,59 @@ static void emit_bar(page *p, const run *r, uint32_t v, const span *s,
         wd = 0.5;
     int zero = !o->twin && !(o->b > o->a);
     if (o->qb > o->qa)
-        putf(w,
+        cs_html_putf(w,
              "<line class=\"qu\" x1=\"%.2f\" x2=\"%.2f\" y1=\"%.1f\" "
              "y2=\"%.1f\"/>",
-             X(p, o->qa), X(p, o->qb), y + LANE_H / 2, y + LANE_H / 2);
-    putf(w,
+             cs_html_x(p, o->qa), cs_html_x(p, o->qb), y + CS_HTML_LANE_H / 2, y + CS_HTML_LANE_H / 2);
+    cs_html_putf(w,
          "<rect class=\"%s%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
          "height=\"%.0f\" data-run=\"%s\" data-node=\"%u\"",
-         o->cls, zero ? " z" : "", x0, y, wd, LANE_H, r->key,
+         o->cls, zero ? " z" : "", x0, y, wd, CS_HTML_LANE_H, r->key,
          cs_html_table_id(r, v));
     if (titles) {
-        put(w, "><title>");
+        cs_html_put(w, "><title>");
         cs_html_esc(w, r->g->nodes[v].name);
-        putf(w, " (%s", kind_name(&r->g->nodes[v]));
+        cs_html_putf(w, " (%s", kind_name(&r->g->nodes[v]));
         if (r->g->nodes[v].op) {
-            put(w, " ");
+            cs_html_put(w, " ");
             cs_html_esc(w, r->g->nodes[v].op);
         }
-        putf(w, ") %s to %s", cs_html_fmt_time(o->a, a, sizeof a),
+        cs_html_putf(w, ") %s to %s", cs_html_fmt_time(o->a, a, sizeof a),
              cs_html_fmt_time(o->b, b, sizeof b));
         if (o->ob > o->oa || o->twin)
-            putf(w, ", exposed %s", cs_html_fmt_time(s->exposed, a, sizeof a));
-        put(w, "</title></rect>");
+            cs_html_putf(w, ", exposed %s", cs_html_fmt_time(s->exposed, a, sizeof a));
+        cs_html_put(w, "</title></rect>");
     } else {
-        put(w, "/>");
+        cs_html_put(w, "/>");
     }
     if (o->ob > o->oa) {
-        double ox0 = X(p, o->oa), ow = X(p, o->ob) - ox0;
-        putf(w,
+        double ox0 = cs_html_x(p, o->oa), ow = cs_html_x(p, o->ob) - ox0;
+        cs_html_putf(w,
              "<rect class=\"%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
              "height=\"%.0f\" data-run=\"%s\" data-node=\"%u\"/>",
              o->overlay_stall ? "st" : "ex", ox0, y, ow < 1 ? 1 : ow,
-             o->overlay_stall ? LANE_H : 5.0, r->key, cs_html_table_id(r, v));
+             o->overlay_stall ? CS_HTML_LANE_H : 5.0, r->key, cs_html_table_id(r, v));
     }
-    put(w, "\n");
+    cs_html_put(w, "\n");
 }
 
 /* Does the lane draw this shape as a bar (rather than fold it into
  * columns)? */
-static int as_bar(const page *p, const run *r, uint32_t lane, const shape *o)
+static int as_bar(const cs_html_page *p, const cs_html_run *r, uint32_t lane, const shape *o)
 {
-    if (r->lane_nodes[lane] <= BAR_LIMIT)
+    if (r->lane_nodes[lane] <= CS_HTML_BAR_LIMIT)
         return 1;
-    return X(p, o->b) - X(p, o->a) >= MIN_BAR_PX;
+    return cs_html_x(p, o->b) - cs_html_x(p, o->a) >= CS_HTML_MIN_BAR_PX;
 }
 
-static void time_axis(page *p, double top, double bottom)
+static void time_axis(cs_html_page *p, double top, double bottom)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     double step = cs_html_nice_step(p->T, 8);
     char b[32];
     for (double t = 0; t <= p->T * (1 + 1e-9); t += step) {
-        double x = X(p, t);
-        putf(w,
+        double x = cs_html_x(p, t);
+        cs_html_putf(w,
              "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
              "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
              "text-anchor=\"middle\">%s</text>\n",
@@ -370,43 +370,43 @@ static void time_axis(page *p, double top, double bottom)
 }
 
 /* Lane labels and backgrounds: independent of the zoom window. */
-void cs_html_timeline_frame(page *p)
+void cs_html_timeline_frame(cs_html_page *p)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     for (uint32_t k = 0; k < p->n_runs; k++) {
-        const run *r = &p->runs[k];
-        putf(w, "<text class=\"runlbl\" x=\"4\" y=\"%.1f\">", r->y + 14);
+        const cs_html_run *r = &p->runs[k];
+        cs_html_putf(w, "<text class=\"runlbl\" x=\"4\" y=\"%.1f\">", r->y + 14);
         cs_html_esc(w, r->label);
-        put(w, "</text>\n");
+        cs_html_put(w, "</text>\n");
         for (uint32_t l = 0; l < r->n_lanes; l++) {
             double y = cs_html_lane_y(r, l);
-            putf(w,
+            cs_html_putf(w,
                  "<rect class=\"lanebg\" x=\"%.1f\" y=\"%.1f\" "
                  "width=\"%.1f\" height=\"%.0f\"/>"
                  "<text class=\"lanelbl\" x=\"14\" y=\"%.1f\">",
-                 LABEL_W, y, PLOT_W, LANE_H, y + 13);
+                 CS_HTML_LABEL_W, y, CS_HTML_PLOT_W, CS_HTML_LANE_H, y + 13);
             if (l == 0)
-                put(w, "compute");
+                cs_html_put(w, "compute");
             else {
-                put(w, "comm ");
+                cs_html_put(w, "comm ");
                 cs_html_esc(w, cs_html_lane_name(r, l));
             }
-            put(w, "</text>\n");
+            cs_html_put(w, "</text>\n");
         }
     }
 }
 
 /* The first view of every run: bars, or columns plus wide bars. */
-commsched_status cs_html_timeline_static(page *p, int titles,
+commsched_status cs_html_timeline_static(cs_html_page *p, int titles,
                                          commsched_error *err)
 {
-    time_axis(p, AXIS_H, p->tl_height - 4);
+    time_axis(p, CS_HTML_AXIS_H, p->tl_height - 4);
     for (uint32_t k = 0; k < p->n_runs; k++) {
-        run *r = &p->runs[k];
+        cs_html_run *r = &p->runs[k];
         cols *c = NULL;
         int any_agg = 0;
         for (uint32_t l = 0; l < r->n_lanes; l++)
-            any_agg |= r->lane_nodes[l] > BAR_LIMIT;
+            any_agg |= r->lane_nodes[l] > CS_HTML_BAR_LIMIT;
         if (any_agg) {
             c = calloc(r->n_lanes, sizeof *c);
             if (!c)
@@ -417,7 +417,7 @@ commsched_status cs_html_timeline_static(page *p, int titles,
         for (int pass = any_agg ? 0 : 1; pass < 2; pass++) {
             for (uint32_t i = 0; i < r->g->n_nodes; i++) {
                 uint32_t v = r->order[i];
-                span s;
+                cs_html_span s;
                 if (!cs_html_get_span(r, v, &s))
                     continue;
                 const cs_node *nd = &r->g->nodes[v];
@@ -446,7 +446,7 @@ commsched_status cs_html_timeline_static(page *p, int titles,
             }
             if (pass == 0)
                 for (uint32_t l = 0; l < r->n_lanes; l++)
-                    if (r->lane_nodes[l] > BAR_LIMIT)
+                    if (r->lane_nodes[l] > CS_HTML_BAR_LIMIT)
                         emit_cols(p, r, l, &c[l], titles);
         }
         free(c);
@@ -454,7 +454,7 @@ commsched_status cs_html_timeline_static(page *p, int titles,
     return COMMSCHED_OK;
 }
 
-void cs_html_timeline_legend_svg(page *p, double y)
+void cs_html_timeline_legend_svg(cs_html_page *p, double y)
 {
     /* Swatches take the bars' colours through "lg" classes, so a count
      * of the bars (class "bar") finds nodes only. */
@@ -468,9 +468,9 @@ void cs_html_timeline_legend_svg(page *p, double y)
                  {"lg w", "wait"},
                  {"st", "compute stalled (exposed)"},
                  {"ex", "exposed comm"}};
-    double x = LABEL_W;
+    double x = CS_HTML_LABEL_W;
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
-        putf(&p->w,
+        cs_html_putf(&p->w,
              "<rect class=\"%s\" x=\"%.0f\" y=\"%.0f\" width=\"12\" "
              "height=\"10\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
              items[i].cls, x, y, x + 16, y + 9, items[i].text);
@@ -480,36 +480,36 @@ void cs_html_timeline_legend_svg(page *p, double y)
 
 /* ---- memory ------------------------------------------------------------- */
 
-static double mem_y(const page *p, double bytes)
+static double mem_y(const cs_html_page *p, double bytes)
 {
-    return MEM_TOP + MEM_H - bytes / p->mem_max * MEM_H;
+    return CS_HTML_MEM_TOP + CS_HTML_MEM_H - bytes / p->mem_max * CS_HTML_MEM_H;
 }
 
 /* A run's curve as a step path; points closer than half a unit share a
  * column and draw its min..max as a vertical stroke, so a dense curve
  * keeps its envelope (and its peak) at any size. */
-static void memory_path(page *p, const run *r)
+static void memory_path(cs_html_page *p, const cs_html_run *r)
 {
     size_t n = 0;
     const commsched_sim_memory_point *c =
         commsched_sim_get_memory_curve(r->sim, &n);
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     if (!n)
         return;
-    putf(w, "<path class=\"mline %s\" d=\"M%.1f %.1f", r->key, LABEL_W,
+    cs_html_putf(w, "<path class=\"mline %s\" d=\"M%.1f %.1f", r->key, CS_HTML_LABEL_W,
          mem_y(p, (double)c[0].bytes));
     long col = -1;
     int64_t mn = 0, mx = 0, last = 0;
     for (size_t i = 1; i <= n; i++) {
-        long cc = i < n ? (long)floor((X(p, c[i].time_ns) - LABEL_W) * 2) : -2;
+        long cc = i < n ? (long)floor((cs_html_x(p, c[i].time_ns) - CS_HTML_LABEL_W) * 2) : -2;
         if (cc != col || i == n) {
             if (col >= 0) {
-                putf(w, " H%.1f V%.1f", LABEL_W + (double)col / 2,
+                cs_html_putf(w, " H%.1f V%.1f", CS_HTML_LABEL_W + (double)col / 2,
                      mem_y(p, (double)mx));
                 if (mn != mx)
-                    putf(w, " V%.1f", mem_y(p, (double)mn));
+                    cs_html_putf(w, " V%.1f", mem_y(p, (double)mn));
                 if (last != mn)
-                    putf(w, " V%.1f", mem_y(p, (double)last));
+                    cs_html_putf(w, " V%.1f", mem_y(p, (double)last));
             }
             if (i == n)
                 break;
@@ -523,80 +523,80 @@ static void memory_path(page *p, const run *r)
             last = c[i].bytes;
         }
     }
-    putf(w, " H%.1f\"/>\n", X(p, r->end));
+    cs_html_putf(w, " H%.1f\"/>\n", cs_html_x(p, r->end));
     const commsched_sim_totals *t = commsched_sim_get_totals(r->sim);
-    putf(w,
+    cs_html_putf(w,
          "<circle class=\"mdot %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" "
          "data-run=\"%s\" data-peak=\"%lld\" data-t0=\"%.0f\"/>\n",
-         r->key, X(p, t->peak_memory_at_ns), mem_y(p, (double)t->peak_memory),
+         r->key, cs_html_x(p, t->peak_memory_at_ns), mem_y(p, (double)t->peak_memory),
          r->key, (long long)t->peak_memory, t->peak_memory_at_ns);
 }
 
-int cs_html_has_curve(const run *r)
+int cs_html_has_curve(const cs_html_run *r)
 {
     size_t n = 0;
     return r->sim && commsched_sim_get_memory_curve(r->sim, &n) && n > 0;
 }
 
-void cs_html_memory_section(page *p)
+void cs_html_memory_section(cs_html_page *p)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     const commsched_html_options *o = p->o;
     char a[32], b[32];
     int any = 0;
-    put(w, "<section id=\"memory\"><h2>Memory over time</h2>\n");
+    cs_html_put(w, "<section id=\"memory\"><h2>Memory over time</h2>\n");
     for (uint32_t k = 0; k < p->n_runs; k++)
         any |= cs_html_has_curve(&p->runs[k]);
     if (!any) {
-        put(w, "<p class=\"note\">No memory curve was recorded for this "
+        cs_html_put(w, "<p class=\"note\">No memory curve was recorded for this "
                "page (simulate with COMMSCHED_SIM_MEMORY_CURVE).</p>"
                "</section>\n");
         return;
     }
-    double H = MEM_TOP + MEM_H + MEM_BOTTOM;
-    putf(w,
+    double H = CS_HTML_MEM_TOP + CS_HTML_MEM_H + CS_HTML_MEM_BOTTOM;
+    cs_html_putf(w,
          "<div class=\"chart\"><svg id=\"cs-mem\" class=\"plot\" "
          "viewBox=\"0 0 %.0f %.0f\" role=\"img\" aria-label=\"memory over "
          "time\">\n",
-         SVG_W, H);
+         CS_HTML_SVG_W, H);
     /* The y axis and the budget do not move with the zoom window. */
     double step = cs_html_nice_bytes_step(p->mem_max);
     for (double v = 0; v <= p->mem_max * (1 + 1e-9); v += step)
-        putf(w,
+        cs_html_putf(w,
              "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
              "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
              "text-anchor=\"end\">%s</text>\n",
-             LABEL_W, LABEL_W + PLOT_W, mem_y(p, v), mem_y(p, v), LABEL_W - 6,
+             CS_HTML_LABEL_W, CS_HTML_LABEL_W + CS_HTML_PLOT_W, mem_y(p, v), mem_y(p, v), CS_HTML_LABEL_W - 6,
              mem_y(p, v) + 4, cs_fmt_bytes(v, a, sizeof a));
     if (o->memory_budget >= 0) {
         double y = mem_y(p, (double)o->memory_budget);
-        putf(w,
+        cs_html_putf(w,
              "<line class=\"budget\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
              "y2=\"%.1f\" data-value=\"%lld\"/><text class=\"budgetlbl\" "
              "x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">budget %s</text>\n",
-             LABEL_W, LABEL_W + PLOT_W, y, y, (long long)o->memory_budget,
-             LABEL_W + PLOT_W, y - 4,
+             CS_HTML_LABEL_W, CS_HTML_LABEL_W + CS_HTML_PLOT_W, y, y, (long long)o->memory_budget,
+             CS_HTML_LABEL_W + CS_HTML_PLOT_W, y - 4,
              cs_fmt_bytes((double)o->memory_budget, a, sizeof a));
     }
-    put(w, "<g class=\"static\">\n");
+    cs_html_put(w, "<g class=\"static\">\n");
     double tstep = cs_html_nice_step(p->T, 8);
     for (double t = 0; t <= p->T * (1 + 1e-9); t += tstep)
-        putf(w,
+        cs_html_putf(w,
              "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-             X(p, t), MEM_TOP + MEM_H + 16,
+             cs_html_x(p, t), CS_HTML_MEM_TOP + CS_HTML_MEM_H + 16,
              cs_html_fmt_tick(t, tstep, a, sizeof a));
     for (uint32_t k = 0; k < p->n_runs; k++)
         if (cs_html_has_curve(&p->runs[k]))
             memory_path(p, &p->runs[k]);
-    put(w, "</g><g class=\"dyn\"></g>\n</svg></div>\n<p class=\"legend\">");
+    cs_html_put(w, "</g><g class=\"dyn\"></g>\n</svg></div>\n<p class=\"legend\">");
     for (uint32_t k = 0; k < p->n_runs; k++) {
-        const run *r = &p->runs[k];
+        const cs_html_run *r = &p->runs[k];
         if (!cs_html_has_curve(r))
             continue;
         const commsched_sim_totals *t = commsched_sim_get_totals(r->sim);
-        putf(w, "<i class=\"sw-%s\"></i>", r == p->before ? "mb" : "ma");
+        cs_html_putf(w, "<i class=\"sw-%s\"></i>", r == p->before ? "mb" : "ma");
         cs_html_esc(w, r->label);
-        putf(w,
+        cs_html_putf(w,
              ": peak <b data-run=\"%s\" data-key=\"peak_simulated\" "
              "data-value=\"%lld\">%s</b> at %s",
              r->key, (long long)t->peak_memory,
@@ -604,9 +604,9 @@ void cs_html_memory_section(page *p)
              cs_html_fmt_time(t->peak_memory_at_ns, b, sizeof b));
     }
     if (o->memory_budget >= 0)
-        putf(w, "<i class=\"sw-bu\"></i>budget %s",
+        cs_html_putf(w, "<i class=\"sw-bu\"></i>budget %s",
              cs_fmt_bytes((double)o->memory_budget, a, sizeof a));
-    put(w, "</p>\n<p class=\"note\">Live bytes over simulated time: a "
+    cs_html_put(w, "</p>\n<p class=\"note\">Live bytes over simulated time: a "
            "buffer is allocated when its producer starts and freed when its "
            "last reader ends (DESIGN.md \xC2\xA7"
            "3 and \xC2\xA7"
@@ -614,16 +614,16 @@ void cs_html_memory_section(page *p)
            "overlap can keep buffers alive longer than the per-step count "
            "the passes budget. ");
     if (o->memory_budget >= 0) {
-        put(w, "Budget line: ");
+        cs_html_put(w, "Budget line: ");
         cs_html_esc(w, o->memory_budget_note ? o->memory_budget_note
                                              : "as given by the caller");
-        put(w, ".");
+        cs_html_put(w, ".");
     } else {
-        put(w, "No budget line: ");
+        cs_html_put(w, "No budget line: ");
         cs_html_esc(w, o->memory_budget_note
                            ? o->memory_budget_note
                            : "no before order to derive it from");
-        put(w, ".");
+        cs_html_put(w, ".");
     }
-    put(w, "</p></section>\n");
+    cs_html_put(w, "</p></section>\n");
 }

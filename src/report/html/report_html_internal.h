@@ -19,46 +19,46 @@
 #include "graph_internal.h"
 
 /* Geometry of the SVG viewBox, in user units (1 unit = 1 px at 100%). */
-#define PLOT_W 1200.0 /* the time axis */
-#define NCOLS 1200u   /* aggregation columns: one per unit */
-#define LABEL_W 150.0 /* lane names to the left */
-#define PAD_R 24.0
-#define SVG_W (LABEL_W + PLOT_W + PAD_R)
-#define AXIS_H 28.0   /* the time labels above the lanes */
-#define RUN_HEAD 20.0 /* a run's title row */
-#define LANE_H 18.0
-#define LANE_GAP 5.0
-#define RUN_GAP 10.0
-#define MEM_TOP 16.0
-#define MEM_H 170.0 /* the memory plot */
-#define MEM_BOTTOM 26.0
+#define CS_HTML_PLOT_W 1200.0 /* the time axis */
+#define CS_HTML_NCOLS 1200u   /* aggregation columns: one per unit */
+#define CS_HTML_LABEL_W 150.0 /* lane names to the left */
+#define CS_HTML_PAD_R 24.0
+#define CS_HTML_SVG_W (CS_HTML_LABEL_W + CS_HTML_PLOT_W + CS_HTML_PAD_R)
+#define CS_HTML_AXIS_H 28.0   /* the time labels above the lanes */
+#define CS_HTML_RUN_HEAD 20.0 /* a run's title row */
+#define CS_HTML_LANE_H 18.0
+#define CS_HTML_LANE_GAP 5.0
+#define CS_HTML_RUN_GAP 10.0
+#define CS_HTML_MEM_TOP 16.0
+#define CS_HTML_MEM_H 170.0 /* the memory plot */
+#define CS_HTML_MEM_BOTTOM 26.0
 
-#define BAR_LIMIT 2000u /* lanes with at most this many nodes: all bars */
-#define MIN_BAR_PX 3.0  /* busier lanes: nodes this wide stay bars */
-#define LEVELS 20       /* bin heights are quantised to 5% */
-#define DATA_BINS 2000u /* per-lane bins sent when nodes are left out */
-#define DEFAULT_MAX_BARS 50000u
-#define DEFAULT_MAX_ROWS 1000u
-#define MEM_RAW_POINTS 20000u /* memory curves up to this are sent whole */
-#define MEM_BUCKETS 4000u     /* otherwise min/max/last per bucket */
-#define MAX_RUNS 3
+#define CS_HTML_BAR_LIMIT 2000u /* lanes with at most this many nodes: all bars */
+#define CS_HTML_MIN_BAR_PX 3.0  /* busier lanes: nodes this wide stay bars */
+#define CS_HTML_LEVELS 20       /* bin heights are quantised to 5% */
+#define CS_HTML_DATA_BINS 2000u /* per-lane bins sent when nodes are left out */
+#define CS_HTML_DEFAULT_MAX_BARS 50000u
+#define CS_HTML_DEFAULT_MAX_ROWS 1000u
+#define CS_HTML_MEM_RAW_POINTS 20000u /* memory curves up to this are sent whole */
+#define CS_HTML_MEM_BUCKETS 4000u     /* otherwise min/max/last per bucket */
+#define CS_HTML_MAX_RUNS 3
 
 /* ---- output ------------------------------------------------------------- */
 
 /* The stream a page is written to. Writers never check each call: the
  * entry points test ferror() once at the end. */
-typedef struct hw {
+typedef struct cs_html_out {
     FILE *f;
-} hw;
+} cs_html_out;
 
-static inline void put(hw *w, const char *s) { fputs(s, w->f); }
+static inline void cs_html_put(cs_html_out *w, const char *s) { fputs(s, w->f); }
 
-static inline void putf(hw *w, const char *fmt, ...)
+static inline void cs_html_putf(cs_html_out *w, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-static inline void putf(hw *w, const char *fmt, ...)
+static inline void cs_html_putf(cs_html_out *w, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -67,21 +67,21 @@ static inline void putf(hw *w, const char *fmt, ...)
 }
 
 /* report_html_out.c */
-void cs_html_put_lines(hw *w, const char *const *lines);
-void cs_html_esc(hw *w, const char *s);
-void cs_html_esc_first_line(hw *w, const char *s);
-void cs_html_jstr(hw *w, const char *s);
-void cs_html_num_int(hw *w, double d);
+void cs_html_put_lines(cs_html_out *w, const char *const *lines);
+void cs_html_esc(cs_html_out *w, const char *s);
+void cs_html_esc_first_line(cs_html_out *w, const char *s);
+void cs_html_jstr(cs_html_out *w, const char *s);
+void cs_html_num_int(cs_html_out *w, double d);
 const char *cs_html_fmt_time(double ns, char *buf, size_t size);
 const char *cs_html_fmt_tick(double ns, double step, char *buf, size_t size);
 const char *cs_html_fmt_pct(double frac, char *buf, size_t size);
 double cs_html_nice_step(double range, int ticks);
 double cs_html_nice_bytes_step(double max);
-void cs_html_num_exact(hw *w, double d);
+void cs_html_num_exact(cs_html_out *w, double d);
 
 /* ---- runs and the page -------------------------------------------------- */
 
-typedef struct run {
+typedef struct cs_html_run {
     const char *key; /* data-run: before / after / measured */
     char label[64];
     const commsched_graph *g;
@@ -98,20 +98,20 @@ typedef struct run {
     int gid;                         /* graph table in the data block */
     uint32_t *from_table, *to_table; /* node ids of the table <-> this
                                         run's graph (NULL: the same) */
-} run;
+} cs_html_run;
 
-typedef struct span {
+typedef struct cs_html_span {
     double issue, start, end, exposed;
     uint32_t stream;
-} span;
+} cs_html_span;
 
-typedef struct page {
-    hw w;
+typedef struct cs_html_page {
+    cs_html_out w;
     const commsched_html_options *o;
     const commsched_report_context *ctx;
-    run runs[MAX_RUNS];
+    cs_html_run runs[CS_HTML_MAX_RUNS];
     uint32_t n_runs;
-    run *before, *after, *meas;
+    cs_html_run *before, *after, *meas;
     double T; /* the time axis: [0, T] */
     double tl_height;
     /* Memory plot. */
@@ -126,38 +126,38 @@ typedef struct page {
     /* Pass statistics, linked per after-graph node. */
     uint32_t *stat_head, *stat_next;
     int has_stats;
-} page;
+} cs_html_page;
 
 /* Time (ns) to the timeline's x (first view: the whole step). */
-static inline double X(const page *p, double t)
+static inline double cs_html_x(const cs_html_page *p, double t)
 {
-    return LABEL_W + t / p->T * PLOT_W;
+    return CS_HTML_LABEL_W + t / p->T * CS_HTML_PLOT_W;
 }
 
 /* report_html_draw.c */
-int cs_html_get_span(const run *r, uint32_t v, span *s);
-uint32_t cs_html_table_id(const run *r, uint32_t v);
-int cs_html_table_span(const run *r, uint32_t t, span *s);
-void cs_html_run_fini(run *r);
-commsched_status cs_html_run_lanes(run *r, commsched_error *err);
-double cs_html_run_height(const run *r);
-double cs_html_lane_y(const run *r, uint32_t lane);
-const char *cs_html_lane_name(const run *r, uint32_t lane);
-void cs_html_timeline_frame(page *p);
-commsched_status cs_html_timeline_static(page *p, int titles,
+int cs_html_get_span(const cs_html_run *r, uint32_t v, cs_html_span *s);
+uint32_t cs_html_table_id(const cs_html_run *r, uint32_t v);
+int cs_html_table_span(const cs_html_run *r, uint32_t t, cs_html_span *s);
+void cs_html_run_fini(cs_html_run *r);
+commsched_status cs_html_run_lanes(cs_html_run *r, commsched_error *err);
+double cs_html_run_height(const cs_html_run *r);
+double cs_html_lane_y(const cs_html_run *r, uint32_t lane);
+const char *cs_html_lane_name(const cs_html_run *r, uint32_t lane);
+void cs_html_timeline_frame(cs_html_page *p);
+commsched_status cs_html_timeline_static(cs_html_page *p, int titles,
                                          commsched_error *err);
-void cs_html_timeline_legend_svg(page *p, double y);
-int cs_html_has_curve(const run *r);
-void cs_html_memory_section(page *p);
+void cs_html_timeline_legend_svg(cs_html_page *p, double y);
+int cs_html_has_curve(const cs_html_run *r);
+void cs_html_memory_section(cs_html_page *p);
 
 /* report_html_sections.c and report_html_data.c: the page's parts, in
  * the order report_html.c writes them. */
-void cs_html_summary_section(page *p);
-commsched_status cs_html_timeline_section(page *p, commsched_error *err);
-commsched_status cs_html_collectives_section(page *p, commsched_error *err);
-void cs_html_measured_section(page *p);
-commsched_status cs_html_choose_nodes(page *p, uint32_t gi, commsched_error *err);
-commsched_status cs_html_data_block(page *p, commsched_error *err);
+void cs_html_summary_section(cs_html_page *p);
+commsched_status cs_html_timeline_section(cs_html_page *p, commsched_error *err);
+commsched_status cs_html_collectives_section(cs_html_page *p, commsched_error *err);
+void cs_html_measured_section(cs_html_page *p);
+commsched_status cs_html_choose_nodes(cs_html_page *p, uint32_t gi, commsched_error *err);
+commsched_status cs_html_data_block(cs_html_page *p, commsched_error *err);
 /* qsort order of uint32_t values, ascending. */
 int cs_html_cmp_u32(const void *a, const void *b);
 

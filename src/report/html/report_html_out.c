@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-void cs_html_put_lines(hw *w, const char *const *lines)
+void cs_html_put_lines(cs_html_out *w, const char *const *lines)
 {
     for (size_t i = 0; lines[i]; i++)
         fputs(lines[i], w->f);
@@ -47,13 +47,13 @@ static size_t utf8_len(const unsigned char *p)
  * specials as entities, '/' as &#47; (so no user text can form "//"),
  * newlines as &#10; (attributes keep them), other control characters and
  * invalid UTF-8 as U+FFFD. */
-void cs_html_esc(hw *w, const char *s)
+void cs_html_esc(cs_html_out *w, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
         size_t n = utf8_len(p);
         if (n == 0) {
-            put(w, "\xEF\xBF\xBD");
+            cs_html_put(w, "\xEF\xBF\xBD");
             p++;
             continue;
         }
@@ -63,17 +63,17 @@ void cs_html_esc(hw *w, const char *s)
             continue;
         }
         switch (*p) {
-        case '&': put(w, "&amp;"); break;
-        case '<': put(w, "&lt;"); break;
-        case '>': put(w, "&gt;"); break;
-        case '"': put(w, "&quot;"); break;
-        case '\'': put(w, "&#39;"); break;
-        case '/': put(w, "&#47;"); break;
-        case '\n': put(w, "&#10;"); break;
-        case '\t': put(w, " "); break;
+        case '&': cs_html_put(w, "&amp;"); break;
+        case '<': cs_html_put(w, "&lt;"); break;
+        case '>': cs_html_put(w, "&gt;"); break;
+        case '"': cs_html_put(w, "&quot;"); break;
+        case '\'': cs_html_put(w, "&#39;"); break;
+        case '/': cs_html_put(w, "&#47;"); break;
+        case '\n': cs_html_put(w, "&#10;"); break;
+        case '\t': cs_html_put(w, " "); break;
         default:
             if (*p < 0x20 || *p == 0x7F)
-                put(w, "\xEF\xBF\xBD");
+                cs_html_put(w, "\xEF\xBF\xBD");
             else
                 fputc(*p, w->f);
         }
@@ -82,7 +82,7 @@ void cs_html_esc(hw *w, const char *s)
 }
 
 /* The first line of s, escaped (limiting factors span lines). */
-void cs_html_esc_first_line(hw *w, const char *s)
+void cs_html_esc_first_line(cs_html_out *w, const char *s)
 {
     char buf[256];
     size_t n = strcspn(s, "\n");
@@ -95,14 +95,14 @@ void cs_html_esc_first_line(hw *w, const char *s)
 
 /* A JSON string for the data block: '<', '>', '&' and '/' escaped so the
  * block can never close its <script> or spell a URL. */
-void cs_html_jstr(hw *w, const char *s)
+void cs_html_jstr(cs_html_out *w, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', w->f);
     while (*p) {
         size_t n = utf8_len(p);
         if (n == 0) {
-            put(w, "\\ufffd");
+            cs_html_put(w, "\\ufffd");
             p++;
             continue;
         }
@@ -110,23 +110,23 @@ void cs_html_jstr(hw *w, const char *s)
             /* U+2028 / U+2029 are fine in JSON but not in older JS. */
             if (n == 3 && p[0] == 0xE2 && p[1] == 0x80 &&
                 (p[2] == 0xA8 || p[2] == 0xA9))
-                putf(w, "\\u%04x", p[2] == 0xA8 ? 0x2028u : 0x2029u);
+                cs_html_putf(w, "\\u%04x", p[2] == 0xA8 ? 0x2028u : 0x2029u);
             else
                 fwrite(p, 1, n, w->f);
             p += n;
             continue;
         }
         switch (*p) {
-        case '"': put(w, "\\\""); break;
-        case '\\': put(w, "\\\\"); break;
-        case '/': put(w, "\\/"); break;
-        case '\n': put(w, "\\n"); break;
-        case '<': put(w, "\\u003c"); break;
-        case '>': put(w, "\\u003e"); break;
-        case '&': put(w, "\\u0026"); break;
+        case '"': cs_html_put(w, "\\\""); break;
+        case '\\': cs_html_put(w, "\\\\"); break;
+        case '/': cs_html_put(w, "\\/"); break;
+        case '\n': cs_html_put(w, "\\n"); break;
+        case '<': cs_html_put(w, "\\u003c"); break;
+        case '>': cs_html_put(w, "\\u003e"); break;
+        case '&': cs_html_put(w, "\\u0026"); break;
         default:
             if (*p < 0x20 || *p == 0x7F)
-                putf(w, "\\u%04x", (unsigned)*p);
+                cs_html_putf(w, "\\u%04x", (unsigned)*p);
             else
                 fputc(*p, w->f);
         }
@@ -137,16 +137,16 @@ void cs_html_jstr(hw *w, const char *s)
 
 /* Exact figures for data-value attributes (tests compare them with
  * `simulate --format json`). */
-void cs_html_num_exact(hw *w, double d) { putf(w, "%.17g", d); }
+void cs_html_num_exact(cs_html_out *w, double d) { cs_html_putf(w, "%.17g", d); }
 
 /* Data-block numbers: whole units (ns, bytes) are enough to draw and to
  * read in a tooltip, and keep the block small. */
-void cs_html_num_int(hw *w, double d)
+void cs_html_num_int(cs_html_out *w, double d)
 {
     if (!(d == d) || isinf(d))
-        put(w, "0");
+        cs_html_put(w, "0");
     else
-        putf(w, "%.0f", floor(d + 0.5));
+        cs_html_putf(w, "%.0f", floor(d + 0.5));
 }
 
 /* ---- human-readable figures ---------------------------------------------- */

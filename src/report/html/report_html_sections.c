@@ -53,7 +53,7 @@ static const char *fmt_fig(fig_kind k, double v, char *buf, size_t size)
 }
 
 /* "-28.0%" / "+22.9 pt", classed good or bad when direction matters. */
-static void change_cell(hw *w, const figure *f, double x, double y)
+static void change_cell(cs_html_out *w, const figure *f, double x, double y)
 {
     char buf[48];
     const char *cls = "";
@@ -73,84 +73,84 @@ static void change_cell(hw *w, const figure *f, double x, double y)
     if (f->lower_is_better && fabs(d) > 1e-12 * fmax(fabs(x), 1))
         cls = (d < 0) == (f->lower_is_better > 0) ? " good" : " bad";
     /* A minus sign, not a hyphen, reads better in a number column. */
-    putf(w, "<td class=\"chg%s\" data-v=\"%.17g\">", cls, d);
+    cs_html_putf(w, "<td class=\"chg%s\" data-v=\"%.17g\">", cls, d);
     if (buf[0] == '-') {
-        put(w, "\xE2\x88\x92");
-        put(w, buf + 1);
+        cs_html_put(w, "\xE2\x88\x92");
+        cs_html_put(w, buf + 1);
     } else {
-        put(w, buf);
+        cs_html_put(w, buf);
     }
-    put(w, "</td>");
+    cs_html_put(w, "</td>");
 }
 
-void cs_html_summary_section(page *p)
+void cs_html_summary_section(cs_html_page *p)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     const commsched_sim_totals *A = commsched_sim_get_totals(p->after->sim);
     const commsched_sim_totals *B =
         p->before ? commsched_sim_get_totals(p->before->sim) : NULL;
     char a[48], b[48];
-    put(w, "<section id=\"summary\"><h2>Summary</h2>\n");
+    cs_html_put(w, "<section id=\"summary\"><h2>Summary</h2>\n");
     if (B) {
         double dm = A->makespan_ns - B->makespan_ns;
-        put(w, "<p class=\"headline\">Makespan <b>");
-        put(w, cs_html_fmt_time(B->makespan_ns, a, sizeof a));
-        put(w, "</b> \xE2\x86\x92 <b>");
-        put(w, cs_html_fmt_time(A->makespan_ns, a, sizeof a));
-        putf(w, "</b> (%s%.1f%%), exposed comm <b>",
+        cs_html_put(w, "<p class=\"headline\">Makespan <b>");
+        cs_html_put(w, cs_html_fmt_time(B->makespan_ns, a, sizeof a));
+        cs_html_put(w, "</b> \xE2\x86\x92 <b>");
+        cs_html_put(w, cs_html_fmt_time(A->makespan_ns, a, sizeof a));
+        cs_html_putf(w, "</b> (%s%.1f%%), exposed comm <b>",
              dm <= 0 ? "\xE2\x88\x92" : "+",
              B->makespan_ns > 0 ? 100.0 * fabs(dm) / B->makespan_ns : 0.0);
-        put(w, cs_html_fmt_time(B->exposed_ns, a, sizeof a));
-        put(w, "</b> \xE2\x86\x92 <b>");
-        put(w, cs_html_fmt_time(A->exposed_ns, a, sizeof a));
-        put(w, "</b>, overlap ");
-        put(w, cs_html_fmt_pct(B->overlap, a, sizeof a));
-        put(w, " \xE2\x86\x92 ");
-        put(w, cs_html_fmt_pct(A->overlap, a, sizeof a));
-        put(w, ", peak memory ");
-        put(w, cs_fmt_bytes((double)B->peak_memory, a, sizeof a));
-        put(w, " \xE2\x86\x92 ");
-        put(w, cs_fmt_bytes((double)A->peak_memory, b, sizeof b));
-        put(w, ".</p>\n");
+        cs_html_put(w, cs_html_fmt_time(B->exposed_ns, a, sizeof a));
+        cs_html_put(w, "</b> \xE2\x86\x92 <b>");
+        cs_html_put(w, cs_html_fmt_time(A->exposed_ns, a, sizeof a));
+        cs_html_put(w, "</b>, overlap ");
+        cs_html_put(w, cs_html_fmt_pct(B->overlap, a, sizeof a));
+        cs_html_put(w, " \xE2\x86\x92 ");
+        cs_html_put(w, cs_html_fmt_pct(A->overlap, a, sizeof a));
+        cs_html_put(w, ", peak memory ");
+        cs_html_put(w, cs_fmt_bytes((double)B->peak_memory, a, sizeof a));
+        cs_html_put(w, " \xE2\x86\x92 ");
+        cs_html_put(w, cs_fmt_bytes((double)A->peak_memory, b, sizeof b));
+        cs_html_put(w, ".</p>\n");
     }
-    put(w, "<table class=\"summary\" id=\"cs-summary\"><thead><tr><th>"
+    cs_html_put(w, "<table class=\"summary\" id=\"cs-summary\"><thead><tr><th>"
            "simulated</th>");
     if (p->before) {
-        put(w, "<th>");
+        cs_html_put(w, "<th>");
         cs_html_esc(w, p->before->label);
-        put(w, "</th>");
+        cs_html_put(w, "</th>");
     }
-    put(w, "<th>");
+    cs_html_put(w, "<th>");
     cs_html_esc(w, p->after->label);
-    put(w, "</th>");
+    cs_html_put(w, "</th>");
     if (B)
-        put(w, "<th>change</th>");
-    put(w, "</tr></thead><tbody>\n");
+        cs_html_put(w, "<th>change</th>");
+    cs_html_put(w, "</tr></thead><tbody>\n");
     for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
         const figure *f = &figures[i];
-        putf(w, "<tr data-key=\"%s\"><th>%s</th>", f->key, f->label);
+        cs_html_putf(w, "<tr data-key=\"%s\"><th>%s</th>", f->key, f->label);
         if (B) {
             double x = figure_value(B, i);
-            putf(w, "<td data-run=\"before\" data-key=\"%s\" data-value=\"",
+            cs_html_putf(w, "<td data-run=\"before\" data-key=\"%s\" data-value=\"",
                  f->key);
             cs_html_num_exact(w, x);
-            putf(w, "\">%s</td>", fmt_fig(f->kind, x, a, sizeof a));
+            cs_html_putf(w, "\">%s</td>", fmt_fig(f->kind, x, a, sizeof a));
         }
         double y = figure_value(A, i);
-        putf(w, "<td data-run=\"after\" data-key=\"%s\" data-value=\"", f->key);
+        cs_html_putf(w, "<td data-run=\"after\" data-key=\"%s\" data-value=\"", f->key);
         cs_html_num_exact(w, y);
-        putf(w, "\">%s</td>", fmt_fig(f->kind, y, a, sizeof a));
+        cs_html_putf(w, "\">%s</td>", fmt_fig(f->kind, y, a, sizeof a));
         if (B)
             change_cell(w, f, figure_value(B, i), y);
-        put(w, "</tr>\n");
+        cs_html_put(w, "</tr>\n");
     }
-    put(w, "</tbody></table>\n<p class=\"note\">Makespan is the latest end "
+    cs_html_put(w, "</tbody></table>\n<p class=\"note\">Makespan is the latest end "
            "over all streams; the lower bound is the largest of the compute "
            "stream's load, the busiest comm stream and the critical path "
            "(docs/REPORTS.md); efficiency = bound / makespan; overlap = 1 "
            "\xE2\x88\x92 exposed / comm.");
     if (p->after->sim) {
-        put(w, " Bound set by the ");
+        cs_html_put(w, " Bound set by the ");
         const char *what = "critical path";
         if (A->lower_bound_ns <= 0)
             what = "empty step";
@@ -160,18 +160,18 @@ void cs_html_summary_section(page *p)
             what = "compute stream";
         else
             what = "busiest comm stream";
-        putf(w, "%s (after).", what);
+        cs_html_putf(w, "%s (after).", what);
     }
-    put(w, "</p></section>\n");
+    cs_html_put(w, "</p></section>\n");
 }
 
 /* ---- the timeline section ----------------------------------------------- */
 
-commsched_status cs_html_timeline_section(page *p, commsched_error *err)
+commsched_status cs_html_timeline_section(cs_html_page *p, commsched_error *err)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     commsched_status st;
-    put(w, "<section id=\"timeline\"><h2>Timeline</h2>\n"
+    cs_html_put(w, "<section id=\"timeline\"><h2>Timeline</h2>\n"
            "<div class=\"controls\"><button type=\"button\" "
            "data-act=\"zoom-in\">+</button><button type=\"button\" "
            "data-act=\"zoom-out\">\xE2\x88\x92</button><button "
@@ -181,23 +181,23 @@ commsched_status cs_html_timeline_section(page *p, commsched_error *err)
            "<span id=\"cs-window\"></span> \xC2\xB7 drag across the lanes "
            "to zoom, double-click to reset, Ctrl+wheel zooms, Shift+wheel "
            "pans</div>\n");
-    putf(w,
+    cs_html_putf(w,
          "<div class=\"chart\"><svg id=\"cs-tl\" class=\"plot\" viewBox=\"0 0 "
          "%.0f %.0f\" role=\"img\" aria-label=\"per-stream timeline\">\n",
-         SVG_W, p->tl_height);
-    put(w, "<defs><pattern id=\"cs-hatch\" width=\"6\" height=\"6\" "
+         CS_HTML_SVG_W, p->tl_height);
+    cs_html_put(w, "<defs><pattern id=\"cs-hatch\" width=\"6\" height=\"6\" "
            "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
            "<rect width=\"6\" height=\"6\" fill=\"#f5b7b8\"/><rect "
            "width=\"3\" height=\"6\" fill=\"#e15759\"/></pattern></defs>\n");
     cs_html_timeline_frame(p);
-    put(w, "<g class=\"static\">\n");
+    cs_html_put(w, "<g class=\"static\">\n");
     if ((st = cs_html_timeline_static(p, 0, err)) != COMMSCHED_OK)
         return st;
-    put(w, "</g><g class=\"dyn\"></g>\n<rect class=\"brush\" x=\"0\" y=\"0\" "
+    cs_html_put(w, "</g><g class=\"dyn\"></g>\n<rect class=\"brush\" x=\"0\" y=\"0\" "
            "width=\"0\" ");
-    putf(w, "height=\"%.0f\" style=\"display:none\"/>\n</svg></div>\n",
+    cs_html_putf(w, "height=\"%.0f\" style=\"display:none\"/>\n</svg></div>\n",
          p->tl_height);
-    put(w, "<p class=\"legend\"><i class=\"sw-c\"></i>compute<i "
+    cs_html_put(w, "<p class=\"legend\"><i class=\"sw-c\"></i>compute<i "
            "class=\"sw-ag\"></i>all_gather<i class=\"sw-rs\"></i>"
            "reduce_scatter<i class=\"sw-ar\"></i>all_reduce<i "
            "class=\"sw-co\"></i>other collective<i class=\"sw-w\"></i>wait"
@@ -235,30 +235,30 @@ static int by_pos(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static void td_time(hw *w, double ns)
+static void td_time(cs_html_out *w, double ns)
 {
     char b[32];
     if (isnan(ns)) {
-        put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
+        cs_html_put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
         return;
     }
-    putf(w, "<td data-v=\"%.9g\">%s</td>", ns,
+    cs_html_putf(w, "<td data-v=\"%.9g\">%s</td>", ns,
          cs_html_fmt_time(ns, b, sizeof b));
 }
 
-static void td_int(hw *w, double v)
+static void td_int(cs_html_out *w, double v)
 {
     if (isnan(v))
-        put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
+        cs_html_put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
     else
-        putf(w, "<td data-v=\"%.0f\">%.0f</td>", v, v);
+        cs_html_putf(w, "<td data-v=\"%.0f\">%.0f</td>", v, v);
 }
 
 /* The pass statistics of node v (after graph): moves summed over passes,
  * the last pass's limiting factor, every pass in the cell's title. */
-static void stats_cells(page *p, uint32_t v)
+static void stats_cells(cs_html_page *p, uint32_t v)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     const commsched_html_options *o = p->o;
     uint32_t moves = 0, any = 0;
     const char *lf = NULL;
@@ -273,11 +273,11 @@ static void stats_cells(page *p, uint32_t v)
         any = 1;
     }
     if (!any) {
-        put(w, "<td data-v=\"\">\xE2\x80\x94</td><td class=\"lf\" "
+        cs_html_put(w, "<td data-v=\"\">\xE2\x80\x94</td><td class=\"lf\" "
                "data-v=\"\"></td>");
         return;
     }
-    putf(w, "<td data-v=\"%u\">%u</td><td class=\"lf\" title=\"", moves, moves);
+    cs_html_putf(w, "<td data-v=\"%u\">%u</td><td class=\"lf\" title=\"", moves, moves);
     /* The title lists the passes in the order they ran: walk the list
      * (newest first) from its far end. Lists are a few rows long. */
     uint32_t cnt = 0;
@@ -289,34 +289,34 @@ static void stats_cells(page *p, uint32_t v)
             k = p->stat_next[k];
         const commsched_html_pass_row *r = &o->pass_rows[k];
         cs_html_esc(w, r->pass);
-        putf(w, ": %u moves, ", r->moves);
+        cs_html_putf(w, ": %u moves, ", r->moves);
         cs_html_esc(w, r->limiting_factor ? r->limiting_factor : "None");
         if (i)
-            put(w, "&#10;");
+            cs_html_put(w, "&#10;");
     }
-    put(w, "\">");
+    cs_html_put(w, "\">");
     cs_html_esc_first_line(w, lf);
-    put(w, "</td>");
+    cs_html_put(w, "</td>");
 }
 
-commsched_status cs_html_collectives_section(page *p, commsched_error *err)
+commsched_status cs_html_collectives_section(cs_html_page *p, commsched_error *err)
 {
-    hw *w = &p->w;
-    const run *A = p->after;
+    cs_html_out *w = &p->w;
+    const cs_html_run *A = p->after;
     const commsched_graph *g = A->g;
     const commsched_sim_node *an = commsched_sim_get_nodes(A->sim);
     const commsched_sim_node *bn =
         p->before ? commsched_sim_get_nodes(p->before->sim) : NULL;
     const commsched_graph *bg = p->before ? p->before->g : NULL;
     const commsched_measured_run *m = p->meas ? p->meas->meas : NULL;
-    uint32_t max_rows = p->o->max_rows ? p->o->max_rows : DEFAULT_MAX_ROWS;
+    uint32_t max_rows = p->o->max_rows ? p->o->max_rows : CS_HTML_DEFAULT_MAX_ROWS;
     char b[48];
     size_t nc = 0;
     for (uint32_t v = 0; v < g->n_nodes; v++)
         nc += g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
-    put(w, "<section id=\"collectives\"><h2>Collectives</h2>\n");
+    cs_html_put(w, "<section id=\"collectives\"><h2>Collectives</h2>\n");
     if (nc == 0) {
-        put(w, "<p class=\"note\">No collectives in this step.</p>"
+        cs_html_put(w, "<p class=\"note\">No collectives in this step.</p>"
                "</section>\n");
         return COMMSCHED_OK;
     }
@@ -335,42 +335,42 @@ commsched_status cs_html_collectives_section(page *p, commsched_error *err)
     }
     qsort(picks, shown, sizeof *picks, by_pos);
     if (shown < nc)
-        putf(w,
+        cs_html_putf(w,
              "<p class=\"note\">%zu collectives; the %zu most exposed (after) "
              "are listed, in issue order. <code>commsched simulate --format "
              "json</code> lists them all.</p>\n",
              nc, shown);
-    put(w, "<div class=\"tablewrap\"><table class=\"sortable\" "
+    cs_html_put(w, "<div class=\"tablewrap\"><table class=\"sortable\" "
            "id=\"cs-collectives\"><thead><tr><th>collective</th>"
            "<th class=\"txt\">op</th><th class=\"txt\">group</th>"
            "<th>bytes</th><th>comm</th>");
     if (bn)
-        put(w, "<th>exposed before</th>");
-    put(w, "<th>exposed after</th>");
+        cs_html_put(w, "<th>exposed before</th>");
+    cs_html_put(w, "<th>exposed after</th>");
     if (bn)
-        put(w, "<th>change</th>");
-    put(w, "<th>overlapped</th><th>queued</th><th>issue</th><th>wait</th>");
+        cs_html_put(w, "<th>change</th>");
+    cs_html_put(w, "<th>overlapped</th><th>queued</th><th>issue</th><th>wait</th>");
     if (p->has_stats)
-        put(w, "<th>moves</th><th class=\"txt\">limiting factor</th>"
+        cs_html_put(w, "<th>moves</th><th class=\"txt\">limiting factor</th>"
                "<th>wait moves</th><th class=\"txt\">wait limiting "
                "factor</th>");
     if (m)
-        put(w, "<th>measured comm</th><th>measured exposed</th>");
-    put(w, "</tr></thead><tbody>\n");
+        cs_html_put(w, "<th>measured comm</th><th>measured exposed</th>");
+    cs_html_put(w, "</tr></thead><tbody>\n");
     for (size_t i = 0; i < shown; i++) {
         uint32_t v = picks[i].v;
         const cs_node *nd = &g->nodes[v];
         const commsched_sim_node *r = &an[v];
-        put(w, "<tr><td>");
+        cs_html_put(w, "<tr><td>");
         cs_html_esc(w, nd->name);
         if (nd->is_sync)
-            put(w, " <span title=\"sync collective: blocks the compute "
+            cs_html_put(w, " <span title=\"sync collective: blocks the compute "
                    "stream\">*</span>");
-        putf(w, "</td><td class=\"txt\">%s</td><td class=\"txt\">",
+        cs_html_putf(w, "</td><td class=\"txt\">%s</td><td class=\"txt\">",
              commsched_coll_op_str((commsched_coll_op)nd->coll_op));
         cs_html_esc(w, g->groups[nd->group].name);
         double bytes = commsched_cost_collective_bytes(g, v);
-        putf(w, "</td><td data-v=\"%.0f\">%s</td>", bytes,
+        cs_html_putf(w, "</td><td data-v=\"%.0f\">%s</td>", bytes,
              cs_fmt_bytes(bytes, b, sizeof b));
         td_time(w, r->end_ns - r->start_ns);
         double before_exp = NAN;
@@ -384,10 +384,10 @@ commsched_status cs_html_collectives_section(page *p, commsched_error *err)
         td_time(w, r->exposed_ns);
         if (bn) {
             if (isnan(before_exp)) {
-                put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
+                cs_html_put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
             } else {
                 double d = r->exposed_ns - before_exp;
-                putf(w, "<td class=\"chg%s\" data-v=\"%.9g\">%s%s</td>",
+                cs_html_putf(w, "<td class=\"chg%s\" data-v=\"%.9g\">%s%s</td>",
                      d < 0   ? " good"
                      : d > 0 ? " bad"
                              : "",
@@ -412,43 +412,43 @@ commsched_status cs_html_collectives_section(page *p, commsched_error *err)
                                              : m->end_ns[v] - m->start_ns[v]);
             td_time(w, m->exposed_ns_of[v]);
         }
-        put(w, "</tr>\n");
+        cs_html_put(w, "</tr>\n");
     }
     free(picks);
-    put(w, "</tbody></table></div>\n<p class=\"note\">Click a column to "
+    cs_html_put(w, "</tbody></table></div>\n<p class=\"note\">Click a column to "
            "sort. comm: the collective's runtime; exposed: the compute "
            "stream's stall charged to it (a collective that queued behind "
            "others can show more than its runtime); overlapped: compute "
            "that ran while it was in flight; issue / wait: positions in the "
            "order; * a sync collective.");
     if (p->has_stats)
-        put(w, " moves and limiting factor: what the reordering passes did "
+        cs_html_put(w, " moves and limiting factor: what the reordering passes did "
                "with the collective (summed over passes; the factor is the "
                "last pass's, hover for each), and the sink passes with its "
                "wait: Inductor's ReorderInfo / SinkWaitInfo.");
-    put(w, "</p></section>\n");
+    cs_html_put(w, "</p></section>\n");
     return COMMSCHED_OK;
 }
 
 /* ---- measured vs predicted ---------------------------------------------- */
 
 /* A figure's cell: formatted, with its exact value for tests. */
-static void td_fig(hw *w, fig_kind k, double v)
+static void td_fig(cs_html_out *w, fig_kind k, double v)
 {
     char a[48];
     if (isnan(v))
-        put(w, "<td>\xE2\x80\x94</td>");
+        cs_html_put(w, "<td>\xE2\x80\x94</td>");
     else
-        putf(w, "<td data-value=\"%.17g\">%s</td>", v,
+        cs_html_putf(w, "<td data-value=\"%.17g\">%s</td>", v,
              fmt_fig(k, v, a, sizeof a));
 }
 
 /* (meas - pred) / pred, or points for fractions. */
-static void td_error(hw *w, fig_kind k, double pred, double meas)
+static void td_error(cs_html_out *w, fig_kind k, double pred, double meas)
 {
     double d = meas - pred;
     if (isnan(d) || (k != F_PCT && pred == 0)) {
-        put(w, "<td>\xE2\x80\x94</td>");
+        cs_html_put(w, "<td>\xE2\x80\x94</td>");
         return;
     }
     char buf[48];
@@ -458,19 +458,19 @@ static void td_error(hw *w, fig_kind k, double pred, double meas)
         snprintf(buf, sizeof buf, "%+.1f pt", 100.0 * d);
     else
         snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * d / pred);
-    put(w, "<td>");
-    put(w, buf[0] == '-' ? "\xE2\x88\x92" : "");
-    put(w, buf[0] == '-' ? buf + 1 : buf);
-    put(w, "</td>");
+    cs_html_put(w, "<td>");
+    cs_html_put(w, buf[0] == '-' ? "\xE2\x88\x92" : "");
+    cs_html_put(w, buf[0] == '-' ? buf + 1 : buf);
+    cs_html_put(w, "</td>");
 }
 
 /* One figure: simulated here, the run's own prediction (when the run made
  * one), measured, and the errors against each prediction. */
-static void measured_row(hw *w, const char *label, const char *key,
+static void measured_row(cs_html_out *w, const char *label, const char *key,
                          fig_kind k, double pred, int has_run_pred,
                          double run_pred, double meas)
 {
-    putf(w, "<tr data-key=\"%s\"><th>%s</th>", key, label);
+    cs_html_putf(w, "<tr data-key=\"%s\"><th>%s</th>", key, label);
     td_fig(w, k, pred);
     if (has_run_pred)
         td_fig(w, k, run_pred);
@@ -478,55 +478,55 @@ static void measured_row(hw *w, const char *label, const char *key,
     td_error(w, k, pred, meas);
     if (has_run_pred)
         td_error(w, k, run_pred, meas);
-    put(w, "</tr>\n");
+    cs_html_put(w, "</tr>\n");
 }
 
-void cs_html_measured_section(page *p)
+void cs_html_measured_section(cs_html_page *p)
 {
-    hw *w = &p->w;
+    cs_html_out *w = &p->w;
     const commsched_measured_run *m = p->meas->meas;
     const commsched_sim_totals *A = commsched_sim_get_totals(p->after->sim);
     int rp = !isnan(m->pred_makespan_ns);
     char a[48];
-    put(w, "<section id=\"measured\"><h2>Measured vs predicted</h2>\n"
+    cs_html_put(w, "<section id=\"measured\"><h2>Measured vs predicted</h2>\n"
            "<p class=\"meta\">");
     if (m->runtime) {
-        put(w, "runtime ");
+        cs_html_put(w, "runtime ");
         cs_html_esc(w, m->runtime);
-        put(w, " \xC2\xB7 ");
+        cs_html_put(w, " \xC2\xB7 ");
     }
     if (m->options_note) {
         cs_html_esc(w, m->options_note);
-        put(w, " \xC2\xB7 ");
+        cs_html_put(w, " \xC2\xB7 ");
     }
-    putf(w, "%u of %u nodes timed", m->n_timed, p->after->g->n_nodes);
+    cs_html_putf(w, "%u of %u nodes timed", m->n_timed, p->after->g->n_nodes);
     if (m->timeline_from) {
-        put(w, " \xC2\xB7 timeline from ");
+        cs_html_put(w, " \xC2\xB7 timeline from ");
         cs_html_esc(w, m->timeline_from);
     }
     if (m->graph_name && p->after->g->name &&
         strcmp(m->graph_name, p->after->g->name) != 0) {
-        put(w, " \xC2\xB7 <b>the run names graph \xE2\x80\x9C");
+        cs_html_put(w, " \xC2\xB7 <b>the run names graph \xE2\x80\x9C");
         cs_html_esc(w, m->graph_name);
-        put(w, "\xE2\x80\x9D</b>");
+        cs_html_put(w, "\xE2\x80\x9D</b>");
     }
-    put(w, "</p>\n<table class=\"summary\" id=\"cs-measured\"><thead><tr>"
+    cs_html_put(w, "</p>\n<table class=\"summary\" id=\"cs-measured\"><thead><tr>"
            "<th></th><th>simulated (");
     cs_html_esc(w, p->after->label);
-    put(w, ")</th>");
+    cs_html_put(w, ")</th>");
     if (rp) {
-        put(w, "<th>the run's prediction");
+        cs_html_put(w, "<th>the run's prediction");
         if (m->prediction_source) {
-            put(w, " (");
+            cs_html_put(w, " (");
             cs_html_esc(w, m->prediction_source);
-            put(w, ")");
+            cs_html_put(w, ")");
         }
-        put(w, "</th>");
+        cs_html_put(w, "</th>");
     }
-    put(w, "<th>measured</th><th>error</th>");
+    cs_html_put(w, "<th>measured</th><th>error</th>");
     if (rp)
-        put(w, "<th>error vs the run's prediction</th>");
-    put(w, "</tr></thead><tbody>\n");
+        cs_html_put(w, "<th>error vs the run's prediction</th>");
+    cs_html_put(w, "</tr></thead><tbody>\n");
     measured_row(w, "makespan", "makespan_ns", F_TIME, A->makespan_ns, rp,
                  m->pred_makespan_ns, m->makespan_ns);
     measured_row(w, "compute", "compute_ns", F_TIME, A->compute_ns, rp,
@@ -540,7 +540,7 @@ void cs_html_measured_section(page *p)
     measured_row(w, "peak memory", "peak_memory", F_BYTES,
                  (double)A->peak_memory, rp, NAN,
                  m->peak_memory < 0 ? NAN : (double)m->peak_memory);
-    put(w, "</tbody></table>\n");
+    cs_html_put(w, "</tbody></table>\n");
     if (m->n_ranks) {
         double lo = INFINITY, hi = -INFINITY;
         for (uint32_t i = 0; i < m->n_ranks; i++)
@@ -551,42 +551,42 @@ void cs_html_measured_section(page *p)
         int timed = 0; /* ranks with nodes of their own */
         for (uint32_t i = 0; i < m->n_ranks; i++)
             timed |= m->ranks[i].n_timed > 0;
-        put(w, "<h3>Per rank</h3>\n");
+        cs_html_put(w, "<h3>Per rank</h3>\n");
         if (hi >= lo) {
             char b[48];
-            putf(w,
+            cs_html_putf(w,
                  "<p class=\"note\">Makespan from %s to %s across %u ranks "
                  "(the slowest rank sets the step).</p>\n",
                  cs_html_fmt_time(lo, a, sizeof a),
                  cs_html_fmt_time(hi, b, sizeof b), m->n_ranks);
         }
-        put(w, "<div class=\"tablewrap\"><table class=\"sortable\" "
+        cs_html_put(w, "<div class=\"tablewrap\"><table class=\"sortable\" "
                "id=\"cs-ranks\"><thead><tr><th>rank</th><th>makespan</th>"
                "<th>compute</th><th>comm</th><th>exposed</th><th>peak "
                "memory</th>");
-        put(w, timed ? "<th>nodes timed</th>" : "");
-        put(w, "</tr></thead><tbody>\n");
+        cs_html_put(w, timed ? "<th>nodes timed</th>" : "");
+        cs_html_put(w, "</tr></thead><tbody>\n");
         for (uint32_t i = 0; i < m->n_ranks; i++) {
             const commsched_measured_run_rank *r = &m->ranks[i];
-            putf(w, "<tr><td data-v=\"%lld\">%lld</td>", (long long)r->rank,
+            cs_html_putf(w, "<tr><td data-v=\"%lld\">%lld</td>", (long long)r->rank,
                  (long long)r->rank);
             td_time(w, r->makespan_ns);
             td_time(w, r->compute_ns);
             td_time(w, r->comm_ns);
             td_time(w, r->exposed_ns);
             if (r->peak_memory < 0)
-                put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
+                cs_html_put(w, "<td data-v=\"\">\xE2\x80\x94</td>");
             else
-                putf(w, "<td data-v=\"%lld\">%s</td>",
+                cs_html_putf(w, "<td data-v=\"%lld\">%s</td>",
                      (long long)r->peak_memory,
                      cs_fmt_bytes((double)r->peak_memory, a, sizeof a));
             if (timed)
                 td_int(w, (double)r->n_timed);
-            put(w, "</tr>\n");
+            cs_html_put(w, "</tr>\n");
         }
-        put(w, "</tbody></table></div>\n");
+        cs_html_put(w, "</tbody></table></div>\n");
     }
-    put(w, "<p class=\"note\">Simulated: this page's simulation of the "
+    cs_html_put(w, "<p class=\"note\">Simulated: this page's simulation of the "
            "schedule (the cost model's runtimes). The run's prediction, when "
            "it made one, simulates the same schedule with the runtimes it "
            "calibrated and the scales it ran with, so it is the fair "
