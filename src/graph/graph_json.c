@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "json_util.h"
+#include "json_writer.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -611,158 +612,144 @@ commsched_status commsched_graph_load_string(const char *text, unsigned flags,
 
 /* ---- save ------------------------------------------------------------- */
 
-/* Integral values print as integers (runtime_ns: 120000, not 120000.0). */
-static json_t *number(double d)
+/* Numbers as jansson printed them when the save built a json_t per node
+ * (precision 17), so saved files stay byte-identical. */
+#define SAVE_PRECISION 17
+
+static void name_array(cs_jw *w, const commsched_graph *g, const char *key,
+                       const cs_csr *c, uint32_t row, int buffers)
 {
-    if (d == floor(d) && fabs(d) < 9007199254740992.0)
-        return json_integer((json_int_t)d);
-    return json_real(d);
+    if (c->off[row] == c->off[row + 1])
+        return;
+    cs_jw_key(w, key);
+    cs_jw_array(w);
+    for (uint32_t k = c->off[row]; k < c->off[row + 1]; k++)
+        cs_jw_string(w, buffers ? g->buffers[c->idx[k]].name
+                                : g->nodes[c->idx[k]].name);
+    cs_jw_end(w);
 }
 
-static json_t *name_array(const commsched_graph *g, const cs_csr *c,
-                          uint32_t row, int buffers)
-{
-    json_t *a = json_array();
-    for (uint32_t k = c->off[row]; a && k < c->off[row + 1]; k++) {
-        const char *n = buffers ? g->buffers[c->idx[k]].name
-                                : g->nodes[c->idx[k]].name;
-        if (json_array_append_new(a, json_string(n)) != 0) {
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
-/* set_new steals v; a NULL v (failed allocation) makes the whole call fail */
-static int set(json_t *o, const char *key, json_t *v)
-{
-    return v ? json_object_set_new(o, key, v) : -1;
-}
-
-static json_t *node_json(const commsched_graph *g, uint32_t i)
+/* A node on one line, keys in the order of the format's documentation. */
+static void node_json(cs_jw *w, const commsched_graph *g, uint32_t i)
 {
     const cs_node *n = &g->nodes[i];
-    json_t *o = json_object();
-    int rc = o ? 0 : -1;
-    rc |= set(o, "name", json_string(n->name));
-    rc |= set(o, "kind",
-              json_string(commsched_node_kind_str((commsched_node_kind)n->kind)));
-    if (n->op)
-        rc |= set(o, "op", json_string(n->op));
-    if (n->group != COMMSCHED_NONE)
-        rc |= set(o, "group", json_string(g->groups[n->group].name));
-    if (n->is_sync)
-        rc |= set(o, "async", json_false());
-    if (n->dtype)
-        rc |= set(o, "dtype",
-                  json_string(commsched_dtype_str((commsched_dtype)n->dtype)));
-    if (n->reduce_op)
-        rc |= set(o, "reduce_op", json_string(commsched_reduce_op_str(
-                                      (commsched_reduce_op)n->reduce_op)));
-    if (CS_ROW_LEN(g->reads, i))
-        rc |= set(o, "inputs", name_array(g, &g->reads, i, 1));
+    cs_jw_object(w);
+    cs_jw_layout(w, " ", ": ");
+    cs_jw_key(w, "name");
+    cs_jw_string(w, n->name);
+    cs_jw_key(w, "kind");
+    cs_jw_string(w, commsched_node_kind_str((commsched_node_kind)n->kind));
+    if (n->op) {
+        cs_jw_key(w, "op");
+        cs_jw_string(w, n->op);
+    }
+    if (n->group != COMMSCHED_NONE) {
+        cs_jw_key(w, "group");
+        cs_jw_string(w, g->groups[n->group].name);
+    }
+    if (n->is_sync) {
+        cs_jw_key(w, "async");
+        cs_jw_bool(w, 0);
+    }
+    if (n->dtype) {
+        cs_jw_key(w, "dtype");
+        cs_jw_string(w, commsched_dtype_str((commsched_dtype)n->dtype));
+    }
+    if (n->reduce_op) {
+        cs_jw_key(w, "reduce_op");
+        cs_jw_string(w, commsched_reduce_op_str(
+                            (commsched_reduce_op)n->reduce_op));
+    }
+    name_array(w, g, "inputs", &g->reads, i, 1);
     if (n->n_out) {
-        json_t *outs = json_array();
-        rc |= set(o, "outputs", outs);
-        for (uint32_t k = 0; rc == 0 && k < n->n_out; k++) {
+        cs_jw_key(w, "outputs");
+        cs_jw_array(w);
+        for (uint32_t k = 0; k < n->n_out; k++) {
             const cs_buffer *b = &g->buffers[n->out_first + k];
-            json_t *bo = json_object();
-            rc |= bo ? 0 : -1;
-            rc |= set(bo, "name", json_string(b->name));
-            if (b->alias_of != COMMSCHED_NONE)
-                rc |= set(bo, "alias_of",
-                          json_string(g->buffers[b->alias_of].name));
-            else
-                rc |= set(bo, "size", json_integer(b->size));
-            rc |= bo ? json_array_append_new(outs, bo) : -1;
+            cs_jw_object(w);
+            cs_jw_key(w, "name");
+            cs_jw_string(w, b->name);
+            if (b->alias_of != COMMSCHED_NONE) {
+                cs_jw_key(w, "alias_of");
+                cs_jw_string(w, g->buffers[b->alias_of].name);
+            } else {
+                cs_jw_key(w, "size");
+                cs_jw_int(w, b->size);
+            }
+            cs_jw_end(w);
         }
+        cs_jw_end(w);
     }
-    if (CS_ROW_LEN(g->after, i))
-        rc |= set(o, "after", name_array(g, &g->after, i, 0));
-    if (CS_ROW_LEN(g->after_fake, i))
-        rc |= set(o, "after_fake", name_array(g, &g->after_fake, i, 0));
-    if (n->runtime_ns >= 0)
-        rc |= set(o, "runtime_ns", number(n->runtime_ns));
-    if (n->flops >= 0)
-        rc |= set(o, "flops", number(n->flops));
-    if (n->bytes >= 0)
-        rc |= set(o, "bytes", number(n->bytes));
-    if (n->gemm_like)
-        rc |= set(o, "gemm_like", json_true());
-    if (rc != 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* Writes `"key": <value>` compactly; steals v. */
-static int emit(FILE *f, const char *lead, const char *key, json_t *v)
-{
-    if (!v)
-        return -1;
-    int rc = fprintf(f, "%s\"%s\": ", lead, key) < 0 ? -1 : 0;
-    if (rc == 0)
-        rc = json_dumpf(v, f, JSON_ENCODE_ANY | JSON_COMPACT);
-    json_decref(v);
-    return rc;
-}
-
-static json_t *groups_json(const commsched_graph *g)
-{
-    json_t *a = json_array();
-    for (uint32_t i = 0; a && i < g->n_groups; i++) {
-        json_t *o = json_object();
-        int rc = o ? 0 : -1;
-        rc |= set(o, "name", json_string(g->groups[i].name));
-        rc |= set(o, "size", json_integer(g->groups[i].size));
-        if (g->groups[i].hosts)
-            rc |= set(o, "hosts", json_integer(g->groups[i].hosts));
-        if (rc != 0 || json_array_append_new(a, o) != 0) {
-            json_decref(a);
-            return NULL;
+    name_array(w, g, "after", &g->after, i, 0);
+    name_array(w, g, "after_fake", &g->after_fake, i, 0);
+    const struct {
+        const char *key;
+        double v;
+    } nums[] = {{"runtime_ns", n->runtime_ns},
+                {"flops", n->flops},
+                {"bytes", n->bytes}};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
+        if (nums[k].v >= 0) {
+            cs_jw_key(w, nums[k].key);
+            cs_jw_number(w, nums[k].v, SAVE_PRECISION);
         }
+    if (n->gemm_like) {
+        cs_jw_key(w, "gemm_like");
+        cs_jw_bool(w, 1);
     }
-    return a;
+    cs_jw_end(w);
 }
 
-static json_t *inputs_json(const commsched_graph *g)
+static void groups_json(cs_jw *w, const commsched_graph *g)
 {
-    json_t *a = json_array();
-    for (uint32_t i = 0; a && i < g->n_inputs; i++) {
-        json_t *o = json_object();
-        int rc = o ? 0 : -1;
-        rc |= set(o, "name", json_string(g->buffers[i].name));
-        rc |= set(o, "size", json_integer(g->buffers[i].size));
-        if (g->buffers[i].freeable)
-            rc |= set(o, "freeable", json_true());
-        if (rc != 0 || json_array_append_new(a, o) != 0) {
-            json_decref(a);
-            return NULL;
+    cs_jw_array(w);
+    cs_jw_layout(w, "", ":");
+    for (uint32_t i = 0; i < g->n_groups; i++) {
+        cs_jw_object(w);
+        cs_jw_key(w, "name");
+        cs_jw_string(w, g->groups[i].name);
+        cs_jw_key(w, "size");
+        cs_jw_int(w, g->groups[i].size);
+        if (g->groups[i].hosts) {
+            cs_jw_key(w, "hosts");
+            cs_jw_int(w, g->groups[i].hosts);
         }
+        cs_jw_end(w);
     }
-    return a;
+    cs_jw_end(w);
 }
 
-static json_t *outputs_json(const commsched_graph *g)
+static void inputs_json(cs_jw *w, const commsched_graph *g)
 {
-    json_t *a = json_array();
-    for (uint32_t i = 0; a && i < g->n_outputs; i++)
-        if (json_array_append_new(a,
-                                  json_string(g->buffers[g->outputs[i]].name)))
-        {
-            json_decref(a);
-            return NULL;
+    cs_jw_array(w);
+    cs_jw_layout(w, "", ":");
+    for (uint32_t i = 0; i < g->n_inputs; i++) {
+        cs_jw_object(w);
+        cs_jw_key(w, "name");
+        cs_jw_string(w, g->buffers[i].name);
+        cs_jw_key(w, "size");
+        cs_jw_int(w, g->buffers[i].size);
+        if (g->buffers[i].freeable) {
+            cs_jw_key(w, "freeable");
+            cs_jw_bool(w, 1);
         }
-    return a;
+        cs_jw_end(w);
+    }
+    cs_jw_end(w);
 }
 
+/* The layout is the one jansson gave the file: the header fields compact
+ * (JSON_COMPACT) one per line, then one node per line with jansson's
+ * default ", " and ": " inside. The writer is on the heap: it holds its
+ * 64 KiB buffer. */
 commsched_status commsched_graph_save_stream(const commsched_graph *g,
                                              const uint32_t *order,
                                              const char *schedule_json,
                                              FILE *f, commsched_error *err)
 {
+    /* The schedule is the caller's text: parsed once (it must be an
+     * object) so the file gets it compact and checked. It is small (the
+     * pipeline's figures), never a per-node structure. */
     json_t *sched = NULL;
     if (schedule_json) {
         json_error_t je;
@@ -774,33 +761,58 @@ commsched_status commsched_graph_save_stream(const commsched_graph *g,
                                        je.text);
         }
     }
-    int rc = fprintf(f, "{\"format\": \"%s\", \"version\": %d", FORMAT_NAME,
-                     FORMAT_VERSION) < 0;
-    if (!rc && g->name)
-        rc = emit(f, ",\n ", "name", json_string(g->name));
-    if (!rc)
-        rc = emit(f, ",\n ", "groups", groups_json(g));
-    if (!rc)
-        rc = emit(f, ",\n ", "inputs", inputs_json(g));
-    if (!rc)
-        rc = emit(f, ",\n ", "outputs", outputs_json(g));
-    if (!rc && sched) {
-        rc = emit(f, ",\n ", "schedule", sched);
-        sched = NULL;
+    cs_jw *w = malloc(sizeof *w);
+    if (!w) {
+        json_decref(sched);
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
     }
-    if (!rc)
-        rc = fputs(",\n \"nodes\": [", f) < 0;
-    for (uint32_t k = 0; !rc && k < g->n_nodes; k++) {
-        json_t *node = node_json(g, order ? order[k] : k);
-        rc = !node || fputs(k ? ",\n  " : "\n  ", f) < 0 ||
-             json_dumpf(node, f, 0) != 0;
-        json_decref(node);
+    cs_jw_init(w, f);
+    cs_jw_object(w);
+    cs_jw_key(w, "format");
+    cs_jw_string(w, FORMAT_NAME);
+    cs_jw_key(w, "version");
+    cs_jw_int(w, FORMAT_VERSION);
+    cs_jw_layout(w, "\n ", ": ");
+    if (g->name) {
+        cs_jw_key(w, "name");
+        cs_jw_string(w, g->name);
     }
-    if (!rc)
-        rc = fputs("\n ]\n}\n", f) < 0;
-    json_decref(sched);
-    if (rc || ferror(f))
-        return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                   "could not write the graph");
-    return COMMSCHED_OK;
+    cs_jw_key(w, "groups");
+    groups_json(w, g);
+    cs_jw_key(w, "inputs");
+    inputs_json(w, g);
+    cs_jw_key(w, "outputs");
+    cs_jw_array(w);
+    cs_jw_layout(w, "", ":");
+    for (uint32_t i = 0; i < g->n_outputs; i++)
+        cs_jw_string(w, g->buffers[g->outputs[i]].name);
+    cs_jw_end(w);
+    if (sched) {
+        cs_jw_key(w, "schedule");
+        cs_jw_json(w, sched, "", ":");
+        json_decref(sched);
+    }
+    cs_jw_key(w, "nodes");
+    cs_jw_array(w);
+    cs_jw_layout(w, "\n  ", ": ");
+    if (g->n_nodes)
+        cs_jw_raw(w, "\n  ");
+    for (uint32_t k = 0; k < g->n_nodes && !w->error; k++)
+        node_json(w, g, order ? order[k] : k);
+    cs_jw_raw(w, "\n ");
+    cs_jw_end(w);
+    cs_jw_raw(w, "\n");
+    cs_jw_end(w);
+    cs_jw_raw(w, "\n");
+    commsched_status st = cs_jw_finish(w);
+    cs_jw_error why = w->error;
+    free(w);
+    if (st == COMMSCHED_OK)
+        return COMMSCHED_OK;
+    if (why == CS_JW_EUTF8)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "a name is not valid UTF-8");
+    return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                               "could not write the graph");
 }

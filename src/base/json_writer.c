@@ -1,0 +1,364 @@
+/* commsched — the one JSON writer (json_writer.h). */
+#include "json_writer.h"
+
+#include <math.h>
+#include <string.h>
+
+static void flush(cs_jw *w)
+{
+    if (w->len && fwrite(w->buf, 1, w->len, w->f) != w->len && !w->error)
+        w->error = CS_JW_EIO;
+    w->len = 0;
+}
+
+static void put(cs_jw *w, const char *s, size_t n)
+{
+    if (n > CS_JW_BUFFER - w->len) {
+        flush(w);
+        if (n > CS_JW_BUFFER) {
+            if (fwrite(s, 1, n, w->f) != n && !w->error)
+                w->error = CS_JW_EIO;
+            return;
+        }
+    }
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+static void put_c(cs_jw *w, char c)
+{
+    if (w->len == CS_JW_BUFFER)
+        flush(w);
+    w->buf[w->len++] = c;
+}
+
+static void put_s(cs_jw *w, const char *s) { put(w, s, strlen(s)); }
+
+static void fail(cs_jw *w, cs_jw_error e)
+{
+    if (!w->error)
+        w->error = e;
+}
+
+void cs_jw_init(cs_jw *w, FILE *f)
+{
+    w->f = f;
+    w->len = 0;
+    w->error = CS_JW_OK;
+    w->depth = 0;
+    memset(&w->levels[0], 0, sizeof w->levels[0]);
+    w->levels[0].sep = " ";
+    w->levels[0].colon = ": ";
+}
+
+void cs_jw_layout(cs_jw *w, const char *sep, const char *colon)
+{
+    w->levels[w->depth].sep = sep;
+    w->levels[w->depth].colon = colon;
+}
+
+void cs_jw_raw(cs_jw *w, const char *s)
+{
+    if (!w->error)
+        put_s(w, s);
+}
+
+/* Before a value: the comma and separator in an array; nothing after a key
+ * (the key wrote them); an object's value needs its key first. Returns 0
+ * when the value must not be written. */
+static int begin_value(cs_jw *w)
+{
+    if (w->error)
+        return 0;
+    cs_jw_level *l = &w->levels[w->depth];
+    if (l->is_object) {
+        if (!l->after_key) {
+            fail(w, CS_JW_ENEST);
+            return 0;
+        }
+        l->after_key = 0;
+        return 1;
+    }
+    if (l->has_items) {
+        if (w->depth == 0) {
+            fail(w, CS_JW_ENEST); /* one value per document */
+            return 0;
+        }
+        put_c(w, ',');
+        put_s(w, l->sep);
+    }
+    l->has_items = 1;
+    return 1;
+}
+
+static void open_container(cs_jw *w, char c, unsigned char is_object)
+{
+    if (!begin_value(w))
+        return;
+    if (w->depth == CS_JW_MAX_DEPTH) {
+        fail(w, CS_JW_ENEST);
+        return;
+    }
+    const cs_jw_level *up = &w->levels[w->depth];
+    cs_jw_level *l = &w->levels[++w->depth];
+    l->sep = up->sep;
+    l->colon = up->colon;
+    l->is_object = is_object;
+    l->has_items = 0;
+    l->after_key = 0;
+    put_c(w, c);
+}
+
+void cs_jw_object(cs_jw *w) { open_container(w, '{', 1); }
+void cs_jw_array(cs_jw *w) { open_container(w, '[', 0); }
+
+void cs_jw_end(cs_jw *w)
+{
+    if (w->error)
+        return;
+    cs_jw_level *l = &w->levels[w->depth];
+    if (w->depth == 0 || l->after_key) {
+        fail(w, CS_JW_ENEST);
+        return;
+    }
+    put_c(w, l->is_object ? '}' : ']');
+    w->depth--;
+}
+
+/* Length of the valid UTF-8 sequence at p (2..4) whose lead byte is
+ * p[0] >= 0x80, 0 when invalid. Reads past p[0] only while the bytes are
+ * continuation bytes, so it never runs over the terminating NUL. */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    if (c >= 0xC2 && c <= 0xDF)
+        return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+            return 0;
+        if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F))
+            return 0; /* overlong, surrogate */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
+            (p[3] & 0xC0) != 0x80)
+            return 0;
+        if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))
+            return 0; /* overlong, past U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+/* The quoted, escaped string. Runs of bytes that need no escape are copied
+ * in one piece: names are almost always plain ASCII. */
+static void put_string(cs_jw *w, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *p = (const unsigned char *)s, *run = p;
+    put_c(w, '"');
+    for (;;) {
+        unsigned c = *p;
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+            p++;
+            continue;
+        }
+        if (c >= 0x80) {
+            size_t n = utf8_len(p);
+            if (n == 0) {
+                fail(w, CS_JW_EUTF8);
+                return;
+            }
+            p += n;
+            continue;
+        }
+        put(w, (const char *)run, (size_t)(p - run));
+        if (c == 0)
+            break;
+        char esc[6] = {'\\', 0, '0', '0', 0, 0};
+        size_t n = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            n = 6;
+        }
+        put(w, esc, n);
+        run = ++p;
+    }
+    put_c(w, '"');
+}
+
+void cs_jw_key(cs_jw *w, const char *key)
+{
+    if (w->error)
+        return;
+    cs_jw_level *l = &w->levels[w->depth];
+    if (!l->is_object || l->after_key) {
+        fail(w, CS_JW_ENEST);
+        return;
+    }
+    if (l->has_items) {
+        put_c(w, ',');
+        put_s(w, l->sep);
+    }
+    l->has_items = 1;
+    put_string(w, key);
+    put_s(w, l->colon);
+    l->after_key = 1;
+}
+
+void cs_jw_string(cs_jw *w, const char *s)
+{
+    if (!s)
+        cs_jw_null(w);
+    else if (begin_value(w))
+        put_string(w, s);
+}
+
+void cs_jw_null(cs_jw *w)
+{
+    if (begin_value(w))
+        put(w, "null", 4);
+}
+
+void cs_jw_bool(cs_jw *w, int b)
+{
+    if (begin_value(w))
+        put_s(w, b ? "true" : "false");
+}
+
+/* Digits of v, most significant first, into the end of buf[21]. */
+static void put_u64(cs_jw *w, uint64_t v, int negative)
+{
+    char buf[21];
+    size_t i = sizeof buf;
+    do {
+        buf[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (negative)
+        buf[--i] = '-';
+    put(w, buf + i, sizeof buf - i);
+}
+
+void cs_jw_int(cs_jw *w, int64_t v)
+{
+    if (begin_value(w))
+        put_u64(w, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
+}
+
+void cs_jw_uint(cs_jw *w, uint64_t v)
+{
+    if (begin_value(w))
+        put_u64(w, v, 0);
+}
+
+/* jansson's jsonp_dtostr: the C library's "%.*g" (not shortest digits),
+ * marked as a real, exponent normalised. The library runs in the "C"
+ * locale for numbers, as jansson assumes when it finds no localeconv. */
+static void put_real(cs_jw *w, double d, int precision)
+{
+    char buf[48];
+    int n = snprintf(buf, sizeof buf - 2, "%.*g", precision ? precision : 17,
+                     d);
+    if (n < 0 || (size_t)n >= sizeof buf - 2) {
+        fail(w, CS_JW_ENUMBER);
+        return;
+    }
+    size_t len = (size_t)n;
+    char *e = memchr(buf, 'e', len);
+    if (!e && !memchr(buf, '.', len)) {
+        buf[len++] = '.';
+        buf[len++] = '0';
+    }
+    if (e) {
+        char *start = e + 1, *end = e + 2;
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        /* "e+05" -> "e5", "e-05" -> "e-5": %g always prints at least
+         * one nonzero exponent digit. */
+        memmove(start, end, (size_t)(buf + len - end));
+        len -= (size_t)(end - start);
+    }
+    put(w, buf, len);
+}
+
+void cs_jw_real(cs_jw *w, double d, int precision)
+{
+    if (!isfinite(d))
+        fail(w, CS_JW_ENUMBER);
+    else if (begin_value(w))
+        put_real(w, d, precision);
+}
+
+void cs_jw_number(cs_jw *w, double d, int precision)
+{
+    if (!isfinite(d))
+        fail(w, CS_JW_ENUMBER);
+    else if (d == floor(d) && fabs(d) < 9007199254740992.0)
+        cs_jw_int(w, (int64_t)d);
+    else
+        cs_jw_real(w, d, precision);
+}
+
+void cs_jw_number_or_null(cs_jw *w, double d, int precision)
+{
+    if (isfinite(d))
+        cs_jw_number(w, d, precision);
+    else
+        cs_jw_null(w);
+}
+
+void cs_jw_json(cs_jw *w, const json_t *v, const char *sep,
+                const char *colon)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *key;
+        json_t *val;
+        cs_jw_object(w);
+        cs_jw_layout(w, sep, colon);
+        json_object_foreach((json_t *)v, key, val) {
+            cs_jw_key(w, key);
+            cs_jw_json(w, val, sep, colon);
+        }
+        cs_jw_end(w);
+        break;
+    }
+    case JSON_ARRAY:
+        cs_jw_array(w);
+        cs_jw_layout(w, sep, colon);
+        for (size_t i = 0; i < json_array_size(v); i++)
+            cs_jw_json(w, json_array_get(v, i), sep, colon);
+        cs_jw_end(w);
+        break;
+    case JSON_STRING: cs_jw_string(w, json_string_value(v)); break;
+    case JSON_INTEGER: cs_jw_int(w, (int64_t)json_integer_value(v)); break;
+    case JSON_REAL: cs_jw_real(w, json_real_value(v), 0); break;
+    case JSON_TRUE: cs_jw_bool(w, 1); break;
+    case JSON_FALSE: cs_jw_bool(w, 0); break;
+    case JSON_NULL: cs_jw_null(w); break;
+    }
+}
+
+commsched_status cs_jw_finish(cs_jw *w)
+{
+    flush(w);
+    if (!w->error && (w->depth != 0 || ferror(w->f)))
+        w->error = w->depth != 0 ? CS_JW_ENEST : CS_JW_EIO;
+    if (!w->error)
+        return COMMSCHED_OK;
+    return w->error == CS_JW_EIO ? COMMSCHED_EIO : COMMSCHED_EINVAL;
+}

@@ -1,0 +1,114 @@
+/* commsched — the one JSON writer: every file the library writes as JSON
+ * (graphs, simulation and estimate reports, measured-run reports, Chrome
+ * traces) goes through it. Not installed.
+ *
+ * It streams: values go into a buffer inside the writer that is handed to
+ * fwrite when full, so no tree is ever built, memory is O(nesting depth)
+ * whatever the size of the document, and a million-node graph is written
+ * at the speed of memcpy rather than of a json_t per field.
+ *
+ * The writer places the commas itself (it tracks the nesting); the caller
+ * chooses the whitespace: each open container has a separator written
+ * after every comma (" " or "\n  " ...) and a colon (":" or ": "), set with
+ * cs_jw_layout and inherited by the containers opened inside it. Anything
+ * else (a newline before the first element, before a closing bracket) is
+ * written with cs_jw_raw, which leaves the comma state alone.
+ *
+ * Strings are checked as UTF-8 (overlong forms, surrogates and code
+ * points past U+10FFFF are invalid, as for jansson) and escaped exactly as
+ * jansson escapes them: \" \\ \b \f \n \r \t, other control characters as
+ * \u00XX, everything else (including '/' and non-ASCII) as is. Numbers are
+ * printed as jansson prints them (see cs_jw_real), so files written before
+ * this writer existed stay byte-identical.
+ *
+ * Errors are sticky: the first failure (invalid UTF-8, a non-finite number,
+ * a misnested call, a failed write) is remembered, later calls write
+ * nothing, and cs_jw_finish reports it. Callers therefore check once, at
+ * the end. */
+#ifndef COMMSCHED_JSON_WRITER_H
+#define COMMSCHED_JSON_WRITER_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "commsched/status.h"
+
+/* Deeper documents are refused (EINVAL): ours nest at most 5 levels. */
+#define CS_JW_MAX_DEPTH 32
+#define CS_JW_BUFFER 65536
+
+typedef enum cs_jw_error {
+    CS_JW_OK = 0,
+    CS_JW_EUTF8,   /* a string is not valid UTF-8 */
+    CS_JW_ENUMBER, /* NaN or an infinity where a number was required */
+    CS_JW_ENEST,   /* a key outside an object, an unbalanced end, too deep */
+    CS_JW_EIO      /* the stream refused a write */
+} cs_jw_error;
+
+typedef struct cs_jw_level {
+    const char *sep;   /* written after each comma */
+    const char *colon; /* between a key and its value */
+    unsigned char is_object, has_items, after_key;
+} cs_jw_level;
+
+typedef struct cs_jw {
+    FILE *f;
+    size_t len;
+    cs_jw_error error;
+    int depth; /* levels[0] is the top level (outside any container) */
+    cs_jw_level levels[CS_JW_MAX_DEPTH + 1];
+    char buf[CS_JW_BUFFER];
+} cs_jw;
+
+/* Starts a document on f (not owned: the writer never closes it). The
+ * top-level layout is ", " / ": " until cs_jw_layout changes it. The
+ * struct holds the 64 KiB buffer: allocate it, or keep it local to a
+ * function that does not recurse. */
+void cs_jw_init(cs_jw *w, FILE *f);
+
+/* The separator after each comma and the colon of the innermost open
+ * container (the top level when none is open). Both strings are borrowed
+ * and must stay valid while the container is open (string literals). */
+void cs_jw_layout(cs_jw *w, const char *sep, const char *colon);
+
+/* Text written as is (whitespace between items). Never a value: the comma
+ * state does not change. */
+void cs_jw_raw(cs_jw *w, const char *s);
+
+void cs_jw_object(cs_jw *w);
+void cs_jw_array(cs_jw *w);
+/* Closes the innermost object or array. */
+void cs_jw_end(cs_jw *w);
+/* A key of the innermost object (escaped like any string). */
+void cs_jw_key(cs_jw *w, const char *key);
+
+/* Values: in an array, after a key, or at the top level. */
+void cs_jw_string(cs_jw *w, const char *s); /* NULL writes null */
+void cs_jw_null(cs_jw *w);
+void cs_jw_bool(cs_jw *w, int b);
+void cs_jw_int(cs_jw *w, int64_t v);
+void cs_jw_uint(cs_jw *w, uint64_t v);
+/* A real as jansson's json_real dumps it with JSON_REAL_PRECISION(p)
+ * (p = 0: 17): "%.*g", ".0" appended when that has neither '.' nor 'e', and
+ * the exponent without '+' or leading zeros (1e-5, 1.5e20). */
+void cs_jw_real(cs_jw *w, double d, int precision);
+/* Integral values below 2^53 as integers (runtime_ns: 120000, not
+ * 120000.0), others as cs_jw_real. */
+void cs_jw_number(cs_jw *w, double d, int precision);
+/* The same, with NaN and infinities written as null (a figure that does
+ * not exist) instead of failing. */
+void cs_jw_number_or_null(cs_jw *w, double d, int precision);
+/* A jansson value, as json_dumpf would write it (keys in insertion order,
+ * reals with precision 17), every container in it with the layout sep /
+ * colon ("" / ":" is JSON_COMPACT). */
+void cs_jw_json(cs_jw *w, const json_t *v, const char *sep,
+                const char *colon);
+
+/* Flushes the buffer. Returns COMMSCHED_OK, COMMSCHED_EIO when a write
+ * failed or COMMSCHED_EINVAL for anything the document could not hold
+ * (w->error says which); the caller words the message. Does not set an
+ * error struct and does not fflush the stream. */
+commsched_status cs_jw_finish(cs_jw *w);
+
+#endif /* COMMSCHED_JSON_WRITER_H */

@@ -1,0 +1,448 @@
+/* The one JSON writer (src/base/json_writer.h): escaping and numbers
+ * checked against jansson itself (the files it replaced jansson in must
+ * stay byte-identical), UTF-8 validation, nesting and layout, misuse, and
+ * a stream that refuses writes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <float.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_writer.h"
+
+/* Runs body on a fresh writer over a memory stream; returns the text
+ * (caller frees) and the finish status. */
+typedef void (*writer_body)(cs_jw *w, const void *arg);
+
+static char *write_with(writer_body body, const void *arg,
+                        commsched_status *st)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    cs_jw *w = malloc(sizeof *w);
+    assert_non_null(w);
+    cs_jw_init(w, f);
+    body(w, arg);
+    *st = cs_jw_finish(w);
+    free(w);
+    fclose(f);
+    return text;
+}
+
+static void body_string(cs_jw *w, const void *arg)
+{
+    cs_jw_string(w, arg);
+}
+
+/* jansson's own rendering of s as a JSON string (NULL: it refuses s). */
+static char *jansson_string(const char *s)
+{
+    json_t *j = json_string(s);
+    char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    json_decref(j);
+    return text;
+}
+
+static void test_escapes_like_jansson(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "",
+        "plain_name.0",
+        "quote\" backslash\\ slash/",
+        "\b\f\n\r\t",
+        "\x01\x1f\x7f",
+        "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+        "\xe2\x80\xa8 line separator",
+        "\xed\x9f\xbf edge of the surrogates",
+        "\xf4\x8f\xbf\xbf last code point",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        commsched_status st;
+        char *ours = write_with(body_string, cases[i], &st);
+        char *ref = jansson_string(cases[i]);
+        assert_int_equal(st, COMMSCHED_OK);
+        assert_non_null(ref);
+        assert_string_equal(ours, ref);
+        free(ours);
+        free(ref);
+    }
+    /* Every single byte and every pair of bytes, against jansson: each
+     * either both accept and write the same text, or both refuse. */
+    char s[3] = {0};
+    for (unsigned a = 1; a < 256; a++)
+        for (unsigned b = 0; b < 256; b++) {
+            s[0] = (char)a;
+            s[1] = (char)b;
+            commsched_status st;
+            char *ours = write_with(body_string, s, &st);
+            char *ref = jansson_string(s);
+            if (ref) {
+                assert_int_equal(st, COMMSCHED_OK);
+                assert_string_equal(ours, ref);
+            } else {
+                assert_int_equal(st, COMMSCHED_EINVAL);
+            }
+            free(ours);
+            free(ref);
+        }
+}
+
+static void test_invalid_utf8_rejected(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "\x80",              /* a lone continuation byte */
+        "\xc0\xaf",          /* overlong '/' */
+        "\xc3",              /* truncated at the end */
+        "\xe0\x80\xaf",      /* overlong, three bytes */
+        "\xed\xa0\x80",      /* a surrogate */
+        "\xf4\x90\x80\x80",  /* past U+10FFFF */
+        "\xf5\x80\x80\x80",  /* never a lead byte */
+        "ok\xff",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        commsched_status st;
+        char *ours = write_with(body_string, bad[i], &st);
+        assert_int_equal(st, COMMSCHED_EINVAL);
+        assert_null(jansson_string(bad[i])); /* jansson agrees */
+        free(ours);
+    }
+}
+
+typedef struct num_case {
+    double d;
+    int precision;
+} num_case;
+
+static void body_real(cs_jw *w, const void *arg)
+{
+    const num_case *c = arg;
+    cs_jw_real(w, c->d, c->precision);
+}
+
+static void body_number(cs_jw *w, const void *arg)
+{
+    const num_case *c = arg;
+    cs_jw_number(w, c->d, c->precision);
+}
+
+static void check_real(double d, int precision)
+{
+    num_case c = {d, precision};
+    commsched_status st;
+    char *ours = write_with(body_real, &c, &st);
+    json_t *j = json_real(d);
+    char *ref = json_dumps(j, JSON_ENCODE_ANY |
+                                  JSON_REAL_PRECISION(precision ? precision
+                                                                : 17));
+    assert_int_equal(st, COMMSCHED_OK);
+    assert_string_equal(ours, ref);
+    free(ours);
+    free(ref);
+    json_decref(j);
+}
+
+static void test_numbers_like_jansson(void **state)
+{
+    (void)state;
+    static const double fixed[] = {
+        0.0, -0.0, 0.1, 1.0 / 3, 2.5, -7.25, 1e-5, 1.5e-300, 1e20, 1.5e20,
+        123456789012.4, 9007199254740992.0, 9007199254740993.0, 1e300,
+        DBL_MAX, DBL_MIN, 5e-324, -1e-7, 120000.0, 0.00012};
+    static const int precisions[] = {0, 12, 17, 3};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        for (size_t p = 0; p < sizeof precisions / sizeof precisions[0]; p++)
+            check_real(fixed[i], precisions[p]);
+    /* Random bit patterns cover every exponent. */
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double d;
+        memcpy(&d, &x, sizeof d);
+        if (isfinite(d))
+            check_real(d, i % 2 ? 12 : 0);
+    }
+}
+
+static void test_number_integral(void **state)
+{
+    (void)state;
+    static const struct {
+        double d;
+        const char *text;
+    } cases[] = {{120000, "120000"},
+                 {0, "0"},
+                 {-0.0, "0"},
+                 {-42, "-42"},
+                 {9007199254740991.0, "9007199254740991"},
+                 {9007199254740992.0, "9007199254740992.0"},
+                 {2.5, "2.5"},
+                 {1e20, "1e20"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        num_case c = {cases[i].d, 17};
+        commsched_status st;
+        char *ours = write_with(body_number, &c, &st);
+        assert_int_equal(st, COMMSCHED_OK);
+        assert_string_equal(ours, cases[i].text);
+        free(ours);
+    }
+    num_case nan_case = {NAN, 17}, inf_case = {INFINITY, 12};
+    commsched_status st;
+    free(write_with(body_number, &nan_case, &st));
+    assert_int_equal(st, COMMSCHED_EINVAL);
+    free(write_with(body_real, &inf_case, &st));
+    assert_int_equal(st, COMMSCHED_EINVAL);
+}
+
+static void body_ints(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_array(w);
+    cs_jw_layout(w, "", ":");
+    cs_jw_int(w, INT64_MIN);
+    cs_jw_int(w, INT64_MAX);
+    cs_jw_int(w, -1);
+    cs_jw_uint(w, UINT64_MAX);
+    cs_jw_number_or_null(w, NAN, 12);
+    cs_jw_number_or_null(w, 3.0, 12);
+    cs_jw_end(w);
+}
+
+static void test_integers(void **state)
+{
+    (void)state;
+    commsched_status st;
+    char *text = write_with(body_ints, NULL, &st);
+    assert_int_equal(st, COMMSCHED_OK);
+    assert_string_equal(text, "[-9223372036854775808,9223372036854775807,-1,"
+                              "18446744073709551615,null,3]");
+    free(text);
+}
+
+/* Nesting, commas and layouts, against the text jansson writes for the
+ * same document with the same separators. */
+static void body_nested(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_object(w);
+    cs_jw_key(w, "a");
+    cs_jw_array(w);
+    cs_jw_end(w);
+    cs_jw_key(w, "b");
+    cs_jw_object(w);
+    cs_jw_end(w);
+    cs_jw_key(w, "c");
+    cs_jw_array(w);
+    cs_jw_int(w, 1);
+    cs_jw_object(w);
+    cs_jw_key(w, "d");
+    cs_jw_array(w);
+    cs_jw_array(w);
+    cs_jw_null(w);
+    cs_jw_bool(w, 1);
+    cs_jw_bool(w, 0);
+    cs_jw_end(w);
+    cs_jw_end(w);
+    cs_jw_key(w, "e\n");
+    cs_jw_string(w, "x");
+    cs_jw_end(w);
+    cs_jw_end(w);
+    cs_jw_end(w);
+}
+
+static void test_nesting(void **state)
+{
+    (void)state;
+    commsched_status st;
+    char *text = write_with(body_nested, NULL, &st);
+    assert_int_equal(st, COMMSCHED_OK);
+    const char *doc =
+        "{\"a\": [], \"b\": {}, \"c\": [1, {\"d\": [[null, true, false]], "
+        "\"e\\n\": \"x\"}]}";
+    json_t *j = json_loads(doc, 0, NULL);
+    char *ref = json_dumps(j, 0);
+    assert_string_equal(text, ref);
+    assert_string_equal(text, doc);
+    free(ref);
+    json_decref(j);
+    free(text);
+}
+
+static void body_json(cs_jw *w, const void *arg)
+{
+    cs_jw_json(w, arg, "", ":");
+}
+
+static void test_jansson_value(void **state)
+{
+    (void)state;
+    const char *doc = "{\"z\":1,\"a\":[0.1,\"s\\u0001\",null,true,{}],"
+                      "\"m\":{\"k\":-3,\"r\":1e-05}}";
+    json_t *j = json_loads(doc, 0, NULL);
+    assert_non_null(j);
+    commsched_status st;
+    char *text = write_with(body_json, j, &st);
+    char *ref = json_dumps(j, JSON_COMPACT);
+    assert_int_equal(st, COMMSCHED_OK);
+    assert_string_equal(text, ref);
+    free(text);
+    free(ref);
+    json_decref(j);
+}
+
+static void body_layout(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_object(w);
+    cs_jw_layout(w, "\n ", ":");
+    cs_jw_key(w, "rows");
+    cs_jw_array(w);
+    cs_jw_layout(w, "\n  ", ":");
+    cs_jw_raw(w, "\n  ");
+    cs_jw_int(w, 1);
+    cs_jw_int(w, 2);
+    cs_jw_raw(w, "\n ");
+    cs_jw_end(w);
+    cs_jw_key(w, "n");
+    cs_jw_int(w, 3);
+    cs_jw_end(w);
+    cs_jw_raw(w, "\n");
+}
+
+static void test_layout(void **state)
+{
+    (void)state;
+    commsched_status st;
+    char *text = write_with(body_layout, NULL, &st);
+    assert_int_equal(st, COMMSCHED_OK);
+    assert_string_equal(text, "{\"rows\":[\n  1,\n  2\n ],\n \"n\":3}\n");
+    free(text);
+}
+
+static void body_key_in_array(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_array(w);
+    cs_jw_key(w, "k");
+    cs_jw_end(w);
+}
+
+static void body_value_without_key(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_object(w);
+    cs_jw_int(w, 1);
+    cs_jw_end(w);
+}
+
+static void body_unbalanced(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_array(w);
+    cs_jw_end(w);
+    cs_jw_end(w);
+}
+
+static void body_unclosed(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_object(w);
+    cs_jw_key(w, "k");
+}
+
+static void body_too_deep(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    for (int i = 0; i <= CS_JW_MAX_DEPTH; i++)
+        cs_jw_array(w);
+    for (int i = 0; i <= CS_JW_MAX_DEPTH; i++)
+        cs_jw_end(w);
+}
+
+static void body_two_values(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_int(w, 1);
+    cs_jw_int(w, 2);
+}
+
+static void test_misuse(void **state)
+{
+    (void)state;
+    writer_body bodies[] = {body_key_in_array, body_value_without_key,
+                            body_unbalanced, body_unclosed, body_too_deep,
+                            body_two_values};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        commsched_status st;
+        free(write_with(bodies[i], NULL, &st));
+        assert_int_equal(st, COMMSCHED_EINVAL);
+    }
+}
+
+/* A document much larger than the buffer, written to a stream that
+ * cannot take it (/dev/full), fails with EIO; the same to a file is the
+ * text expected. */
+static void body_big(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_array(w);
+    cs_jw_layout(w, "", ":");
+    for (int i = 0; i < 100000; i++)
+        cs_jw_string(w, "a string of some length, repeated");
+    cs_jw_end(w);
+}
+
+static void test_io_failure(void **state)
+{
+    (void)state;
+    FILE *full = fopen("/dev/full", "w");
+    assert_non_null(full);
+    cs_jw *w = malloc(sizeof *w);
+    assert_non_null(w);
+    cs_jw_init(w, full);
+    body_big(w, NULL);
+    assert_int_equal(cs_jw_finish(w), COMMSCHED_EIO);
+    assert_int_equal(w->error, CS_JW_EIO);
+    fclose(full);
+    free(w);
+
+    commsched_status st;
+    char *text = write_with(body_big, NULL, &st);
+    assert_int_equal(st, COMMSCHED_OK);
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    assert_non_null(j);
+    assert_int_equal(json_array_size(j), 100000);
+    json_decref(j);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escapes_like_jansson),
+        cmocka_unit_test(test_invalid_utf8_rejected),
+        cmocka_unit_test(test_numbers_like_jansson),
+        cmocka_unit_test(test_number_integral),
+        cmocka_unit_test(test_integers),
+        cmocka_unit_test(test_nesting),
+        cmocka_unit_test(test_jansson_value),
+        cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_io_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
