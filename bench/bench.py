@@ -20,6 +20,11 @@ runs past the cap is reported as capped and the ones after it as not run,
 instead of hanging the bench. Consecutive sizes 10x apart give the scaling
 ratio (time ratio per 10x nodes; 10 is linear, 100 quadratic).
 
+Builder. The same sizes built node by node through the public builder API
+(bench/builder_bench.c: a DDP-shaped step) and optimized with one
+commsched_optimize call, as a compiler would, with no JSON in the way:
+build and optimize times and peak RSS.
+
 Quality. For every workload of the corpus (graphs/**/*.json), the
 simulator's makespan, exposed communication, efficiency (lower bound /
 makespan), the share of the gap to the input's lower bound closed and peak
@@ -424,6 +429,40 @@ def quality(cli, files, cap, tmp):
     return pipelines, rows
 
 
+def builder_rows(cli, sizes, cap):
+    """bench/builder_bench.c beside the CLI: a DDP-shaped step built node by
+    node through the builder API, then one commsched_optimize call (cost
+    model, simulation before and after, the default pipeline)."""
+    exe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cli))),
+                       "bench", "commsched_builder_bench")
+    rows = []
+    for n in sizes:
+        try:
+            dt, rss, out, _ = run([exe, str(n)], cap)
+        except Capped:
+            rows.append({"nodes": n, "capped_s": cap})
+            continue
+        r = json.loads(out)
+        r["rss_mib"] = rss
+        rows.append(r)
+    return rows
+
+
+def builder_table(rows):
+    lines = [["nodes", "build", "optimize (default pipeline + 2 simulations)",
+              "total", "RSS built", "RSS peak"]]
+    for r in rows:
+        if "capped_s" in r:
+            lines.append([f"{r['nodes']:,}", f"capped at {r['capped_s']:.0f} s",
+                          "", "", "", ""])
+            continue
+        lines.append([f"{r['nodes']:,}", fmt_s(r["build_s"]),
+                      fmt_s(r["optimize_s"]), fmt_s(r["total_s"]),
+                      f"{r['rss_built_mib']:.0f} MiB",
+                      f"{r['rss_peak_mib']:.0f} MiB"])
+    return lines
+
+
 def fmt_ns(ns):
     if ns >= 1e9:
         return f"{ns / 1e9:.3f} s"
@@ -525,7 +564,7 @@ END = "<!-- bench.py: end -->"
 
 
 def update_doc(path, results, speed_lines, moves_lines, scal, qual_lines,
-               command, equal_lines=None, equal_totals=""):
+               command, equal_lines=None, equal_totals="", builder_lines=None):
     m = results["machine"]
     parts = [BEGIN, "",
              "## Benchmark: speed (make bench)", "",
@@ -559,6 +598,15 @@ def update_doc(path, results, speed_lines, moves_lines, scal, qual_lines,
                 + (f", save x{s['save']:.1f}" if s['save'] else "")
                 + (f"; passes: {pp}" if pp else ""))
         parts.append("")
+    if builder_lines:
+        parts += ["### Through the builder API (as a compiler calls it)", "",
+                  "`bench/builder_bench.c`: a DDP-shaped step (matmul, async "
+                  "all-reduce, wait per layer) built node by node through "
+                  "the public builder API, then one `commsched_optimize` "
+                  "call: the cost model, a simulation of the input order, "
+                  "the default pipeline and a simulation of its order. No "
+                  "JSON anywhere; RSS = peak resident set of the process.",
+                  "", md_table(builder_lines), ""]
     parts += ["## Benchmark: schedule quality (make bench)", "",
               "Every corpus workload (graphs/README.md) under each pipeline, "
               "judged by the simulator (h100 profile, NCCL model): makespan, "
@@ -619,7 +667,7 @@ def main():
                          "nodes")
     ap.add_argument("--no-llama", action="store_true",
                     help="skip the llama2-70b --fine speed row")
-    ap.add_argument("--sections", default="speed,quality")
+    ap.add_argument("--sections", default="speed,builder,quality")
     ap.add_argument("--corpus", default=os.path.join(root, "graphs"))
     ap.add_argument("--update-doc", default=None,
                     help="rewrite the bench's sections of this file "
@@ -635,7 +683,7 @@ def main():
     print("machine:", machine_line(results["machine"]), flush=True)
     tmp = tempfile.mkdtemp(prefix="commsched-bench-")
     speed_lines, moves_lines, scal, qual_lines = [["-"]], [], [], [["-"]]
-    equal_lines, equal_totals = None, ""
+    equal_lines, equal_totals, builder_lines = None, "", None
     try:
         if "speed" in sections:
             graphs = []
@@ -678,6 +726,12 @@ def main():
                       + ", ".join(f"{PASS_SHORT.get(k, k)} "
                                   + (f"x{v:.1f}" if v else "n/a")
                                   for k, v in s.get("passes", [])))
+        if "builder" in sections:
+            results["builder"] = builder_rows(
+                cli, [int(x) for x in a.sizes.split(",") if x], a.cap)
+            builder_lines = builder_table(results["builder"])
+            print("\nthrough the builder API (bench/builder_bench.c)")
+            print(text_table(builder_lines))
         if "quality" in sections:
             files = corpus(a.corpus)
             pipelines, rows = quality(cli, files, a.cap, tmp)
@@ -700,7 +754,7 @@ def main():
     if a.update_doc:
         cmd = "make bench   # = sh bench/run.sh build/release"
         update_doc(a.update_doc, results, speed_lines, moves_lines, scal,
-                   qual_lines, cmd, equal_lines, equal_totals)
+                   qual_lines, cmd, equal_lines, equal_totals, builder_lines)
         print("tables written to", a.update_doc)
 
 
