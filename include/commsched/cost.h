@@ -168,7 +168,8 @@ typedef struct commsched_coll_cost {
 
 /* Prices one collective of `bytes` over `ranks` ranks on `hosts` hosts
  * (0: ceil(ranks / gpus_per_host)). A group of one rank costs 0. EINVAL on
- * bytes < 0, hosts > ranks, or an unusable profile. O(1). */
+ * bytes < 0, ranks outside 1..COMMSCHED_MAX_GROUP_SIZE, hosts > ranks, or an
+ * unusable profile. O(1). */
 COMMSCHED_EXPORT commsched_status commsched_cost_collective(
     const commsched_device *d, commsched_comm_model model,
     commsched_coll_op op, double bytes, uint32_t ranks, uint32_t hosts,
@@ -220,7 +221,8 @@ COMMSCHED_EXPORT double commsched_cost_collective_bytes(
 
 /* Estimates node `node`. mem may be NULL; when given (a tracker for some
  * order of g) the tuple's memory_delta is size_alloc - size_free there.
- * Errors come only from an unusable profile (EINVAL). O(degree). */
+ * Errors (EINVAL) come only from an unusable profile, or one whose rates
+ * price the node beyond COMMSCHED_MAX_RUNTIME_NS. O(degree). */
 COMMSCHED_EXPORT commsched_status commsched_cost_node(
     const commsched_graph *g, uint32_t node, const commsched_cost_options *o,
     const struct commsched_memory *mem, commsched_node_cost *out,

@@ -33,6 +33,18 @@ typedef struct commsched_builder commsched_builder;
 /* "No index": an absent group, producer, alias base or node. */
 #define COMMSCHED_NONE UINT32_MAX
 
+/* The format's limits (docs/FORMAT.md "Limits"). The builder, and so the
+ * loader and the importers, reject anything beyond them with a located
+ * error. They are chosen so that no input can make a derived figure wrong:
+ * every sum of buffer sizes fits an int64_t and is exact in a double, ring
+ * step counts fit a uint32_t, and every time the model derives is finite. */
+#define COMMSCHED_MAX_SIZE (INT64_C(1) << 53)     /* bytes: one buffer, and \
+                                                     all of a graph's real   \
+                                                     buffers together */
+#define COMMSCHED_MAX_GROUP_SIZE (UINT32_C(1) << 24) /* ranks in a group */
+#define COMMSCHED_MAX_RUNTIME_NS 1e30 /* a node's runtime, given or estimated */
+#define COMMSCHED_MAX_WORK 1e30       /* a node's flops and bytes */
+
 typedef enum commsched_node_kind {
     COMMSCHED_NODE_COMPUTE = 0,
     COMMSCHED_NODE_COLLECTIVE = 1,

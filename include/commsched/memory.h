@@ -37,7 +37,9 @@ typedef struct commsched_node_memory {
 } commsched_node_memory;
 
 /* Full estimate for the schedule's current order. Borrows the schedule's
- * graph (it must outlive the tracker). Caller destroys. O(V + reads). */
+ * graph (it must outlive the tracker). Caller destroys. O(V + reads).
+ * EGRAPH when the sizes add up beyond int64_t (no graph the builder
+ * accepts does: docs/FORMAT.md "Limits"). */
 COMMSCHED_EXPORT commsched_status commsched_memory_create(
     const commsched_schedule *s, commsched_memory **out, commsched_error *err);
 

@@ -13,6 +13,14 @@ void *cs_calloc(size_t n, size_t size);
 void *cs_malloc_array(size_t n, size_t size);
 void *cs_realloc_array(void *p, size_t n, size_t size);
 
+/* *acc += v, checked: returns nonzero when the sum does not fit (the
+ * builder's limits keep loaded graphs far from it; this keeps any other
+ * graph from reporting a wrapped figure). */
+static inline int cs_add_i64(int64_t *acc, int64_t v)
+{
+    return __builtin_add_overflow(*acc, v, acc);
+}
+
 /* Grows *arr (of *cap elements of elem_size) to hold at least need
  * elements, doubling. Returns 0, or -1 on allocation failure (*arr kept). */
 int cs_grow(void **arr, size_t *cap, size_t need, size_t elem_size);

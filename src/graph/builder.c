@@ -123,6 +123,18 @@ void commsched_builder_destroy(commsched_builder *b)
 
 static int valid_name(const char *s) { return s && s[0] != '\0'; }
 
+static commsched_status size_error(commsched_error *err, const char *path,
+                                   int64_t size)
+{
+    if (size < 0)
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "size must be a non-negative integer, got %lld",
+                     (long long)size);
+    return failf(err, COMMSCHED_ESCHEMA, path,
+                 "size %lld is beyond the format's limit of 2^53 bytes",
+                 (long long)size);
+}
+
 static commsched_status add_group(commsched_builder *b, const char *name,
                                   int64_t size, int64_t hosts,
                                   commsched_error *err)
@@ -133,11 +145,11 @@ static commsched_status add_group(commsched_builder *b, const char *name,
         snprintf(path, sizeof path, "groups[%zu].name", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "a group needs a name");
     }
-    if (size < 1 || size > UINT32_MAX) {
+    if (size < 1 || size > COMMSCHED_MAX_GROUP_SIZE) {
         snprintf(path, sizeof path, "groups[%zu].size", i);
         return failf(err, COMMSCHED_ESCHEMA, path,
                      "group size must be an integer from 1 to %u, got %lld",
-                     UINT32_MAX, (long long)size);
+                     COMMSCHED_MAX_GROUP_SIZE, (long long)size);
     }
     if (hosts < 0 || hosts > size) {
         snprintf(path, sizeof path, "groups[%zu].hosts", i);
@@ -178,11 +190,9 @@ static commsched_status add_input(commsched_builder *b, const char *name,
         snprintf(path, sizeof path, "inputs[%zu].name", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "an input needs a name");
     }
-    if (size < 0) {
+    if (size < 0 || size > COMMSCHED_MAX_SIZE) {
         snprintf(path, sizeof path, "inputs[%zu].size", i);
-        return failf(err, COMMSCHED_ESCHEMA, path,
-                     "size must be a non-negative integer, got %lld",
-                     (long long)size);
+        return size_error(err, path, size);
     }
     binput *in = PUSH(b, inputs, err);
     if (!in || !(in->name = cs_arena_strdup(&b->arena, name)))
@@ -315,17 +325,21 @@ static commsched_status add_node(commsched_builder *b,
                      (int)s->reduce_op);
     }
     const struct {
-        double v;
+        double v, max;
         const char *field;
-    } nums[] = {{s->runtime_ns, "runtime_ns"},
-                {s->flops, "flops"},
-                {s->bytes, "bytes"}};
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
-        if (isnan(nums[k].v) || isinf(nums[k].v)) {
-            snprintf(path, sizeof path, "nodes[%zu].%s", i, nums[k].field);
+    } nums[] = {{s->runtime_ns, COMMSCHED_MAX_RUNTIME_NS, "runtime_ns"},
+                {s->flops, COMMSCHED_MAX_WORK, "flops"},
+                {s->bytes, COMMSCHED_MAX_WORK, "bytes"}};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+        snprintf(path, sizeof path, "nodes[%zu].%s", i, nums[k].field);
+        if (isnan(nums[k].v) || isinf(nums[k].v))
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "expected a finite number");
-        }
+        if (nums[k].v > nums[k].max)
+            return failf(err, COMMSCHED_ESCHEMA, path,
+                         "%g is beyond the format's limit of %g",
+                         nums[k].v, nums[k].max);
+    }
 
     bnode *n = PUSH(b, nodes, err);
     if (!n)
@@ -367,11 +381,9 @@ static commsched_status add_node(commsched_builder *b,
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "an output needs a name");
         }
-        if (!o->alias_of && o->size < 0) {
+        if (!o->alias_of && (o->size < 0 || o->size > COMMSCHED_MAX_SIZE)) {
             snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].size", i, k);
-            return failf(err, COMMSCHED_ESCHEMA, path,
-                         "size must be a non-negative integer, got %lld",
-                         (long long)o->size);
+            return size_error(err, path, o->size);
         }
         bout *bo = PUSH(b, outs, err);
         if (!bo) {
@@ -799,6 +811,27 @@ static commsched_status check_wait_rules(const commsched_graph *g,
     return COMMSCHED_OK;
 }
 
+/* All real buffers together stay within COMMSCHED_MAX_SIZE, so no sum the
+ * memory model or a report forms can overflow (each size is checked when
+ * added, so the running total cannot overflow before the test). */
+static commsched_status check_total_size(const commsched_graph *g,
+                                         commsched_error *err)
+{
+    int64_t total = 0;
+    for (uint32_t b = 0; b < g->n_buffers; b++) {
+        total += g->buffers[b].size; /* 0 for aliases */
+        if (total > COMMSCHED_MAX_SIZE) {
+            char origin[96], path[128];
+            buffer_origin(g, b, origin, sizeof origin);
+            snprintf(path, sizeof path, "%s.size", origin);
+            return failf(err, COMMSCHED_EGRAPH, path,
+                         "the graph's buffers add up to more than the "
+                         "format's limit of 2^53 bytes");
+        }
+    }
+    return COMMSCHED_OK;
+}
+
 /* deps (data + after), users, fake_users and buffer readers. */
 static commsched_status derive_edges(commsched_graph *g, commsched_error *err)
 {
@@ -933,6 +966,7 @@ static commsched_status build(commsched_graph *g, const commsched_builder *b,
         return oom(err);
     if ((st = check_groups_and_inputs(g, b, err)) != COMMSCHED_OK ||
         (st = define_nodes(g, b, err)) != COMMSCHED_OK ||
+        (st = check_total_size(g, err)) != COMMSCHED_OK ||
         (st = resolve_node_refs(g, b, err)) != COMMSCHED_OK ||
         (st = resolve_aliases(g, b, err)) != COMMSCHED_OK ||
         (st = resolve_outputs(g, b, err)) != COMMSCHED_OK ||

@@ -21,6 +21,7 @@
 #include "commsched/cost.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "commsched/memory.h"
@@ -245,13 +246,16 @@ static commsched_status collective_args(const commsched_device *d,
                                    "collective bytes must be a finite "
                                    "number >= 0, got %g",
                                    bytes);
-    if (ranks < 1)
+    /* The limit keeps 2 * ranks (the ring's steps) within a uint32_t. */
+    if (ranks < 1 || ranks > COMMSCHED_MAX_GROUP_SIZE)
         return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
-                                   "a group needs at least one rank");
+                                   "a group has 1 to %u ranks, got %u",
+                                   COMMSCHED_MAX_GROUP_SIZE, ranks);
     if (d->gpus_per_host < 1 || d->channels < 1)
         return commsched_device_check(d, err);
-    if (*hosts == 0)
-        *hosts = (ranks + d->gpus_per_host - 1) / d->gpus_per_host;
+    if (*hosts == 0) /* in 64 bits: ranks + gpus_per_host - 1 may wrap */
+        *hosts = (uint32_t)(((uint64_t)ranks + d->gpus_per_host - 1) /
+                            d->gpus_per_host);
     if (*hosts > ranks)
         return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
                                    "%u hosts for %u ranks", *hosts, ranks);
@@ -390,6 +394,19 @@ commsched_status commsched_cost_node(const commsched_graph *g, uint32_t node,
     if (n->runtime_ns >= 0) {
         out->runtime_ns = n->runtime_ns;
         out->source = COMMSCHED_SOURCE_FILE;
+    }
+    /* The builder bounds given runtimes; a device profile with absurdly low
+     * rates could still price a node beyond them (or at infinity), which
+     * no schedule sum or report could show truthfully. */
+    if (!(out->runtime_ns <= COMMSCHED_MAX_RUNTIME_NS)) {
+        char path[64];
+        snprintf(path, sizeof path, "nodes[%u]", node);
+        return commsched_error_set(err, COMMSCHED_EINVAL, path,
+                                   "estimated runtime %g ns of \"%s\" is "
+                                   "beyond the limit of %g ns (check the "
+                                   "device profile's rates)",
+                                   out->runtime_ns, n->name,
+                                   COMMSCHED_MAX_RUNTIME_NS);
     }
     if (mem) {
         commsched_node_memory m = commsched_memory_node(mem, node);

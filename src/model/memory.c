@@ -111,6 +111,7 @@ static int compute(const commsched_graph *g, const commsched_schedule *s,
     memset(alloc, 0, (size_t)n * sizeof *alloc);
     memset(fr, 0, (size_t)n * sizeof *fr);
     int64_t base = 0;
+    int overflow = 0;
     for (uint32_t b = 0; b < g->n_buffers; b++) {
         const cs_buffer *x = &g->buffers[b];
         last_use[b] = COMMSCHED_NONE;
@@ -120,9 +121,9 @@ static int compute(const commsched_graph *g, const commsched_schedule *s,
         if (x->is_input) {
             if (!x->freeable || nr == 0)
                 continue; /* not counted at all */
-            base += x->size;
+            overflow |= cs_add_i64(&base, x->size);
         } else {
-            alloc[x->producer] += x->size;
+            overflow |= cs_add_i64(&alloc[x->producer], x->size);
         }
         if (x->keep)
             continue; /* never freed */
@@ -134,19 +135,28 @@ static int compute(const commsched_graph *g, const commsched_schedule *s,
                 if (pos[r[i]] > pos[last])
                     last = r[i];
         }
-        fr[last] += x->size;
+        overflow |= cs_add_i64(&fr[last], x->size);
         last_use[b] = last;
     }
     int64_t cur = base;
     for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
          v = commsched_schedule_next(s, v)) {
-        cur += alloc[v];
+        overflow |= cs_add_i64(&cur, alloc[v]);
         post_alloc[v] = cur;
         cur -= fr[v];
         post_free[v] = cur;
     }
     *baseline = base;
-    return 0;
+    return overflow ? -2 : 0;
+}
+
+static commsched_status compute_failed(int rc, commsched_error *err)
+{
+    if (rc == -2)
+        return commsched_error_set(err, COMMSCHED_EGRAPH, NULL,
+                                   "buffer sizes add up beyond 2^63 bytes");
+    return commsched_error_set(err, COMMSCHED_EINTERNAL, "schedule",
+                               "the schedule does not hold every node");
 }
 
 void commsched_memory_destroy(commsched_memory *m)
@@ -215,11 +225,9 @@ commsched_status commsched_memory_recompute(commsched_memory *m,
                                             commsched_error *err)
 {
     m->p.valid = 0;
-    if (compute(m->g, s, m->pos, &m->baseline, m->alloc, m->free_,
-                m->post_alloc, m->post_free, m->last_use) != 0)
-        return commsched_error_set(err, COMMSCHED_EINTERNAL, "schedule",
-                                   "the schedule does not hold every node");
-    return COMMSCHED_OK;
+    int rc = compute(m->g, s, m->pos, &m->baseline, m->alloc, m->free_,
+                     m->post_alloc, m->post_free, m->last_use);
+    return rc != 0 ? compute_failed(rc, err) : COMMSCHED_OK;
 }
 
 int64_t commsched_memory_baseline(const commsched_memory *m)
@@ -474,9 +482,9 @@ commsched_status commsched_memory_verify(const commsched_memory *m,
         st = oom(err);
         goto cleanup;
     }
-    if (compute(g, s, pos, &base, a, f, pa, pf, lu) != 0) {
-        st = commsched_error_set(err, COMMSCHED_EINTERNAL, "schedule",
-                                 "the schedule does not hold every node");
+    int rc = compute(g, s, pos, &base, a, f, pa, pf, lu);
+    if (rc != 0) {
+        st = compute_failed(rc, err);
         goto cleanup;
     }
     if (base != m->baseline) {

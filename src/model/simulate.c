@@ -471,6 +471,7 @@ static commsched_status memory(commsched_sim *sim, commsched_error *err)
     memset(sim->free_step, 0, (size_t)n * sizeof *sim->free_step);
     memset(sim->free_sim, 0, (size_t)n * sizeof *sim->free_sim);
     int64_t base = 0;
+    int overflow = 0;
     for (uint32_t b = 0; b < g->n_buffers; b++) {
         const cs_buffer *x = &g->buffers[b];
         if (x->alias_of != COMMSCHED_NONE)
@@ -479,15 +480,15 @@ static commsched_status memory(commsched_sim *sim, commsched_error *err)
         if (x->is_input) {
             if (!x->freeable || nr == 0)
                 continue;
-            base += x->size;
+            overflow |= cs_add_i64(&base, x->size);
         } else {
-            sim->alloc[x->producer] += x->size;
+            overflow |= cs_add_i64(&sim->alloc[x->producer], x->size);
         }
         if (x->keep)
             continue;
         if (nr == 0) {
-            sim->free_step[x->producer] += x->size;
-            sim->free_sim[x->producer] += x->size;
+            overflow |= cs_add_i64(&sim->free_step[x->producer], x->size);
+            overflow |= cs_add_i64(&sim->free_sim[x->producer], x->size);
             continue;
         }
         const uint32_t *r = CS_ROW_BEGIN(g->readers, b);
@@ -501,8 +502,8 @@ static commsched_status memory(commsched_sim *sim, commsched_error *err)
                 (c->end_ns == e->end_ns && c->position > e->position))
                 by_end = r[i];
         }
-        sim->free_step[by_pos] += x->size;
-        sim->free_sim[by_end] += x->size;
+        overflow |= cs_add_i64(&sim->free_step[by_pos], x->size);
+        overflow |= cs_add_i64(&sim->free_sim[by_end], x->size);
     }
     T->memory_baseline = base;
 
@@ -510,11 +511,14 @@ static commsched_status memory(commsched_sim *sim, commsched_error *err)
     int64_t cur = base, peak = base;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t v = sim->order[k];
-        cur += sim->alloc[v];
+        overflow |= cs_add_i64(&cur, sim->alloc[v]);
         if (cur > peak)
             peak = cur;
         cur -= sim->free_step[v];
     }
+    if (overflow)
+        return commsched_error_set(err, COMMSCHED_EGRAPH, NULL,
+                                   "buffer sizes add up beyond 2^63 bytes");
     T->peak_memory_step = peak;
 
     /* Over simulated time: merge the sequences' events. */
@@ -558,7 +562,10 @@ static commsched_status memory(commsched_sim *sim, commsched_error *err)
             sift_down(sim, hs, 0);
         if (delta == 0)
             continue;
-        cur += delta;
+        if (cs_add_i64(&cur, delta))
+            return commsched_error_set(err, COMMSCHED_EGRAPH, NULL,
+                                       "buffer sizes add up beyond 2^63 "
+                                       "bytes");
         if (cur > peak) {
             peak = cur;
             peak_at = t;

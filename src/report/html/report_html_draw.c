@@ -358,7 +358,10 @@ static void time_axis(cs_html_page *p, double top, double bottom)
     cs_html_out *w = &p->w;
     double step = cs_html_nice_step(p->T, 8);
     char b[32];
-    for (double t = 0; t <= p->T * (1 + 1e-9); t += step) {
+    for (int i = 0; i < CS_HTML_MAX_TICKS; i++) {
+        double t = i * step;
+        if (!(t <= p->T * (1 + 1e-9)))
+            break;
         double x = cs_html_x(p, t);
         cs_html_putf(w,
              "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
@@ -561,13 +564,17 @@ void cs_html_memory_section(cs_html_page *p)
          CS_HTML_SVG_W, H);
     /* The y axis and the budget do not move with the zoom window. */
     double step = cs_html_nice_bytes_step(p->mem_max);
-    for (double v = 0; v <= p->mem_max * (1 + 1e-9); v += step)
+    for (int i = 0; i < CS_HTML_MAX_TICKS; i++) {
+        double v = i * step;
+        if (!(v <= p->mem_max * (1 + 1e-9)))
+            break;
         cs_html_putf(w,
              "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
              "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
              "text-anchor=\"end\">%s</text>\n",
              CS_HTML_LABEL_W, CS_HTML_LABEL_W + CS_HTML_PLOT_W, mem_y(p, v), mem_y(p, v), CS_HTML_LABEL_W - 6,
              mem_y(p, v) + 4, cs_fmt_bytes(v, a, sizeof a));
+    }
     if (o->memory_budget >= 0) {
         double y = mem_y(p, (double)o->memory_budget);
         cs_html_putf(w,
@@ -580,11 +587,12 @@ void cs_html_memory_section(cs_html_page *p)
     }
     cs_html_put(w, "<g class=\"static\">\n");
     double tstep = cs_html_nice_step(p->T, 8);
-    for (double t = 0; t <= p->T * (1 + 1e-9); t += tstep)
+    for (int i = 0; i < CS_HTML_MAX_TICKS && i * tstep <= p->T * (1 + 1e-9);
+         i++)
         cs_html_putf(w,
              "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-             cs_html_x(p, t), CS_HTML_MEM_TOP + CS_HTML_MEM_H + 16,
-             cs_html_fmt_tick(t, tstep, a, sizeof a));
+             cs_html_x(p, i * tstep), CS_HTML_MEM_TOP + CS_HTML_MEM_H + 16,
+             cs_html_fmt_tick(i * tstep, tstep, a, sizeof a));
     for (uint32_t k = 0; k < p->n_runs; k++)
         if (cs_html_has_curve(&p->runs[k]))
             memory_path(p, &p->runs[k]);

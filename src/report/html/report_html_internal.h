@@ -35,6 +35,10 @@
 
 #define CS_HTML_BAR_LIMIT 2000u /* lanes with at most this many nodes: all bars */
 #define CS_HTML_MIN_BAR_PX 3.0  /* busier lanes: nodes this wide stay bars */
+/* Axis ticks drawn at most: the nice steps give about 8; the cap keeps a
+ * step that does not advance (a range beyond any the format allows) from
+ * writing forever. */
+#define CS_HTML_MAX_TICKS 64
 #define CS_HTML_LEVELS 20       /* bin heights are quantised to 5% */
 #define CS_HTML_DATA_BINS 2000u /* per-lane bins sent when nodes are left out */
 #define CS_HTML_DEFAULT_MAX_BARS 50000u

@@ -201,7 +201,7 @@ double cs_html_nice_step(double range, int ticks)
 double cs_html_nice_bytes_step(double max)
 {
     double unit = 1;
-    while (unit * 1024 <= max / 2)
+    while (unit * 1024 <= max / 2 && unit < 0x1p100) /* bounded if max is not */
         unit *= 1024;
     return cs_html_nice_step(max / unit, 4) * unit;
 }
