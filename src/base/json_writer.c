@@ -313,10 +313,40 @@ void cs_jw_number(cs_jw *w, double d, int precision)
         cs_jw_real(w, d, precision);
 }
 
-void cs_jw_number_or_null(cs_jw *w, double d, int precision)
+/* "%.0f" of an integral double below 2^53 ("-0" for negative zero), as the
+ * reports printed integral figures with printf. */
+static void put_integral(cs_jw *w, double d)
+{
+    if (d == 0 && signbit(d))
+        put(w, "-0", 2);
+    else
+        put_u64(w, d < 0 ? (uint64_t)-d : (uint64_t)d, d < 0);
+}
+
+void cs_jw_number_g(cs_jw *w, double d, int precision)
+{
+    if (!isfinite(d)) {
+        fail(w, CS_JW_ENUMBER);
+        return;
+    }
+    if (!begin_value(w))
+        return;
+    if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+        put_integral(w, d);
+        return;
+    }
+    char buf[48];
+    int n = snprintf(buf, sizeof buf, "%.*g", precision, d);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        fail(w, CS_JW_ENUMBER);
+    else
+        put(w, buf, (size_t)n);
+}
+
+void cs_jw_number_g_or_null(cs_jw *w, double d, int precision)
 {
     if (isfinite(d))
-        cs_jw_number(w, d, precision);
+        cs_jw_number_g(w, d, precision);
     else
         cs_jw_null(w);
 }

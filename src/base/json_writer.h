@@ -17,9 +17,13 @@
  * Strings are checked as UTF-8 (overlong forms, surrogates and code
  * points past U+10FFFF are invalid, as for jansson) and escaped exactly as
  * jansson escapes them: \" \\ \b \f \n \r \t, other control characters as
- * \u00XX, everything else (including '/' and non-ASCII) as is. Numbers are
- * printed as jansson prints them (see cs_jw_real), so files written before
- * this writer existed stay byte-identical.
+ * \u00XX, everything else (including '/' and non-ASCII) as is.
+ *
+ * Numbers come in the two styles the files had before this writer, so they
+ * stay byte-identical: jansson's (cs_jw_number: graph files and the
+ * simulation report's header objects, "1e-7", "30.0") and printf's
+ * (cs_jw_number_g: report rows, measured runs, traces, "1e-07", "30").
+ * Both print integral values below 2^53 as integers.
  *
  * Errors are sticky: the first failure (invalid UTF-8, a non-finite number,
  * a misnested call, a failed write) is remembered, later calls write
@@ -96,9 +100,12 @@ void cs_jw_real(cs_jw *w, double d, int precision);
 /* Integral values below 2^53 as integers (runtime_ns: 120000, not
  * 120000.0), others as cs_jw_real. */
 void cs_jw_number(cs_jw *w, double d, int precision);
+/* Integral values below 2^53 as integers ("-0" for negative zero), others
+ * as printf's "%.*g" writes them (exponent "e-07", no ".0" added). */
+void cs_jw_number_g(cs_jw *w, double d, int precision);
 /* The same, with NaN and infinities written as null (a figure that does
  * not exist) instead of failing. */
-void cs_jw_number_or_null(cs_jw *w, double d, int precision);
+void cs_jw_number_g_or_null(cs_jw *w, double d, int precision);
 /* A jansson value, as json_dumpf would write it (keys in insertion order,
  * reals with precision 17), every container in it with the layout sep /
  * colon ("" / ":" is JSON_COMPACT). */

@@ -17,13 +17,13 @@
  * collective is exposed for its whole issue-to-completion time. */
 #include "commsched/runtime.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commsched/cost.h"
 #include "graph_internal.h"
+#include "report_writer.h"
 
 /* ---- prediction ------------------------------------------------------------ */
 
@@ -411,56 +411,91 @@ commsched_status commsched_run_report_table(FILE *out,
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
-typedef struct jw {
-    FILE *f;
-    int bad;
-} jw;
-
-static void jw_str(jw *w, const char *s)
+/* Figures that may not exist (no prediction, no step) are null. */
+static void key_num(cs_jw *w, const char *key, double v)
 {
-    if (!s) {
-        fputs("null", w->f);
-        return;
-    }
-    json_t *j = json_string(s);
-    if (!j || json_dumpf(j, w->f, JSON_ENCODE_ANY) != 0)
-        w->bad = 1;
-    json_decref(j);
+    cs_jw_key(w, key);
+    cs_jw_number_g_or_null(w, v, CS_REPORT_PRECISION);
 }
 
-static void jw_num(jw *w, double d)
+static void key_int(cs_jw *w, const char *key, int64_t v)
 {
-    if (!isfinite(d))
-        fputs("null", w->f);
-    else if (d == floor(d) && fabs(d) < 9007199254740992.0)
-        fprintf(w->f, "%.0f", d);
-    else
-        fprintf(w->f, "%.12g", d);
+    cs_jw_key(w, key);
+    cs_jw_int(w, v);
 }
 
-static void jw_key(jw *w, const char *k, int first)
+static void key_str(cs_jw *w, const char *key, const char *v)
 {
-    if (!first)
-        fputc(',', w->f);
-    jw_str(w, k);
-    fputc(':', w->f);
+    cs_jw_key(w, key);
+    cs_jw_string(w, v);
 }
 
 /* The totals object of the measured-run schema. */
-static void jw_totals(jw *w, double makespan, double compute, double comm,
+static void jw_totals(cs_jw *w, double makespan, double compute, double comm,
                       double exposed, double overlap)
 {
-    fputs("{\"makespan_ns\":", w->f);
-    jw_num(w, makespan);
-    fputs(",\"compute_ns\":", w->f);
-    jw_num(w, compute);
-    fputs(",\"comm_ns\":", w->f);
-    jw_num(w, comm);
-    fputs(",\"exposed_ns\":", w->f);
-    jw_num(w, exposed);
-    fputs(",\"overlap\":", w->f);
-    jw_num(w, overlap);
-    fputs("}", w->f);
+    cs_jw_object(w);
+    cs_jw_layout(w, "", ":");
+    key_num(w, "makespan_ns", makespan);
+    key_num(w, "compute_ns", compute);
+    key_num(w, "comm_ns", comm);
+    key_num(w, "exposed_ns", exposed);
+    key_num(w, "overlap", overlap);
+    cs_jw_end(w);
+}
+
+/* A key whose value is a list of rows, one a line. */
+static void rows_begin(cs_jw *w, const char *key)
+{
+    cs_jw_key(w, key);
+    cs_jw_array(w);
+    cs_jw_layout(w, "\n", ":");
+}
+
+static void row_begin(cs_jw *w)
+{
+    if (!w->levels[w->depth].has_items)
+        cs_jw_raw(w, "\n");
+    cs_jw_object(w);
+    cs_jw_layout(w, "", ":");
+}
+
+static void json_header(cs_jw *w, const commsched_measurement *m,
+                        const summary *s)
+{
+    const commsched_run_options *o = &m->options;
+    cs_jw_object(w);
+    cs_jw_layout(w, "", ":");
+    key_str(w, "format", "commsched-measured");
+    key_int(w, "version", 1);
+    cs_jw_layout(w, "\n", ":");
+    key_str(w, "graph", m->graph->name);
+    cs_jw_layout(w, "", ":");
+    key_int(w, "node_count", m->nodes);
+    key_int(w, "collective_count", s->n_coll);
+    key_int(w, "rank_count", m->ranks);
+    cs_jw_layout(w, "\n", ":");
+    key_str(w, "runtime", m->runtime);
+    cs_jw_layout(w, "", ":");
+    key_str(w, "library", m->library);
+    cs_jw_layout(w, "\n", ":");
+    cs_jw_key(w, "options");
+    cs_jw_object(w);
+    cs_jw_layout(w, "", ":");
+    key_str(w, "compute", commsched_compute_mode_str(o->compute));
+    key_num(w, "time_scale", o->time_scale);
+    key_num(w, "size_scale", o->size_scale);
+    key_str(w, "allreduce", commsched_allreduce_algo_str(o->allreduce));
+    cs_jw_key(w, "ring_threshold");
+    cs_jw_uint(w, o->ring_threshold);
+    cs_jw_key(w, "check");
+    cs_jw_bool(w, o->check);
+    key_int(w, "iters", o->iters);
+    key_int(w, "warmup", o->warmup);
+    key_int(w, "calibrate", o->calibrate);
+    key_num(w, "timeout_s", o->timeout_s);
+    key_num(w, "poll_us", o->poll_us);
+    cs_jw_end(w);
 }
 
 /* The file follows the measured-run schema the HTML report reads
@@ -479,196 +514,163 @@ commsched_status commsched_run_report_json(FILE *out,
     const commsched_sim_node *sn = sim ? commsched_sim_get_nodes(sim) : NULL;
     const commsched_sim_totals *st = sim ? commsched_sim_get_totals(sim) : NULL;
     const commsched_run_options *o = &m->options;
-    jw w = {out, 0};
-    fputs("{\"format\":\"commsched-measured\",\"version\":1,\n", out);
-    jw_key(&w, "graph", 1);
-    jw_str(&w, g->name);
-    fprintf(out, ",\"node_count\":%u,\"collective_count\":%u,\"rank_count\":%u,\n",
-            m->nodes, s.n_coll, m->ranks);
-    jw_key(&w, "runtime", 1);
-    jw_str(&w, m->runtime);
-    jw_key(&w, "library", 0);
-    jw_str(&w, m->library);
-    fputs(",\n\"options\":{\"compute\":", out);
-    jw_str(&w, commsched_compute_mode_str(o->compute));
-    fputs(",\"time_scale\":", out);
-    jw_num(&w, o->time_scale);
-    fputs(",\"size_scale\":", out);
-    jw_num(&w, o->size_scale);
-    fputs(",\"allreduce\":", out);
-    jw_str(&w, commsched_allreduce_algo_str(o->allreduce));
-    fprintf(out,
-            ",\"ring_threshold\":%llu,\"check\":%s,\"iters\":%u,\"warmup\":%u,"
-            "\"calibrate\":%u,\"timeout_s\":",
-            (unsigned long long)o->ring_threshold, o->check ? "true" : "false",
-            o->iters, o->warmup, o->calibrate);
-    jw_num(&w, o->timeout_s);
-    fputs(",\"poll_us\":", out);
-    jw_num(&w, o->poll_us);
-    fputs("},\n\"totals\":", out);
-    jw_totals(&w, s.step_med, s.compute, s.comm, s.exposed, s.overlap);
-    fputs(",\n\"step\":{\"median_ns\":", out);
-    jw_num(&w, s.step_med);
-    fputs(",\"min_ns\":", out);
-    jw_num(&w, s.step_min);
-    fputs(",\"max_ns\":", out);
-    jw_num(&w, s.step_max);
-    fputs(",\"predicted_ns\":", out);
-    jw_num(&w, st ? st->makespan_ns : NAN);
-    fputs(",\"error_pct\":", out);
-    jw_num(&w, err_pct(s.step_med, st ? st->makespan_ns : NAN));
-    fputs(",\"per_iteration_ns\":[", out);
-    for (uint32_t it = 0; it < m->iters; it++) {
-        if (it)
-            fputc(',', out);
-        jw_num(&w, s.step_it[it]);
+    cs_jw *w = cs_report_writer(out, err);
+    if (!w) {
+        summary_free(&s);
+        return COMMSCHED_ENOMEM;
     }
-    fputs("]},\n\"prediction\":{\"source\":", out);
-    jw_str(&w, prediction_source(m, p));
-    fputs(",\"device\":", out);
-    jw_str(&w, p ? p->device : NULL);
-    fputs(",\"totals\":", out);
+    json_header(w, m, &s);
+    cs_jw_key(w, "totals");
+    jw_totals(w, s.step_med, s.compute, s.comm, s.exposed, s.overlap);
+    cs_jw_key(w, "step");
+    cs_jw_object(w);
+    cs_jw_layout(w, "", ":");
+    key_num(w, "median_ns", s.step_med);
+    key_num(w, "min_ns", s.step_min);
+    key_num(w, "max_ns", s.step_max);
+    key_num(w, "predicted_ns", st ? st->makespan_ns : NAN);
+    key_num(w, "error_pct", err_pct(s.step_med, st ? st->makespan_ns : NAN));
+    cs_jw_key(w, "per_iteration_ns");
+    cs_jw_array(w);
+    for (uint32_t it = 0; it < m->iters; it++)
+        cs_jw_number_g_or_null(w, s.step_it[it], CS_REPORT_PRECISION);
+    cs_jw_end(w);
+    cs_jw_end(w);
+    cs_jw_key(w, "prediction");
+    cs_jw_object(w);
+    cs_jw_layout(w, "", ":");
+    key_str(w, "source", prediction_source(m, p));
+    key_str(w, "device", p ? p->device : NULL);
+    cs_jw_key(w, "totals");
     if (st) {
-        jw_totals(&w, st->makespan_ns, st->compute_ns, st->comm_ns,
+        jw_totals(w, st->makespan_ns, st->compute_ns, st->comm_ns,
                   st->exposed_ns, st->overlap);
-        fputs(",\"lower_bound_ns\":", out);
-        jw_num(&w, st->lower_bound_ns);
+        key_num(w, "lower_bound_ns", st->lower_bound_ns);
     } else {
-        fputs("null", out);
+        cs_jw_null(w);
     }
-    fputs("},\n\"memory\":{\"peak\":", out);
-    fprintf(out, "%lld", (long long)s.peak);
-    fputs(",\"per_rank\":[", out);
+    cs_jw_end(w);
+    cs_jw_key(w, "memory");
+    cs_jw_object(w);
+    cs_jw_layout(w, "", ":");
+    key_int(w, "peak", s.peak);
+    cs_jw_key(w, "per_rank");
+    cs_jw_array(w);
     for (uint32_t r = 0; r < m->ranks; r++)
-        fprintf(out, "%s%lld", r ? "," : "", (long long)m->peak_live[r]);
-    fputs("],\"model_peak_step\":", out);
-    jw_num(&w, st ? round((double)st->peak_memory_step * o->size_scale) : NAN);
-    fputs(",\"model_peak_simulated\":", out);
-    jw_num(&w, st ? round((double)st->peak_memory * o->size_scale) : NAN);
-    fputs(",\"pool_peak\":", out);
+        cs_jw_int(w, m->peak_live[r]);
+    cs_jw_end(w);
+    key_num(w, "model_peak_step",
+            st ? round((double)st->peak_memory_step * o->size_scale) : NAN);
+    key_num(w, "model_peak_simulated",
+            st ? round((double)st->peak_memory * o->size_scale) : NAN);
+    cs_jw_key(w, "pool_peak");
     if (m->pool_peak)
-        fprintf(out, "%lld", (long long)max_pool_peak(m));
+        cs_jw_int(w, max_pool_peak(m));
     else
-        fputs("null", out);
-    fprintf(out, ",\"uncounted_inputs\":%lld},\n", (long long)m->other_bytes);
-    fprintf(out, "\"check\":{\"enabled\":%s,\"verified\":%llu,\"mismatches\":%llu,"
-                 "\"first_mismatch\":",
-            o->check ? "true" : "false", (unsigned long long)m->checked,
-            (unsigned long long)m->mismatches);
-    jw_str(&w, m->first_mismatch[0] ? m->first_mismatch : NULL);
-    fputs("},\n\"ranks\":[", out);
+        cs_jw_null(w);
+    key_int(w, "uncounted_inputs", m->other_bytes);
+    cs_jw_end(w);
+    cs_jw_key(w, "check");
+    cs_jw_object(w);
+    cs_jw_layout(w, "", ":");
+    cs_jw_key(w, "enabled");
+    cs_jw_bool(w, o->check);
+    cs_jw_key(w, "verified");
+    cs_jw_uint(w, m->checked);
+    cs_jw_key(w, "mismatches");
+    cs_jw_uint(w, m->mismatches);
+    key_str(w, "first_mismatch",
+            m->first_mismatch[0] ? m->first_mismatch : NULL);
+    cs_jw_end(w);
+    rows_begin(w, "ranks");
     for (uint32_t r = 0; r < m->ranks; r++) {
         const double *t = s.rank_tot + (size_t)r * 5;
-        fprintf(out, "%s\n{\"rank\":%u,\"totals\":", r ? "," : "", r);
-        jw_totals(&w, t[0], t[1], t[2], t[3], t[4]);
-        fprintf(out, ",\"peak_memory\":%lld}", (long long)m->peak_live[r]);
+        row_begin(w);
+        key_int(w, "rank", r);
+        cs_jw_key(w, "totals");
+        jw_totals(w, t[0], t[1], t[2], t[3], t[4]);
+        key_int(w, "peak_memory", m->peak_live[r]);
+        cs_jw_end(w);
     }
+    cs_jw_end(w);
     /* Per node, in the executed order: the median (over iterations) of the
      * rank-mean issue time and duration. */
-    fputs("],\n\"nodes\":[", out);
-    for (uint32_t k = 0; k < m->nodes; k++) {
+    rows_begin(w, "nodes");
+    for (uint32_t k = 0; k < m->nodes && !w->error; k++) {
         uint32_t v = m->order[k];
         const cs_node *nd = &g->nodes[v];
-        fputs(k ? ",\n{\"name\":" : "\n{\"name\":", out);
-        jw_str(&w, nd->name);
-        fputs(",\"kind\":", out);
-        jw_str(&w, commsched_node_kind_str((commsched_node_kind)nd->kind));
-        fputs(",\"start_ns\":", out);
-        jw_num(&w, fmax(0, s.issue[v]));
-        fputs(",\"end_ns\":", out);
-        jw_num(&w, fmax(0, s.issue[v]) + fmax(0, s.dur[v]));
+        row_begin(w);
+        key_str(w, "name", nd->name);
+        key_str(w, "kind", commsched_node_kind_str((commsched_node_kind)nd->kind));
+        key_num(w, "start_ns", fmax(0, s.issue[v]));
+        key_num(w, "end_ns", fmax(0, s.issue[v]) + fmax(0, s.dur[v]));
         if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
-            fputs(",\"issue_ns\":", out);
-            jw_num(&w, fmax(0, s.issue[v]));
-            fputs(",\"exposed_ns\":", out);
-            jw_num(&w, s.exposed_node[v]);
+            key_num(w, "issue_ns", fmax(0, s.issue[v]));
+            key_num(w, "exposed_ns", s.exposed_node[v]);
         }
-        fputs("}", out);
+        cs_jw_end(w);
     }
-    fputs("],\n\"collectives\":[", out);
-    int first = 1;
-    for (uint32_t k = 0; k < m->nodes; k++) {
+    cs_jw_end(w);
+    rows_begin(w, "collectives");
+    for (uint32_t k = 0; k < m->nodes && !w->error; k++) {
         uint32_t v = m->order[k];
         const cs_node *nd = &g->nodes[v];
         if (nd->kind != COMMSCHED_NODE_COLLECTIVE)
             continue;
-        fputs(first ? "\n{\"name\":" : ",\n{\"name\":", out);
-        first = 0;
-        jw_str(&w, nd->name);
-        fputs(",\"op\":", out);
-        jw_str(&w, nd->op);
-        fputs(",\"group\":", out);
-        jw_str(&w, g->groups[nd->group].name);
-        fprintf(out, ",\"sync\":%s,\"bytes\":", nd->is_sync ? "true" : "false");
-        jw_num(&w, round(commsched_cost_collective_bytes(g, v) * o->size_scale));
-        fputs(",\"issue_ns\":", out);
-        jw_num(&w, fmax(0, s.issue[v]));
-        fputs(",\"start_ns\":", out);
-        jw_num(&w, fmax(0, s.issue[v]));
-        fputs(",\"end_ns\":", out);
-        jw_num(&w, fmax(0, s.issue[v]) + fmax(0, s.dur[v]));
-        fputs(",\"measured_ns\":", out);
-        jw_num(&w, s.dur[v]);
-        fputs(",\"exposed_ns\":", out);
-        jw_num(&w, s.exposed_node[v]);
-        fputs(",\"solo_ns\":", out);
-        jw_num(&w, m->solo_ns ? m->solo_ns[v] : NAN);
+        row_begin(w);
+        key_str(w, "name", nd->name);
+        key_str(w, "op", nd->op);
+        key_str(w, "group", g->groups[nd->group].name);
+        cs_jw_key(w, "sync");
+        cs_jw_bool(w, nd->is_sync);
+        key_num(w, "bytes",
+                round(commsched_cost_collective_bytes(g, v) * o->size_scale));
+        key_num(w, "issue_ns", fmax(0, s.issue[v]));
+        key_num(w, "start_ns", fmax(0, s.issue[v]));
+        key_num(w, "end_ns", fmax(0, s.issue[v]) + fmax(0, s.dur[v]));
+        key_num(w, "measured_ns", s.dur[v]);
+        key_num(w, "exposed_ns", s.exposed_node[v]);
+        key_num(w, "solo_ns", m->solo_ns ? m->solo_ns[v] : NAN);
         double pred = sn ? sn[v].end_ns - sn[v].issue_ns : NAN;
-        fputs(",\"predicted_ns\":", out);
-        jw_num(&w, pred);
-        fputs(",\"error_pct\":", out);
-        jw_num(&w, err_pct(s.dur[v], pred));
-        fputs(",\"predicted_exposed_ns\":", out);
-        jw_num(&w, sn ? sn[v].exposed_ns : NAN);
-        fputs("}", out);
+        key_num(w, "predicted_ns", pred);
+        key_num(w, "error_pct", err_pct(s.dur[v], pred));
+        key_num(w, "predicted_exposed_ns", sn ? sn[v].exposed_ns : NAN);
+        cs_jw_end(w);
     }
-    fputs("],\n\"wall_s\":", out);
-    jw_num(&w, m->wall_s);
-    fputs("}\n", out);
+    cs_jw_end(w);
+    key_num(w, "wall_s", m->wall_s);
+    cs_jw_end(w);
+    cs_jw_raw(w, "\n");
     summary_free(&s);
-    if (w.bad)
-        return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                   "cannot encode a name as JSON");
-    return io_status(out, err);
+    return cs_report_finish(w, "report", err);
 }
 
 /* ---- trace ---------------------------------------------------------------------------- */
 
 /* Names and orders a process (is_process) or one of its threads. */
-static void tr_meta(jw *w, int *first, int pid, int tid, int is_process,
+static void tr_meta(cs_jw *w, int pid, int tid, int is_process,
                     const char *name, int sort)
 {
-    const char *kind = is_process ? "process" : "thread";
-    fputs(*first ? "\n" : ",\n", w->f);
-    *first = 0;
-    fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s_name\","
-                  "\"args\":{\"name\":",
-            pid, tid, kind);
-    jw_str(w, name);
-    fprintf(w->f, "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":"
-                  "\"%s_sort_index\",\"args\":{\"sort_index\":%d}}",
-            pid, tid, kind, sort);
+    cs_trace_name(w, is_process ? "process_name" : "thread_name", pid, tid,
+                  name);
+    cs_trace_sort_index(w,
+                        is_process ? "process_sort_index"
+                                   : "thread_sort_index",
+                        pid, tid, sort);
 }
 
-static void tr_slice(jw *w, int pid, int tid, const char *name, const char *cat,
-                     double ts_ns, double dur_ns, const cs_node *nd,
-                     const commsched_graph *g, uint32_t iter)
+static void tr_slice(cs_jw *w, int pid, int tid, const char *name,
+                     const char *cat, double ts_ns, double dur_ns,
+                     const cs_node *nd, const commsched_graph *g,
+                     uint32_t iter)
 {
-    fprintf(w->f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":", pid, tid);
-    jw_str(w, name);
-    fprintf(w->f, ",\"cat\":\"%s\",\"ts\":", cat);
-    jw_num(w, ts_ns / 1e3);
-    fputs(",\"dur\":", w->f);
-    jw_num(w, fmax(0, dur_ns) / 1e3);
-    fputs(",\"args\":{\"op\":", w->f);
-    jw_str(w, nd->op);
-    if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
-        fputs(",\"group\":", w->f);
-        jw_str(w, g->groups[nd->group].name);
-    }
-    fprintf(w->f, ",\"iteration\":%u,\"dur_ns\":", iter);
-    jw_num(w, dur_ns);
-    fputs("}}", w->f);
+    cs_trace_slice_begin(w, name, cat, pid, tid, ts_ns, fmax(0, dur_ns));
+    key_str(w, "op", nd->op);
+    if (nd->kind == COMMSCHED_NODE_COLLECTIVE)
+        key_str(w, "group", g->groups[nd->group].name);
+    key_int(w, "iteration", iter);
+    key_num(w, "dur_ns", dur_ns);
+    cs_trace_slice_end(w);
 }
 
 static const char *cat_of(const cs_node *nd)
@@ -691,16 +693,16 @@ commsched_status commsched_run_report_trace(FILE *out,
         return oom(err);
     uint32_t R = m->ranks, n = m->nodes;
     const commsched_sim *sim = p ? p->sim : NULL;
-    jw w = {out, 0};
-    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"format\":"
-          "\"commsched-run-trace\",\"graph\":",
-          out);
-    jw_str(&w, g->name);
-    fprintf(out, ",\"ranks\":%u,\"iterations\":%u,\"step_median_ns\":", R,
-            m->iters);
-    jw_num(&w, s.step_med);
-    fputs("},\n\"traceEvents\":[", out);
-    int first = 1;
+    cs_jw *w = cs_trace_begin(out, "commsched-run-trace", err);
+    if (!w) {
+        summary_free(&s);
+        return COMMSCHED_ENOMEM;
+    }
+    key_str(w, "graph", g->name);
+    key_int(w, "ranks", R);
+    key_int(w, "iterations", m->iters);
+    key_num(w, "step_median_ns", s.step_med);
+    cs_trace_events(w);
     char label[64];
     uint32_t procs = R + (sim ? 1u : 0u);
     for (uint32_t r = 0; r < procs; r++) {
@@ -709,18 +711,18 @@ commsched_status commsched_run_report_trace(FILE *out,
             snprintf(label, sizeof label, "rank %u", r);
         else
             snprintf(label, sizeof label, "predicted (simulator)");
-        tr_meta(&w, &first, pid, 0, 1, label, (int)r);
-        tr_meta(&w, &first, pid, 0, 0, "compute", 0);
+        tr_meta(w, pid, 0, 1, label, (int)r);
+        tr_meta(w, pid, 0, 0, "compute", 0);
         for (uint32_t gi = 0; gi < g->n_groups; gi++) {
             snprintf(label, sizeof label, "comm %s", g->groups[gi].name);
-            tr_meta(&w, &first, pid, (int)gi + 1, 0, label, (int)gi + 1);
+            tr_meta(w, pid, (int)gi + 1, 0, label, (int)gi + 1);
         }
     }
     /* Iterations end to end, a small gap apart, whatever the ranks' clocks
      * say (each iteration's times are relative to its own start). */
     double gap = s.step_med * 0.02, offset = 0;
     uint32_t wc[64];
-    for (uint32_t it = 0; it < m->iters; it++) {
+    for (uint32_t it = 0; it < m->iters && !w->error; it++) {
         for (uint32_t r = 0; r < R; r++) {
             size_t base = ((size_t)it * R + r) * n;
             int pid = (int)r + 1;
@@ -734,30 +736,23 @@ commsched_status commsched_run_report_trace(FILE *out,
                 double t0 = offset + s0;
                 double d = m->end_ns[base + v] - s0;
                 int tid = nd->kind == COMMSCHED_NODE_COLLECTIVE ? (int)nd->group + 1 : 0;
-                tr_slice(&w, pid, tid, nd->name, cat_of(nd), t0, d, nd, g, it);
+                tr_slice(w, pid, tid, nd->name, cat_of(nd), t0, d, nd, g, it);
                 if (nd->kind == COMMSCHED_NODE_COLLECTIVE && nd->is_sync)
-                    tr_slice(&w, pid, 0, nd->name, cat_of(nd), t0, d, nd, g, it);
+                    tr_slice(w, pid, 0, nd->name, cat_of(nd), t0, d, nd, g, it);
                 if (nd->kind != COMMSCHED_NODE_WAIT)
                     continue;
                 size_t k = wait_colls(g, v, wc, sizeof wc / sizeof wc[0]);
                 for (size_t i = 0; i < k; i++) {
                     uint32_t c = wc[i];
-                    unsigned long long id =
-                        ((unsigned long long)(it * R + r) * n + c) + 1;
+                    uint64_t id = ((uint64_t)(it * R + r) * n + c) + 1;
                     double cs = offset + (m->post_ns ? m->post_ns[base + c]
                                                      : m->start_ns[base + c]),
                            ce = offset + m->end_ns[base + c];
-                    fprintf(out, ",\n{\"ph\":\"s\",\"pid\":%d,\"tid\":%u,"
-                                 "\"name\":\"completes\",\"cat\":\"flow\","
-                                 "\"id\":%llu,\"ts\":",
-                            pid, g->nodes[c].group + 1, id);
-                    jw_num(&w, (cs + ce) / 2 / 1e3);
-                    fprintf(out, "},\n{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,"
-                                 "\"tid\":0,\"name\":\"completes\",\"cat\":"
-                                 "\"flow\",\"id\":%llu,\"ts\":",
-                            pid, id);
-                    jw_num(&w, (t0 + t0 + fmax(d, 0)) / 2 / 1e3);
-                    fputs("}", out);
+                    cs_trace_flow(w, "completes", "flow", 's', id, pid,
+                                  (int)g->nodes[c].group + 1, (cs + ce) / 2,
+                                  0);
+                    cs_trace_flow(w, "completes", "flow", 'f', id, pid, 0,
+                                  (t0 + t0 + fmax(d, 0)) / 2, 1);
                 }
             }
         }
@@ -770,17 +765,13 @@ commsched_status commsched_run_report_trace(FILE *out,
             const cs_node *nd = &g->nodes[v];
             int tid = nd->kind == COMMSCHED_NODE_COLLECTIVE ? (int)nd->group + 1 : 0;
             double t0 = nd->kind == COMMSCHED_NODE_WAIT ? sn[v].issue_ns : sn[v].start_ns;
-            tr_slice(&w, pid, tid, nd->name, cat_of(nd), t0, sn[v].end_ns - t0,
+            tr_slice(w, pid, tid, nd->name, cat_of(nd), t0, sn[v].end_ns - t0,
                      nd, g, 0);
             if (nd->kind == COMMSCHED_NODE_COLLECTIVE && nd->is_sync)
-                tr_slice(&w, pid, 0, nd->name, cat_of(nd), t0,
+                tr_slice(w, pid, 0, nd->name, cat_of(nd), t0,
                          sn[v].end_ns - t0, nd, g, 0);
         }
     }
-    fputs("\n]}\n", out);
     summary_free(&s);
-    if (w.bad)
-        return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                   "cannot encode a name as JSON");
-    return io_status(out, err);
+    return cs_trace_end(w, err);
 }

@@ -207,6 +207,52 @@ static void test_number_integral(void **state)
     assert_int_equal(st, COMMSCHED_EINVAL);
 }
 
+static void body_number_g(cs_jw *w, const void *arg)
+{
+    const num_case *c = arg;
+    cs_jw_number_g(w, c->d, c->precision);
+}
+
+/* The reports' rows printed figures with printf ("%.0f" when integral,
+ * else "%.12g"); cs_jw_number_g must give the same bytes. */
+static void test_number_g_like_printf(void **state)
+{
+    (void)state;
+    uint64_t x = 0x2545F4914F6CDD1Du;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double d;
+        if (i % 3 == 0)
+            d = (double)(int64_t)(x % 2000000001u) - 1e9; /* integral */
+        else if (i % 3 == 1)
+            d = (double)(x >> 11) / 9007199254740992.0 * 1e-6; /* tiny */
+        else
+            memcpy(&d, &x, sizeof d);
+        if (!isfinite(d))
+            continue;
+        char ref[64];
+        if (d == floor(d) && fabs(d) < 9007199254740992.0)
+            snprintf(ref, sizeof ref, "%.0f", d);
+        else
+            snprintf(ref, sizeof ref, "%.12g", d);
+        num_case c = {d, 12};
+        commsched_status st;
+        char *ours = write_with(body_number_g, &c, &st);
+        assert_int_equal(st, COMMSCHED_OK);
+        assert_string_equal(ours, ref);
+        free(ours);
+    }
+    num_case neg_zero = {-0.0, 12}, nan_case = {NAN, 12};
+    commsched_status st;
+    char *text = write_with(body_number_g, &neg_zero, &st);
+    assert_string_equal(text, "-0");
+    free(text);
+    free(write_with(body_number_g, &nan_case, &st));
+    assert_int_equal(st, COMMSCHED_EINVAL);
+}
+
 static void body_ints(cs_jw *w, const void *arg)
 {
     (void)arg;
@@ -216,8 +262,8 @@ static void body_ints(cs_jw *w, const void *arg)
     cs_jw_int(w, INT64_MAX);
     cs_jw_int(w, -1);
     cs_jw_uint(w, UINT64_MAX);
-    cs_jw_number_or_null(w, NAN, 12);
-    cs_jw_number_or_null(w, 3.0, 12);
+    cs_jw_number_g_or_null(w, NAN, 12);
+    cs_jw_number_g_or_null(w, 3.0, 12);
     cs_jw_end(w);
 }
 
@@ -437,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8_rejected),
         cmocka_unit_test(test_numbers_like_jansson),
         cmocka_unit_test(test_number_integral),
+        cmocka_unit_test(test_number_g_like_printf),
         cmocka_unit_test(test_integers),
         cmocka_unit_test(test_nesting),
         cmocka_unit_test(test_jansson_value),
