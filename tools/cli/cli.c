@@ -54,48 +54,81 @@ int cli_load(const char *path, unsigned flags, commsched_graph **out)
     return 0;
 }
 
+/* Names that stand for an already open descriptor: writing them must reach
+ * that descriptor, whatever kind of file it is (even a regular file, which
+ * rename() would replace behind the shell's back). */
+static int is_descriptor_name(const char *path)
+{
+    return strcmp(path, "/dev/stdout") == 0 ||
+           strcmp(path, "/dev/stderr") == 0 ||
+           strncmp(path, "/dev/fd/", 8) == 0 ||
+           strncmp(path, "/proc/self/fd/", 14) == 0;
+}
+
+static int out_fail(cli_out *o, int code, const char *what, const char *path)
+{
+    fprintf(stderr, "commsched: %s %s: %s\n", what, path, strerror(errno));
+    cli_out_abort(o);
+    return code;
+}
+
 int cli_out_open(cli_out *o, const char *path)
 {
+    struct stat st;
     memset(o, 0, sizeof *o);
     if (!path || strcmp(path, "-") == 0) {
         o->f = stdout;
         return 0;
     }
-    size_t len = strlen(path);
-    o->path = strdup(path);
+    int exists = stat(path, &st) == 0; /* follows symlinks */
+    if (is_descriptor_name(path) || (exists && !S_ISREG(st.st_mode))) {
+        /* In place: "w" truncates what can be truncated, nothing else. */
+        o->path = strdup(path);
+        if (!o->path) {
+            fprintf(stderr, "commsched: out of memory\n");
+            return EXIT_RUNTIME;
+        }
+        o->f = fopen(path, "w");
+        return o->f ? 0 : out_fail(o, EXIT_INPUT, "cannot write", path);
+    }
+    /* A symlink (or a path through one) to a regular file: replace the
+     * file it points to, so the link survives. */
+    o->path = exists ? realpath(path, NULL) : strdup(path);
+    if (!o->path)
+        return out_fail(o, EXIT_RUNTIME, "cannot resolve", path);
+    size_t len = strlen(o->path);
     o->tmp = malloc(len + 16);
-    if (!o->path || !o->tmp) {
+    if (!o->tmp) {
         cli_out_abort(o);
         fprintf(stderr, "commsched: out of memory\n");
         return EXIT_RUNTIME;
     }
     /* Same directory as the target, so rename() never crosses devices. */
-    snprintf(o->tmp, len + 16, "%s.tmpXXXXXX", path);
+    snprintf(o->tmp, len + 16, "%s.tmpXXXXXX", o->path);
     int fd = mkstemp(o->tmp);
     if (fd < 0) {
-        fprintf(stderr, "commsched: cannot create %s: %s\n", path,
-                strerror(errno));
         free(o->tmp);
         o->tmp = NULL;
-        cli_out_abort(o);
-        return EXIT_INPUT;
+        return out_fail(o, EXIT_INPUT, "cannot create", path);
     }
-    /* mkstemp creates 0600; give the file the mode a plain fopen would. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
-        fprintf(stderr, "commsched: cannot set the mode of %s: %s\n", path,
-                strerror(errno));
+    /* mkstemp creates 0600: give a new file the mode a plain fopen would,
+     * and a replaced one the mode it had. */
+    mode_t mode;
+    if (exists) {
+        mode = st.st_mode & 07777;
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    if (fchmod(fd, mode) != 0) {
         close(fd);
-        cli_out_abort(o);
-        return EXIT_RUNTIME;
+        return out_fail(o, EXIT_RUNTIME, "cannot set the mode of", path);
     }
     o->f = fdopen(fd, "w");
     if (!o->f) {
         close(fd);
-        cli_out_abort(o);
-        fprintf(stderr, "commsched: cannot write %s\n", path);
-        return EXIT_RUNTIME;
+        return out_fail(o, EXIT_RUNTIME, "cannot write", path);
     }
     return 0;
 }
@@ -112,12 +145,8 @@ int cli_out_commit(cli_out *o)
     int bad = fflush(o->f) != 0 || ferror(o->f);
     bad |= fclose(o->f) != 0;
     o->f = NULL;
-    if (bad || rename(o->tmp, o->path) != 0) {
-        fprintf(stderr, "commsched: cannot write %s: %s\n", o->path,
-                strerror(errno));
-        cli_out_abort(o);
-        return EXIT_RUNTIME;
-    }
+    if (bad || (o->tmp && rename(o->tmp, o->path) != 0))
+        return out_fail(o, EXIT_RUNTIME, "cannot write", o->path);
     free(o->tmp);
     free(o->path);
     o->tmp = o->path = NULL;

@@ -41,11 +41,15 @@ int cli_load(const char *path, unsigned flags, commsched_graph **out);
 /* An output file written atomically: data goes to a temporary file in the
  * same directory, renamed over `path` by cli_out_commit; cli_out_abort (or
  * any failure) removes it, so a failed run leaves no file behind. "-" or
- * NULL writes to stdout. */
+ * NULL writes to stdout. Only regular files (or new names) are replaced
+ * that way: a symlink to one has its target replaced (keeping the
+ * target's mode), and anything else -- a device such as /dev/null, a FIFO,
+ * a terminal, /dev/stdout or /dev/fd/N -- is opened and written in place,
+ * since renaming over it would destroy it or bypass its reader. */
 typedef struct cli_out {
     FILE *f;
-    char *path;
-    char *tmp;
+    char *path; /* where the data lands: a symlink's resolved target */
+    char *tmp;  /* NULL when written in place */
 } cli_out;
 
 int cli_out_open(cli_out *o, const char *path);
