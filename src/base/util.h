@@ -21,6 +21,10 @@ static inline int cs_add_i64(int64_t *acc, int64_t v)
     return __builtin_add_overflow(*acc, v, acc);
 }
 
+/* 1 when the NUL-terminated s is well-formed UTF-8 (no overlong forms,
+ * surrogates or code points past U+10FFFF: what JSON text may hold). */
+int cs_utf8_valid(const char *s);
+
 /* Grows *arr (of *cap elements of elem_size) to hold at least need
  * elements, doubling. Returns 0, or -1 on allocation failure (*arr kept). */
 int cs_grow(void **arr, size_t *cap, size_t need, size_t elem_size);

@@ -89,6 +89,17 @@ static commsched_status failf(commsched_error *err, commsched_status st,
     return commsched_error_set(err, st, path, "%s", text);
 }
 
+/* Every string the builder keeps must be UTF-8, as a loaded file's are:
+ * otherwise the graph could not be saved (nor shown in a report). Sets an
+ * ESCHEMA error at path and returns 1 when s is not; NULL is fine. */
+static int bad_text(const char *s, const char *path, commsched_error *err)
+{
+    if (!s || cs_utf8_valid(s))
+        return 0;
+    failf(err, COMMSCHED_ESCHEMA, path, "not valid UTF-8");
+    return 1;
+}
+
 commsched_status commsched_builder_create(const char *name,
                                           commsched_builder **out,
                                           commsched_error *err)
@@ -98,6 +109,10 @@ commsched_status commsched_builder_create(const char *name,
     if (!b)
         return oom(err);
     cs_arena_init(&b->arena);
+    if (bad_text(name, "name", err)) {
+        commsched_builder_destroy(b);
+        return COMMSCHED_ESCHEMA;
+    }
     /* "" is no name: the format has no empty strings */
     if (name && name[0] && !(b->name = cs_arena_strdup(&b->arena, name))) {
         commsched_builder_destroy(b);
@@ -123,6 +138,7 @@ void commsched_builder_destroy(commsched_builder *b)
 
 static int valid_name(const char *s) { return s && s[0] != '\0'; }
 
+
 static commsched_status size_error(commsched_error *err, const char *path,
                                    int64_t size)
 {
@@ -145,6 +161,9 @@ static commsched_status add_group(commsched_builder *b, const char *name,
         snprintf(path, sizeof path, "groups[%zu].name", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "a group needs a name");
     }
+    snprintf(path, sizeof path, "groups[%zu].name", i);
+    if (bad_text(name, path, err))
+        return COMMSCHED_ESCHEMA;
     if (size < 1 || size > COMMSCHED_MAX_GROUP_SIZE) {
         snprintf(path, sizeof path, "groups[%zu].size", i);
         return failf(err, COMMSCHED_ESCHEMA, path,
@@ -190,6 +209,9 @@ static commsched_status add_input(commsched_builder *b, const char *name,
         snprintf(path, sizeof path, "inputs[%zu].name", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "an input needs a name");
     }
+    snprintf(path, sizeof path, "inputs[%zu].name", i);
+    if (bad_text(name, path, err))
+        return COMMSCHED_ESCHEMA;
     if (size < 0 || size > COMMSCHED_MAX_SIZE) {
         snprintf(path, sizeof path, "inputs[%zu].size", i);
         return size_error(err, path, size);
@@ -219,12 +241,13 @@ commsched_status commsched_builder_add_input(commsched_builder *b,
 static commsched_status add_output(commsched_builder *b, const char *buffer,
                                    commsched_error *err)
 {
-    if (!valid_name(buffer)) {
-        char path[64];
-        snprintf(path, sizeof path, "outputs[%zu]", b->n_outputs);
+    char path[64];
+    snprintf(path, sizeof path, "outputs[%zu]", b->n_outputs);
+    if (!valid_name(buffer))
         return failf(err, COMMSCHED_ESCHEMA, path,
                      "a graph output must name a buffer");
-    }
+    if (bad_text(buffer, path, err))
+        return COMMSCHED_ESCHEMA;
     const char **o = PUSH(b, outputs, err);
     if (!o || !(*o = cs_arena_strdup(&b->arena, buffer)))
         return oom(err);
@@ -250,12 +273,13 @@ static commsched_status push_refs(commsched_builder *b, const char *const *names
 {
     *first = (uint32_t)b->n_refs;
     for (size_t k = 0; k < n; k++) {
-        if (!valid_name(names[k])) {
-            char path[96];
-            snprintf(path, sizeof path, "nodes[%zu].%s[%zu]", node, field, k);
+        char path[96];
+        snprintf(path, sizeof path, "nodes[%zu].%s[%zu]", node, field, k);
+        if (!valid_name(names[k]))
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "expected a non-empty name");
-        }
+        if (bad_text(names[k], path, err))
+            return COMMSCHED_ESCHEMA;
         const char **r = PUSH(b, refs, err);
         if (!r || !(*r = cs_arena_strdup(&b->arena, names[k])))
             return oom(err);
@@ -284,6 +308,15 @@ static commsched_status add_node(commsched_builder *b,
         snprintf(path, sizeof path, "nodes[%zu].name", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "a node needs a name");
     }
+    snprintf(path, sizeof path, "nodes[%zu].name", i);
+    if (bad_text(s->name, path, err))
+        return COMMSCHED_ESCHEMA;
+    snprintf(path, sizeof path, "nodes[%zu].op", i);
+    if (bad_text(s->op, path, err))
+        return COMMSCHED_ESCHEMA;
+    snprintf(path, sizeof path, "nodes[%zu].group", i);
+    if (bad_text(s->group, path, err))
+        return COMMSCHED_ESCHEMA;
     if ((unsigned)s->kind > COMMSCHED_NODE_WAIT) {
         snprintf(path, sizeof path, "nodes[%zu].kind", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "unknown node kind %d",
@@ -381,6 +414,11 @@ static commsched_status add_node(commsched_builder *b,
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "an output needs a name");
         }
+        if (bad_text(o->name, path, err))
+            return COMMSCHED_ESCHEMA;
+        snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].alias_of", i, k);
+        if (bad_text(o->alias_of, path, err))
+            return COMMSCHED_ESCHEMA;
         if (!o->alias_of && (o->size < 0 || o->size > COMMSCHED_MAX_SIZE)) {
             snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].size", i, k);
             return size_error(err, path, o->size);

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commsched/cost.h"
@@ -181,6 +182,60 @@ static void test_estimate_beyond_limit(void **state)
     commsched_graph_destroy(g);
 }
 
+/* Names must be UTF-8 whichever way they arrive (the JSON loader already
+ * refused anything else; the importers and the API did not), so a graph
+ * always saves. Valid non-ASCII names go through intact. */
+static void test_builder_utf8(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "\xff",         "ab\xc3",         "\xc0\x80", /* overlong NUL */
+        "\xed\xa0\x80", /* a surrogate */ "\xf4\x90\x80\x80", /* > U+10FFFF */
+        "\x80x",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_false(cs_utf8_valid(bad[i]));
+        commsched_builder *b = NULL;
+        commsched_error err = {0};
+        commsched_graph *g = NULL;
+        assert_int_equal(commsched_builder_create("g", &b, &err), COMMSCHED_OK);
+        commsched_node_spec n;
+        memset(&n, 0, sizeof n);
+        n.name = bad[i];
+        n.kind = COMMSCHED_NODE_COMPUTE;
+        n.runtime_ns = n.flops = n.bytes = -1;
+        assert_int_equal(commsched_builder_add_node(b, &n, &err),
+                         COMMSCHED_ESCHEMA);
+        assert_string_equal(err.path, "nodes[0].name");
+        assert_string_equal(err.text, "not valid UTF-8");
+        assert_int_not_equal(commsched_builder_finish(b, 0, &g, &err),
+                             COMMSCHED_OK);
+    }
+    const char *good = "gr\xc3\xb6\xc3\x9f" "e\xe2\x86\x92\xf0\x9f\x9a\x80"; /* größe→🚀 */
+    assert_true(cs_utf8_valid(good));
+    commsched_builder *b = NULL;
+    commsched_error err = {0};
+    commsched_graph *g = NULL;
+    assert_int_equal(commsched_builder_create(good, &b, &err), COMMSCHED_OK);
+    commsched_output_spec o = {.name = good, .size = 4};
+    commsched_node_spec n;
+    memset(&n, 0, sizeof n);
+    n.name = good;
+    n.op = good;
+    n.kind = COMMSCHED_NODE_COMPUTE;
+    n.outputs = &o;
+    n.n_outputs = 1;
+    n.runtime_ns = n.flops = n.bytes = -1;
+    assert_int_equal(commsched_builder_add_node(b, &n, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_builder_finish(b, 0, &g, &err), COMMSCHED_OK);
+    char *text = tu_graph_to_json(g, NULL);
+    commsched_graph *back = tu_graph_from_json(text);
+    assert_string_equal(commsched_graph_node_name(back, 0), good);
+    free(text);
+    commsched_graph_destroy(back);
+    commsched_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_builder_limits),
         cmocka_unit_test(test_memory_sums_checked),
         cmocka_unit_test(test_estimate_beyond_limit),
+        cmocka_unit_test(test_builder_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
