@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,27 @@ void cli_out_abort(cli_out *o)
     free(o->tmp);
     free(o->path);
     memset(o, 0, sizeof *o);
+}
+
+int cli_utf8_valid(const char *s)
+{
+    /* jansson checks UTF-8 when it makes a string (the same check the
+     * loader's parser applies); NULL also on out-of-memory, which then
+     * reads as invalid: the import fails either way. */
+    json_t *j = json_string(s);
+    json_decref(j);
+    return j != NULL;
+}
+
+size_t cli_utf8_prefix(const char *s, size_t max)
+{
+    size_t len = strnlen(s, max + 1);
+    if (len <= max)
+        return len;
+    len = max;
+    while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+        len--; /* s[len] continues a character: cut before it */
+    return len;
 }
 
 const char *cli_bytes(double bytes, char *buf, size_t size)

@@ -35,6 +35,10 @@
 #include "cli.h"
 
 #define MAX_TOKENS 64
+#define MAX_NAME 256
+/* Cycles stay exact in a double, and times within the format's runtime
+ * limit at any --clock-ghz the CLI accepts (>= 1e-6). */
+#define MAX_CYCLES (INT64_C(1) << 53)
 
 typedef struct token {
     const char *s;
@@ -48,6 +52,7 @@ static const char *const comm_names[] = {"NONE", "ALLREDUCE", "ALLGATHER",
 
 typedef struct layer {
     char *name;
+    int line; /* in the file, for errors the builder finds */
     int64_t compute[3]; /* cycles: fwd, ig, wg */
     int comm[3];
     int64_t bytes[3];
@@ -184,6 +189,12 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
                            "\"%.*s\"",
                            (int)(k->len - 1), k->s, (int)tok[i + 1].len,
                            tok[i + 1].s);
+        if ((tok_eq(k, "model_parallel_NPU_group:") ||
+             tok_eq(k, "all_gpus:")) &&
+            v > COMMSCHED_MAX_GROUP_SIZE)
+            return located(a->file, line_no, tok[i + 1].col,
+                           "%.*s is beyond the %u ranks a group may have",
+                           (int)(k->len - 1), k->s, COMMSCHED_MAX_GROUP_SIZE);
         if (tok_eq(k, "model_parallel_NPU_group:")) {
             if (v < 1)
                 return located(a->file, line_no, tok[i + 1].col,
@@ -261,6 +272,10 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
                            "%s: expected a non-negative integer (cycles), got "
                            "\"%.*s\"",
                            what[k], (int)c->len, c->s);
+        if (l->compute[phase] > MAX_CYCLES)
+            return located(a->file, line_no, c->col,
+                           "%s: %.*s cycles is beyond the limit of 2^53",
+                           what[k], (int)c->len, c->s);
         l->comm[phase] = -1;
         for (int m = 0; m < 5; m++)
             if (tok_eq(t, comm_names[m]))
@@ -276,6 +291,11 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
                            "%s: expected a non-negative integer, got "
                            "\"%.*s\"",
                            what[k + 2], (int)b->len, b->s);
+        if (l->bytes[phase] > COMMSCHED_MAX_SIZE)
+            return located(a->file, line_no, b->col,
+                           "%s: %.*s bytes is beyond the format's limit of "
+                           "2^53",
+                           what[k + 2], (int)b->len, b->s);
     }
     l->update = tok_int(&tok[11], &ok);
     if (!ok || l->update < 0)
@@ -283,6 +303,15 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
                        "update delay: expected a non-negative integer "
                        "(cycles), got \"%.*s\"",
                        (int)tok[11].len, tok[11].s);
+    if (l->update > MAX_CYCLES)
+        return located(a->file, line_no, tok[11].col,
+                       "update delay: %.*s cycles is beyond the limit of 2^53",
+                       (int)tok[11].len, tok[11].s);
+    /* Node names are "L<i>.<name>.<suffix>" in 512-byte buffers: a longer
+     * name would be cut, perhaps inside a character. */
+    if (tok[0].len > MAX_NAME)
+        return located(a->file, line_no, tok[0].col,
+                       "layer name longer than %d bytes", MAX_NAME);
     l->name = malloc(tok[0].len + 1);
     if (!l->name) {
         fprintf(stderr, "commsched: out of memory\n");
@@ -290,6 +319,11 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
     }
     memcpy(l->name, tok[0].s, tok[0].len);
     l->name[tok[0].len] = '\0';
+    l->line = line_no;
+    /* The graph holds UTF-8 names (it is saved as JSON). */
+    if (!cli_utf8_valid(l->name))
+        return located(a->file, line_no, tok[0].col,
+                       "layer name is not valid UTF-8");
     return 0;
 }
 
@@ -403,7 +437,51 @@ typedef struct bctx {
     commsched_error err;
     double ns_per_cycle;
     long zero_sized;
+    /* The file line each graph node comes from, so an error the builder
+     * finds names the source line rather than the generated node. */
+    int line;
+    int *node_line;
+    size_t n_nodes, cap_nodes;
+    int lines_lost; /* the table could not grow: errors name the node */
 } bctx;
+
+static void add_node(bctx *c, const commsched_node_spec *s)
+{
+    if (!c->lines_lost && c->n_nodes == c->cap_nodes) {
+        size_t cap = c->cap_nodes ? 2 * c->cap_nodes : 64;
+        int *p = realloc(c->node_line, cap * sizeof *p);
+        if (p) {
+            c->node_line = p;
+            c->cap_nodes = cap;
+        } else {
+            c->lines_lost = 1;
+        }
+    }
+    if (!c->lines_lost)
+        c->node_line[c->n_nodes++] = c->line;
+    (void)commsched_builder_add_node(c->b, s, &c->err);
+}
+
+/* Reports a builder error at the line the node, input or group came from:
+ * "file.txt:3: size ... (generated nodes[5].outputs[0].size)". */
+static int report_build_error(const astra *a, const bctx *c)
+{
+    size_t k;
+    int line = 0;
+    if (sscanf(c->err.path, "nodes[%zu]", &k) == 1 && !c->lines_lost &&
+        k < c->n_nodes)
+        line = c->node_line[k];
+    else if (sscanf(c->err.path, "inputs[%zu]", &k) == 1 && k >= 1 &&
+             k <= (size_t)a->n_layers)
+        line = a->layers[k - 1].line; /* inputs: batch, then the weights */
+    else if (strncmp(c->err.path, "groups", 6) == 0)
+        line = 1; /* sizes from the header (or --npus / --mp) */
+    if (line == 0 || c->err.status == COMMSCHED_ENOMEM)
+        return cli_report(a->file, &c->err);
+    located(a->file, line, 0, "%s (generated %s)", c->err.text,
+            c->err.path);
+    return cli_exit_code(c->err.status);
+}
 
 static void compute(bctx *c, const char *name, const char *op,
                     const char *const *in, size_t n_in, const char *out,
@@ -422,7 +500,7 @@ static void compute(bctx *c, const char *name, const char *op,
     s.flops = s.bytes = -1;
     if (out && size == 0)
         c->zero_sized++;
-    (void)commsched_builder_add_node(c->b, &s, &c->err);
+    add_node(c, &s);
 }
 
 static const char *const group_of[] = {"dp", "mp"};
@@ -453,7 +531,7 @@ static void collective(bctx *c, const char *name, int comm, const char *group,
     s.outputs = &o;
     s.n_outputs = 1;
     s.runtime_ns = s.flops = s.bytes = -1;
-    (void)commsched_builder_add_node(c->b, &s, &c->err);
+    add_node(c, &s);
     const char *win[1] = {out};
     commsched_output_spec wo = {alias, 0, out};
     commsched_node_spec w = {0};
@@ -465,7 +543,7 @@ static void collective(bctx *c, const char *name, int comm, const char *group,
     w.outputs = &wo;
     w.n_outputs = 1;
     w.runtime_ns = w.flops = w.bytes = -1;
-    (void)commsched_builder_add_node(c->b, &w, &c->err);
+    add_node(c, &w);
 }
 
 /* The size of the tensor a collective of `bytes` reads: an all-gather
@@ -557,6 +635,7 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
     snprintf(act, sizeof act, "batch");
     for (long i = 0; i < a->n_layers; i++) {
         const layer *l = &a->layers[i];
+        c.line = l->line;
         int g = phase_group(a->policy, 0);
         memcpy(inputs[i], act, sizeof act);
         snprintf(name, sizeof name, "L%ld.%s.fwd", i, l->name);
@@ -580,6 +659,7 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
     memcpy(grad, act, sizeof grad);
     for (long i = a->n_layers - 1; i >= 0; i--) {
         const layer *l = &a->layers[i];
+        c.line = l->line;
         int g = phase_group(a->policy, 2);
         int has = l->comm[2] != C_NONE && g >= 0;
         snprintf(name, sizeof name, "L%ld.%s.wg", i, l->name);
@@ -621,6 +701,7 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
      * in place on the weight, after its gradient is reduced. */
     for (long i = 0; i < a->n_layers; i++) {
         const layer *l = &a->layers[i];
+        c.line = l->line;
         snprintf(name, sizeof name, "L%ld.%s.update", i, l->name);
         snprintf(out_name, sizeof out_name, "L%ld.%s.weight.new", i, l->name);
         const char *in[2] = {wgrads[i], weights[i]};
@@ -635,12 +716,12 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
         s.n_outputs = 1;
         s.runtime_ns = (double)l->update * c.ns_per_cycle;
         s.flops = s.bytes = -1;
-        (void)commsched_builder_add_node(c.b, &s, &c.err);
+        add_node(&c, &s);
         (void)commsched_builder_add_output(c.b, out_name, &c.err);
     }
     if (commsched_builder_finish(c.b, 0, out, &c.err) != COMMSCHED_OK) {
         c.b = NULL;
-        rc = cli_report(a->file, &c.err);
+        rc = report_build_error(a, &c);
         goto cleanup;
     }
     c.b = NULL;
@@ -656,6 +737,7 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
                                : "");
 cleanup:
     commsched_builder_destroy(c.b);
+    free(c.node_line);
     free(weights);
     free(wgrads);
     free(inputs);

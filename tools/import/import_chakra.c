@@ -53,7 +53,7 @@ typedef struct cnode {
     size_t n_deps;
     int keep;
     /* emission */
-    char node_name[96];
+    char node_name[112]; /* "<Id>:" (<= 20 bytes) and <= 80 of the name */
     int waited;         /* GPU collective: wait emitted */
     int has_user;
 } cnode;
@@ -203,12 +203,12 @@ static void nccl_details(const char *name, commsched_dtype *dt,
 
 /* "216:aten::flatten_dense_tensors": the Id and the name up to its
  * argument list (a parenthesised group followed by "::" is a namespace and
- * kept), at most 80 bytes. */
+ * kept), at most 80 bytes, never cut inside a UTF-8 character. */
 static void short_name(const cnode *n, char *dst, size_t size)
 {
     char buf[81];
-    size_t k = 0;
-    for (const char *p = n->name; *p && k < sizeof buf - 1; p++) {
+    size_t k = 0, max = cli_utf8_prefix(n->name, sizeof buf - 1);
+    for (const char *p = n->name; *p && k < max; p++) {
         if (*p == '(') {
             const char *close = strchr(p, ')');
             if (!close || strncmp(close + 1, "::", 2) != 0)
@@ -233,6 +233,16 @@ static int get_int(chakra *c, json_t *v, const char *path, int64_t min,
     return 0;
 }
 
+/* Sizes within the format's limit, reported at the record's field. */
+static int check_size(chakra *c, const char *path, int64_t v)
+{
+    if (v > COMMSCHED_MAX_SIZE)
+        return fail_at(c, path,
+                       "%lld bytes is beyond the format's limit of 2^53",
+                       (long long)v);
+    return 0;
+}
+
 /* Reads and checks every record. */
 static int read_records(chakra *c, json_t *root, long *ngpus)
 {
@@ -252,6 +262,10 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
             int rc = get_int(c, val, key, 1, &v);
             if (rc)
                 return rc;
+            if (v > COMMSCHED_MAX_GROUP_SIZE)
+                return fail_at(c, key,
+                               "%lld is beyond the %u ranks a group may have",
+                               (long long)v, COMMSCHED_MAX_GROUP_SIZE);
             *ngpus = (long)v;
         } else {
             return fail_at(c, key,
@@ -309,6 +323,12 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
                     return fail_at(c, path,
                                    "expected a non-negative number "
                                    "(microseconds)");
+                if (json_number_value(val) > COMMSCHED_MAX_RUNTIME_NS / 1e3)
+                    return fail_at(c, path,
+                                   "%g microseconds is beyond the format's "
+                                   "limit of %g",
+                                   json_number_value(val),
+                                   COMMSCHED_MAX_RUNTIME_NS / 1e3);
                 n->runtime_us = json_number_value(val);
             } else if (strcmp(key, "is_cpu_op") == 0) {
                 if (!json_is_boolean(val))
@@ -326,10 +346,12 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
                         return rc;
                 }
             } else if (strcmp(key, "tensor_size") == 0) {
-                if ((rc = get_int(c, val, path, 0, &tensor_size)) != 0)
+                if ((rc = get_int(c, val, path, 0, &tensor_size)) != 0 ||
+                    (rc = check_size(c, path, tensor_size)) != 0)
                     return rc;
             } else if (strcmp(key, "comm_size") == 0) {
-                if ((rc = get_int(c, val, path, 0, &comm_size)) != 0)
+                if ((rc = get_int(c, val, path, 0, &comm_size)) != 0 ||
+                    (rc = check_size(c, path, comm_size)) != 0)
                     return rc;
             } else if (strcmp(key, "comm_type") == 0) {
                 if ((rc = get_int(c, val, path, 0, &v)) != 0)
@@ -369,8 +391,8 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
             if (n->coll < 0)
                 return fail_at(c, path,
                                "cannot tell the collective kind from the name "
-                               "\"%.60s\" (no comm_type)",
-                               n->name);
+                               "\"%.*s\" (no comm_type)",
+                               (int)cli_utf8_prefix(n->name, 60), n->name);
             nccl_details(n->name, &n->dtype, &n->rop);
         } else {
             n->size = tensor_size;
@@ -607,6 +629,27 @@ static void emit_wait(commsched_builder *b, cnode *n, commsched_error *err)
     n->waited = 1;
 }
 
+/* A builder error, located at the record (or field) it comes from:
+ * "workload_graph[3]: size ... (generated nodes[5].outputs[0].size)". */
+static int report_build_error(chakra *c, const uint32_t *src, size_t n_src,
+                              int ngpus_in_file)
+{
+    commsched_error e = c->err;
+    size_t k;
+    char path[COMMSCHED_ERROR_PATH_LENGTH];
+    if (sscanf(e.path, "nodes[%zu]", &k) == 1 && k < n_src)
+        snprintf(path, sizeof path, "workload_graph[%u]", src[k]);
+    else if (strncmp(e.path, "groups", 6) == 0)
+        snprintf(path, sizeof path, "%s",
+                 ngpus_in_file ? "ngpus" : "(--ranks)");
+    else
+        return cli_report(c->file, &c->err);
+    commsched_error_clear(&c->err);
+    commsched_error_set(&c->err, e.status, path, "%s (generated %s)", e.text,
+                        e.path);
+    return cli_report(c->file, &c->err);
+}
+
 static int build(chakra *c, const import_options *o, long ngpus,
                  const char *graph_name, commsched_graph **out)
 {
@@ -614,6 +657,10 @@ static int build(chakra *c, const import_options *o, long ngpus,
     uint32_t *order = malloc(n * sizeof *order);
     uint32_t *seen = calloc(n, sizeof *seen);
     uint32_t *stack = malloc(n * sizeof *stack);
+    /* The record each graph node comes from (a collective and its wait
+     * share one), so errors the builder finds name the record. */
+    uint32_t *src = malloc(2 * n * sizeof *src);
+    size_t n_src = 0;
     uint32_t *deps = NULL;
     size_t cap = 0;
     commsched_builder *b = NULL;
@@ -621,7 +668,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
     const char **inp = NULL;
     int rc = 0;
     long missing = 0, kept = 0, dropped_cpu = 0, colls = 0;
-    if (!order || !seen || !stack) {
+    if (!order || !seen || !stack || !src) {
         fprintf(stderr, "commsched: out of memory\n");
         rc = EXIT_RUNTIME;
         goto cleanup;
@@ -683,8 +730,10 @@ static int build(chakra *c, const import_options *o, long ngpus,
             cnode *d = &c->n[deps[k]];
             d->has_user = 1;
             if (d->coll >= 0 && !d->cpu) {
-                if (!d->waited)
+                if (!d->waited) {
+                    src[n_src++] = deps[k];
                     emit_wait(b, d, &c->err);
+                }
                 snprintf(reads[k], sizeof reads[k], "%s.wait", d->node_name);
             } else {
                 snprintf(reads[k], sizeof reads[k], "%s", d->node_name);
@@ -714,17 +763,20 @@ static int build(chakra *c, const import_options *o, long ngpus,
             if (x->type == NT_MEM_LOAD || x->type == NT_MEM_STORE)
                 s.op = x->type == NT_MEM_LOAD ? "mem_load" : "mem_store";
         }
+        src[n_src++] = v;
         (void)commsched_builder_add_node(b, &s, &c->err);
     }
     /* Collectives nothing reads are completed at the end of the step. */
     for (size_t pos = 0; pos < n; pos++) {
         cnode *x = &c->n[order[pos]];
-        if (x->keep && x->coll >= 0 && !x->cpu && !x->waited)
+        if (x->keep && x->coll >= 0 && !x->cpu && !x->waited) {
+            src[n_src++] = order[pos];
             emit_wait(b, x, &c->err);
+        }
     }
     if (commsched_builder_finish(b, 0, out, &c->err) != COMMSCHED_OK) {
         b = NULL;
-        rc = cli_report(c->file, &c->err);
+        rc = report_build_error(c, src, n_src, ngpus > 0);
         goto cleanup;
     }
     b = NULL;
@@ -741,6 +793,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
             missing);
 cleanup:
     commsched_builder_destroy(b);
+    free(src);
     free(order);
     free(seen);
     free(stack);
@@ -776,9 +829,10 @@ int import_chakra(const char *path, const import_options *o,
     if (rc == 0) {
         json_t *wn = json_object_get(root, "workload_name");
         const char *base = strrchr(c.file, '/');
+        const char *src = wn ? json_string_value(wn) : base ? base + 1 : c.file;
         char name[256];
-        snprintf(name, sizeof name, "chakra-%s",
-                 wn ? json_string_value(wn) : base ? base + 1 : c.file);
+        snprintf(name, sizeof name, "chakra-%.*s",
+                 (int)cli_utf8_prefix(src, sizeof name - 8), src);
         rc = build(&c, o, ngpus, name, out);
     }
     for (size_t i = 0; i < c.count && c.n; i++)
