@@ -107,6 +107,9 @@ def anchors(cli=None, graph=None):
     out.append(("simple_overlap", SIMPLE, []))
     out.append(("500MiB buckets+simple_overlap", BUCKETED_SIMPLE,
                 ["bucket_cap_mb=500"]))
+    # What experts write by hand (SimpleFSDP's transformer-block bucketing,
+    # TBB): a bucket per block, prefetched one block ahead.
+    out.append(("transformer blocks (TBB)", "bucket_transformer_blocks", []))
     cap = saturation_cap_mb(cli, graph) if cli and graph else None
     if cap is not None:
         out.append(("pre-bucketed+simple_overlap", BUCKETED_SIMPLE,
@@ -313,7 +316,9 @@ def update_doc(path, lines, totals, command):
              "raise_comms,sink_waits, reorder_compute_for_overlap, PyTorch's "
              "simple_overlap alone, after 500 MiB buckets and after "
              "pre-bucketing to the bandwidth-saturating size "
-             "(clipped to [50, 2000] MiB) whose peak fits the budget." % (machine_line(),
+             "(clipped to [50, 2000] MiB), and the hand-written "
+             "transformer-block plan (bucket_transformer_blocks) whose peak "
+             "fits the budget." % (machine_line(),
                                          time.strftime("%Y-%m-%d"),
                                          ", ".join(INDUCTOR_BUDGETS)),
              "", md_table(lines), "", totals, "", END]

@@ -104,6 +104,9 @@ typedef struct bk_pass {
     const commsched_graph *g;
     commsched_coll_op op;
     const char *tag;
+    int by_block;          /* the key also holds the node's block run */
+    uint32_t *block_run;   /* by_block: node -> its run of consecutive
+                              nodes (input order) of one block */
     uint32_t n;
     uint32_t *order, *pos;
     uint64_t *pos_key;     /* pos as heap keys */
@@ -265,12 +268,27 @@ static commsched_status chains(bk_pass *p)
     return COMMSCHED_OK;
 }
 
+/* 1 when two node names are in one block: the same text before the first
+ * '.' (commsched generate names every node of layer i "L<i>.<...>"). A
+ * block's forward and backward are two runs of it, split by other blocks'
+ * nodes, so they bucket apart. */
+static int same_block(const char *a, const char *b)
+{
+    size_t i = 0;
+    while (a[i] && a[i] != '.' && a[i] == b[i])
+        i++;
+    return (a[i] == '\0' || a[i] == '.') && (b[i] == '\0' || b[i] == '.');
+}
+
 /* Inductor's keys: all-gather (group, dtype), or (group) in multidtype
- * mode; reduce-scatter and all-reduce (group, reduce op, dtype). */
+ * mode; reduce-scatter and all-reduce (group, reduce op, dtype). The
+ * transformer-block plan adds the block. */
 static int same_key(const bk_pass *p, const cand *a, const cand *b)
 {
     const cs_node *x = &p->g->nodes[a->coll], *y = &p->g->nodes[b->coll];
     if (x->group != y->group)
+        return 0;
+    if (p->by_block && p->block_run[a->coll] != p->block_run[b->coll])
         return 0;
     if (p->op == COMMSCHED_COLL_ALL_GATHER)
         return p->ctx->k->bucket_multidtype || x->dtype == y->dtype;
@@ -1323,6 +1341,7 @@ static void pass_free(bk_pass *p)
     free(p->order);
     free(p->pos);
     free(p->pos_key);
+    free(p->block_run);
     free(p->cands);
     free(p->mem);
     free(p->bk);
@@ -1340,7 +1359,7 @@ static void pass_free(bk_pass *p)
 }
 
 static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
-                                    const char *tag)
+                                    const char *tag, int by_block)
 {
     bk_pass p;
     built bt;
@@ -1352,6 +1371,7 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
     p.g = ctx->g;
     p.op = op;
     p.tag = tag;
+    p.by_block = by_block;
     p.n = p.g->n_nodes;
     p.order = cs_malloc_array(p.n, sizeof *p.order);
     p.pos = cs_malloc_array(p.n, sizeof *p.pos);
@@ -1374,6 +1394,19 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
         p.vmap[i] = i;
     }
     p.desc.key = p.pos_key;
+    if (by_block) {
+        if (!(p.block_run = cs_malloc_array(p.n, sizeof *p.block_run))) {
+            st = oom(ctx->err);
+            goto cleanup;
+        }
+        uint32_t run = 0;
+        for (uint32_t i = 0; i < p.n; i++) {
+            if (i && !same_block(p.g->nodes[p.order[i - 1]].name,
+                                 p.g->nodes[p.order[i]].name))
+                run++;
+            p.block_run[p.order[i]] = run;
+        }
+    }
     if ((st = collect(&p)) != COMMSCHED_OK || (st = chains(&p)) != COMMSCHED_OK ||
         (st = walk(&p)) != COMMSCHED_OK)
         goto cleanup;
@@ -1398,15 +1431,53 @@ cleanup:
 
 commsched_status cs_pass_bucket_all_gather(cs_pass_ctx *ctx)
 {
-    return bucket_pass(ctx, COMMSCHED_COLL_ALL_GATHER, "ag");
+    return bucket_pass(ctx, COMMSCHED_COLL_ALL_GATHER, "ag", 0);
 }
 
 commsched_status cs_pass_bucket_reduce_scatter(cs_pass_ctx *ctx)
 {
-    return bucket_pass(ctx, COMMSCHED_COLL_REDUCE_SCATTER, "rs");
+    return bucket_pass(ctx, COMMSCHED_COLL_REDUCE_SCATTER, "rs", 0);
 }
 
 commsched_status cs_pass_bucket_all_reduce(cs_pass_ctx *ctx)
 {
-    return bucket_pass(ctx, COMMSCHED_COLL_ALL_REDUCE, "ar");
+    return bucket_pass(ctx, COMMSCHED_COLL_ALL_REDUCE, "ar", 0);
+}
+
+/* The plan experts write by hand (SimpleFSDP's transformer-block
+ * bucketing): one all-gather and one reduce-scatter bucket per block, with
+ * no size cap and no memory check, each all-gather prefetched one block
+ * ahead (it rises over the previous block's compute up to the previous
+ * block's wait, whatever that costs in memory) and every wait sunk to its
+ * first consumer. */
+commsched_status cs_pass_bucket_transformer_blocks(cs_pass_ctx *ctx)
+{
+    commsched_knobs k = *ctx->k;
+    k.bucket_cap_mb = INFINITY;
+    k.bucket_max_ops = 0;
+    k.bucket_mode = CS_BUCKET_GREEDY;
+    k.bucket_peak_memory_budget = INFINITY;
+    cs_pass_ctx c = *ctx;
+    c.k = &k;
+    commsched_status st =
+        bucket_pass(&c, COMMSCHED_COLL_ALL_GATHER, "ag", 1);
+    /* The all-gather rows name nodes of the graph between the two
+     * rewrites; the record must name nodes of the final one. */
+    const commsched_graph *mid = c.g;
+    uint32_t n_ag = ctx->rec->pub.n_buckets;
+    if (st == COMMSCHED_OK)
+        st = bucket_pass(&c, COMMSCHED_COLL_REDUCE_SCATTER, "rs", 1);
+    for (uint32_t i = 0; st == COMMSCHED_OK && c.g != mid && i < n_ag; i++) {
+        commsched_bucket_stats *b = &ctx->rec->buckets[i];
+        b->copy_in = commsched_graph_find_node(c.g, mid->nodes[b->copy_in].name);
+        b->node = commsched_graph_find_node(c.g, mid->nodes[b->node].name);
+        b->wait = commsched_graph_find_node(c.g, mid->nodes[b->wait].name);
+    }
+    /* A rewrite hands the pipeline a new graph through c. */
+    ctx->g = c.g;
+    ctx->s = c.s;
+    ctx->runtime_ns = c.runtime_ns;
+    if (st == COMMSCHED_OK)
+        st = cs_simple_overlap(ctx, INFINITY, 1);
+    return st;
 }

@@ -195,12 +195,14 @@ commsched_status cs_pass_bucket_reduce_scatter(cs_pass_ctx *ctx);
 commsched_status cs_pass_bucket_all_reduce(cs_pass_ctx *ctx);
 commsched_status cs_pass_overlap(cs_pass_ctx *ctx);
 commsched_status cs_pass_simple_overlap(cs_pass_ctx *ctx);
-/* simple_overlap with its two PyTorch constants opened up: swaps may raise
- * the input's peak by peak_budget (x; INFINITY: no limit), and with
- * stop_at_waits a collective also stops below any wait (so a collective
- * issued at the start of a block rises one block ahead at most). */
+commsched_status cs_pass_bucket_transformer_blocks(cs_pass_ctx *ctx);
+/* simple_overlap with its PyTorch constants opened up: moves may raise the
+ * input's peak by peak_budget (x; INFINITY: no limit), and with
+ * one_block_ahead a collective stops below any wait (so one issued at the
+ * start of a block rises one block ahead at most) and takes along the
+ * compute nodes that feed only it (a bucket's copy-in). */
 commsched_status cs_simple_overlap(cs_pass_ctx *ctx, double peak_budget,
-                                   int stop_at_waits);
+                                   int one_block_ahead);
 
 /* Replaces g's fake edges (after_fake) and the derived fake_users; takes
  * ownership of `after_fake` on success. Returns 0 or -1 on OOM. */

@@ -70,6 +70,12 @@ static const pass passes[] = {
      "merge all-reduces adjacent in wait order (one group, dtype and reduce "
      "op), up to bucket_cap_mb",
      1},
+    {"bucket_transformer_blocks", cs_pass_bucket_transformer_blocks,
+     COMMSCHED_STATS_BUCKET,
+     "the hand-written plan (TBB): one all-gather and one reduce-scatter "
+     "bucket per block (name up to its first '.'), each all-gather "
+     "prefetched one block ahead, no cap and no memory check",
+     1},
     {"overlap", cs_pass_overlap, COMMSCHED_STATS_OVERLAP,
      "simulator-driven list scheduler: prefetch collectives as far as the "
      "peak budget allows, sink waits, fill comm windows with independent "

@@ -2,8 +2,11 @@
  * defensive overlap pass: what stops a collective's rise and a wait's sink
  * (a dependency, another collective or wait, peak memory), and on random
  * graphs that it never raises the peak and never reorders collectives or
- * waits among themselves. Every pipeline runs with COMMSCHED_PIPELINE_VERIFY
- * (memory checked against a full recompute after every swap). */
+ * waits among themselves; and the hand-written transformer-block plan
+ * built on it (bucket_transformer_blocks): one bucket per block run,
+ * prefetched one block ahead. Every pipeline runs with
+ * COMMSCHED_PIPELINE_VERIFY (memory checked against a full recompute after
+ * every swap). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +34,10 @@
     "\"all_reduce\", \"group\": \"g\", \"inputs\": [\"" in "\"], "          \
     "\"outputs\": [{\"name\": \"" out "\", \"size\": " #size "}], "         \
     "\"runtime_ns\": 100}"
+#define ALL_GATHER(name, in, out)                                           \
+    "{\"name\": \"" name "\", \"kind\": \"collective\", \"op\": "           \
+    "\"all_gather\", \"group\": \"g\", \"inputs\": [\"" in "\"], "          \
+    "\"outputs\": [{\"name\": \"" out "\", \"size\": 64}]}"
 #define WAIT(name, in, out)                                                  \
     "{\"name\": \"" name "\", \"kind\": \"wait\", \"inputs\": [\"" in       \
     "\"], \"outputs\": [{\"name\": \"" out "\", \"alias_of\": \"" in "\"}]}"
@@ -49,8 +56,11 @@ static commsched_run *run_pass(commsched_graph *g, commsched_schedule **s)
     assert_int_equal(commsched_cost_graph(g, &o, rt, NULL, &err), COMMSCHED_OK);
     assert_int_equal(commsched_schedule_create(g, NULL, s, &err), COMMSCHED_OK);
     commsched_run *run = NULL;
+    commsched_knobs *k = NULL;
+    assert_int_equal(commsched_knobs_create(&k, &err), COMMSCHED_OK);
     commsched_status st = commsched_pipeline_run(
-        g, *s, rt, "simple_overlap", NULL, COMMSCHED_PIPELINE_VERIFY, &run, &err);
+        g, *s, rt, "simple_overlap", k, COMMSCHED_PIPELINE_VERIFY, &run, &err);
+    commsched_knobs_destroy(k);
     free(rt);
     if (st != COMMSCHED_OK)
         fail_msg("simple_overlap failed: %s: %s", commsched_status_name(st),
@@ -170,6 +180,83 @@ static void test_random_graphs(void **state)
     }
 }
 
+/* Block L0 gathers a and b, block L1 gathers a and b; after L1 comes L0's
+ * backward gather of c, a second run of block L0. The plan merges each
+ * block run's gathers (two buckets of two: L0's c stays alone, it is not
+ * in L0's first run), prefetches L1's bucket (with its copy-in) over L0.mm
+ * up to L0's bucket, and sinks every wait to its first consumer. */
+static void test_transformer_blocks(void **state)
+{
+    (void)state;
+    commsched_graph *g = tu_graph_from_json(
+        HDR "\"inputs\": [{\"name\": \"x\", \"size\": 8, \"freeable\": true}, "
+            "{\"name\": \"s0a\", \"size\": 8}, {\"name\": \"s0b\", \"size\": 8}, "
+            "{\"name\": \"s1a\", \"size\": 8}, {\"name\": \"s1b\", \"size\": 8}, "
+            "{\"name\": \"s0c\", \"size\": 8}], "
+            "\"outputs\": [\"L0.bwd_o\"], \"nodes\": ["
+        ALL_GATHER("L0.a.ag", "s0a", "L0.a.full") ","
+        WAIT("L0.a.w", "L0.a.full", "L0.a.wf") ","
+        ALL_GATHER("L0.b.ag", "s0b", "L0.b.full") ","
+        WAIT("L0.b.w", "L0.b.full", "L0.b.wf") ","
+        COMPUTE("L0.mm", "\"x\", \"L0.a.wf\", \"L0.b.wf\"", "L0.y", 8) ","
+        ALL_GATHER("L1.a.ag", "s1a", "L1.a.full") ","
+        WAIT("L1.a.w", "L1.a.full", "L1.a.wf") ","
+        ALL_GATHER("L1.b.ag", "s1b", "L1.b.full") ","
+        WAIT("L1.b.w", "L1.b.full", "L1.b.wf") ","
+        COMPUTE("L1.mm", "\"L0.y\", \"L1.a.wf\", \"L1.b.wf\"", "L1.y", 8) ","
+        ALL_GATHER("L0.c.ag", "s0c", "L0.c.full") ","
+        WAIT("L0.c.w", "L0.c.full", "L0.c.wf") ","
+        COMPUTE("L0.bwd", "\"L1.y\", \"L0.c.wf\"", "L0.bwd_o", 8) "]}");
+    commsched_graph *g0 = g;
+    commsched_error err = {0};
+    uint32_t n = commsched_graph_node_count(g);
+    double *rt = calloc(n, sizeof *rt);
+    assert_non_null(rt);
+    commsched_cost_options o;
+    commsched_cost_options_init(&o);
+    assert_int_equal(commsched_cost_graph(g, &o, rt, NULL, &err), COMMSCHED_OK);
+    commsched_schedule *s = NULL, *s0;
+    assert_int_equal(commsched_schedule_create(g, NULL, &s, &err), COMMSCHED_OK);
+    s0 = s;
+    commsched_run *run = NULL;
+    commsched_knobs *k = NULL;
+    assert_int_equal(commsched_knobs_create(&k, &err), COMMSCHED_OK);
+    commsched_status st = commsched_pipeline_apply(
+        &g, &s, rt, NULL, "bucket_transformer_blocks", k,
+        COMMSCHED_PIPELINE_VERIFY, &run, &err);
+    commsched_knobs_destroy(k);
+    if (st != COMMSCHED_OK)
+        fail_msg("bucket_transformer_blocks: %s", err.text);
+    assert_int_equal(commsched_schedule_check(s, 1, &err), COMMSCHED_OK);
+    const commsched_pass_stats *p = commsched_run_pass(run, 0);
+    assert_int_equal(p->n_buckets, 2);
+    for (uint32_t b = 0; b < 2; b++) {
+        assert_int_equal(p->buckets[b].n_members, 2);
+        assert_memory_equal(p->buckets[b].members[0], b ? "L1." : "L0.", 3);
+        assert_memory_equal(p->buckets[b].members[1], b ? "L1." : "L0.", 3);
+    }
+    uint32_t pos[64] = {0}, i = 0;
+    assert_true(commsched_graph_node_count(g) <= 64);
+    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(s, v))
+        pos[v] = i++;
+    uint32_t l0 = p->buckets[0].node, l0_wait = p->buckets[0].wait;
+    uint32_t l1 = p->buckets[1].node, l1_copy = p->buckets[1].copy_in;
+    uint32_t l1_wait = p->buckets[1].wait;
+    uint32_t mm0 = commsched_graph_find_node(g, "L0.mm");
+    uint32_t mm1 = commsched_graph_find_node(g, "L1.mm");
+    assert_string_equal(commsched_graph_node_name(g, l1), "bucket_ag_1");
+    /* L1's gather, with its copy-in, goes out right after L0's and before
+     * L0's compute; each wait sits right before its first consumer. */
+    assert_true(pos[l0] < pos[l1_copy] && pos[l1_copy] < pos[l1]);
+    assert_true(pos[l1] < pos[l0_wait] && pos[l0_wait] + 1 == pos[mm0]);
+    assert_true(pos[l1_wait] + 1 == pos[mm1]);
+    commsched_run_destroy(run);
+    commsched_schedule_destroy(s0);
+    commsched_graph_destroy(g0);
+    free(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_collectives_and_waits_keep_order),
         cmocka_unit_test(test_peak_memory_stops_the_rise),
         cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_transformer_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
