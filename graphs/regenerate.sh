@@ -39,3 +39,8 @@ for f in "$data"/chakra/*.json; do
     name=$(basename "$f" .json)
     "$cli" import chakra "$f" -o "$g/chakra/$name.json" 2>/dev/null
 done
+mkdir -p "$g/chakra-et"
+for f in "$data"/chakra-et/*.et; do
+    name=$(basename "$f" .et)
+    "$cli" import chakra "$f" -o "$g/chakra-et/$name.json" 2>/dev/null
+done

@@ -5,7 +5,10 @@
 set -eu
 # python3-pip: the Python binding's install test (pip install ./python; the
 # binding's build backend needs nothing else).
-PKGS="build-essential cmake pkg-config python3 python3-pip time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin"
+# libprotobuf-c-dev + protobuf-c-compiler: Chakra's binary traces (the C
+# decoder is generated from tools/import/chakra_et.proto at build time).
+# zlib1g-dev: gzip-compressed traces.
+PKGS="build-essential cmake pkg-config python3 python3-pip time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev protobuf-c-compiler zlib1g-dev"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -158,6 +158,7 @@ typedef struct import_options {
     long npus, mp;    /* astra: 0 = from the file, else the default */
     int gpu_only;     /* chakra: drop CPU-side ops */
     long ranks;       /* chakra: 0 = the trace's ngpus, else 8 */
+    int chakra_fields_only; /* chakra: ignore commsched's own attributes */
 } import_options;
 int import_astra(const char *path, const import_options *o,
                  commsched_graph **out);

@@ -57,7 +57,7 @@ int cmd_import(int argc, char **argv)
         {"ranks", required_argument, 0, O_RANKS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    import_options io = {1.0, 0, 0, 0, 0};
+    import_options io = {1.0, 0, 0, 0, 0, 0};
     const char *out_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {

@@ -1,0 +1,802 @@
+/* The shared back half of the Chakra importers (chakra_common.h): Id
+ * resolution, folding a collective's CPU-side ops into its GPU kernel,
+ * the feeder's order, and the graph build.
+ *
+ * Mapping (docs/WORKLOADS.md):
+ * - NodeType 4 (COMP), 2/3 (MEM_LOAD/STORE): compute nodes; 7 (COMM_COLL):
+ *   collectives, their kind from comm_type when given, else from the name;
+ *   5/6 (COMM_SEND/RECV): send/recv; 1 (METADATA): dropped, dependencies
+ *   bridged across it.
+ * - One collective is one node. PyTorch-derived traces hold the CPU ops
+ *   that launched a collective (c10d::allreduce_, nccl:all_reduce, marked
+ *   is_cpu_op) as COMM_COLL nodes too, and the GPU kernel depends on them:
+ *   such a CPU op is a launcher, imported as a compute node (its host time
+ *   stays in the step), and only the kernel is a collective.
+ * - data_deps are the dependencies (buffers flow along them); ctrl_deps
+ *   that name a node of the file are ordering edges ("after"), the others
+ *   (callers outside the file) are counted in the note.
+ * - Order: the feeder's, a topological order that issues the smallest
+ *   ready Id first.
+ * - runtime/duration is in microseconds; it becomes runtime_ns.
+ * - A GPU collective is asynchronous: its wait goes right before its first
+ *   consumer (at the end when nothing reads it). A CPU-side collective
+ *   with no kernel blocks the host: a sync collective. --gpu-only drops
+ *   every CPU op.
+ * - Every node writes one buffer that its data dependents read, sized
+ *   tensor_size (compute) or comm_size (collectives); absent sizes are 0
+ *   bytes and the note says how many.
+ * - Collectives use their process group (pg_name), else "world"; every
+ *   group has --ranks ranks (default: the trace's ngpus, else 8).
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chakra_common.h"
+
+static void where(const chakra *c, size_t rec, const char *field, char *dst,
+                  size_t size)
+{
+    if (rec == SIZE_MAX)
+        snprintf(dst, size, "%s", field ? field : "");
+    else if (c->binary)
+        snprintf(dst, size, "record %zu (byte %lld)%s%s", rec + 1,
+                 (long long)(rec < c->count ? c->n[rec].offset : 0),
+                 field ? "." : "", field ? field : "");
+    else
+        snprintf(dst, size, "workload_graph[%zu]%s%s", rec, field ? "." : "",
+                 field ? field : "");
+}
+
+int chakra_fail(chakra *c, size_t rec, const char *field, const char *fmt,
+                ...)
+{
+    char text[COMMSCHED_ERROR_TEXT_LENGTH];
+    char path[COMMSCHED_ERROR_PATH_LENGTH];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    where(c, rec, field, path, sizeof path);
+    commsched_error_set(&c->err, COMMSCHED_ESCHEMA, path, "%s", text);
+    return cli_report(c->file, &c->err);
+}
+
+static int oom(void)
+{
+    fprintf(stderr, "commsched: out of memory\n");
+    return EXIT_RUNTIME;
+}
+
+cnode *chakra_push(chakra *c)
+{
+    if (c->count == c->cap) {
+        size_t nc = c->cap ? 2 * c->cap : 64;
+        cnode *t = realloc(c->n, nc * sizeof *t);
+        if (!t) {
+            oom();
+            return NULL;
+        }
+        c->n = t;
+        c->cap = nc;
+    }
+    cnode *n = &c->n[c->count++];
+    memset(n, 0, sizeof *n);
+    n->runtime_us = -1;
+    n->size = -1;
+    n->coll = -1;
+    return n;
+}
+
+void chakra_free(chakra *c)
+{
+    for (size_t i = 0; i < c->count; i++) {
+        cnode *n = &c->n[i];
+        free(n->name);
+        free(n->pg);
+        free(n->raw_data);
+        free(n->raw_ctrl);
+        free(n->deps);
+        free(n->cdeps);
+    }
+    free(c->n);
+    c->n = NULL;
+    c->count = c->cap = 0;
+}
+
+/* The collective kind from Chakra's CollectiveCommType. */
+int chakra_coll_from_type(int64_t t)
+{
+    switch (t) {
+    case 0: return COMMSCHED_COLL_ALL_REDUCE;
+    case 1: return COMMSCHED_COLL_REDUCE;
+    case 2: return COMMSCHED_COLL_ALL_GATHER;
+    case 5: return COMMSCHED_COLL_BROADCAST;
+    case 6: return COMMSCHED_COLL_ALL_TO_ALL;
+    case 7:
+    case 8: return COMMSCHED_COLL_REDUCE_SCATTER;
+    case 9: return COMMSCHED_COLL_BARRIER;
+    default: return -1; /* GATHER, SCATTER: no counterpart */
+    }
+}
+
+/* Case-insensitive search ignoring '_' in the haystack, so
+ * "ncclKernel_AllReduce", "all_reduce" and "allreduce" all match
+ * "allreduce". */
+static int name_has(const char *hay, const char *needle)
+{
+    size_t nl = strlen(needle);
+    for (const char *h = hay; *h; h++) {
+        const char *p = h;
+        size_t k = 0;
+        while (*p && k < nl) {
+            if (*p == '_' && k > 0) {
+                p++;
+                continue;
+            }
+            if ((*p | 0x20) != (needle[k] | 0x20))
+                break;
+            p++;
+            k++;
+        }
+        if (k == nl)
+            return 1;
+    }
+    return 0;
+}
+
+int chakra_coll_from_name(const char *name)
+{
+    static const struct {
+        const char *key;
+        int op;
+    } keys[] = {
+        {"allreduce", COMMSCHED_COLL_ALL_REDUCE},
+        {"reducescatter", COMMSCHED_COLL_REDUCE_SCATTER},
+        {"allgather", COMMSCHED_COLL_ALL_GATHER},
+        {"alltoall", COMMSCHED_COLL_ALL_TO_ALL},
+        {"sendrecv", COMMSCHED_COLL_ALL_TO_ALL}, /* NCCL's all-to-all kernel */
+        {"broadcast", COMMSCHED_COLL_BROADCAST},
+        {"barrier", COMMSCHED_COLL_BARRIER},
+        {"reduce", COMMSCHED_COLL_REDUCE},
+        {"send", COMMSCHED_COLL_SEND},
+        {"recv", COMMSCHED_COLL_RECV},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (name_has(name, keys[i].key))
+            return keys[i].op;
+    return -1;
+}
+
+/* ncclKernel_<Coll>_<Algo>_<Proto>_<RedOp>_<type>(...): the last two
+ * fields give the reduce op and the element type. */
+void chakra_nccl_details(const char *name, commsched_dtype *dt,
+                         commsched_reduce_op *rop)
+{
+    static const struct {
+        const char *t;
+        commsched_dtype d;
+    } types[] = {{"float", COMMSCHED_DTYPE_FLOAT32},
+                 {"half", COMMSCHED_DTYPE_FLOAT16},
+                 {"double", COMMSCHED_DTYPE_FLOAT64},
+                 {"__nv_bfloat16", COMMSCHED_DTYPE_BFLOAT16},
+                 {"bfloat16", COMMSCHED_DTYPE_BFLOAT16},
+                 {"int8_t", COMMSCHED_DTYPE_INT8},
+                 {"uint8_t", COMMSCHED_DTYPE_UINT8},
+                 {"int32_t", COMMSCHED_DTYPE_INT32},
+                 {"int64_t", COMMSCHED_DTYPE_INT64}};
+    static const struct {
+        const char *r;
+        commsched_reduce_op op;
+    } ops[] = {{"Sum", COMMSCHED_REDUCE_SUM},
+               {"Prod", COMMSCHED_REDUCE_PRODUCT},
+               {"Max", COMMSCHED_REDUCE_MAX},
+               {"Min", COMMSCHED_REDUCE_MIN},
+               {"Avg", COMMSCHED_REDUCE_AVG},
+               {"PreMulSum", COMMSCHED_REDUCE_PREMUL_SUM}};
+    if (strncmp(name, "ncclKernel_", 11) != 0 &&
+        strncmp(name, "ncclDevKernel_", 14) != 0)
+        return;
+    char buf[128];
+    size_t len = strcspn(name, "(");
+    if (len >= sizeof buf)
+        return;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    char *last = strrchr(buf, '_');
+    if (!last)
+        return;
+    /* the type may itself hold underscores (int8_t, __nv_bfloat16) */
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        size_t tl = strlen(types[i].t);
+        if (len > tl + 1 && strcmp(buf + len - tl, types[i].t) == 0 &&
+            buf[len - tl - 1] == '_') {
+            *dt = types[i].d;
+            buf[len - tl - 1] = '\0';
+            last = strrchr(buf, '_');
+            if (!last)
+                return;
+            for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+                if (strcmp(last + 1, ops[k].r) == 0)
+                    *rop = ops[k].op;
+            return;
+        }
+    }
+}
+
+/* "216:aten::flatten_dense_tensors": the Id and the name up to its
+ * argument list (a parenthesised group followed by "::" is a namespace and
+ * kept), at most 80 bytes, never cut inside a UTF-8 character. */
+static void short_name(const cnode *n, char *dst, size_t size)
+{
+    char buf[81];
+    size_t k = 0, max = cli_utf8_prefix(n->name, sizeof buf - 1);
+    for (const char *p = n->name; *p && k < max; p++) {
+        if (*p == '(') {
+            const char *close = strchr(p, ')');
+            if (!close || strncmp(close + 1, "::", 2) != 0)
+                break;
+        }
+        buf[k++] = *p;
+    }
+    while (k > 0 && buf[k - 1] == ' ')
+        k--;
+    buf[k] = '\0';
+    snprintf(dst, size, "%lld:%s", (long long)n->id, buf);
+}
+
+
+static int cmp_id(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* Ids -> indices through a table sorted by (Id, record), so a large trace
+ * costs O(E log V). A dependency on a node's own Id is an error; ctrl deps
+ * that match nothing are counted, not fatal. */
+static int resolve_list(chakra *c, size_t i, int ctrl, int64_t (*tab)[2])
+{
+    cnode *n = &c->n[i];
+    const int64_t *raw = ctrl ? n->raw_ctrl : n->raw_data;
+    size_t nr = ctrl ? n->n_raw_ctrl : n->n_raw_data;
+    uint32_t *out = calloc(nr ? nr : 1, sizeof *out);
+    size_t m = 0;
+    if (!out)
+        return oom();
+    for (size_t k = 0; k < nr; k++) {
+        char field[64];
+        snprintf(field, sizeof field, "%s[%zu]",
+                 ctrl ? (c->binary ? "ctrl_deps" : "ctrlDeps") : "data_deps", k);
+        int64_t key[2] = {raw[k], -1};
+        /* the first record with this Id: lower bound of (Id, -1) */
+        size_t lo = 0, hi = c->count;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cmp_id(tab[mid], key) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == c->count || tab[lo][0] != raw[k]) {
+            if (ctrl) {
+                c->ctrl_outside++;
+                continue;
+            }
+            free(out);
+            return chakra_fail(c, i, field, "unknown node %lld",
+                               (long long)raw[k]);
+        }
+        uint32_t d = (uint32_t)tab[lo][1];
+        if (d == i) {
+            free(out);
+            return chakra_fail(c, i, field, "node %lld depends on itself",
+                               (long long)raw[k]);
+        }
+        int dup = 0;
+        for (size_t j = 0; j < m && !dup; j++)
+            dup = out[j] == d;
+        for (size_t j = 0; ctrl && j < n->n_deps && !dup; j++)
+            dup = n->deps[j] == d; /* already ordered by the data edge */
+        if (!dup)
+            out[m++] = d;
+    }
+    if (ctrl) {
+        n->cdeps = out;
+        n->n_cdeps = m;
+        free(n->raw_ctrl);
+        n->raw_ctrl = NULL;
+    } else {
+        n->deps = out;
+        n->n_deps = m;
+        free(n->raw_data);
+        n->raw_data = NULL;
+    }
+    return 0;
+}
+
+static int resolve(chakra *c)
+{
+    int64_t(*tab)[2] = malloc((c->count ? c->count : 1) * sizeof *tab);
+    if (!tab)
+        return oom();
+    for (size_t i = 0; i < c->count; i++) {
+        tab[i][0] = c->n[i].id;
+        tab[i][1] = (int64_t)i;
+    }
+    qsort(tab, c->count, sizeof *tab, cmp_id);
+    /* The earliest record that repeats an Id seen before it. */
+    size_t dup = SIZE_MAX, first = 0;
+    for (size_t k = 1; k < c->count; k++)
+        if (tab[k][0] == tab[k - 1][0] && (size_t)tab[k][1] < dup) {
+            dup = (size_t)tab[k][1];
+            size_t f = k - 1;
+            while (f > 0 && tab[f - 1][0] == tab[k][0])
+                f--;
+            first = (size_t)tab[f][1];
+        }
+    int rc = 0;
+    if (dup != SIZE_MAX) {
+        char at[64];
+        where(c, first, NULL, at, sizeof at);
+        rc = chakra_fail(c, dup, c->binary ? "id" : "Id",
+                         "duplicate node %lld (first at %s)",
+                         (long long)c->n[dup].id, at);
+    }
+    for (size_t i = 0; i < c->count && rc == 0; i++) {
+        rc = resolve_list(c, i, 0, tab);
+        if (rc == 0)
+            rc = resolve_list(c, i, 1, tab);
+    }
+    free(tab);
+    return rc;
+}
+
+/* A binary min-heap of node indices keyed by Id. */
+typedef struct heap {
+    uint32_t *a;
+    size_t n;
+    const cnode *nodes;
+} heap;
+
+static int hless(const heap *h, size_t i, size_t j)
+{
+    return h->nodes[h->a[i]].id < h->nodes[h->a[j]].id;
+}
+
+static void hpush(heap *h, uint32_t v)
+{
+    size_t i = h->n++;
+    h->a[i] = v;
+    while (i > 0 && hless(h, i, (i - 1) / 2)) {
+        uint32_t t = h->a[i];
+        h->a[i] = h->a[(i - 1) / 2];
+        h->a[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static uint32_t hpop(heap *h)
+{
+    uint32_t top = h->a[0];
+    h->a[0] = h->a[--h->n];
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && hless(h, l, m))
+            m = l;
+        if (r < h->n && hless(h, r, m))
+            m = r;
+        if (m == i)
+            break;
+        uint32_t t = h->a[i];
+        h->a[i] = h->a[m];
+        h->a[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+/* The feeder's order: Kahn's algorithm, smallest ready Id first. Fails on
+ * a cycle, naming a node on it. */
+static int order_nodes(chakra *c, uint32_t *order)
+{
+    size_t n = c->count, done = 0;
+    uint32_t *indeg = calloc(n, sizeof *indeg);
+    size_t *uoff = calloc(n + 1, sizeof *uoff);
+    uint32_t *users = NULL;
+    heap h = {calloc(n, sizeof *h.a), 0, c->n};
+    int rc = 0;
+    if (!indeg || !uoff || !h.a)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < c->n[i].n_deps; k++)
+            uoff[c->n[i].deps[k] + 1]++;
+        for (size_t k = 0; k < c->n[i].n_cdeps; k++)
+            uoff[c->n[i].cdeps[k] + 1]++;
+    }
+    for (size_t i = 0; i < n; i++)
+        uoff[i + 1] += uoff[i];
+    users = malloc((uoff[n] ? uoff[n] : 1) * sizeof *users);
+    if (!users)
+        goto oom;
+    {
+        size_t *fill = calloc(n, sizeof *fill);
+        if (!fill)
+            goto oom;
+        for (size_t i = 0; i < n; i++) {
+            for (size_t k = 0; k < c->n[i].n_deps; k++) {
+                uint32_t d = c->n[i].deps[k];
+                users[uoff[d] + fill[d]++] = (uint32_t)i;
+            }
+            for (size_t k = 0; k < c->n[i].n_cdeps; k++) {
+                uint32_t d = c->n[i].cdeps[k];
+                users[uoff[d] + fill[d]++] = (uint32_t)i;
+            }
+        }
+        free(fill);
+    }
+    for (size_t i = 0; i < n; i++) {
+        indeg[i] = (uint32_t)(c->n[i].n_deps + c->n[i].n_cdeps);
+        if (indeg[i] == 0)
+            hpush(&h, (uint32_t)i);
+    }
+    while (h.n > 0) {
+        uint32_t v = hpop(&h);
+        order[done++] = v;
+        for (size_t k = uoff[v]; k < uoff[v + 1]; k++)
+            if (--indeg[users[k]] == 0)
+                hpush(&h, users[k]);
+    }
+    if (done < n) {
+        size_t i = 0;
+        while (i < n && indeg[i] == 0)
+            i++;
+        rc = chakra_fail(c, i, "data_deps", "dependency cycle through node %lld",
+                         (long long)c->n[i].id);
+    }
+    goto cleanup;
+oom:
+    fprintf(stderr, "commsched: out of memory\n");
+    rc = EXIT_RUNTIME;
+cleanup:
+    free(indeg);
+    free(uoff);
+    free(users);
+    free(h.a);
+    return rc;
+}
+
+/* The kept nodes a node depends on: its data_deps (ctrl: its ctrl_deps),
+ * looking through dropped nodes (METADATA, launchers' peers, and CPU ops
+ * under --gpu-only) to what they depend on (ctrl: by either kind of edge).
+ * Fills *out (deduplicated); `seen` marks nodes visited by this call with
+ * `stamp`; `stack` has room for every node. Iterative: a long chain of
+ * dropped CPU ops must not exhaust the C stack. */
+static int kept_deps(const chakra *c, uint32_t v, int ctrl, uint32_t **out,
+                     size_t *n, size_t *cap, uint32_t *seen, uint32_t stamp,
+                     uint32_t *stack)
+{
+    size_t top = 0;
+    stack[top++] = v;
+    while (top > 0) {
+        uint32_t u = stack[--top];
+        const cnode *x = &c->n[u];
+        int data = !ctrl || u != v, control = ctrl;
+        size_t nd = (data ? x->n_deps : 0) + (control ? x->n_cdeps : 0);
+        for (size_t k = 0; k < nd; k++) {
+            uint32_t d = data && k < x->n_deps ? x->deps[k]
+                                               : x->cdeps[k - (data ? x->n_deps : 0)];
+            if (seen[d] == stamp)
+                continue;
+            seen[d] = stamp;
+            if (!c->n[d].keep) {
+                stack[top++] = d;
+                continue;
+            }
+            if (*n == *cap) {
+                size_t nc = *cap ? 2 * *cap : 16;
+                uint32_t *t = realloc(*out, nc * sizeof *t);
+                if (!t)
+                    return -1;
+                *out = t;
+                *cap = nc;
+            }
+            (*out)[(*n)++] = d;
+        }
+    }
+    return 0;
+}
+
+static void emit_wait(commsched_builder *b, cnode *n, commsched_error *err)
+{
+    char wait[128];
+    snprintf(wait, sizeof wait, "%s.wait", n->node_name);
+    const char *in[1] = {n->node_name};
+    commsched_output_spec o = {wait, 0, n->node_name};
+    commsched_node_spec s = {0};
+    s.name = wait;
+    s.kind = COMMSCHED_NODE_WAIT;
+    s.op = "wait";
+    s.inputs = in;
+    s.n_inputs = 1;
+    s.outputs = &o;
+    s.n_outputs = 1;
+    s.runtime_ns = s.flops = s.bytes = -1;
+    (void)commsched_builder_add_node(b, &s, err);
+    n->waited = 1;
+}
+
+/* A CPU-side COMM_COLL op that a GPU collective kernel depends on (data or
+ * ctrl), or that such an op depends on (record_param_comms ->
+ * c10d::allreduce_ -> nccl:all_reduce -> the kernel), launched the kernel:
+ * it is the same collective, so it becomes a compute node (its host time)
+ * and only the kernel counts. Reverse topological order sees every
+ * dependent before its dependencies. */
+static long fold_launchers(chakra *c, const uint32_t *order)
+{
+    long folded = 0;
+    for (size_t pos = c->count; pos-- > 0;) {
+        const cnode *x = &c->n[order[pos]];
+        if (x->type != NT_COLL || !(x->launcher || (x->coll >= 0 && !x->cpu)))
+            continue;
+        for (size_t k = 0; k < x->n_deps + x->n_cdeps; k++) {
+            cnode *d = &c->n[k < x->n_deps ? x->deps[k]
+                                           : x->cdeps[k - x->n_deps]];
+            if (d->type == NT_COLL && d->cpu && !d->launcher) {
+                d->launcher = 1;
+                d->coll = -1;
+                folded++;
+            }
+        }
+    }
+    return folded;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* One group per process-group name the kept collectives use (sorted, so
+ * the graph does not depend on record order). */
+static int add_groups(chakra *c, commsched_builder *b, long ranks)
+{
+    size_t m = 0;
+    const char **names = malloc((c->count ? c->count : 1) * sizeof *names);
+    if (!names)
+        return oom();
+    for (size_t i = 0; i < c->count; i++)
+        if (c->n[i].keep && c->n[i].coll >= 0)
+            names[m++] = c->n[i].pg ? c->n[i].pg : "world";
+    qsort(names, m, sizeof *names, cmp_str);
+    for (size_t i = 0; i < m; i++)
+        if (i == 0 || strcmp(names[i], names[i - 1]) != 0)
+            (void)commsched_builder_add_group(b, names[i], ranks, 0, &c->err);
+    free(names);
+    return 0;
+}
+
+/* Grows the name arrays to hold n entries. */
+static int room(char (**names)[128], const char ***ptrs, size_t *cap,
+                size_t n)
+{
+    if (n <= *cap)
+        return 0;
+    char(*r)[128] = realloc(*names, n * sizeof **names);
+    if (r)
+        *names = r;
+    const char **p = realloc(*ptrs, n * sizeof **ptrs);
+    if (p)
+        *ptrs = p;
+    if (!r || !p)
+        return -1;
+    *cap = n;
+    return 0;
+}
+
+/* A builder error, located at the record (or field) it comes from:
+ * "workload_graph[3]: size ... (generated nodes[5].outputs[0].size)". */
+static int report_build_error(chakra *c, const uint32_t *src, size_t n_src,
+                              int ngpus_in_file)
+{
+    commsched_error e = c->err;
+    size_t k;
+    char path[COMMSCHED_ERROR_PATH_LENGTH];
+    if (sscanf(e.path, "nodes[%zu]", &k) == 1 && k < n_src)
+        where(c, src[k], NULL, path, sizeof path);
+    else if (strncmp(e.path, "groups", 6) == 0)
+        snprintf(path, sizeof path, "%s",
+                 ngpus_in_file ? "ngpus" : "(--ranks)");
+    else
+        return cli_report(c->file, &c->err);
+    commsched_error_clear(&c->err);
+    commsched_error_set(&c->err, e.status, path, "%s (generated %s)", e.text,
+                        e.path);
+    return cli_report(c->file, &c->err);
+}
+
+static int build(chakra *c, const import_options *o, long ngpus,
+                 const char *graph_name, commsched_graph **out)
+{
+    size_t n = c->count;
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    uint32_t *seen = calloc(n ? n : 1, sizeof *seen);
+    uint32_t *stack = malloc((n ? n : 1) * sizeof *stack);
+    /* The record each graph node comes from (a collective and its wait
+     * share one), so errors the builder finds name the record. */
+    uint32_t *src = malloc(2 * (n ? n : 1) * sizeof *src);
+    size_t n_src = 0;
+    uint32_t *deps = NULL, *cdeps = NULL;
+    size_t cap = 0, ccap = 0, rcap = 0, acap = 0;
+    commsched_builder *b = NULL;
+    char (*reads)[128] = NULL, (*afters)[128] = NULL;
+    const char **inp = NULL, **aft = NULL;
+    int rc = 0;
+    long missing = 0, kept = 0, dropped_cpu = 0, colls = 0, folded;
+    if (!order || !seen || !stack || !src) {
+        rc = oom();
+        goto cleanup;
+    }
+    if ((rc = order_nodes(c, order)) != 0)
+        goto cleanup;
+    folded = fold_launchers(c, order);
+    for (size_t i = 0; i < n; i++) {
+        cnode *x = &c->n[i];
+        x->keep = x->type != NT_METADATA && !(o->gpu_only && x->cpu);
+        dropped_cpu += o->gpu_only && x->cpu && x->type != NT_METADATA;
+        short_name(x, x->node_name, sizeof x->node_name);
+        if (x->keep) {
+            kept++;
+            if (x->size < 0)
+                missing++;
+            colls += x->coll >= 0;
+        }
+    }
+    if (kept == 0) {
+        fprintf(stderr, "commsched: %s: no node left to import%s\n", c->file,
+                o->gpu_only ? " (every node is a CPU op; drop --gpu-only)"
+                            : "");
+        rc = EXIT_INPUT;
+        goto cleanup;
+    }
+    long ranks = o->ranks > 0 ? o->ranks : ngpus > 0 ? ngpus : 8;
+    if (commsched_builder_create(graph_name, &b, &c->err) != COMMSCHED_OK) {
+        rc = cli_report(c->file, &c->err);
+        goto cleanup;
+    }
+    if ((rc = add_groups(c, b, ranks)) != 0)
+        goto cleanup;
+    for (size_t pos = 0; pos < n; pos++) {
+        uint32_t v = order[pos];
+        cnode *x = &c->n[v];
+        if (!x->keep)
+            continue;
+        size_t nd = 0, nc = 0;
+        if (kept_deps(c, v, 0, &deps, &nd, &cap, seen, 2 * (uint32_t)pos + 1,
+                      stack) != 0 ||
+            kept_deps(c, v, 1, &cdeps, &nc, &ccap, seen,
+                      2 * (uint32_t)pos + 2, stack) != 0 ||
+            room(&reads, &inp, &rcap, nd ? nd : 1) != 0 ||
+            room(&afters, &aft, &acap, nc ? nc : 1) != 0) {
+            rc = oom();
+            goto cleanup;
+        }
+        /* A GPU collective's consumers read its wait, emitted just before
+         * the first of them. */
+        for (size_t k = 0; k < nd; k++) {
+            cnode *d = &c->n[deps[k]];
+            d->has_user = 1;
+            if (d->coll >= 0 && !d->cpu) {
+                if (!d->waited) {
+                    src[n_src++] = deps[k];
+                    emit_wait(b, d, &c->err);
+                }
+                snprintf(reads[k], sizeof reads[k], "%s.wait", d->node_name);
+            } else {
+                snprintf(reads[k], sizeof reads[k], "%s", d->node_name);
+            }
+            inp[k] = reads[k];
+        }
+        size_t na = 0;
+        for (size_t k = 0; k < nc; k++) {
+            int dup = 0;
+            for (size_t j = 0; j < nd && !dup; j++)
+                dup = deps[j] == cdeps[k];
+            if (!dup) {
+                snprintf(afters[na], sizeof afters[na], "%s",
+                         c->n[cdeps[k]].node_name);
+                aft[na] = afters[na];
+                na++;
+            }
+        }
+        commsched_output_spec os = {x->node_name, x->size > 0 ? x->size : 0,
+                                    NULL};
+        commsched_node_spec s = {0};
+        s.name = x->node_name;
+        s.inputs = inp;
+        s.n_inputs = nd;
+        s.after = aft;
+        s.n_after = na;
+        s.outputs = &os;
+        s.n_outputs = 1;
+        s.runtime_ns = x->runtime_us >= 0 ? x->runtime_us * 1000.0 : -1;
+        s.flops = s.bytes = -1;
+        if (x->coll >= 0) {
+            s.kind = COMMSCHED_NODE_COLLECTIVE;
+            s.op = commsched_coll_op_str((commsched_coll_op)x->coll);
+            s.group = x->pg ? x->pg : "world";
+            s.is_sync = x->cpu;
+            s.dtype = x->dtype;
+            s.reduce_op = x->rop;
+        } else {
+            s.kind = COMMSCHED_NODE_COMPUTE;
+            s.op = x->name;
+            if (x->type == NT_MEM_LOAD || x->type == NT_MEM_STORE)
+                s.op = x->type == NT_MEM_LOAD ? "mem_load" : "mem_store";
+        }
+        src[n_src++] = v;
+        (void)commsched_builder_add_node(b, &s, &c->err);
+    }
+    /* Collectives nothing reads are completed at the end of the step. */
+    for (size_t pos = 0; pos < n; pos++) {
+        cnode *x = &c->n[order[pos]];
+        if (x->keep && x->coll >= 0 && !x->cpu && !x->waited) {
+            src[n_src++] = order[pos];
+            emit_wait(b, x, &c->err);
+        }
+    }
+    if (commsched_builder_finish(b, 0, out, &c->err) != COMMSCHED_OK) {
+        b = NULL;
+        rc = report_build_error(c, src, n_src, ngpus > 0);
+        goto cleanup;
+    }
+    b = NULL;
+    fprintf(stderr,
+            "commsched import: note: %s: %ld nodes imported (%ld collectives "
+            "on %ld ranks",
+            c->file, kept, colls, ranks);
+    if (folded)
+        fprintf(stderr,
+                "; %ld CPU-side collective ops folded into their GPU kernel",
+                folded);
+    if (c->ctrl_outside)
+        fprintf(stderr, "; %zu ctrl deps name nodes outside the file",
+                c->ctrl_outside);
+    if (o->gpu_only)
+        fprintf(stderr, "; %ld CPU ops dropped", dropped_cpu);
+    fprintf(stderr,
+            "); %ld have no tensor_size/comm_size: their buffers are 0 bytes, "
+            "so memory figures leave them out, and collectives without a "
+            "size keep the trace's runtime\n",
+            missing);
+cleanup:
+    commsched_builder_destroy(b);
+    free(src);
+    free(order);
+    free(seen);
+    free(stack);
+    free(deps);
+    free(cdeps);
+    free(reads);
+    free(afters);
+    free(inp);
+    free(aft);
+    return rc;
+}
+
+int chakra_finish(chakra *c, const import_options *o, long ngpus,
+                  const char *graph_name, commsched_graph **out)
+{
+    if (c->count == 0)
+        return chakra_fail(c, SIZE_MAX, NULL, "no node records");
+    if (c->count > UINT32_MAX / 2 - 1)
+        return chakra_fail(c, SIZE_MAX, NULL, "more than 2^31 nodes");
+    int rc = resolve(c);
+    if (rc == 0)
+        rc = build(c, o, ngpus, graph_name, out);
+    return rc;
+}
