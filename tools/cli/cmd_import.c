@@ -16,7 +16,9 @@ static void usage(FILE *f)
             "Converts a workload written by another tool into a commsched graph.\n"
             "\n"
             "  astra    ASTRA-sim 1.0 text workload (DATA, MODEL, HYBRID_*)\n"
-            "  chakra   Chakra execution trace, simple JSON form (workload_graph)\n"
+            "  chakra   Chakra execution trace: binary .et (protobuf, what\n"
+            "           ASTRA-sim reads) or the simple JSON form\n"
+            "           (workload_graph), told apart by content\n"
             "\n"
             "  -o, --output OUT  write here (default: standard output), atomically\n"
             "  --clock-ghz F     astra: compute cycles per ns (default 1)\n"
@@ -27,12 +29,17 @@ static void usage(FILE *f)
             "                    HYBRID_*)\n"
             "  --gpu-only        chakra: drop CPU-side ops (dependencies are\n"
             "                    bridged across them)\n"
-            "  --ranks N         chakra: ranks of the collectives' group\n"
+            "  --ranks N         chakra: ranks of the collectives' groups\n"
             "                    (default: the trace's ngpus, else 8)\n"
+            "  --chakra-fields-only\n"
+            "                    chakra: read a file commsched exported by its\n"
+            "                    Chakra fields alone, ignoring the exact graph\n"
+            "                    it carries in commsched.* attributes\n"
             "\n"
             "Errors are located (FILE:LINE[:COL] for ASTRA-sim text, a JSON path\n"
-            "for Chakra) and exit with status 2. Notes about what the input does\n"
-            "not say (missing sizes) go to standard error.\n");
+            "or \"record N (byte B)\" for Chakra) and exit with status 2.\n"
+            "Notes about what the input does not say (missing sizes) go to\n"
+            "standard error.\n");
 }
 
 static int positive(const char *s, long *out)
@@ -47,7 +54,7 @@ static int positive(const char *s, long *out)
 
 int cmd_import(int argc, char **argv)
 {
-    enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS };
+    enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"clock-ghz", required_argument, 0, O_CLOCK},
@@ -55,6 +62,7 @@ int cmd_import(int argc, char **argv)
         {"mp", required_argument, 0, O_MP},
         {"gpu-only", no_argument, 0, O_GPU},
         {"ranks", required_argument, 0, O_RANKS},
+        {"chakra-fields-only", no_argument, 0, O_FIELDS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     import_options io = {1.0, 0, 0, 0, 0, 0};
@@ -86,6 +94,7 @@ int cmd_import(int argc, char **argv)
                                        optarg);
             break;
         case O_GPU: io.gpu_only = 1; break;
+        case O_FIELDS: io.chakra_fields_only = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
         default: return cli_usage_error("import", "bad option");
         }
