@@ -146,6 +146,7 @@ int cmd_simulate(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* `generate fsdp|ddp|tp|moe|2d`: argv[0] is "generate" (tools/gen_transformer.c). */
 int gen_transformer_main(int argc, char **argv);
@@ -164,5 +165,12 @@ int import_astra(const char *path, const import_options *o,
                  commsched_graph **out);
 int import_chakra(const char *path, const import_options *o,
                   commsched_graph **out);
+
+/* `export chakra` (tools/import/export_chakra.c): writes PREFIX.<rank>.et
+ * for ranks 0..ranks-1 (ranks 0: the largest group's size), runtime[i]
+ * the duration of node i in ns. All files or none; returns 0 or the exit
+ * code after printing why. */
+int export_chakra(const commsched_graph *g, const double *runtime,
+                  const char *prefix, long ranks);
 
 #endif /* COMMSCHED_CLI_H */

@@ -15,7 +15,8 @@ static const cli_command commands[] = {
     {"report", cmd_report, "write the overlap report as one HTML page (or an SVG timeline)"},
     {"run", cmd_run, "execute the schedule on MPI ranks, measured against the prediction"},
     {"generate", cmd_generate, "write a synthetic graph: chain, or a transformer step (fsdp, ddp, tp, moe, 2d)"},
-    {"import", cmd_import, "convert an ASTRA-sim text workload or a Chakra JSON trace"},
+    {"import", cmd_import, "convert an ASTRA-sim text workload or a Chakra trace (.et or JSON)"},
+    {"export", cmd_export, "write a graph as Chakra .et traces, one per rank, for ASTRA-sim"},
 };
 
 static void usage(FILE *f)

@@ -160,12 +160,6 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
                            "COMM_SEND, 6 COMM_RECV, 7 COMM_COLL)",
                            t);
     n->type = t;
-    if ((double)m->duration_micros > COMMSCHED_MAX_RUNTIME_NS / 1e3)
-        return chakra_fail(c, i, "duration_micros",
-                           "%llu microseconds is beyond the format's limit "
-                           "of %g",
-                           (unsigned long long)m->duration_micros,
-                           COMMSCHED_MAX_RUNTIME_NS / 1e3);
     int bad = copy_ids(m->data_deps, m->n_data_deps, &n->raw_data,
                        &n->n_raw_data);
     if (bad == 0)
