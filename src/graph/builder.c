@@ -471,6 +471,21 @@ static void buffer_origin(const commsched_graph *g, uint32_t b, char *buf,
              b - g->nodes[p].out_first);
 }
 
+/* Paths of errors found while resolving, formatted only when one is: doing
+ * it for every node was a fifth of loading a large graph. */
+static const char *group_path(char *buf, size_t size, uint32_t node)
+{
+    snprintf(buf, size, "nodes[%u].group", node);
+    return buf;
+}
+
+static const char *alias_path(char *buf, size_t size, uint32_t node,
+                              uint32_t k)
+{
+    snprintf(buf, size, "nodes[%u].outputs[%u].alias_of", node, k);
+    return buf;
+}
+
 /* Sorts a short row ascending and drops repeats; returns the new length. */
 static uint32_t sort_unique(uint32_t *v, uint32_t n)
 {
@@ -654,17 +669,19 @@ static commsched_status resolve_node_refs(commsched_graph *g,
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const bnode *bn = &b->nodes[i];
         cs_node *n = &g->nodes[i];
-        snprintf(path, sizeof path, "nodes[%u].group", i);
         if (n->kind == COMMSCHED_NODE_COLLECTIVE) {
             if (!bn->group)
-                return failf(err, COMMSCHED_EGRAPH, path,
+                return failf(err, COMMSCHED_EGRAPH,
+                             group_path(path, sizeof path, i),
                              "collective \"%s\" needs a group", n->name);
             n->group = cs_strmap_get(&g->group_by_name, bn->group);
             if (n->group == UINT32_MAX)
-                return failf(err, COMMSCHED_EGRAPH, path,
+                return failf(err, COMMSCHED_EGRAPH,
+                             group_path(path, sizeof path, i),
                              "unknown group \"%s\"", bn->group);
         } else if (bn->group) {
-            return failf(err, COMMSCHED_EGRAPH, path,
+            return failf(err, COMMSCHED_EGRAPH,
+                         group_path(path, sizeof path, i),
                          "only a collective has a group (\"%s\" is a %s)",
                          n->name,
                          commsched_node_kind_str((commsched_node_kind)n->kind));
@@ -718,18 +735,18 @@ static commsched_status resolve_aliases(commsched_graph *g,
             const char *base = b->outs[bn->out_first + k].alias_of;
             if (!base)
                 continue;
-            snprintf(path, sizeof path, "nodes[%u].outputs[%u].alias_of", i,
-                     k);
             uint32_t bi = cs_strmap_get(&g->buffer_by_name, base);
             if (bi == UINT32_MAX)
-                return failf(err, COMMSCHED_EGRAPH, path,
+                return failf(err, COMMSCHED_EGRAPH,
+                             alias_path(path, sizeof path, i, k),
                              "alias of unknown buffer \"%s\"", base);
             int ok = g->buffers[bi].producer == i;
             const uint32_t *in = CS_ROW_BEGIN(g->reads, i);
             for (uint32_t r = 0; !ok && r < CS_ROW_LEN(g->reads, i); r++)
                 ok = in[r] == bi;
             if (!ok)
-                return failf(err, COMMSCHED_EGRAPH, path,
+                return failf(err, COMMSCHED_EGRAPH,
+                             alias_path(path, sizeof path, i, k),
                              "\"%s\" is neither read by node \"%s\" nor one "
                              "of its outputs",
                              base, n->name);

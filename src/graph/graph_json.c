@@ -31,17 +31,37 @@ static commsched_status type_error(commsched_error *err, const char *path,
                                cs_json_type_name(v));
 }
 
-static commsched_status check_keys(const json_t *obj, const char *path,
-                                   const char *const *allowed,
-                                   commsched_error *err)
+/* An object's fields by the index of their key in a NULL-terminated
+ * table of the keys the format allows. One pass over the object's keys
+ * both rejects unknown ones and files the values, so the getters below
+ * find a field without hashing its name again. */
+#define MAX_KEYS 16
+
+typedef struct fields {
+    const char *const *keys;
+    json_t *v[MAX_KEYS];
+} fields;
+
+static size_t key_index(const char *const *keys, const char *key)
+{
+    size_t i = 0;
+    while (keys[i] && (keys[i][0] != key[0] || strcmp(keys[i], key) != 0))
+        i++;
+    return i;
+}
+
+static commsched_status collect(const json_t *obj, const char *path,
+                                const char *const *allowed, fields *f,
+                                commsched_error *err)
 {
     const char *key;
     json_t *val;
+    f->keys = allowed;
+    for (size_t i = 0; allowed[i]; i++)
+        f->v[i] = NULL;
     json_object_foreach((json_t *)obj, key, val) {
-        int ok = 0;
-        for (const char *const *a = allowed; *a && !ok; a++)
-            ok = strcmp(*a, key) == 0;
-        if (!ok) {
+        size_t i = key_index(allowed, key);
+        if (!allowed[i]) {
             char p[COMMSCHED_ERROR_PATH_LENGTH];
             if (path[0])
                 snprintf(p, sizeof p, "%s.%s", path, key);
@@ -50,8 +70,46 @@ static commsched_status check_keys(const json_t *obj, const char *path,
             return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
                                        "unknown field \"%s\"", key);
         }
+        f->v[i] = val;
     }
     return COMMSCHED_OK;
+}
+
+/* The value of a field, NULL when absent. The callers name keys with the
+ * same literals as the tables, which the compiler stores once, so the
+ * pointer comparison almost always decides. */
+static json_t *lookup(const fields *f, const char *key)
+{
+    for (size_t i = 0; f->keys[i]; i++)
+        if (f->keys[i] == key)
+            return f->v[i];
+    size_t i = key_index(f->keys, key);
+    return f->keys[i] ? f->v[i] : NULL;
+}
+
+/* "<a><b>[<i>]", e.g. "nodes[12]" or "nodes[12].outputs[0]": formatted for
+ * every node, so without printf. Truncates to size. */
+static const char *index_path(char *buf, size_t size, const char *a,
+                              const char *b, size_t i)
+{
+    char digits[24];
+    size_t nd = 0, len = 0;
+    do {
+        digits[nd++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i);
+    for (const char *s = a; *s && len + 1 < size; s++)
+        buf[len++] = *s;
+    for (const char *s = b; *s && len + 1 < size; s++)
+        buf[len++] = *s;
+    if (len + 1 < size)
+        buf[len++] = '[';
+    while (nd && len + 1 < size)
+        buf[len++] = digits[--nd];
+    if (len + 1 < size)
+        buf[len++] = ']';
+    buf[len] = '\0';
+    return buf;
 }
 
 /* "<path>.<key>" (or "<key>" at the top level). Only called on the error
@@ -65,12 +123,12 @@ static const char *join(char *buf, size_t size, const char *path,
 
 /* A field of an object: *v is NULL when it is absent, which is an error
  * only when required. */
-static commsched_status field(const json_t *obj, const char *path,
+static commsched_status field(const fields *obj, const char *path,
                               const char *key, int required, json_t **v,
                               commsched_error *err)
 {
     char p[COMMSCHED_ERROR_PATH_LENGTH];
-    *v = json_object_get(obj, key);
+    *v = lookup(obj, key);
     if (!*v && required)
         return commsched_error_set(err, COMMSCHED_ESCHEMA,
                                    join(p, sizeof p, path, key),
@@ -100,7 +158,7 @@ static commsched_status bad(commsched_error *err, const char *path,
 
 /* Field getters: absent fields leave the default and succeed unless
  * required. Each reports "<path>.<key>: expected ..." on a wrong type. */
-static commsched_status get_string(const json_t *obj, const char *path,
+static commsched_status get_string(const fields *obj, const char *path,
                                    const char *key, int required,
                                    const char **out, commsched_error *err)
 {
@@ -118,7 +176,7 @@ static commsched_status get_string(const json_t *obj, const char *path,
     return COMMSCHED_OK;
 }
 
-static commsched_status get_size(const json_t *obj, const char *path,
+static commsched_status get_size(const fields *obj, const char *path,
                                  const char *key, int required, int64_t *out,
                                  commsched_error *err)
 {
@@ -140,7 +198,7 @@ static commsched_status get_size(const json_t *obj, const char *path,
     return COMMSCHED_OK;
 }
 
-static commsched_status get_number(const json_t *obj, const char *path,
+static commsched_status get_number(const fields *obj, const char *path,
                                    const char *key, double *out,
                                    commsched_error *err)
 {
@@ -159,7 +217,7 @@ static commsched_status get_number(const json_t *obj, const char *path,
     return COMMSCHED_OK;
 }
 
-static commsched_status get_bool(const json_t *obj, const char *path,
+static commsched_status get_bool(const fields *obj, const char *path,
                                  const char *key, int *out,
                                  commsched_error *err)
 {
@@ -174,7 +232,7 @@ static commsched_status get_bool(const json_t *obj, const char *path,
     return COMMSCHED_OK;
 }
 
-static commsched_status get_array(const json_t *obj, const char *path,
+static commsched_status get_array(const fields *obj, const char *path,
                                   const char *key, int required,
                                   const json_t **out, commsched_error *err)
 {
@@ -199,7 +257,7 @@ typedef struct scratch {
 } scratch;
 
 /* An array of names -> names[base .. base + n). */
-static commsched_status get_names(const json_t *node, const char *path,
+static commsched_status get_names(const fields *node, const char *path,
                                   const char *key, scratch *s, size_t base,
                                   size_t *n, commsched_error *err)
 {
@@ -232,7 +290,7 @@ static const char *const node_keys[] = {
     "after_fake", "runtime_ns", "flops", "bytes",     "gemm_like", NULL};
 static const char *const output_keys[] = {"name", "size", "alias_of", NULL};
 
-static commsched_status parse_outputs(const json_t *node, const char *path,
+static commsched_status parse_outputs(const fields *node, const char *path,
                                       scratch *s, size_t *n,
                                       commsched_error *err)
 {
@@ -247,22 +305,23 @@ static commsched_status parse_outputs(const json_t *node, const char *path,
                                    "out of memory");
     for (size_t k = 0; k < len; k++) {
         char p[COMMSCHED_ERROR_PATH_LENGTH];
-        snprintf(p, sizeof p, "%s.outputs[%zu]", path, k);
+        index_path(p, sizeof p, path, ".outputs", k);
         json_t *o = json_array_get(arr, k);
+        fields fo;
         if (!json_is_object(o))
             return type_error(err, p, "an object", o);
         commsched_output_spec *spec = &s->outs[k];
         memset(spec, 0, sizeof *spec);
         spec->size = -1;
-        if ((st = check_keys(o, p, output_keys, err)) != COMMSCHED_OK ||
-            (st = get_string(o, p, "name", 1, &spec->name, err)) !=
+        if ((st = collect(o, p, output_keys, &fo, err)) != COMMSCHED_OK ||
+            (st = get_string(&fo, p, "name", 1, &spec->name, err)) !=
                 COMMSCHED_OK ||
-            (st = get_string(o, p, "alias_of", 0, &spec->alias_of, err)) !=
+            (st = get_string(&fo, p, "alias_of", 0, &spec->alias_of, err)) !=
                 COMMSCHED_OK ||
-            (st = get_size(o, p, "size", 0, &spec->size, err)) !=
+            (st = get_size(&fo, p, "size", 0, &spec->size, err)) !=
                 COMMSCHED_OK)
             return st;
-        if (spec->alias_of && json_object_get(o, "size"))
+        if (spec->alias_of && lookup(&fo, "size"))
             return commsched_error_set(
                 err, COMMSCHED_ESCHEMA, p,
                 "an alias has no size of its own (drop \"size\" or "
@@ -328,7 +387,7 @@ static commsched_status parse_node(commsched_builder *b, const json_t *node,
                                    size_t i, scratch *s, commsched_error *err)
 {
     char path[64];
-    snprintf(path, sizeof path, "nodes[%zu]", i);
+    index_path(path, sizeof path, "", "nodes", i);
     if (!json_is_object(node))
         return type_error(err, path, "an object", node);
     commsched_node_spec spec;
@@ -338,39 +397,40 @@ static commsched_status parse_node(commsched_builder *b, const json_t *node,
     int is_async = 1;
     size_t n_in, n_after, n_fake;
     commsched_status st;
-    if ((st = check_keys(node, path, node_keys, err)) != COMMSCHED_OK ||
-        (st = get_string(node, path, "name", 1, &spec.name, err)) !=
+    fields fs, *f = &fs;
+    if ((st = collect(node, path, node_keys, f, err)) != COMMSCHED_OK ||
+        (st = get_string(f, path, "name", 1, &spec.name, err)) !=
             COMMSCHED_OK ||
-        (st = get_string(node, path, "kind", 1, &kind, err)) != COMMSCHED_OK ||
+        (st = get_string(f, path, "kind", 1, &kind, err)) != COMMSCHED_OK ||
         (st = parse_kind(kind, path, &spec.kind, err)) != COMMSCHED_OK ||
-        (st = get_string(node, path, "op", 0, &spec.op, err)) !=
+        (st = get_string(f, path, "op", 0, &spec.op, err)) !=
             COMMSCHED_OK ||
-        (st = get_string(node, path, "group", 0, &spec.group, err)) !=
+        (st = get_string(f, path, "group", 0, &spec.group, err)) !=
             COMMSCHED_OK ||
-        (st = get_bool(node, path, "async", &is_async, err)) !=
+        (st = get_bool(f, path, "async", &is_async, err)) !=
             COMMSCHED_OK ||
-        (st = get_string(node, path, "dtype", 0, &dtype, err)) !=
+        (st = get_string(f, path, "dtype", 0, &dtype, err)) !=
             COMMSCHED_OK ||
-        (st = get_string(node, path, "reduce_op", 0, &reduce_op, err)) !=
+        (st = get_string(f, path, "reduce_op", 0, &reduce_op, err)) !=
             COMMSCHED_OK ||
-        (st = get_names(node, path, "inputs", s, 0, &n_in, err)) !=
+        (st = get_names(f, path, "inputs", s, 0, &n_in, err)) !=
             COMMSCHED_OK ||
-        (st = get_names(node, path, "after", s, n_in, &n_after, err)) !=
+        (st = get_names(f, path, "after", s, n_in, &n_after, err)) !=
             COMMSCHED_OK ||
-        (st = get_names(node, path, "after_fake", s, n_in + n_after, &n_fake,
+        (st = get_names(f, path, "after_fake", s, n_in + n_after, &n_fake,
                         err)) != COMMSCHED_OK ||
-        (st = parse_outputs(node, path, s, &spec.n_outputs, err)) !=
+        (st = parse_outputs(f, path, s, &spec.n_outputs, err)) !=
             COMMSCHED_OK ||
-        (st = get_number(node, path, "runtime_ns", &spec.runtime_ns, err)) !=
+        (st = get_number(f, path, "runtime_ns", &spec.runtime_ns, err)) !=
             COMMSCHED_OK ||
-        (st = get_number(node, path, "flops", &spec.flops, err)) !=
+        (st = get_number(f, path, "flops", &spec.flops, err)) !=
             COMMSCHED_OK ||
-        (st = get_number(node, path, "bytes", &spec.bytes, err)) !=
+        (st = get_number(f, path, "bytes", &spec.bytes, err)) !=
             COMMSCHED_OK ||
-        (st = get_bool(node, path, "gemm_like", &spec.gemm_like, err)) !=
+        (st = get_bool(f, path, "gemm_like", &spec.gemm_like, err)) !=
             COMMSCHED_OK)
         return st;
-    if (json_object_get(node, "async") &&
+    if (lookup(f, "async") &&
         spec.kind != COMMSCHED_NODE_COLLECTIVE) {
         char p[80];
         snprintf(p, sizeof p, "%s.async", path);
@@ -401,22 +461,23 @@ static const char *const top_keys[] = {"format", "version", "name",
 static const char *const group_keys[] = {"name", "size", "hosts", NULL};
 static const char *const input_keys[] = {"name", "size", "freeable", NULL};
 
-static commsched_status parse_header(const json_t *root, const char **name,
-                                     commsched_error *err)
+/* The top level: fills *f with its fields. */
+static commsched_status parse_header(const json_t *root, fields *f,
+                                     const char **name, commsched_error *err)
 {
     commsched_status st;
     const char *format = NULL;
     if (!json_is_object(root))
         return type_error(err, "", "a graph object", root);
-    if ((st = check_keys(root, "", top_keys, err)) != COMMSCHED_OK ||
-        (st = get_string(root, "", "format", 1, &format, err)) !=
+    if ((st = collect(root, "", top_keys, f, err)) != COMMSCHED_OK ||
+        (st = get_string(f, "", "format", 1, &format, err)) !=
             COMMSCHED_OK)
         return st;
     if (strcmp(format, FORMAT_NAME) != 0)
         return commsched_error_set(err, COMMSCHED_ESCHEMA, "format",
                                    "expected \"%s\", got \"%s\"", FORMAT_NAME,
                                    format);
-    json_t *v = json_object_get(root, "version");
+    json_t *v = lookup(f, "version");
     if (!v)
         return commsched_error_set(err, COMMSCHED_ESCHEMA, "version",
                                    "missing required field");
@@ -428,11 +489,11 @@ static commsched_status parse_header(const json_t *root, const char **name,
                                    "reads version %d)",
                                    (long long)json_integer_value(v),
                                    FORMAT_VERSION);
-    if ((st = get_string(root, "", "name", 0, name, err)) != COMMSCHED_OK)
+    if ((st = get_string(f, "", "name", 0, name, err)) != COMMSCHED_OK)
         return st;
     const char *objs[] = {"schedule", "metadata"};
     for (int k = 0; k < 2; k++) {
-        json_t *o = json_object_get(root, objs[k]);
+        json_t *o = lookup(f, objs[k]);
         if (o && !json_is_object(o))
             return type_error(err, objs[k], "an object", o);
     }
@@ -440,11 +501,11 @@ static commsched_status parse_header(const json_t *root, const char **name,
 }
 
 static commsched_status parse_groups_inputs(commsched_builder *b,
-                                            const json_t *root,
+                                            const fields *top,
                                             commsched_error *err)
 {
     const json_t *arr;
-    commsched_status st = get_array(root, "", "groups", 0, &arr, err);
+    commsched_status st = get_array(top, "", "groups", 0, &arr, err);
     char p[64];
     for (size_t i = 0; st == COMMSCHED_OK && arr && i < json_array_size(arr);
          i++) {
@@ -452,35 +513,37 @@ static commsched_status parse_groups_inputs(commsched_builder *b,
         const char *name = NULL;
         int64_t size = 0, hosts = 0;
         char p2[80];
-        snprintf(p, sizeof p, "groups[%zu]", i);
+        fields f;
+        index_path(p, sizeof p, "", "groups", i);
         if (!json_is_object(g))
             return type_error(err, p, "an object", g);
-        if ((st = check_keys(g, p, group_keys, err)) != COMMSCHED_OK ||
-            (st = get_string(g, p, "name", 1, &name, err)) != COMMSCHED_OK ||
-            (st = get_size(g, p, "size", 1, &size, err)) != COMMSCHED_OK ||
-            (st = get_size(g, p, "hosts", 0, &hosts, err)) != COMMSCHED_OK)
+        if ((st = collect(g, p, group_keys, &f, err)) != COMMSCHED_OK ||
+            (st = get_string(&f, p, "name", 1, &name, err)) != COMMSCHED_OK ||
+            (st = get_size(&f, p, "size", 1, &size, err)) != COMMSCHED_OK ||
+            (st = get_size(&f, p, "hosts", 0, &hosts, err)) != COMMSCHED_OK)
             return st;
-        if (json_object_get(g, "hosts") && hosts == 0)
+        if (lookup(&f, "hosts") && hosts == 0)
             return commsched_error_set(err, COMMSCHED_ESCHEMA,
                                        join(p2, sizeof p2, p, "hosts"),
                                        "hosts must be at least 1");
         st = commsched_builder_add_group(b, name, size, hosts, err);
     }
     if (st == COMMSCHED_OK)
-        st = get_array(root, "", "inputs", 0, &arr, err);
+        st = get_array(top, "", "inputs", 0, &arr, err);
     for (size_t i = 0; st == COMMSCHED_OK && arr && i < json_array_size(arr);
          i++) {
         json_t *in = json_array_get(arr, i);
         const char *name = NULL;
         int64_t size = 0;
         int freeable = 0;
-        snprintf(p, sizeof p, "inputs[%zu]", i);
+        fields f;
+        index_path(p, sizeof p, "", "inputs", i);
         if (!json_is_object(in))
             return type_error(err, p, "an object", in);
-        if ((st = check_keys(in, p, input_keys, err)) != COMMSCHED_OK ||
-            (st = get_string(in, p, "name", 1, &name, err)) != COMMSCHED_OK ||
-            (st = get_size(in, p, "size", 1, &size, err)) != COMMSCHED_OK ||
-            (st = get_bool(in, p, "freeable", &freeable, err)) !=
+        if ((st = collect(in, p, input_keys, &f, err)) != COMMSCHED_OK ||
+            (st = get_string(&f, p, "name", 1, &name, err)) != COMMSCHED_OK ||
+            (st = get_size(&f, p, "size", 1, &size, err)) != COMMSCHED_OK ||
+            (st = get_bool(&f, p, "freeable", &freeable, err)) !=
                 COMMSCHED_OK)
             return st;
         st = commsched_builder_add_input(b, name, size, freeable, err);
@@ -488,30 +551,39 @@ static commsched_status parse_groups_inputs(commsched_builder *b,
     return st;
 }
 
-static commsched_status from_json(const json_t *root, unsigned flags,
+/* Converts the tree node by node and consumes it (root is freed here).
+ * Each node's subtree is released as soon as the builder has copied it
+ * (json_array_set to the null singleton frees it), so the parse tree
+ * shrinks while the graph grows and the peak stays near the tree's own
+ * size (docs/PERFORMANCE.md, "Load"). */
+static commsched_status from_json(json_t *root, unsigned flags,
                                   commsched_graph **out, commsched_error *err)
 {
     const char *name = NULL;
     commsched_builder *b = NULL;
     scratch s = {0};
     const json_t *arr;
-    commsched_status st = parse_header(root, &name, err);
+    fields top;
+    commsched_status st = parse_header(root, &top, &name, err);
     if (st == COMMSCHED_OK)
         st = commsched_builder_create(name, &b, err);
     if (st == COMMSCHED_OK)
-        st = parse_groups_inputs(b, root, err);
+        st = parse_groups_inputs(b, &top, err);
     if (st == COMMSCHED_OK)
-        st = get_array(root, "", "nodes", 1, &arr, err);
-    for (size_t i = 0; st == COMMSCHED_OK && i < json_array_size(arr); i++)
+        st = get_array(&top, "", "nodes", 1, &arr, err);
+    for (size_t i = 0; st == COMMSCHED_OK && i < json_array_size(arr); i++) {
         st = parse_node(b, json_array_get(arr, i), i, &s, err);
+        if (st == COMMSCHED_OK)
+            json_array_set((json_t *)arr, i, json_null());
+    }
     if (st == COMMSCHED_OK)
-        st = get_array(root, "", "outputs", 0, &arr, err);
+        st = get_array(&top, "", "outputs", 0, &arr, err);
     for (size_t i = 0; st == COMMSCHED_OK && arr && i < json_array_size(arr);
          i++) {
         json_t *o = json_array_get(arr, i);
         if (!json_is_string(o)) {
             char p[64];
-            snprintf(p, sizeof p, "outputs[%zu]", i);
+            index_path(p, sizeof p, "", "outputs", i);
             st = type_error(err, p, "a buffer name", o);
         } else {
             st = commsched_builder_add_output(b, json_string_value(o), err);
@@ -519,6 +591,9 @@ static commsched_status from_json(const json_t *root, unsigned flags,
     }
     free(s.names);
     free(s.outs);
+    /* The builder copied everything: the rest of the tree goes before
+     * finish builds the graph's indexes. */
+    json_decref(root);
     if (st != COMMSCHED_OK) {
         commsched_builder_destroy(b);
         return st;
@@ -591,9 +666,7 @@ commsched_status commsched_graph_load_file(const char *path, unsigned flags,
     free(text);
     if (!root)
         return syntax_error(&je, err);
-    commsched_status st = from_json(root, flags, out, err);
-    json_decref(root);
-    return st;
+    return from_json(root, flags, out, err);
 }
 
 commsched_status commsched_graph_load_string(const char *text, unsigned flags,
@@ -605,9 +678,7 @@ commsched_status commsched_graph_load_string(const char *text, unsigned flags,
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return syntax_error(&je, err);
-    commsched_status st = from_json(root, flags, out, err);
-    json_decref(root);
-    return st;
+    return from_json(root, flags, out, err);
 }
 
 /* ---- save ------------------------------------------------------------- */
