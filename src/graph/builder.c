@@ -336,11 +336,13 @@ static commsched_status add_node(commsched_builder *b,
     }
     uint8_t coll_op = 0;
     if (s->kind == COMMSCHED_NODE_COLLECTIVE) {
-        snprintf(path, sizeof path, "nodes[%zu].op", i);
+        int known = s->op && lookup_coll_op(s->op, &coll_op);
+        if (!known) /* the path only when it is needed */
+            snprintf(path, sizeof path, "nodes[%zu].op", i);
         if (!s->op)
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "collective \"%s\" needs an op", s->name);
-        if (!lookup_coll_op(s->op, &coll_op))
+        if (!known)
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "unknown collective op \"%s\" (expected all_reduce, "
                          "all_gather, reduce_scatter, all_to_all, broadcast, "
@@ -364,7 +366,10 @@ static commsched_status add_node(commsched_builder *b,
                 {s->flops, COMMSCHED_MAX_WORK, "flops"},
                 {s->bytes, COMMSCHED_MAX_WORK, "bytes"}};
     for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
-        snprintf(path, sizeof path, "nodes[%zu].%s", i, nums[k].field);
+        /* The path is formatted only on failure: per node it was the
+         * largest cost of adding one. */
+        if (!isfinite(nums[k].v) || nums[k].v > nums[k].max)
+            snprintf(path, sizeof path, "nodes[%zu].%s", i, nums[k].field);
         if (isnan(nums[k].v) || isinf(nums[k].v))
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "expected a finite number");
