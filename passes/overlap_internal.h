@@ -1,0 +1,181 @@
+/* commsched — what the overlap pass's files share (map: overlap.c): the
+ * node classes, the ready heap and the segment tree (overlap_state.c), the
+ * state every variant shares (ov_base, overlap_state.c), one variant's
+ * forward list scheduler (ov_run, overlap_search.c). Not installed. */
+#ifndef COMMSCHED_OVERLAP_INTERNAL_H
+#define COMMSCHED_OVERLAP_INTERNAL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commsched/simulate.h"
+#include "passes_internal.h"
+
+#define NONE COMMSCHED_NONE
+#define NO_LIMIT INT64_MAX
+
+/* Node classes as the pass sees them. A frame node runs on the compute
+ * stream in the order chosen by the frame rule; collectives and waits are
+ * placed around frame nodes. */
+enum { C_COMPUTE = 0, C_COLL = 1, C_WAIT = 2, C_SYNC = 3 };
+
+static inline int is_frame(uint8_t c) { return c == C_COMPUTE || c == C_SYNC; }
+
+typedef struct hent {
+    uint32_t r;  /* primary (class rank) */
+    uint32_t b;  /* tertiary (input position: ties, determinism) */
+    double a;    /* secondary */
+    uint32_t v;  /* the node */
+} hent;
+
+typedef struct heap {
+    hent *e;
+    size_t n, cap;
+} heap;
+
+static inline int hless(const hent *x, const hent *y)
+{
+    if (x->r != y->r)
+        return x->r < y->r;
+    if (x->a != y->a)
+        return x->a < y->a;
+    return x->b < y->b;
+}
+
+typedef struct segt {
+    uint32_t size, h; /* leaves, a power of two; its log2 */
+    int64_t *t, *d;   /* value of a subtree (with its own pending add), and
+                         the add pending for the whole subtree */
+} segt;
+
+#define SEG_LOW (INT64_MIN / 4)
+
+typedef struct ov_base {
+    const commsched_graph *g;
+    uint32_t n, n_streams;
+    const double *rt;
+    uint8_t *cls;
+    uint32_t *stream;     /* collectives: their group (their comm stream) */
+    int64_t *bytes;       /* collectives: bytes moved (in-flight limit) */
+    cs_csr deps, users;   /* data + after + after_fake, distinct */
+    cs_csr wcoll;         /* wait -> the collectives whose outputs it reads */
+    cs_csr reads;         /* node -> buffers freed after their last reader
+                             that it reads (the memory model's tracked set) */
+    int64_t *bsize;       /* per buffer */
+    uint32_t *nreaders;   /* per buffer */
+    int64_t *alloc;       /* per node: bytes its real outputs allocate */
+    int64_t *unread_free; /* per node: its outputs nobody reads, not kept */
+    int64_t baseline;
+    int64_t max_alloc;    /* the largest allocation of one node */
+    /* The reference order T: the input order, or the closest order that
+     * respects every fake edge when the input breaks some. */
+    uint32_t *topo, *tpos;
+    uint32_t *frank;      /* frame nodes: index among frame nodes in T */
+    uint32_t *gap_start;  /* frame nodes: T position after the previous
+                             frame node */
+    int64_t *level;       /* T position -> post_alloc of that step in T */
+    int64_t *free_ref;    /* per node: bytes freed after it in T */
+    int64_t *dref;        /* per node: alloc - free_ref */
+    /* The collective order in force (ov_ord below) — the knob's, or the
+     * input order's for the variants that pin it; the sweep reads these. */
+    uint32_t *dom;        /* frame rank of the first frame node reached */
+    uint32_t *unl;        /* smallest dom of a collective reached */
+    uint32_t *ord_prev, *ord_next; /* collective order edges */
+    uint8_t *ord_dup;     /* the order edge duplicates a real one */
+    struct ov_ord {
+        uint32_t *dom, *unl, *prev, *next;
+        uint8_t *dup;
+    } set[2];             /* [0] the knob's order, [1] the input's */
+    int n_sets;
+    uint32_t *pos_in;     /* position in the pass's input order */
+} ov_base;
+
+enum { FR_REF = 0, FR_DYN_POS = 1, FR_DYN_UNLOCK = 2 };
+
+typedef struct ov_variant {
+    uint8_t frame;      /* FR_*: how the next compute node is chosen */
+    uint8_t pinned;     /* keep all collectives in their input order (as
+                           after decide_global_ordering_of_comms); only
+                           tried when the knob leaves the order freer */
+    uint8_t jit;        /* 1: feed a comm stream only when it would go idle
+                           before the next compute node ends; 0: issue
+                           every ready collective the budget allows */
+    uint8_t eager_free; /* issue collectives that lower memory (a
+                           reduce-scatter freeing its input) at once, even
+                           when their stream is busy */
+    const char *name;
+} ov_variant;
+
+/* The fast set is the first N_FAST variants; `full` runs them all. */
+#define N_FAST 7
+
+/* Per-collective flags the statistics read. */
+enum {
+    F_MEM = 1,      /* the budget refused an issue it wanted */
+    F_INFL = 2,     /* overlap_max_in_flight_bytes refused one */
+    F_INFLIGHT = 4, /* issued, its wait not placed yet (in-flight bytes) */
+    F_NOCOMP = 8    /* its wait stalled with no other ready compute */
+};
+
+#define K_STREAM 8  /* collectives examined per prefetch decision */
+#define K_FRAME 16  /* frame candidates examined per step */
+#define FEEDER_FRACTION 0.25 /* compute a prefetch may pull along, as a
+                                fraction of the collective's runtime */
+
+typedef struct ov_run {
+    const ov_base *b;
+    const ov_variant *var;
+    int64_t B;          /* effective budget, NO_LIMIT for none */
+    int64_t cap;        /* in-flight bytes per group, <= 0: none */
+    long window;
+    uint32_t *unmet;    /* unscheduled deps (all edges + order edge) */
+    uint32_t *blockers; /* collectives: unscheduled deps other than ready
+                           compute nodes (which can be pulled along) */
+    uint8_t *sched, *in_fh, *in_sh;
+    uint32_t *order, k;
+    uint32_t *rem;
+    double *cend, *wend, now, *sf;
+    int64_t *infl, cur, peak;
+    heap fh;            /* ready frame nodes, by the frame rule's key */
+    heap wh;            /* ready waits, by the end of their collectives */
+    heap ah, tmp;       /* force()'s scratch; popped entries */
+    heap *sh, *shf;     /* per stream: issuable collectives by urgency;
+                           shf those that free at least what they take */
+    segt seg;
+    int use_seg;
+    uint32_t fi, lo;
+    double *ready_t; /* collectives: compute-stream time they became
+                        issuable (inputs ready or one cheap step away) */
+    uint8_t *flags;
+    uint32_t *stk, *list, *mark, *mark2, epoch, *undo;
+    uint32_t *pos, *lastpos, *head, *next, *tmp_order; /* sink_waits_late */
+    int oom;
+} ov_run;
+
+/* The variants, fast set first (overlap_search.c). */
+extern const ov_variant cs_ov_variants[];
+extern const size_t cs_ov_n_variants;
+
+/* overlap_state.c: the heap, the segment tree, the shared state. */
+void cs_ov_base_free(ov_base *b);
+int cs_ov_base_init(ov_base *b, const commsched_graph *g,
+                     const commsched_schedule *s, const double *rt);
+int cs_ov_base_order(ov_base *b, int i, int mode);
+void cs_ov_base_use(ov_base *b, int i);
+hent cs_ov_heap_pop(heap *h);
+int cs_ov_heap_push(heap *h, hent x);
+void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v);
+void cs_ov_seg_build(segt *s, const int64_t *leaf, uint32_t n);
+int64_t cs_ov_seg_max(segt *s, uint32_t l, uint32_t r);
+
+/* overlap_search.c: one variant's sweep and what the pass reuses of it. */
+double cs_ov_issue(ov_run *S, uint32_t c);
+int cs_ov_run_alloc(ov_run *S, const ov_base *b);
+void cs_ov_run_free(ov_run *S);
+void cs_ov_sink_waits_late(ov_run *S);
+int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
+                 long window);
+
+#endif /* COMMSCHED_OVERLAP_INTERNAL_H */

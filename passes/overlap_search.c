@@ -1,0 +1,826 @@
+/* commsched — overlap's candidate search (map: overlap.c): the variants
+ * and one variant's forward list scheduler. */
+#include "overlap_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- one variant: the forward list scheduler ----------------------------- */
+
+/* The fast set first; `full` adds the rest. */
+const ov_variant cs_ov_variants[] = {
+    {FR_REF, 0, 1, 1, "input-order/jit"},
+    {FR_DYN_POS, 0, 1, 1, "fill/jit"},
+    {FR_DYN_UNLOCK, 0, 1, 1, "unlock/jit"},
+    {FR_REF, 0, 0, 1, "input-order/asap"},
+    {FR_DYN_POS, 0, 0, 1, "fill/asap"},
+    {FR_DYN_POS, 1, 1, 1, "fill/jit/pinned"},
+    {FR_DYN_UNLOCK, 1, 1, 1, "unlock/jit/pinned"},
+    {FR_DYN_UNLOCK, 0, 0, 1, "unlock/asap"},
+    {FR_REF, 0, 1, 0, "input-order/jit-lazy-free"},
+    {FR_DYN_POS, 0, 1, 0, "fill/jit-lazy-free"},
+    {FR_DYN_UNLOCK, 0, 1, 0, "unlock/jit-lazy-free"},
+    {FR_REF, 1, 1, 1, "input-order/jit/pinned"},
+    {FR_DYN_POS, 1, 0, 1, "fill/asap/pinned"},
+};
+const size_t cs_ov_n_variants =
+    sizeof cs_ov_variants / sizeof cs_ov_variants[0];
+
+void cs_ov_run_free(ov_run *S)
+{
+    free(S->unmet);
+    free(S->blockers);
+    free(S->sched);
+    free(S->in_fh);
+    free(S->in_sh);
+    free(S->order);
+    free(S->rem);
+    free(S->cend);
+    free(S->wend);
+    free(S->sf);
+    free(S->infl);
+    free(S->fh.e);
+    free(S->wh.e);
+    free(S->ah.e);
+    free(S->tmp.e);
+    if (S->sh)
+        for (uint32_t s = 0; s < S->b->n_streams; s++)
+            free(S->sh[s].e);
+    if (S->shf)
+        for (uint32_t s = 0; s < S->b->n_streams; s++)
+            free(S->shf[s].e);
+    free(S->sh);
+    free(S->shf);
+    free(S->seg.t);
+    free(S->seg.d);
+    free(S->ready_t);
+    free(S->flags);
+    free(S->stk);
+    free(S->list);
+    free(S->mark);
+    free(S->mark2);
+    free(S->undo);
+    free(S->pos);
+    free(S->lastpos);
+    free(S->head);
+    free(S->next);
+    free(S->tmp_order);
+}
+
+int cs_ov_run_alloc(ov_run *S, const ov_base *b)
+{
+    uint32_t n = b->n;
+    size_t nn = n ? n : 1, nb = b->g->n_buffers ? b->g->n_buffers : 1;
+    memset(S, 0, sizeof *S);
+    S->b = b;
+    S->unmet = cs_malloc_array(nn, sizeof *S->unmet);
+    S->blockers = cs_malloc_array(nn, sizeof *S->blockers);
+    S->sched = cs_malloc_array(nn, sizeof *S->sched);
+    S->in_fh = cs_malloc_array(nn, sizeof *S->in_fh);
+    S->in_sh = cs_malloc_array(nn, sizeof *S->in_sh);
+    S->order = cs_malloc_array(nn, sizeof *S->order);
+    S->rem = cs_malloc_array(nb, sizeof *S->rem);
+    S->cend = cs_malloc_array(nn, sizeof *S->cend);
+    S->wend = cs_malloc_array(nn, sizeof *S->wend);
+    S->sf = cs_malloc_array(b->n_streams, sizeof *S->sf);
+    S->infl = cs_malloc_array(b->n_streams, sizeof *S->infl);
+    S->sh = cs_calloc(b->n_streams, sizeof *S->sh);
+    S->shf = cs_calloc(b->n_streams, sizeof *S->shf);
+    S->ready_t = cs_malloc_array(nn, sizeof *S->ready_t);
+    S->flags = cs_malloc_array(nn, sizeof *S->flags);
+    S->stk = cs_malloc_array(nn, sizeof *S->stk);
+    S->list = cs_malloc_array(nn, sizeof *S->list);
+    S->mark = cs_calloc(nn, sizeof *S->mark);
+    S->mark2 = cs_calloc(nn, sizeof *S->mark2);
+    size_t nr = b->reads.off[n];
+    S->undo = cs_malloc_array(nr ? nr : 1, sizeof *S->undo);
+    S->pos = cs_malloc_array(nn, sizeof *S->pos);
+    S->lastpos = cs_malloc_array(nb, sizeof *S->lastpos);
+    S->head = cs_malloc_array(nn + 1, sizeof *S->head);
+    S->next = cs_malloc_array(nn, sizeof *S->next);
+    S->tmp_order = cs_malloc_array(nn, sizeof *S->tmp_order);
+    uint32_t size = 1, h = 0;
+    while (size < n + 1) {
+        size <<= 1;
+        h++;
+    }
+    S->seg.size = size;
+    S->seg.h = h;
+    S->seg.t = cs_malloc_array(2 * (size_t)size, sizeof *S->seg.t);
+    S->seg.d = cs_malloc_array(size, sizeof *S->seg.d);
+    return S->unmet && S->blockers && S->sched && S->in_fh && S->in_sh &&
+                   S->order && S->rem && S->cend && S->wend && S->sf &&
+                   S->infl && S->sh && S->shf && S->ready_t && S->flags &&
+                   S->stk && S->list && S->mark && S->mark2 && S->undo &&
+                   S->seg.t && S->seg.d && S->pos && S->lastpos && S->head &&
+                   S->next && S->tmp_order
+               ? 0
+               : -1;
+}
+
+static void push(ov_run *S, heap *h, hent x)
+{
+    if (cs_ov_heap_push(h, x) != 0)
+        S->oom = 1;
+}
+
+static hent frame_key(const ov_run *S, uint32_t v)
+{
+    const ov_base *b = S->b;
+    hent x = {0, b->tpos[v], 0.0, v};
+    if (S->var->frame == FR_DYN_UNLOCK)
+        x.a = b->unl[v] == NONE ? INFINITY : (double)b->unl[v];
+    return x;
+}
+
+static hent coll_key(const ov_base *b, uint32_t c)
+{
+    return (hent){0, b->tpos[c],
+                  b->dom[c] == NONE ? (double)INFINITY : (double)b->dom[c], c};
+}
+
+/* Puts u in the heaps it now qualifies for. */
+static void touch(ov_run *S, uint32_t u)
+{
+    const ov_base *b = S->b;
+    if (S->sched[u])
+        return;
+    uint8_t c = b->cls[u];
+    if (is_frame(c) && !S->in_fh[u] && S->unmet[u] == 0) {
+        S->in_fh[u] = 1;
+        push(S, &S->fh, frame_key(S, u));
+    }
+    if (c == C_COLL && !S->in_sh[u] && S->blockers[u] == 0) {
+        S->in_sh[u] = 1;
+        push(S, b->dref[u] <= 0 ? &S->shf[b->stream[u]] : &S->sh[b->stream[u]],
+             coll_key(b, u));
+    }
+}
+
+static void became_ready(ov_run *S, uint32_t u)
+{
+    const ov_base *b = S->b;
+    if (b->cls[u] == C_WAIT) {
+        double e = 0;
+        for (uint32_t x = b->wcoll.off[u]; x < b->wcoll.off[u + 1]; x++)
+            if (S->cend[b->wcoll.idx[x]] > e)
+                e = S->cend[b->wcoll.idx[x]];
+        S->wend[u] = e;
+        push(S, &S->wh, (hent){0, b->tpos[u], e, u});
+    } else if (b->cls[u] == C_COLL) {
+        S->ready_t[u] = S->now;
+    } else if (b->cls[u] == C_COMPUTE) {
+        for (uint32_t x = b->users.off[u]; x < b->users.off[u + 1]; x++) {
+            uint32_t w = b->users.idx[x];
+            if (b->cls[w] == C_COLL) {
+                S->blockers[w]--;
+                touch(S, w);
+            }
+        }
+    }
+    touch(S, u);
+}
+
+/* The edge v -> u is met: v was just scheduled. */
+static void release(ov_run *S, uint32_t v, uint32_t u)
+{
+    const ov_base *b = S->b;
+    S->unmet[u]--;
+    if (b->cls[u] == C_COLL && b->cls[v] != C_COMPUTE)
+        S->blockers[u]--;
+    if (S->unmet[u] == 0)
+        became_ready(S, u);
+    else
+        touch(S, u);
+}
+
+static void advance_frontier(ov_run *S)
+{
+    const ov_base *b = S->b;
+    while (S->fi < b->n &&
+           (S->sched[b->topo[S->fi]] || !is_frame(b->cls[b->topo[S->fi]])))
+        S->fi++;
+    S->lo = S->fi < b->n ? b->gap_start[b->topo[S->fi]] : b->n;
+}
+
+static void sched_node(ov_run *S, uint32_t v)
+{
+    const ov_base *b = S->b;
+    S->sched[v] = 1;
+    S->order[S->k++] = v;
+    /* memory, exactly as the model counts it */
+    S->cur += b->alloc[v];
+    if (S->cur > S->peak)
+        S->peak = S->cur;
+    int64_t fr = b->unread_free[v];
+    for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
+        uint32_t x = b->reads.idx[e];
+        if (--S->rem[x] == 0)
+            fr += b->bsize[x];
+    }
+    S->cur -= fr;
+    /* time, exactly as the simulator runs it */
+    double r = b->rt[v];
+    switch (b->cls[v]) {
+    case C_COMPUTE:
+        S->now += r;
+        break;
+    case C_COLL: {
+        uint32_t s = b->stream[v];
+        double st = S->now > S->sf[s] ? S->now : S->sf[s];
+        S->cend[v] = st + r;
+        S->sf[s] = st + r;
+        S->infl[s] += b->bytes[v];
+        S->flags[v] |= F_INFLIGHT;
+        break;
+    }
+    case C_SYNC: {
+        uint32_t s = b->stream[v];
+        double st = S->now > S->sf[s] ? S->now : S->sf[s];
+        S->cend[v] = st + r;
+        S->sf[s] = st + r;
+        S->now = st + r;
+        break;
+    }
+    default: { /* wait */
+        double e = S->now;
+        for (uint32_t x = b->wcoll.off[v]; x < b->wcoll.off[v + 1]; x++) {
+            uint32_t c = b->wcoll.idx[x];
+            if (S->cend[c] > e)
+                e = S->cend[c];
+            if (S->flags[c] & F_INFLIGHT) {
+                S->flags[c] &= (uint8_t)~F_INFLIGHT;
+                S->infl[b->stream[c]] -= b->bytes[c];
+            }
+        }
+        S->now = e + r;
+        break;
+    }
+    }
+    /* Placed before its reference position: its memory delta now holds
+     * over the positions it jumped. */
+    if (S->use_seg && b->tpos[v] > S->lo)
+        cs_ov_seg_add(&S->seg, S->lo, b->tpos[v], b->dref[v]);
+    for (uint32_t e = b->users.off[v]; e < b->users.off[v + 1]; e++)
+        release(S, v, b->users.idx[e]);
+    uint32_t on = b->ord_next[v];
+    if (on != NONE && !b->ord_dup[on])
+        release(S, v, on);
+    if (is_frame(b->cls[v]))
+        advance_frontier(S);
+}
+
+/* The time the compute stream would wait before frame node f could run
+ * (its waits' collectives; unissued ones estimated as issued now). */
+static double stall_of(const ov_run *S, uint32_t f)
+{
+    const ov_base *b = S->b;
+    double t = S->now;
+    for (uint32_t e = b->deps.off[f]; e < b->deps.off[f + 1]; e++) {
+        uint32_t w = b->deps.idx[e];
+        if (S->sched[w] || b->cls[w] != C_WAIT)
+            continue;
+        for (uint32_t x = b->wcoll.off[w]; x < b->wcoll.off[w + 1]; x++) {
+            uint32_t c = b->wcoll.idx[x];
+            double end;
+            if (S->sched[c]) {
+                end = S->cend[c];
+            } else {
+                double sf = S->sf[b->stream[c]];
+                end = (S->now > sf ? S->now : sf) + b->rt[c];
+            }
+            if (end > t)
+                t = end;
+        }
+    }
+    return t - S->now;
+}
+
+/* The unscheduled dependencies of collective c (all ready compute nodes
+ * once c is in its stream's heap), into S->list in T order. */
+static uint32_t feeders(ov_run *S, uint32_t c)
+{
+    const ov_base *b = S->b;
+    uint32_t nf = 0;
+    for (uint32_t e = b->deps.off[c]; e < b->deps.off[c + 1]; e++) {
+        uint32_t d = b->deps.idx[e];
+        if (!S->sched[d])
+            S->list[nf++] = d;
+    }
+    uint32_t op = b->ord_prev[c];
+    if (op != NONE && !b->ord_dup[c] && !S->sched[op])
+        S->list[nf++] = op;
+    for (uint32_t i = 1; i < nf; i++) { /* insertion sort: a few entries */
+        uint32_t x = S->list[i], j = i;
+        while (j > 0 && b->tpos[S->list[j - 1]] > b->tpos[x]) {
+            S->list[j] = S->list[j - 1];
+            j--;
+        }
+        S->list[j] = x;
+    }
+    return nf;
+}
+
+/* Would placing list[0 .. nf) and then c right now keep memory within the
+ * budget: now (exactly) and over the positions they jump (the tree)? */
+static int mem_ok(ov_run *S, uint32_t nf, uint32_t c)
+{
+    const ov_base *b = S->b;
+    if (S->B == NO_LIMIT)
+        return 1;
+    int64_t level = S->cur, delta = 0;
+    uint32_t nu = 0;
+    int ok = 1;
+    for (uint32_t i = 0; i <= nf && ok; i++) {
+        uint32_t x = i < nf ? S->list[i] : c;
+        if (level + b->alloc[x] > S->B) {
+            ok = 0;
+            break;
+        }
+        int64_t fr = b->unread_free[x];
+        for (uint32_t e = b->reads.off[x]; e < b->reads.off[x + 1]; e++) {
+            uint32_t y = b->reads.idx[e];
+            if (S->rem[y] == 1)
+                fr += b->bsize[y];
+            S->rem[y]--;
+            S->undo[nu++] = y;
+        }
+        level += b->alloc[x] - fr;
+        /* The frees that also happen at its reference position are the
+         * ones the jump moves; count the smaller, to stay on the safe
+         * side. */
+        delta += b->alloc[x] - (fr < b->free_ref[x] ? fr : b->free_ref[x]);
+    }
+    while (nu > 0)
+        S->rem[S->undo[--nu]]++;
+    if (ok && S->use_seg && delta > 0 && b->tpos[c] > S->lo &&
+        cs_ov_seg_max(&S->seg, S->lo, b->tpos[c]) + delta > S->B)
+        ok = 0;
+    return ok;
+}
+
+/* Issues c with the compute nodes it still needs. Returns their runtime. */
+double cs_ov_issue(ov_run *S, uint32_t c)
+{
+    uint32_t nf = feeders(S, c);
+    double t = 0;
+    for (uint32_t i = 0; i < nf; i++) {
+        uint32_t x = S->list[i];
+        t += S->b->rt[x];
+        sched_node(S, x);
+    }
+    sched_node(S, c);
+    return t;
+}
+
+/* Pops up to K live entries of h into S->tmp after the ones there (pops
+ * come out in key order). */
+static void take(ov_run *S, heap *h, size_t k)
+{
+    size_t want = S->tmp.n + k;
+    while (h->n > 0 && S->tmp.n < want) {
+        hent x = cs_ov_heap_pop(h);
+        if (!S->sched[x.v] && cs_grow((void **)&S->tmp.e, &S->tmp.cap,
+                                      S->tmp.n + 1, sizeof *S->tmp.e) == 0)
+            S->tmp.e[S->tmp.n++] = x;
+        else if (!S->sched[x.v])
+            S->oom = 1;
+    }
+}
+
+/* Issues the first of S->tmp[from ..) (in the order given) that passes the
+ * in-flight and budget tests, pushes the others back where they came from
+ * (freeing collectives to hf, others to h). Returns the one issued or
+ * NONE, and adds the compute it pulled along to *t_next. */
+static uint32_t try_issue(ov_run *S, uint32_t s, heap *h, heap *hf,
+                          int only_freeing, double *t_next)
+{
+    const ov_base *b = S->b;
+    uint32_t chosen = NONE;
+    for (size_t i = 0; i < S->tmp.n && chosen == NONE; i++) {
+        uint32_t c = S->tmp.e[i].v;
+        uint32_t nf = feeders(S, c);
+        int64_t d = b->dref[c];
+        double pull = 0;
+        for (uint32_t j = 0; j < nf; j++) {
+            d += b->dref[S->list[j]];
+            pull += b->rt[S->list[j]];
+        }
+        if (only_freeing && d > 0)
+            continue;
+        /* Pull compute along only when it is cheap beside the collective
+         * (the copy-in or cast of an all-gather); real work waits for its
+         * turn in the frame order. */
+        if (pull > FEEDER_FRACTION * b->rt[c])
+            continue;
+        if (S->cap > 0 && d > 0 && S->infl[s] + b->bytes[c] > S->cap) {
+            S->flags[c] |= F_INFL;
+            continue;
+        }
+        /* A collective that frees at least what it allocates only gets
+         * dearer later (its input stays live), so it goes now; its
+         * momentary step peak is checked with the whole order, and an
+         * excess tightens the budget of the decisions that led to it. */
+        if (d > 0 && !mem_ok(S, nf, c)) {
+            S->flags[c] |= F_MEM;
+            continue;
+        }
+        chosen = c;
+    }
+    for (size_t i = 0; i < S->tmp.n; i++)
+        if (S->tmp.e[i].v != chosen)
+            push(S, b->dref[S->tmp.e[i].v] <= 0 ? hf : h, S->tmp.e[i]);
+    S->tmp.n = 0;
+    if (chosen != NONE)
+        *t_next += cs_ov_issue(S, chosen);
+    return chosen;
+}
+
+/* Feeds the comm streams before the next frame node (which would end at
+ * t_next if nothing else ran first). Collectives that free memory (a
+ * reduce-scatter frees its full-size input) wait in their own heap, so a
+ * queue of urgent all-gathers never hides them. */
+static void prefetch(ov_run *S, double t_next)
+{
+    const ov_base *b = S->b;
+    const ov_variant *var = S->var;
+    for (uint32_t s = 0; s < b->n_streams && !S->oom; s++) {
+        heap *h = &S->sh[s], *hf = &S->shf[s];
+        if (var->eager_free)
+            for (;;) {
+                S->tmp.n = 0;
+                take(S, hf, K_STREAM);
+                if (try_issue(S, s, h, hf, 1, &t_next) == NONE)
+                    break;
+            }
+        for (;;) {
+            if (var->jit && S->sf[s] >= t_next)
+                break;
+            /* the most urgent of both heaps, in key order */
+            S->tmp.n = 0;
+            take(S, h, K_STREAM);
+            size_t nh = S->tmp.n;
+            take(S, hf, K_STREAM);
+            for (size_t i = nh; i < S->tmp.n; i++) { /* merge: insertion */
+                hent x = S->tmp.e[i];
+                size_t j = i;
+                while (j > 0 && hless(&x, &S->tmp.e[j - 1])) {
+                    S->tmp.e[j] = S->tmp.e[j - 1];
+                    j--;
+                }
+                S->tmp.e[j] = x;
+            }
+            if (try_issue(S, s, h, hf, 0, &t_next) == NONE)
+                break;
+        }
+    }
+}
+
+/* Order among the ancestors force() places: collectives first (most
+ * urgent first), then anything else, waits last (soonest done first). */
+static hent force_key(const ov_run *S, uint32_t v)
+{
+    const ov_base *b = S->b;
+    switch (b->cls[v]) {
+    case C_COLL:
+        return (hent){0, b->tpos[v],
+                      b->dom[v] == NONE ? (double)INFINITY : (double)b->dom[v],
+                      v};
+    case C_WAIT:
+        return (hent){2, b->tpos[v], S->wend[v], v};
+    default:
+        return (hent){1, b->tpos[v], 0.0, v};
+    }
+}
+
+/* Schedules every unscheduled ancestor of f (collectives and waits: all
+ * compute ancestors are placed already), collectives first, each wait as
+ * late as it can go. */
+static void force(ov_run *S, uint32_t f)
+{
+    const ov_base *b = S->b;
+    if (++S->epoch == 0) {
+        memset(S->mark, 0, (size_t)b->n * sizeof *S->mark);
+        memset(S->mark2, 0, (size_t)b->n * sizeof *S->mark2);
+        S->epoch = 1;
+    }
+    uint32_t ep = S->epoch, ns = 0, na = 0;
+    S->stk[ns++] = f;
+    S->mark[f] = ep;
+    while (ns > 0) {
+        uint32_t x = S->stk[--ns];
+        uint32_t op = b->ord_prev[x];
+        for (uint32_t e = b->deps.off[x]; e <= b->deps.off[x + 1]; e++) {
+            uint32_t d = e < b->deps.off[x + 1] ? b->deps.idx[e] : op;
+            if (d == NONE || S->sched[d] || S->mark[d] == ep)
+                continue;
+            S->mark[d] = ep;
+            S->list[na++] = d;
+            S->stk[ns++] = d;
+        }
+    }
+    if (na == 0)
+        return;
+    S->ah.n = 0;
+    for (uint32_t i = 0; i < na; i++) {
+        uint32_t a = S->list[i];
+        if (S->unmet[a] == 0) {
+            S->mark2[a] = ep;
+            push(S, &S->ah, force_key(S, a));
+        }
+    }
+    while (S->ah.n > 0 && !S->oom) {
+        uint32_t a = cs_ov_heap_pop(&S->ah).v;
+        if (S->sched[a])
+            continue;
+        sched_node(S, a);
+        uint32_t on = b->ord_next[a];
+        for (uint32_t e = b->users.off[a]; e <= b->users.off[a + 1]; e++) {
+            uint32_t u = e < b->users.off[a + 1] ? b->users.idx[e] : on;
+            if (u == NONE || u == f || S->mark[u] != ep || S->mark2[u] == ep ||
+                S->sched[u] || S->unmet[u] != 0)
+                continue;
+            S->mark2[u] = ep;
+            push(S, &S->ah, force_key(S, u));
+        }
+    }
+}
+
+/* Would running frame node x now, ahead of the input order, keep memory
+ * within the budget? */
+static int frame_mem_ok(ov_run *S, uint32_t x)
+{
+    const ov_base *b = S->b;
+    if (S->B == NO_LIMIT)
+        return 1;
+    if (S->cur + b->alloc[x] > S->B)
+        return 0;
+    return !S->use_seg || b->dref[x] <= 0 || b->tpos[x] <= S->lo ||
+           cs_ov_seg_max(&S->seg, S->lo, b->tpos[x]) + b->dref[x] <= S->B;
+}
+
+/* The next frame node: the input order's next one (the frontier), or in
+ * the dynamic variants the best ready one that does not stall. */
+static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
+{
+    const ov_base *b = S->b;
+    *stalled_alone = 0;
+    if (S->fi >= b->n)
+        return NONE;
+    uint32_t fs = b->topo[S->fi];
+    if (S->var->frame == FR_REF || S->window == 0)
+        return fs;
+    /* Near the budget, the input order's next node goes first when it is
+     * ready and frees at least what it allocates: running other work
+     * ahead of it would hold its inputs live longer. A tighter budget
+     * (the rebuild after an excess) makes this rule bite earlier. */
+    if (S->B != NO_LIMIT && S->unmet[fs] == 0 && b->dref[fs] <= 0 &&
+        S->cur + b->max_alloc > S->B)
+        return fs;
+    S->tmp.n = 0;
+    while (S->fh.n > 0 && S->tmp.n < K_FRAME) {
+        hent x = cs_ov_heap_pop(&S->fh);
+        if (S->sched[x.v]) {
+            S->in_fh[x.v] = 0;
+            continue;
+        }
+        push(S, &S->tmp, x);
+    }
+    uint32_t chosen = NONE;
+    for (size_t i = 0; i < S->tmp.n && chosen == NONE; i++) {
+        uint32_t x = S->tmp.e[i].v;
+        if (x != fs && S->window > 0 &&
+            b->frank[x] > b->frank[fs] + (uint32_t)S->window)
+            continue;
+        if (stall_of(S, x) > 0)
+            continue;
+        if (x != fs && !frame_mem_ok(S, x))
+            continue;
+        chosen = x;
+    }
+    for (size_t i = 0; i < S->tmp.n; i++)
+        push(S, &S->fh, S->tmp.e[i]);
+    if (chosen == NONE) {
+        *stalled_alone = 1;
+        return fs;
+    }
+    return chosen;
+}
+
+/* No frame node is left: collectives first (most urgent), then waits. */
+static void tail_step(ov_run *S)
+{
+    const ov_base *b = S->b;
+    heap *bh = NULL;
+    for (uint32_t s = 0; s < 2 * b->n_streams; s++) {
+        heap *h = s < b->n_streams ? &S->sh[s] : &S->shf[s - b->n_streams];
+        while (h->n > 0 && S->sched[h->e[0].v])
+            cs_ov_heap_pop(h);
+        if (h->n > 0 && (!bh || hless(&h->e[0], &bh->e[0])))
+            bh = h;
+    }
+    if (bh) {
+        cs_ov_issue(S, cs_ov_heap_pop(bh).v);
+        return;
+    }
+    while (S->wh.n > 0) {
+        uint32_t w = cs_ov_heap_pop(&S->wh).v;
+        if (!S->sched[w]) {
+            sched_node(S, w);
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < b->n; i++) { /* cannot happen on a DAG */
+        uint32_t v = b->topo[i];
+        if (!S->sched[v] && S->unmet[v] == 0) {
+            sched_node(S, v);
+            return;
+        }
+    }
+}
+
+/* Builds one order. Returns 0, -1 on OOM, 1 when stuck (a bug). */
+int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
+                 long window)
+{
+    const ov_base *b = S->b;
+    uint32_t n = b->n;
+    S->var = var;
+    S->B = budget;
+    S->cap = cap;
+    S->window = window;
+    S->k = 0;
+    S->now = 0;
+    S->cur = S->peak = b->baseline;
+    S->fi = 0;
+    S->oom = 0;
+    S->fh.n = S->wh.n = S->ah.n = S->tmp.n = 0;
+    for (uint32_t s = 0; s < b->n_streams; s++) {
+        S->sh[s].n = 0;
+        S->shf[s].n = 0;
+        S->sf[s] = 0;
+        S->infl[s] = 0;
+    }
+    memcpy(S->rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *S->rem);
+    S->use_seg = budget != NO_LIMIT;
+    if (S->use_seg)
+        cs_ov_seg_build(&S->seg, b->level, n);
+    for (uint32_t v = 0; v < n; v++) {
+        S->sched[v] = S->in_fh[v] = S->in_sh[v] = 0;
+        S->flags[v] = 0;
+        S->cend[v] = S->wend[v] = 0;
+        S->ready_t[v] = INFINITY;
+        uint32_t u = CS_ROW_LEN(b->deps, v);
+        if (b->ord_prev[v] != NONE && !b->ord_dup[v])
+            u++;
+        S->unmet[v] = u;
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        uint32_t bl = 0;
+        uint32_t op = b->ord_prev[v];
+        for (uint32_t e = b->deps.off[v]; e <= b->deps.off[v + 1]; e++) {
+            uint32_t d = e < b->deps.off[v + 1] ? b->deps.idx[e]
+                         : (op != NONE && !b->ord_dup[v] ? op : NONE);
+            if (d != NONE && !(b->cls[d] == C_COMPUTE && S->unmet[d] == 0))
+                bl++;
+        }
+        S->blockers[v] = bl;
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        if (S->unmet[v] == 0 && b->cls[v] == C_WAIT)
+            became_ready(S, v); /* a wait with no dependency: ill-formed
+                                   but harmless */
+        else
+            touch(S, v);
+    }
+    advance_frontier(S);
+    while (S->k < n) {
+        uint32_t k0 = S->k;
+        if (S->oom)
+            return -1;
+        /* 1. waits already complete */
+        while (S->wh.n > 0) {
+            const hent *t = &S->wh.e[0];
+            if (S->sched[t->v]) {
+                cs_ov_heap_pop(&S->wh);
+                continue;
+            }
+            if (t->a > S->now)
+                break;
+            sched_node(S, cs_ov_heap_pop(&S->wh).v);
+        }
+        /* 2. the next frame node */
+        uint32_t stalled = 0;
+        uint32_t f = pick_frame(S, &stalled);
+        if (f == NONE) {
+            if (S->k < n)
+                tail_step(S);
+            if (S->k == k0)
+                return 1;
+            continue;
+        }
+        double stall = stall_of(S, f);
+        if (stalled && stall > 0) {
+            /* Everything ready would stall: wait for whichever collective
+             * ends first rather than for f's (it may unlock other compute),
+             * when that is sooner. */
+            while (S->wh.n > 0 && S->sched[S->wh.e[0].v])
+                cs_ov_heap_pop(&S->wh);
+            if (S->wh.n > 0 && S->wh.e[0].a <= S->now + stall) {
+                prefetch(S, S->wh.e[0].a);
+                uint32_t w = cs_ov_heap_pop(&S->wh).v;
+                if (!S->sched[w])
+                    sched_node(S, w);
+                continue;
+            }
+        }
+        /* 3. feed the comm streams */
+        double t_next = S->now + stall + b->rt[f];
+        prefetch(S, t_next);
+        /* 4. its waits, then the frame node */
+        if (!S->sched[f]) {
+            if (stalled) {
+                /* nothing independent was ready: note it on the
+                 * collectives this node waits for */
+                for (uint32_t e = b->deps.off[f]; e < b->deps.off[f + 1]; e++) {
+                    uint32_t w = b->deps.idx[e];
+                    if (S->sched[w] || b->cls[w] != C_WAIT)
+                        continue;
+                    for (uint32_t x = b->wcoll.off[w]; x < b->wcoll.off[w + 1];
+                         x++)
+                        S->flags[b->wcoll.idx[x]] |= F_NOCOMP;
+                }
+            }
+            force(S, f);
+            sched_node(S, f);
+        }
+        if (S->k == k0)
+            return 1;
+    }
+    return S->oom ? -1 : 0;
+}
+
+/* Moves each wait that frees nothing to just before its first dependent
+ * (the end when it has none), and never past the last reader of a buffer
+ * it reads, so it never becomes the one that frees it. The sweep places
+ * a completed wait as soon as it notices (it may unlock a collective);
+ * where it unlocks nothing, later is as fast — a wait only holds the
+ * compute stream back, and a later point is never earlier in time — and
+ * costs no memory, and it is where XLA's and Inductor's schedulers put
+ * it. Skipped under overlap_max_in_flight_bytes: the limit counts a
+ * collective as in flight until its wait. O(V + E). */
+void cs_ov_sink_waits_late(ov_run *S)
+{
+    const ov_base *b = S->b;
+    uint32_t n = b->n, nb = b->g->n_buffers;
+    for (uint32_t k = 0; k < n; k++)
+        S->pos[S->order[k]] = k;
+    for (uint32_t x = 0; x < nb; x++)
+        S->lastpos[x] = 0;
+    for (uint32_t v = 0; v < n; v++)
+        for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
+            uint32_t x = b->reads.idx[e];
+            if (S->pos[v] > S->lastpos[x])
+                S->lastpos[x] = S->pos[v];
+        }
+    for (uint32_t k = 0; k <= n; k++)
+        S->head[k] = NONE;
+    /* Waits to insert before position p, in their order: walk backward
+     * and push at the front. */
+    uint32_t moved = 0;
+    for (uint32_t k = n; k-- > 0;) {
+        uint32_t w = S->order[k];
+        S->next[w] = NONE;
+        if (b->cls[w] != C_WAIT)
+            continue;
+        uint32_t bound = n;
+        int frees = 0;
+        for (uint32_t e = b->users.off[w]; e < b->users.off[w + 1]; e++)
+            if (S->pos[b->users.idx[e]] < bound)
+                bound = S->pos[b->users.idx[e]];
+        for (uint32_t e = b->reads.off[w]; e < b->reads.off[w + 1]; e++) {
+            uint32_t lp = S->lastpos[b->reads.idx[e]];
+            if (lp == k)
+                frees = 1;
+            else if (lp < bound)
+                bound = lp;
+        }
+        if (frees || b->unread_free[w] != 0 || bound <= k + 1)
+            continue;
+        S->next[w] = S->head[bound];
+        S->head[bound] = w;
+        S->pos[w] = NONE; /* moved: skipped at its old place */
+        moved++;
+    }
+    if (moved == 0)
+        return;
+    uint32_t m = 0;
+    for (uint32_t k = 0; k <= n; k++) {
+        for (uint32_t w = S->head[k]; w != NONE; w = S->next[w])
+            S->tmp_order[m++] = w;
+        if (k < n && S->pos[S->order[k]] != NONE)
+            S->tmp_order[m++] = S->order[k];
+    }
+    memcpy(S->order, S->tmp_order, (size_t)n * sizeof *S->order);
+}

@@ -1,0 +1,484 @@
+/* commsched — overlap's state (map: overlap.c): the ready heap, the
+ * segment tree the budget test reads, and what every variant shares. */
+#include "overlap_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a binary heap of (r, a, b) keys ------------------------------------- */
+
+int cs_ov_heap_push(heap *h, hent x)
+{
+    if (cs_grow((void **)&h->e, &h->cap, h->n + 1, sizeof *h->e) != 0)
+        return -1;
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!hless(&x, &h->e[p]))
+            break;
+        h->e[i] = h->e[p];
+        i = p;
+    }
+    h->e[i] = x;
+    return 0;
+}
+
+hent cs_ov_heap_pop(heap *h)
+{
+    hent top = h->e[0], x = h->e[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const hent *best = &x;
+        if (l < h->n && hless(&h->e[l], best)) {
+            m = l;
+            best = &h->e[l];
+        }
+        if (l + 1 < h->n && hless(&h->e[l + 1], best))
+            m = l + 1;
+        if (m == i)
+            break;
+        h->e[i] = h->e[m];
+        i = m;
+    }
+    if (h->n > 0)
+        h->e[i] = x;
+    return top;
+}
+
+/* ---- segment tree: range add, range max (positions 0 .. n) --------------- */
+
+static void seg_apply(segt *s, uint32_t x, int64_t v)
+{
+    s->t[x] += v;
+    if (x < s->size)
+        s->d[x] += v;
+}
+
+static void seg_pull(segt *s, uint32_t x)
+{
+    while (x > 1) {
+        x >>= 1;
+        int64_t l = s->t[2 * x], r = s->t[2 * x + 1];
+        s->t[x] = (l > r ? l : r) + s->d[x];
+    }
+}
+
+static void seg_push(segt *s, uint32_t x)
+{
+    for (uint32_t k = s->h; k > 0; k--) {
+        uint32_t y = x >> k;
+        if (s->d[y] != 0) {
+            seg_apply(s, 2 * y, s->d[y]);
+            seg_apply(s, 2 * y + 1, s->d[y]);
+            s->d[y] = 0;
+        }
+    }
+}
+
+void cs_ov_seg_build(segt *s, const int64_t *leaf, uint32_t n)
+{
+    for (uint32_t i = 0; i < s->size; i++)
+        s->t[s->size + i] = i < n ? leaf[i] : SEG_LOW;
+    memset(s->d, 0, (size_t)s->size * sizeof *s->d);
+    for (uint32_t x = s->size - 1; x > 0; x--)
+        s->t[x] = s->t[2 * x] > s->t[2 * x + 1] ? s->t[2 * x] : s->t[2 * x + 1];
+}
+
+/* Adds v to positions [l, r). */
+void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v)
+{
+    if (l >= r || v == 0)
+        return;
+    uint32_t l0 = l + s->size, r0 = r + s->size;
+    seg_push(s, l0);
+    seg_push(s, r0 - 1);
+    for (l = l0, r = r0; l < r; l >>= 1, r >>= 1) {
+        if (l & 1)
+            seg_apply(s, l++, v);
+        if (r & 1)
+            seg_apply(s, --r, v);
+    }
+    seg_pull(s, l0);
+    seg_pull(s, r0 - 1);
+}
+
+/* The maximum over positions [l, r) (SEG_LOW when empty). */
+int64_t cs_ov_seg_max(segt *s, uint32_t l, uint32_t r)
+{
+    if (l >= r)
+        return SEG_LOW;
+    l += s->size;
+    r += s->size;
+    seg_push(s, l);
+    seg_push(s, r - 1);
+    int64_t m = SEG_LOW;
+    for (; l < r; l >>= 1, r >>= 1) {
+        if (l & 1) {
+            if (s->t[l] > m)
+                m = s->t[l];
+            l++;
+        }
+        if (r & 1) {
+            --r;
+            if (s->t[r] > m)
+                m = s->t[r];
+        }
+    }
+    return m;
+}
+
+/* ---- what every variant shares ----------------------------------------- */
+
+void cs_ov_base_free(ov_base *b)
+{
+    free(b->cls);
+    free(b->stream);
+    free(b->bytes);
+    cs_csr_free(&b->deps);
+    cs_csr_free(&b->users);
+    cs_csr_free(&b->wcoll);
+    cs_csr_free(&b->reads);
+    free(b->bsize);
+    free(b->nreaders);
+    free(b->alloc);
+    free(b->unread_free);
+    free(b->topo);
+    free(b->tpos);
+    free(b->frank);
+    free(b->gap_start);
+    free(b->level);
+    free(b->free_ref);
+    free(b->dref);
+    for (int i = 0; i < 2; i++) {
+        free(b->set[i].dom);
+        free(b->set[i].unl);
+        free(b->set[i].prev);
+        free(b->set[i].next);
+        free(b->set[i].dup);
+    }
+    free(b->pos_in);
+}
+
+/* The memory model over `order` (DESIGN.md §3, as src/memory.c computes
+ * it): post_alloc per position (level, may be NULL) and bytes freed after
+ * each node (fr, may be NULL). rem is scratch of one entry per buffer.
+ * Returns the peak. */
+static int64_t mem_walk(const ov_base *b, const uint32_t *order,
+                        uint32_t *rem, int64_t *level, int64_t *fr)
+{
+    memcpy(rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *rem);
+    int64_t cur = b->baseline, peak = cur;
+    for (uint32_t k = 0; k < b->n; k++) {
+        uint32_t v = order[k];
+        cur += b->alloc[v];
+        if (level)
+            level[k] = cur;
+        if (cur > peak)
+            peak = cur;
+        int64_t f = b->unread_free[v];
+        for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
+            uint32_t x = b->reads.idx[e];
+            if (--rem[x] == 0)
+                f += b->bsize[x];
+        }
+        if (fr)
+            fr[v] = f;
+        cur -= f;
+    }
+    return peak;
+}
+
+/* Kahn's algorithm over data, after and fake edges, smallest input
+ * position first: the input order itself when it respects every edge. */
+static int topo_closest(ov_base *b)
+{
+    uint32_t n = b->n;
+    uint32_t *unmet = cs_malloc_array(n ? n : 1, sizeof *unmet);
+    heap h = {0};
+    int rc = -1;
+    if (!unmet)
+        goto out;
+    for (uint32_t v = 0; v < n; v++)
+        unmet[v] = CS_ROW_LEN(b->deps, v);
+    for (uint32_t v = 0; v < n; v++)
+        if (unmet[v] == 0 &&
+            cs_ov_heap_push(&h, (hent){0, b->pos_in[v], 0.0, v}) != 0)
+            goto out;
+    uint32_t k = 0;
+    while (h.n > 0) {
+        uint32_t v = cs_ov_heap_pop(&h).v;
+        b->tpos[v] = k;
+        b->topo[k++] = v;
+        for (uint32_t e = b->users.off[v]; e < b->users.off[v + 1]; e++) {
+            uint32_t u = b->users.idx[e];
+            if (--unmet[u] == 0 &&
+                cs_ov_heap_push(&h, (hent){0, b->pos_in[u], 0.0, u}) != 0)
+                goto out;
+        }
+    }
+    rc = k == n ? 0 : 1;
+out:
+    free(unmet);
+    free(h.e);
+    return rc;
+}
+
+/* Builds everything but the collective-order edges. Returns 0, -1 on OOM,
+ * 1 when the edges form a cycle. */
+int cs_ov_base_init(ov_base *b, const commsched_graph *g,
+                     const commsched_schedule *s, const double *rt)
+{
+    uint32_t n = g->n_nodes, nb = g->n_buffers;
+    memset(b, 0, sizeof *b);
+    b->g = g;
+    b->n = n;
+    b->rt = rt;
+    b->n_streams = g->n_groups > 0 ? g->n_groups : 1;
+    size_t nn = n ? n : 1, nbb = nb ? nb : 1;
+    b->cls = cs_malloc_array(nn, sizeof *b->cls);
+    b->stream = cs_calloc(nn, sizeof *b->stream);
+    b->bytes = cs_calloc(nn, sizeof *b->bytes);
+    b->bsize = cs_calloc(nbb, sizeof *b->bsize);
+    b->nreaders = cs_calloc(nbb, sizeof *b->nreaders);
+    b->alloc = cs_calloc(nn, sizeof *b->alloc);
+    b->unread_free = cs_calloc(nn, sizeof *b->unread_free);
+    b->topo = cs_malloc_array(nn, sizeof *b->topo);
+    b->tpos = cs_malloc_array(nn, sizeof *b->tpos);
+    b->frank = cs_malloc_array(nn, sizeof *b->frank);
+    b->gap_start = cs_malloc_array(nn, sizeof *b->gap_start);
+    b->level = cs_malloc_array(nn, sizeof *b->level);
+    b->free_ref = cs_malloc_array(nn, sizeof *b->free_ref);
+    b->dref = cs_malloc_array(nn, sizeof *b->dref);
+    b->pos_in = cs_malloc_array(nn, sizeof *b->pos_in);
+    uint32_t *stamp = cs_calloc(nn, sizeof *stamp);
+    uint32_t *rows = NULL, *vals = NULL, *rem = NULL;
+    int rc = -1;
+    if (!b->cls || !b->stream || !b->bytes || !b->bsize || !b->nreaders ||
+        !b->alloc || !b->unread_free || !b->topo || !b->tpos || !b->frank ||
+        !b->gap_start || !b->level || !b->free_ref || !b->dref ||
+        !b->pos_in || !stamp)
+        goto out;
+
+    uint32_t p = 0;
+    for (uint32_t v = commsched_schedule_first(s); v != NONE;
+         v = commsched_schedule_next(s, v))
+        b->pos_in[v] = p++;
+    for (uint32_t v = 0; v < n; v++) {
+        const cs_node *nd = &g->nodes[v];
+        if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
+            b->cls[v] = nd->is_sync ? C_SYNC : C_COLL;
+            b->stream[v] = nd->group < g->n_groups ? nd->group : 0;
+            double by = commsched_cost_collective_bytes(g, v);
+            b->bytes[v] = by > 0 ? (int64_t)by : 0;
+        } else {
+            b->cls[v] = nd->kind == COMMSCHED_NODE_WAIT ? C_WAIT : C_COMPUTE;
+        }
+    }
+
+    /* deps: data + after + fake, distinct. */
+    size_t m = (size_t)g->deps.off[n] + g->after_fake.off[n], k = 0;
+    rows = cs_malloc_array(m ? m : 1, sizeof *rows);
+    vals = cs_malloc_array(m ? m : 1, sizeof *vals);
+    if (!rows || !vals)
+        goto out;
+    for (uint32_t v = 0; v < n; v++) {
+        const cs_csr *src[2] = {&g->deps, &g->after_fake};
+        for (int r = 0; r < 2; r++)
+            for (uint32_t e = src[r]->off[v]; e < src[r]->off[v + 1]; e++) {
+                uint32_t d = src[r]->idx[e];
+                if (stamp[d] == v + 1)
+                    continue;
+                stamp[d] = v + 1;
+                rows[k] = v;
+                vals[k++] = d;
+            }
+    }
+    if (cs_csr_from_pairs(&b->deps, n, rows, vals, k) != 0 ||
+        cs_csr_transpose(&b->users, &b->deps, n, n) != 0)
+        goto out;
+
+    /* wait -> collectives it reads (the simulator's rule). */
+    k = 0;
+    memset(stamp, 0, nn * sizeof *stamp);
+    {
+        size_t mr = g->reads.off[n];
+        uint32_t *r2 = cs_realloc_array(rows, mr ? mr : 1, sizeof *r2);
+        if (!r2)
+            goto out;
+        rows = r2;
+        uint32_t *v2 = cs_realloc_array(vals, mr ? mr : 1, sizeof *v2);
+        if (!v2)
+            goto out;
+        vals = v2;
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        if (b->cls[v] != C_WAIT)
+            continue;
+        for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1]; e++) {
+            uint32_t pr = g->buffers[g->reads.idx[e]].producer;
+            if (pr == NONE || g->nodes[pr].kind != COMMSCHED_NODE_COLLECTIVE ||
+                stamp[pr] == v + 1)
+                continue;
+            stamp[pr] = v + 1;
+            rows[k] = v;
+            vals[k++] = pr;
+        }
+    }
+    if (cs_csr_from_pairs(&b->wcoll, n, rows, vals, k) != 0)
+        goto out;
+
+    /* Memory (src/memory.c's rules). */
+    size_t mt = 0;
+    for (uint32_t x = 0; x < nb; x++) {
+        const cs_buffer *bu = &g->buffers[x];
+        uint32_t nr = CS_ROW_LEN(g->readers, x);
+        if (bu->alias_of != NONE)
+            continue;
+        if (bu->is_input) {
+            if (!bu->freeable || nr == 0)
+                continue;
+            b->baseline += bu->size;
+        } else {
+            b->alloc[bu->producer] += bu->size;
+        }
+        if (bu->keep)
+            continue;
+        if (nr == 0) {
+            b->unread_free[bu->producer] += bu->size;
+            continue;
+        }
+        b->bsize[x] = bu->size;
+        b->nreaders[x] = nr;
+        mt += nr;
+    }
+    {
+        uint32_t *r2 = cs_realloc_array(rows, mt ? mt : 1, sizeof *r2);
+        if (!r2)
+            goto out;
+        rows = r2;
+        uint32_t *v2 = cs_realloc_array(vals, mt ? mt : 1, sizeof *v2);
+        if (!v2)
+            goto out;
+        vals = v2;
+    }
+    k = 0;
+    for (uint32_t x = 0; x < nb; x++)
+        if (b->nreaders[x] > 0)
+            for (uint32_t e = g->readers.off[x]; e < g->readers.off[x + 1];
+                 e++) {
+                rows[k] = g->readers.idx[e];
+                vals[k++] = x;
+            }
+    if (cs_csr_from_pairs(&b->reads, n, rows, vals, k) != 0)
+        goto out;
+
+    rc = topo_closest(b);
+    if (rc != 0)
+        goto out;
+
+    rc = -1;
+
+    /* Frame ranks and gap starts along T. */
+    uint32_t fr = 0, after_prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = b->topo[i];
+        if (!is_frame(b->cls[v]))
+            continue;
+        b->frank[v] = fr++;
+        b->gap_start[v] = after_prev;
+        after_prev = i + 1;
+    }
+    /* The reference profile. */
+    rem = cs_malloc_array(nbb, sizeof *rem);
+    if (!rem)
+        goto out;
+    mem_walk(b, b->topo, rem, b->level, b->free_ref);
+    for (uint32_t v = 0; v < n; v++) {
+        b->dref[v] = b->alloc[v] - b->free_ref[v];
+        if (b->alloc[v] > b->max_alloc)
+            b->max_alloc = b->alloc[v];
+    }
+
+    rc = 0;
+out:
+    free(stamp);
+    free(rows);
+    free(vals);
+    free(rem);
+    return rc;
+}
+
+/* Collective order set i: the order edges of `mode` along T (each
+ * group's, or all, collectives chained in input order; none for "free"),
+ * then the domination index and "unlocks" in one reverse sweep over T,
+ * counting the order edges as edges (a collective that must precede
+ * another is at least as urgent). Returns 0, or -1 on OOM. */
+int cs_ov_base_order(ov_base *b, int i, int mode)
+{
+    uint32_t n = b->n;
+    size_t nn = n ? n : 1;
+    struct ov_ord *o = &b->set[i];
+    o->dom = cs_malloc_array(nn, sizeof *o->dom);
+    o->unl = cs_malloc_array(nn, sizeof *o->unl);
+    o->prev = cs_malloc_array(nn, sizeof *o->prev);
+    o->next = cs_malloc_array(nn, sizeof *o->next);
+    o->dup = cs_calloc(nn, sizeof *o->dup);
+    uint32_t *last = cs_malloc_array(b->n_streams, sizeof *last);
+    if (!o->dom || !o->unl || !o->prev || !o->next || !o->dup || !last) {
+        free(last);
+        return -1;
+    }
+    for (uint32_t v = 0; v < n; v++)
+        o->prev[v] = o->next[v] = NONE;
+    for (uint32_t s = 0; s < b->n_streams; s++)
+        last[s] = NONE;
+    uint32_t glast = NONE;
+    for (uint32_t k = 0; k < n && mode != CS_ORDER_FREE; k++) {
+        uint32_t c = b->topo[k];
+        if (b->cls[c] != C_COLL && b->cls[c] != C_SYNC)
+            continue;
+        uint32_t p = mode == CS_ORDER_INPUT ? glast : last[b->stream[c]];
+        if (p != NONE) {
+            o->prev[c] = p;
+            o->next[p] = c;
+            for (uint32_t e = b->deps.off[c]; e < b->deps.off[c + 1]; e++)
+                if (b->deps.idx[e] == p)
+                    o->dup[c] = 1;
+        }
+        glast = c;
+        last[b->stream[c]] = c;
+    }
+    free(last);
+    for (uint32_t k = n; k-- > 0;) {
+        uint32_t v = b->topo[k];
+        uint32_t d = is_frame(b->cls[v]) ? b->frank[v] : NONE, u = NONE;
+        for (uint32_t e = b->users.off[v]; e <= b->users.off[v + 1]; e++) {
+            uint32_t w = e < b->users.off[v + 1] ? b->users.idx[e] : o->next[v];
+            if (w == NONE)
+                continue;
+            if (o->dom[w] < d)
+                d = o->dom[w];
+            if (o->unl[w] < u)
+                u = o->unl[w];
+        }
+        o->dom[v] = d;
+        if ((b->cls[v] == C_COLL || b->cls[v] == C_SYNC) && d < u)
+            u = d;
+        o->unl[v] = u;
+    }
+    if (i >= b->n_sets)
+        b->n_sets = i + 1;
+    return 0;
+}
+
+/* Makes order set i the one the sweep reads. */
+void cs_ov_base_use(ov_base *b, int i)
+{
+    b->dom = b->set[i].dom;
+    b->unl = b->set[i].unl;
+    b->ord_prev = b->set[i].prev;
+    b->ord_next = b->set[i].next;
+    b->ord_dup = b->set[i].dup;
+}
