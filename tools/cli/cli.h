@@ -160,11 +160,19 @@ typedef struct import_options {
     int gpu_only;     /* chakra: drop CPU-side ops */
     long ranks;       /* chakra: 0 = the trace's ngpus, else 8 */
     int chakra_fields_only; /* chakra: ignore commsched's own attributes */
+    long rank;        /* kineto: the device to keep; -1: the only one */
 } import_options;
 int import_astra(const char *path, const import_options *o,
                  commsched_graph **out);
 int import_chakra(const char *path, const import_options *o,
                   commsched_graph **out);
+int import_kineto(const char *path, const import_options *o,
+                  commsched_graph **out);
+/* `info --measured TRACE` (measured_overlap.c): prints the Kineto trace's
+ * comm/comp overlap by HTA's definition beside the simulated figures.
+ * rank: the device to read, -1 for the only one. Returns 0 or an exit
+ * code after printing why. */
+int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost);
 
 /* `export chakra` (tools/import/export_chakra.c): writes PREFIX.<rank>.et
  * for ranks 0..ranks-1 (ranks 0: the largest group's size), runtime[i]

@@ -54,7 +54,7 @@ static int positive(const char *s, long *out)
 
 int cmd_import(int argc, char **argv)
 {
-    enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS };
+    enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS, O_RANK };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"clock-ghz", required_argument, 0, O_CLOCK},
@@ -63,9 +63,10 @@ int cmd_import(int argc, char **argv)
         {"gpu-only", no_argument, 0, O_GPU},
         {"ranks", required_argument, 0, O_RANKS},
         {"chakra-fields-only", no_argument, 0, O_FIELDS},
+        {"rank", required_argument, 0, O_RANK},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    import_options io = {1.0, 0, 0, 0, 0, 0};
+    import_options io = {1.0, 0, 0, 0, 0, 0, -1};
     const char *out_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -95,6 +96,16 @@ int cmd_import(int argc, char **argv)
             break;
         case O_GPU: io.gpu_only = 1; break;
         case O_FIELDS: io.chakra_fields_only = 1; break;
+        case O_RANK: {
+            char *end = NULL;
+            io.rank = strtol(optarg, &end, 10);
+            if (!*optarg || *end || io.rank < 0 || io.rank > 1 << 24)
+                return cli_usage_error("import",
+                                       "--rank expects a device number, got "
+                                       "\"%s\"",
+                                       optarg);
+            break;
+        }
         case 'h': usage(stdout); return EXIT_OK;
         default: return cli_usage_error("import", "bad option");
         }
@@ -109,6 +120,8 @@ int cmd_import(int argc, char **argv)
         rc = import_astra(path, &io, &g);
     else if (strcmp(fmt, "chakra") == 0)
         rc = import_chakra(path, &io, &g);
+    else if (strcmp(fmt, "kineto") == 0)
+        rc = import_kineto(path, &io, &g);
     else
         return cli_usage_error("import", "unknown format \"%s\" (astra, "
                                          "chakra)",

@@ -11,6 +11,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: commsched info [options] FILE\n"
+               "       commsched info --measured TRACE [--rank N] [FILE]\n"
                "\n"
                "Prints node counts by kind, collectives by op and group with the\n"
                "bytes they move, buffer totals, peak memory (DESIGN.md section 3)\n"
@@ -18,7 +19,15 @@ static void usage(FILE *f)
                "in time (runtimes from the file or the cost model).\n"
                "\n"
                CLI_COST_HELP
-               "  --toposort        repair a non-topological input order first\n");
+               "  --toposort        repair a non-topological input order first\n"
+               "  --measured TRACE  a Kineto (PyTorch profiler) trace, .json or\n"
+               "                    .json.gz: its comm/comp overlap by Holistic\n"
+               "                    Trace Analysis's definition (share of NCCL\n"
+               "                    kernel time with a compute kernel running),\n"
+               "                    beside the same figure simulated for the graph\n"
+               "                    imported from it, in the run's order and in\n"
+               "                    the default pipeline's; FILE is then optional\n"
+               "  --rank N          with --measured: the trace's device to read\n");
 }
 
 static int print_info(const commsched_graph *g, const cli_cost *cost)
@@ -141,26 +150,45 @@ int cmd_info(int argc, char **argv)
     static const struct option opts[] = {{"toposort", no_argument, 0, 't'},
                                          {"device", required_argument, 0, 'd'},
                                          {"cost-model", required_argument, 0, 'm'},
+                                         {"measured", required_argument, 0, 'M'},
+                                         {"rank", required_argument, 0, 'r'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     unsigned flags = 0;
-    const char *device = NULL, *model = NULL;
+    const char *device = NULL, *model = NULL, *measured = NULL;
+    long rank = -1;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 't': flags |= COMMSCHED_FINISH_TOPOSORT; break;
         case 'd': device = optarg; break;
         case 'm': model = optarg; break;
+        case 'M': measured = optarg; break;
+        case 'r': {
+            char *end = NULL;
+            rank = strtol(optarg, &end, 10);
+            if (!*optarg || *end || rank < 0 || rank > 1 << 24)
+                return cli_usage_error("info", "--rank expects a device "
+                                               "number, got \"%s\"",
+                                       optarg);
+            break;
+        }
         case 'h': usage(stdout); return EXIT_OK;
         default: return cli_usage_error("info", "bad option");
         }
     }
-    if (optind != argc - 1)
+    if (optind != argc - 1 && !(measured && optind == argc))
         return cli_usage_error("info", "expected exactly one FILE");
     cli_cost cost;
     int rc = cli_cost_setup(&cost, "info", device, model);
     if (rc != 0)
         return rc;
+    if (measured) {
+        rc = cli_measured_overlap(measured, rank, &cost);
+        if (rc != 0 || optind == argc)
+            return rc;
+        printf("\n");
+    }
     commsched_graph *g = NULL;
     rc = cli_load(argv[optind], flags, &g);
     if (rc == 0)

@@ -1,0 +1,764 @@
+/* commsched import kineto TRACE.json[.gz] — a PyTorch profiler (Kineto)
+ * trace becomes the graph the GPU actually ran (docs/WORKLOADS.md):
+ *
+ * - Every GPU event of the chosen device (--rank N: device N; a file that
+ *   holds one device needs none) is a node: compute kernels, memcpy and
+ *   memset as compute nodes, NCCL kernels (ncclKernel_*, ncclDevKernel_*)
+ *   as collectives, each with its measured duration (runtime_ns).
+ * - Order: the CPU launch order (the cuda_runtime call that shares the
+ *   event's correlation id), then GPU start time.
+ * - A collective's kind and bytes come from the CPU ops that launched it
+ *   (the innermost enclosing nccl:* / c10d::* op on the launching thread:
+ *   NCCL runs every collective through its SendRecv kernel, so the kernel
+ *   name alone would call an all-reduce an all-to-all); bytes = the largest
+ *   tensor in their "Input Dims" x the element size of "Input type".
+ * - Dependencies: kernels on one stream run in order, so each compute node
+ *   reads the previous one on its stream; a collective reads the compute
+ *   node launched last before it. Its wait is placed before the first
+ *   compute kernel that started on the GPU after the collective ended:
+ *   the latest point the run can have waited (the trace records no event
+ *   links), so the imported order overlaps exactly as much as the run did.
+ * - Group: one, "world", of --ranks ranks (default distributedInfo's
+ *   world_size, else 8).
+ * - Scope, as Holistic Trace Analysis reads a trace: with ProfilerStep#N
+ *   annotations, the GPU events launched inside them, the last step left
+ *   out when there are several (the profiler often stops it midway).
+ *
+ * kineto_overlap computes Holistic Trace Analysis's comm/comp overlap for
+ * the same events (`commsched info --measured`). */
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "chakra_common.h"
+#include "kineto.h"
+#include "trace_json.h"
+
+typedef struct kev {
+    double ts, dur, launch; /* µs */
+    int64_t stream, device, corr;
+    const char *name; /* borrowed */
+    int is_kernel, nccl, coll;
+    int64_t bytes;
+    commsched_dtype dtype;
+    size_t rec;
+    int waited;
+    size_t wait_before; /* position of the node that reads its wait */
+} kev;
+
+typedef struct kcpu {
+    double ts, end;
+    int64_t tid;
+    const char *name;
+    json_t *args;
+} kcpu;
+
+typedef struct krt {
+    int64_t corr, tid;
+    double ts;
+} krt;
+
+typedef struct kineto {
+    const char *file;
+    kev *gpu;
+    size_t n_gpu;
+    kcpu *cpu;
+    size_t n_cpu;
+    krt *rt;
+    size_t n_rt;
+    double (*steps)[2];
+    size_t n_steps;
+    long world, rank_in_file;
+    int64_t device;
+    json_t *doc; /* the names are borrowed from it */
+} kineto;
+
+static void kineto_free(kineto *k)
+{
+    json_decref(k->doc);
+    free(k->gpu);
+    free(k->cpu);
+    free(k->rt);
+    free(k->steps);
+    memset(k, 0, sizeof *k);
+}
+
+static int oom(void)
+{
+    fprintf(stderr, "commsched: out of memory\n");
+    return EXIT_RUNTIME;
+}
+
+static int grow(void **p, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? 2 * *cap : 256;
+    void *t = realloc(*p, nc * size);
+    if (!t)
+        return -1;
+    *p = t;
+    *cap = nc;
+    return 0;
+}
+
+static int get_i64(json_t *v, int64_t *out)
+{
+    if (json_is_integer(v)) {
+        *out = (int64_t)json_integer_value(v);
+        return 0;
+    }
+    return -1;
+}
+
+static int cmp_rt(const void *a, const void *b)
+{
+    const krt *x = a, *y = b;
+    return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static int cmp_cpu(const void *a, const void *b)
+{
+    const kcpu *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_launch(const void *a, const void *b)
+{
+    const kev *x = a, *y = b;
+    if (x->launch != y->launch)
+        return x->launch < y->launch ? -1 : 1;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->rec < y->rec ? -1 : x->rec > y->rec;
+}
+
+/* Reads traceEvents: GPU events of every device, runtime calls, CPU ops,
+ * profiler steps. */
+static int read_events(kineto *k, json_t *root)
+{
+    char path[96];
+    if (!json_is_object(root))
+        return trace_fail(k->file, "", "expected a JSON object with "
+                                       "\"traceEvents\" (a Kineto trace)");
+    json_t *evs = json_object_get(root, "traceEvents");
+    if (!json_is_array(evs))
+        return trace_fail(k->file, "traceEvents",
+                          "missing or not an array (not a Kineto trace?)");
+    json_t *di = json_object_get(root, "distributedInfo");
+    k->world = 0;
+    k->rank_in_file = -1;
+    if (di) {
+        int64_t v;
+        if (!json_is_object(di))
+            return trace_fail(k->file, "distributedInfo",
+                              "expected an object");
+        json_t *ws = json_object_get(di, "world_size");
+        if (ws) {
+            if (get_i64(ws, &v) != 0 || v < 1 ||
+                v > COMMSCHED_MAX_GROUP_SIZE)
+                return trace_fail(k->file, "distributedInfo.world_size",
+                                  "expected an integer in 1..%u",
+                                  COMMSCHED_MAX_GROUP_SIZE);
+            k->world = (long)v;
+        }
+        json_t *rk = json_object_get(di, "rank");
+        if (rk && get_i64(rk, &v) == 0)
+            k->rank_in_file = (long)v;
+    }
+    size_t cap_gpu = 0, cap_cpu = 0, cap_rt = 0, cap_steps = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(evs, i, e) {
+        snprintf(path, sizeof path, "traceEvents[%zu]", i);
+        if (!json_is_object(e))
+            return trace_fail(k->file, path, "expected an object (an event)");
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        if (!ph || strcmp(ph, "X") != 0)
+            continue; /* metadata, instants, flows */
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        double ts = trace_number(json_object_get(e, "ts"));
+        double dur = trace_number(json_object_get(e, "dur"));
+        if (!name)
+            return trace_fail(k->file, path, "a complete event (ph X) "
+                                             "needs a string \"name\"");
+        if (!cat)
+            continue;
+        if (!(ts >= 0) || !(dur >= 0) || ts > 1e18 || dur > 1e15) {
+            snprintf(path, sizeof path, "traceEvents[%zu].%s", i,
+                     !(ts >= 0) || ts > 1e18 ? "ts" : "dur");
+            return trace_fail(k->file, path,
+                              "expected a number of microseconds in "
+                              "0..1e15");
+        }
+        json_t *args = json_object_get(e, "args");
+        int gpu = strcasecmp(cat, "kernel") == 0 ||
+                  strcasecmp(cat, "gpu_memcpy") == 0 ||
+                  strcasecmp(cat, "gpu_memset") == 0;
+        if (gpu) {
+            int64_t dev, stream, corr = -1;
+            if (!json_is_object(args) ||
+                get_i64(json_object_get(args, "device"), &dev) != 0 ||
+                get_i64(json_object_get(args, "stream"), &stream) != 0) {
+                snprintf(path, sizeof path, "traceEvents[%zu].args", i);
+                return trace_fail(k->file, path,
+                                  "a GPU event needs integer \"device\" "
+                                  "and \"stream\"");
+            }
+            (void)get_i64(json_object_get(args, "correlation"), &corr);
+            if (grow((void **)&k->gpu, k->n_gpu, &cap_gpu, sizeof *k->gpu))
+                return oom();
+            kev *g = &k->gpu[k->n_gpu++];
+            memset(g, 0, sizeof *g);
+            g->ts = ts;
+            g->dur = dur;
+            g->launch = ts;
+            g->device = dev;
+            g->stream = stream;
+            g->corr = corr;
+            g->name = name;
+            g->rec = i;
+            g->is_kernel = strcasecmp(cat, "kernel") == 0;
+            g->nccl = g->is_kernel && strncmp(name, "nccl", 4) == 0;
+            g->coll = -1;
+        } else if (strcmp(cat, "cuda_runtime") == 0 ||
+                   strcmp(cat, "cuda_driver") == 0) {
+            int64_t corr, tid;
+            if (!json_is_object(args) ||
+                get_i64(json_object_get(args, "correlation"), &corr) != 0 ||
+                get_i64(json_object_get(e, "tid"), &tid) != 0)
+                continue;
+            if (grow((void **)&k->rt, k->n_rt, &cap_rt, sizeof *k->rt))
+                return oom();
+            k->rt[k->n_rt++] = (krt){corr, tid, ts};
+        } else if (strcmp(cat, "cpu_op") == 0 ||
+                   strcmp(cat, "user_annotation") == 0) {
+            int64_t tid;
+            if (strncmp(name, "ProfilerStep#", 13) == 0) {
+                if (grow((void **)&k->steps, k->n_steps, &cap_steps,
+                         sizeof *k->steps))
+                    return oom();
+                k->steps[k->n_steps][0] = ts;
+                k->steps[k->n_steps][1] = ts + dur;
+                k->n_steps++;
+            }
+            if (get_i64(json_object_get(e, "tid"), &tid) != 0)
+                continue;
+            if (grow((void **)&k->cpu, k->n_cpu, &cap_cpu, sizeof *k->cpu))
+                return oom();
+            k->cpu[k->n_cpu++] = (kcpu){ts, ts + dur, tid, name, args};
+        }
+    }
+    qsort(k->rt, k->n_rt, sizeof *k->rt, cmp_rt);
+    qsort(k->cpu, k->n_cpu, sizeof *k->cpu, cmp_cpu);
+    return 0;
+}
+
+static const krt *find_rt(const kineto *k, int64_t corr)
+{
+    if (corr < 0 || k->n_rt == 0)
+        return NULL;
+    krt key = {corr, 0, 0};
+    return bsearch(&key, k->rt, k->n_rt, sizeof *k->rt, cmp_rt);
+}
+
+/* The largest tensor among an op's "Input Dims" (bytes), and its dtype. */
+static int64_t op_bytes(const kcpu *c, commsched_dtype *dt)
+{
+    json_t *dims = json_object_get(c->args, "Input Dims");
+    json_t *types = json_object_get(c->args, "Input type");
+    int64_t best = 0;
+    size_t i;
+    json_t *d;
+    json_array_foreach(dims, i, d) {
+        commsched_dtype t;
+        unsigned es = trace_type_size(
+            json_string_value(json_array_get(types, i)), &t);
+        if (!es || !json_is_array(d) || json_array_size(d) == 0)
+            continue;
+        double numel = 1;
+        size_t j;
+        json_t *x;
+        json_array_foreach(d, j, x) numel *= trace_number(x) > 0
+                                                 ? trace_number(x)
+                                                 : 0;
+        double bytes = numel * es;
+        if (bytes > (double)COMMSCHED_MAX_SIZE)
+            bytes = (double)COMMSCHED_MAX_SIZE;
+        if ((int64_t)bytes > best) {
+            best = (int64_t)bytes;
+            *dt = t;
+        }
+    }
+    return best;
+}
+
+/* Kind and bytes of a NCCL kernel from the CPU ops around its launch. The
+ * ops of a thread are sorted by start: look at those that started before
+ * the launch, nearest first, a bounded number (hostile traces must not
+ * make this quadratic). */
+static void describe_collective(const kineto *k, kev *g)
+{
+    const krt *r = find_rt(k, g->corr);
+    g->coll = chakra_coll_from_name(g->name);
+    if (!r)
+        return;
+    size_t lo = 0, hi = k->n_cpu;
+    kcpu key = {r->ts, 0, r->tid, NULL, NULL};
+    while (lo < hi) { /* first op after (tid, ts) */
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_cpu(&k->cpu[mid], &key) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int named = 0;
+    for (size_t n = 0; lo > 0 && n < 256; n++) {
+        const kcpu *c = &k->cpu[--lo];
+        if (c->tid != r->tid)
+            break;
+        if (c->end < r->ts)
+            continue;
+        int is_comm = strncmp(c->name, "nccl:", 5) == 0 ||
+                      strncmp(c->name, "c10d::", 6) == 0;
+        if (!is_comm)
+            continue;
+        int kind = chakra_coll_from_name(c->name);
+        if (kind >= 0 && !named) { /* innermost names it */
+            g->coll = kind;
+            named = 1;
+        }
+        commsched_dtype dt = COMMSCHED_DTYPE_NONE;
+        int64_t b = op_bytes(c, &dt);
+        if (b > g->bytes) {
+            g->bytes = b;
+            g->dtype = dt;
+        }
+    }
+}
+
+static int pick_device(kineto *k, const import_options *o, int64_t *dev)
+{
+    if (k->n_gpu == 0)
+        return trace_fail(k->file, "traceEvents",
+                          "no GPU events (kernel, gpu_memcpy, gpu_memset): "
+                          "was the profiler run with CUDA activities?");
+    int64_t first = k->gpu[0].device, other = first;
+    for (size_t i = 0; i < k->n_gpu; i++)
+        if (k->gpu[i].device != first)
+            other = k->gpu[i].device;
+    if (o->rank >= 0) {
+        for (size_t i = 0; i < k->n_gpu; i++)
+            if (k->gpu[i].device == o->rank) {
+                *dev = o->rank;
+                return 0;
+            }
+        fprintf(stderr,
+                "commsched: %s: no GPU events on device %ld (--rank)\n",
+                k->file, o->rank);
+        return EXIT_INPUT;
+    }
+    if (other != first) {
+        fprintf(stderr,
+                "commsched: %s: GPU events of devices %lld and %lld: choose "
+                "one with --rank\n",
+                k->file, (long long)first, (long long)other);
+        return EXIT_INPUT;
+    }
+    *dev = first;
+    return 0;
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* HTA's scope: with profiler steps, the events launched inside one, the
+ * last step left out when there are several (the profiler often stops it
+ * midway); without steps, everything. */
+static int in_scope(const kineto *k, double launch)
+{
+    size_t n = k->n_steps > 1 ? k->n_steps - 1 : k->n_steps;
+    if (k->n_steps == 0)
+        return 1;
+    size_t lo = 0, hi = n; /* last step starting at or before launch */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k->steps[mid][0] <= launch)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && launch <= k->steps[lo - 1][1];
+}
+
+/* Keeps the chosen device's events in scope, in launch order. */
+static int select_events(kineto *k, const import_options *o)
+{
+    int64_t dev = 0;
+    int rc = pick_device(k, o, &dev);
+    if (rc)
+        return rc;
+    k->device = dev;
+    qsort(k->steps, k->n_steps, sizeof *k->steps, cmp_step);
+    size_t m = 0;
+    for (size_t i = 0; i < k->n_gpu; i++) {
+        if (k->gpu[i].device != dev)
+            continue;
+        const krt *r = find_rt(k, k->gpu[i].corr);
+        double launch = r ? r->ts : k->gpu[i].ts;
+        if (!in_scope(k, launch))
+            continue;
+        kev *g = &k->gpu[m];
+        *g = k->gpu[i];
+        g->launch = launch;
+        if (g->nccl)
+            describe_collective(k, g);
+        m++;
+    }
+    k->n_gpu = m;
+    if (m == 0)
+        return trace_fail(k->file, "traceEvents",
+                          "no GPU event of device %lld was launched inside "
+                          "a profiler step%s",
+                          (long long)dev,
+                          k->n_steps > 1 ? " (the last step is left out, "
+                                           "as HTA does)"
+                                         : "");
+    qsort(k->gpu, k->n_gpu, sizeof *k->gpu, cmp_launch);
+    return 0;
+}
+
+int kineto_load(const char *path, const import_options *o, kineto **out)
+{
+    kineto *k = calloc(1, sizeof *k);
+    if (!k)
+        return oom();
+    k->file = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    int rc = trace_json_load(path, &k->doc);
+    if (rc == 0)
+        rc = read_events(k, k->doc);
+    if (rc == 0)
+        rc = select_events(k, o);
+    if (rc != 0) {
+        kineto_destroy(k);
+        return rc;
+    }
+    *out = k;
+    return 0;
+}
+
+void kineto_destroy(kineto *k)
+{
+    if (!k)
+        return;
+    kineto_free(k);
+    free(k);
+}
+
+long kineto_device(const kineto *k) { return (long)k->device; }
+long kineto_rank(const kineto *k) { return k->rank_in_file; }
+
+/* ------------------------------------------------------------------ */
+/* HTA's comm/comp overlap                                             */
+/* ------------------------------------------------------------------ */
+
+static int cmp_iv(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Sorts and merges [start, end) intervals in place; returns the count. */
+static size_t merge(double (*iv)[2], size_t n)
+{
+    qsort(iv, n, sizeof *iv, cmp_iv);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && iv[i][0] <= iv[m - 1][1]) {
+            if (iv[i][1] > iv[m - 1][1])
+                iv[m - 1][1] = iv[i][1];
+        } else {
+            iv[m][0] = iv[i][0];
+            iv[m][1] = iv[i][1];
+            m++;
+        }
+    }
+    return m;
+}
+
+static int is_memory(const char *name)
+{
+    return strcasestr(name, "memcpy") || strcasestr(name, "memset");
+}
+
+double kineto_overlap(const kineto *k, double *comm_us)
+{
+    double(*comm)[2] = malloc((k->n_gpu ? k->n_gpu : 1) * sizeof *comm);
+    double(*comp)[2] = malloc((k->n_gpu ? k->n_gpu : 1) * sizeof *comp);
+    size_t nc = 0, np = 0;
+    double result = NAN;
+    *comm_us = 0;
+    if (!comm || !comp)
+        goto done;
+    for (size_t i = 0; i < k->n_gpu; i++) {
+        const kev *g = &k->gpu[i];
+        int is_comm = strcasestr(g->name, "nccl") != NULL;
+        if (!is_comm && is_memory(g->name))
+            continue;
+        double(*dst)[2] = is_comm ? &comm[nc++] : &comp[np++];
+        (*dst)[0] = g->ts;
+        (*dst)[1] = g->ts + g->dur;
+    }
+    nc = merge(comm, nc);
+    np = merge(comp, np);
+    double total = 0, both = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < nc; i++) {
+        total += comm[i][1] - comm[i][0];
+        /* merged compute intervals are disjoint and sorted: sweep */
+        while (j < np && comp[j][1] <= comm[i][0])
+            j++;
+        for (size_t t = j; t < np && comp[t][0] < comm[i][1]; t++) {
+            double lo = comp[t][0] > comm[i][0] ? comp[t][0] : comm[i][0];
+            double hi = comp[t][1] < comm[i][1] ? comp[t][1] : comm[i][1];
+            if (hi > lo)
+                both += hi - lo;
+        }
+    }
+    *comm_us = total;
+    if (total > 0)
+        result = both / total;
+done:
+    free(comm);
+    free(comp);
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* The graph                                                           */
+/* ------------------------------------------------------------------ */
+
+/* "12:void at::native::vectorized_elementwise_kernel<4, ...": position,
+ * then the name without a leading "void " and cut at its argument list,
+ * at most 80 bytes. */
+static void kernel_name(const kev *g, size_t pos, char *dst, size_t size)
+{
+    const char *n = g->name;
+    if (strncmp(n, "void ", 5) == 0)
+        n += 5;
+    size_t len = strcspn(n, "(");
+    if (len > 80)
+        len = 80;
+    char buf[81];
+    memcpy(buf, n, len);
+    buf[len] = '\0';
+    len = cli_utf8_prefix(buf, len);
+    buf[len] = '\0';
+    snprintf(dst, size, "%zu:%s", pos, buf);
+}
+
+/* First position >= from whose compute kernel started at or after t: a
+ * max segment tree over the compute kernels' start times (collectives
+ * hold -inf), so placing every wait costs O(n log n). */
+typedef struct segtree {
+    double *v;
+    size_t n; /* leaves, a power of two */
+} segtree;
+
+static int seg_init(segtree *s, const kev *gpu, size_t n)
+{
+    s->n = 1;
+    while (s->n < n)
+        s->n *= 2;
+    s->v = malloc(2 * s->n * sizeof *s->v);
+    if (!s->v)
+        return -1;
+    for (size_t i = 0; i < s->n; i++)
+        s->v[s->n + i] = i < n && !gpu[i].nccl ? gpu[i].ts : -INFINITY;
+    for (size_t i = s->n; i-- > 1;)
+        s->v[i] = fmax(s->v[2 * i], s->v[2 * i + 1]);
+    return 0;
+}
+
+static size_t seg_first(const segtree *s, size_t node, size_t lo, size_t hi,
+                        size_t from, double t)
+{
+    if (hi <= from || s->v[node] < t)
+        return SIZE_MAX;
+    if (hi - lo == 1)
+        return lo;
+    size_t mid = lo + (hi - lo) / 2;
+    size_t r = seg_first(s, 2 * node, lo, mid, from, t);
+    return r != SIZE_MAX ? r : seg_first(s, 2 * node + 1, mid, hi, from, t);
+}
+
+static void add_wait(commsched_builder *b, const char *coll,
+                     commsched_error *err)
+{
+    char wait[160];
+    snprintf(wait, sizeof wait, "%s.wait", coll);
+    const char *in[1] = {coll};
+    commsched_output_spec o = {wait, 0, coll};
+    commsched_node_spec s = {0};
+    s.name = wait;
+    s.kind = COMMSCHED_NODE_WAIT;
+    s.op = "wait";
+    s.inputs = in;
+    s.n_inputs = 1;
+    s.outputs = &o;
+    s.n_outputs = 1;
+    s.runtime_ns = s.flops = s.bytes = -1;
+    (void)commsched_builder_add_node(b, &s, err);
+}
+
+int kineto_build(const kineto *k, const import_options *o,
+                 commsched_graph **out)
+{
+    size_t n = k->n_gpu;
+    char(*names)[112] = malloc((n ? n : 1) * sizeof *names);
+    size_t *head = malloc((n + 1) * sizeof *head); /* waits before pos */
+    size_t *next = malloc((n ? n : 1) * sizeof *next);
+    const char **in = malloc((n + 2) * sizeof *in);
+    char(*waits)[160] = malloc((n ? n : 1) * sizeof *waits);
+    /* last compute node per stream: a small table, searched linearly
+     * (traces use a handful of streams; bounded by the event count) */
+    int64_t *st_id = malloc((n ? n : 1) * sizeof *st_id);
+    size_t *st_last = malloc((n ? n : 1) * sizeof *st_last);
+    size_t n_st = 0;
+    segtree seg = {NULL, 0};
+    commsched_builder *b = NULL;
+    commsched_error err = {0};
+    int rc = 0;
+    long colls = 0, unsized = 0;
+    if (!names || !head || !next || !in || !waits || !st_id || !st_last ||
+        seg_init(&seg, k->gpu, n) != 0) {
+        rc = oom();
+        goto done;
+    }
+    for (size_t i = 0; i <= n; i++)
+        head[i] = SIZE_MAX;
+    for (size_t p = n; p-- > 0;) { /* reverse: lists keep launch order */
+        kernel_name(&k->gpu[p], p, names[p], sizeof names[p]);
+        if (!k->gpu[p].nccl)
+            continue;
+        size_t q = seg_first(&seg, 1, 0, seg.n, p + 1,
+                             k->gpu[p].ts + k->gpu[p].dur);
+        if (q == SIZE_MAX || q >= n)
+            q = n;
+        next[p] = head[q];
+        head[q] = p;
+    }
+    long ranks = o->ranks > 0 ? o->ranks : k->world > 0 ? k->world : 8;
+    if (commsched_builder_create("kineto", &b, &err) != COMMSCHED_OK) {
+        rc = cli_report(k->file, &err);
+        goto done;
+    }
+    for (size_t p = 0; p < n; p++)
+        if (k->gpu[p].nccl) {
+            (void)commsched_builder_add_group(b, "world", ranks, 0, &err);
+            break;
+        }
+    size_t last_compute = SIZE_MAX;
+    for (size_t p = 0; p <= n; p++) {
+        size_t ni = 0;
+        for (size_t c = head[p]; c != SIZE_MAX; c = next[c]) {
+            add_wait(b, names[c], &err);
+            snprintf(waits[c], sizeof waits[c], "%s.wait", names[c]);
+            in[ni++] = waits[c];
+        }
+        if (p == n)
+            break;
+        const kev *g = &k->gpu[p];
+        commsched_output_spec os = {names[p], 0, NULL};
+        commsched_node_spec s = {0};
+        s.name = names[p];
+        s.runtime_ns = g->dur * 1000.0;
+        s.flops = s.bytes = -1;
+        s.outputs = &os;
+        s.n_outputs = 1;
+        if (g->nccl) {
+            ni = 0; /* its own waits come later */
+            if (last_compute != SIZE_MAX)
+                in[ni++] = names[last_compute];
+            s.kind = COMMSCHED_NODE_COLLECTIVE;
+            s.op = commsched_coll_op_str((commsched_coll_op)(
+                g->coll >= 0 ? g->coll : COMMSCHED_COLL_ALL_REDUCE));
+            s.group = "world";
+            s.dtype = g->dtype;
+            os.size = g->bytes;
+            colls++;
+            unsized += g->bytes == 0;
+        } else {
+            size_t t = 0;
+            while (t < n_st && st_id[t] != g->stream)
+                t++;
+            if (t == n_st) {
+                st_id[n_st] = g->stream;
+                st_last[n_st++] = SIZE_MAX;
+            }
+            if (st_last[t] != SIZE_MAX)
+                in[ni++] = names[st_last[t]];
+            st_last[t] = p;
+            last_compute = p;
+            s.kind = COMMSCHED_NODE_COMPUTE;
+            s.op = g->is_kernel ? "kernel"
+                   : strcasestr(g->name, "memset") ? "memset" : "memcpy";
+        }
+        s.inputs = in;
+        s.n_inputs = ni;
+        (void)commsched_builder_add_node(b, &s, &err);
+    }
+    rc = commsched_builder_finish(b, 0, out, &err) == COMMSCHED_OK
+             ? 0
+             : cli_report(k->file, &err);
+    b = NULL;
+    if (rc == 0) {
+        double comm_us;
+        double ov = kineto_overlap(k, &comm_us);
+        size_t steps = k->n_steps > 1 ? k->n_steps - 1 : k->n_steps;
+        fprintf(stderr,
+                "commsched import: note: %s: device %lld, %zu profiler "
+                "step%s: %zu GPU events imported (%ld NCCL kernels as "
+                "collectives on %ld ranks, %ld without a size); measured "
+                "comm/comp overlap (HTA) ",
+                k->file, (long long)k->device, steps, steps == 1 ? "" : "s",
+                n, colls, ranks, unsized);
+        if (isnan(ov))
+            fprintf(stderr, "n/a (no NCCL kernel)\n");
+        else
+            fprintf(stderr, "%.2f%% of %.1f us of NCCL kernel time\n",
+                    100 * ov, comm_us);
+    }
+done:
+    commsched_builder_destroy(b);
+    free(seg.v);
+    free(names);
+    free(head);
+    free(next);
+    free(in);
+    free(waits);
+    free(st_id);
+    free(st_last);
+    return rc;
+}
+
+int import_kineto(const char *path, const import_options *o,
+                  commsched_graph **out)
+{
+    kineto *k = NULL;
+    int rc = kineto_load(path, o, &k);
+    if (rc == 0)
+        rc = kineto_build(k, o, out);
+    kineto_destroy(k);
+    return rc;
+}

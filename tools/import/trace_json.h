@@ -1,0 +1,32 @@
+/* JSON trace files as profilers write them: plain or gzip-compressed
+ * (told apart by content, through zlib), read whole and parsed by
+ * jansson. Shared by the Kineto and PyTorch ET importers. */
+#ifndef COMMSCHED_TRACE_JSON_H
+#define COMMSCHED_TRACE_JSON_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Loads FILE ("-": standard input). On failure prints a located error
+ * ("commsched: FILE:LINE:COL: ...", the line of the decompressed text for
+ * a .gz) and returns the exit code; on success 0 and *out (caller
+ * decrefs). */
+int trace_json_load(const char *path, json_t **out);
+
+/* Prints "commsched: FILE: <path>: msg" and returns EXIT_INPUT. */
+int trace_fail(const char *file, const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Bytes per element of a profiler's scalar type name ("float", "c10::Half",
+ * "long int", "unsigned char", ...); 0 when unknown. dtype: the matching
+ * commsched dtype (NONE when none). */
+#include "commsched/graph.h"
+unsigned trace_type_size(const char *name, commsched_dtype *dtype);
+
+/* A JSON number as a double (integers too); -1 when not a number. */
+double trace_number(const json_t *v);
+
+#endif /* COMMSCHED_TRACE_JSON_H */
