@@ -39,7 +39,15 @@ for f in "$data"/chakra/*.json; do
     name=$(basename "$f" .json)
     "$cli" import chakra "$f" -o "$g/chakra/$name.json" 2>/dev/null
 done
-mkdir -p "$g/chakra-et"
+mkdir -p "$g/chakra-et" "$g/kineto"
+for f in "$data"/kineto/*.json.gz; do
+    name=$(basename "$f" .json.gz)
+    "$cli" import kineto "$f" -o "$g/kineto/$name.json" 2>/dev/null
+done
+for f in "$data"/pytorch-et/*_trace.json.gz; do
+    name=$(basename "$f" _trace.json.gz)
+    "$cli" import kineto "$f" -o "$g/kineto/$name.json" 2>/dev/null
+done
 for f in "$data"/chakra-et/*.et; do
     name=$(basename "$f" .et)
     "$cli" import chakra "$f" -o "$g/chakra-et/$name.json" 2>/dev/null

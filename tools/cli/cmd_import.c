@@ -11,7 +11,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: commsched import astra|chakra [options] FILE\n"
+            "usage: commsched import astra|chakra|kineto [options] FILE\n"
             "\n"
             "Converts a workload written by another tool into a commsched graph.\n"
             "\n"
@@ -19,6 +19,9 @@ static void usage(FILE *f)
             "  chakra   Chakra execution trace: binary .et (protobuf, what\n"
             "           ASTRA-sim reads) or the simple JSON form\n"
             "           (workload_graph), told apart by content\n"
+            "  kineto   PyTorch profiler (Kineto) trace, .json or .json.gz:\n"
+            "           the GPU kernels one device ran, measured durations,\n"
+            "           NCCL kernels as collectives\n"
             "\n"
             "  -o, --output OUT  write here (default: standard output), atomically\n"
             "  --clock-ghz F     astra: compute cycles per ns (default 1)\n"
@@ -35,6 +38,10 @@ static void usage(FILE *f)
             "                    chakra: read a file commsched exported by its\n"
             "                    Chakra fields alone, ignoring the exact graph\n"
             "                    it carries in commsched.* attributes\n"
+            "  --rank N          kineto: the device whose events to import\n"
+            "                    (default: the only one in the trace); its\n"
+            "                    group size is --ranks, else the trace's\n"
+            "                    distributedInfo.world_size, else 8\n"
             "\n"
             "Errors are located (FILE:LINE[:COL] for ASTRA-sim text, a JSON path\n"
             "or \"record N (byte B)\" for Chakra) and exit with status 2.\n"
@@ -111,8 +118,8 @@ int cmd_import(int argc, char **argv)
         }
     }
     if (optind != argc - 2)
-        return cli_usage_error("import", "expected a format (astra, chakra) "
-                                         "and one FILE");
+        return cli_usage_error("import", "expected a format (astra, chakra, "
+                                         "kineto) and one FILE");
     const char *fmt = argv[optind], *path = argv[optind + 1];
     commsched_graph *g = NULL;
     int rc;
@@ -124,7 +131,7 @@ int cmd_import(int argc, char **argv)
         rc = import_kineto(path, &io, &g);
     else
         return cli_usage_error("import", "unknown format \"%s\" (astra, "
-                                         "chakra)",
+                                         "chakra, kineto)",
                                fmt);
     if (rc != 0)
         return rc;
