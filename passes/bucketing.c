@@ -61,6 +61,7 @@
 #include "commsched/cost.h"
 #include "commsched/memory.h"
 #include "commsched/simulate.h"
+#include "heap.h"
 #include "passes_internal.h"
 
 /* A collective of the pass's op, in wait order. */
@@ -93,12 +94,6 @@ typedef struct built {
     uint32_t fake_dropped;
 } built;
 
-typedef struct heap {
-    uint32_t *a;
-    size_t len;
-    const uint64_t *key;
-} heap;
-
 typedef struct bk_pass {
     cs_pass_ctx *ctx;
     const commsched_graph *g;
@@ -109,7 +104,6 @@ typedef struct bk_pass {
                               nodes (input order) of one block */
     uint32_t n;
     uint32_t *order, *pos;
-    uint64_t *pos_key;     /* pos as heap keys */
     cand *cands;
     size_t n_cands;
     uint32_t *mem;         /* member candidate indices */
@@ -118,7 +112,7 @@ typedef struct bk_pass {
     size_t n_bk, cap_bk;
     /* lazy descendant marks of the open bucket */
     uint32_t *mark, epoch;
-    heap desc;
+    cs_heap desc;
     uint32_t *via;         /* buffer -> the candidate whose output is on its
                               alias chain, or NONE */
     uint32_t *cand_bucket; /* candidate -> its bucket while mapped */
@@ -139,39 +133,13 @@ static commsched_status oom(commsched_error *err)
     return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
 }
 
-/* ---- a binary min-heap of node ids by key ------------------------------- */
-
-static void heap_push(heap *h, uint32_t v)
+/* A node in the one heap (heap.h), ordered by its key; ties, if a caller
+ * makes any, go to the lower node id. Every heap here was reserved for all
+ * its nodes, so a push cannot fail. */
+static void push_node(cs_heap *h, uint64_t key, uint32_t v)
 {
-    size_t i = h->len++;
-    while (i > 0) {
-        size_t up = (i - 1) / 2;
-        if (h->key[h->a[up]] <= h->key[v])
-            break;
-        h->a[i] = h->a[up];
-        i = up;
-    }
-    h->a[i] = v;
-}
-
-static uint32_t heap_pop(heap *h)
-{
-    uint32_t top = h->a[0], last = h->a[--h->len];
-    size_t i = 0, n = h->len;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && h->key[h->a[c + 1]] < h->key[h->a[c]])
-            c++;
-        if (h->key[last] <= h->key[h->a[c]])
-            break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    if (n > 0)
-        h->a[i] = last;
-    return top;
+    cs_heap_item x = {key, 0.0, v, v};
+    (void)cs_heap_push(h, x);
 }
 
 /* ---- candidates ------------------------------------------------------------ */
@@ -658,7 +626,7 @@ static commsched_status place(bk_pass *p, const bucket *extra,
     uint32_t *rows = NULL, *vals = NULL, *indeg = NULL;
     uint64_t *key = NULL;
     cs_csr users = {0};
-    heap h = {0};
+    cs_heap h = {0};
     memset(pl, 0, sizeof *pl);
     pl->nb = nb;
     pl->V = V;
@@ -681,9 +649,9 @@ static commsched_status place(bk_pass *p, const bucket *extra,
     key = cs_malloc_array(V, sizeof *key);
     pl->newidx = cs_malloc_array(V, sizeof *pl->newidx);
     pl->vorder = cs_malloc_array(V, sizeof *pl->vorder);
-    h.a = cs_malloc_array(V, sizeof *h.a);
+    int heap_failed = cs_heap_reserve(&h, V) != 0;
     if (!rows || !vals || !indeg || !key || !pl->newidx || !pl->vorder ||
-        !h.a)
+        heap_failed)
         goto oom;
     size_t k = 0;
     for (uint32_t v = 0; v < n; v++) {
@@ -746,17 +714,16 @@ static commsched_status place(bk_pass *p, const bucket *extra,
         goto oom;
     for (size_t e = 0; e < k; e++)
         indeg[vals[e]]++;
-    h.key = key;
     for (uint32_t v = 0; v < V; v++)
         if ((v >= n || p->vmap[v] == v) && indeg[v] == 0)
-            heap_push(&h, v);
-    while (h.len > 0) {
-        uint32_t v = heap_pop(&h);
+            push_node(&h, key[v], v);
+    while (h.n > 0) {
+        uint32_t v = cs_heap_pop(&h).v;
         pl->newidx[v] = pl->placed;
         pl->vorder[pl->placed++] = v;
         for (uint32_t e = users.off[v]; e < users.off[v + 1]; e++)
             if (--indeg[users.idx[e]] == 0)
-                heap_push(&h, users.idx[e]);
+                push_node(&h, key[users.idx[e]], users.idx[e]);
     }
     if (pl->placed != V - removed)
         st = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
@@ -771,7 +738,7 @@ cleanup:
     free(vals);
     free(indeg);
     free(key);
-    free(h.a);
+    cs_heap_fini(&h);
     if (st != COMMSCHED_OK)
         placement_free(pl);
     return st;
@@ -1146,7 +1113,7 @@ typedef struct open_bucket {
 
 static void desc_reset(bk_pass *p)
 {
-    p->desc.len = 0;
+    p->desc.n = 0;
     if (++p->epoch == 0) {
         memset(p->mark, 0, (size_t)p->n * sizeof *p->mark);
         p->epoch = 1;
@@ -1157,7 +1124,7 @@ static void desc_add(bk_pass *p, uint32_t v)
 {
     if (p->mark[v] != p->epoch) {
         p->mark[v] = p->epoch;
-        heap_push(&p->desc, v);
+        push_node(&p->desc, p->pos[v], v);
     }
 }
 
@@ -1166,8 +1133,8 @@ static void desc_add(bk_pass *p, uint32_t v)
 static void desc_expand(bk_pass *p, uint32_t limit)
 {
     const commsched_graph *g = p->g;
-    while (p->desc.len > 0 && p->pos[p->desc.a[0]] <= limit) {
-        uint32_t v = heap_pop(&p->desc);
+    while (p->desc.n > 0 && p->pos[p->desc.a[0].v] <= limit) {
+        uint32_t v = cs_heap_pop(&p->desc).v;
         for (uint32_t e = g->users.off[v]; e < g->users.off[v + 1]; e++)
             desc_add(p, g->users.idx[e]);
     }
@@ -1340,13 +1307,12 @@ static void pass_free(bk_pass *p)
 {
     free(p->order);
     free(p->pos);
-    free(p->pos_key);
     free(p->block_run);
     free(p->cands);
     free(p->mem);
     free(p->bk);
     free(p->mark);
-    free(p->desc.a);
+    cs_heap_fini(&p->desc);
     free(p->vmap);
     free(p->via);
     free(p->cand_bucket);
@@ -1375,12 +1341,11 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
     p.n = p.g->n_nodes;
     p.order = cs_malloc_array(p.n, sizeof *p.order);
     p.pos = cs_malloc_array(p.n, sizeof *p.pos);
-    p.pos_key = cs_malloc_array(p.n, sizeof *p.pos_key);
     p.mem = cs_malloc_array(p.n, sizeof *p.mem);
     p.mark = cs_calloc(p.n, sizeof *p.mark);
-    p.desc.a = cs_malloc_array(p.n, sizeof *p.desc.a);
+    int desc_failed = cs_heap_reserve(&p.desc, p.n) != 0;
     p.vmap = cs_malloc_array(p.n, sizeof *p.vmap);
-    if (!p.order || !p.pos || !p.pos_key || !p.mem || !p.mark || !p.desc.a ||
+    if (!p.order || !p.pos || !p.mem || !p.mark || desc_failed ||
         !p.vmap) {
         st = oom(ctx->err);
         goto cleanup;
@@ -1390,10 +1355,8 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
         goto cleanup;
     for (uint32_t i = 0; i < p.n; i++) {
         p.pos[p.order[i]] = i;
-        p.pos_key[p.order[i]] = i;
         p.vmap[i] = i;
     }
-    p.desc.key = p.pos_key;
     if (by_block) {
         if (!(p.block_run = cs_malloc_array(p.n, sizeof *p.block_run))) {
             st = oom(ctx->err);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap.h"
 #include "passes_internal.h"
 
 typedef struct key {
@@ -27,56 +28,13 @@ typedef struct key {
     uint32_t s1, s2;
 } key;
 
-typedef struct heap {
-    uint32_t *v;
-    size_t n;
-    const key *keys;
-} heap;
-
-static int less(const key *keys, uint32_t a, uint32_t b)
+/* A ready node's place in the one heap (heap.h): (s0, s1, s2), all
+ * distinct because s2 is the node's position. */
+static cs_heap_item item(const key *keys, uint32_t v)
 {
-    const key *x = &keys[a], *y = &keys[b];
-    if (x->s0 != y->s0)
-        return x->s0 < y->s0;
-    if (x->s1 != y->s1)
-        return x->s1 < y->s1;
-    return x->s2 < y->s2;
-}
-
-static void heap_push(heap *h, uint32_t v)
-{
-    size_t i = h->n++;
-    h->v[i] = v;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!less(h->keys, h->v[i], h->v[p]))
-            break;
-        uint32_t t = h->v[i];
-        h->v[i] = h->v[p];
-        h->v[p] = t;
-        i = p;
-    }
-}
-
-static uint32_t heap_pop(heap *h)
-{
-    uint32_t top = h->v[0];
-    h->v[0] = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < h->n && less(h->keys, h->v[l], h->v[m]))
-            m = l;
-        if (r < h->n && less(h->keys, h->v[r], h->v[m]))
-            m = r;
-        if (m == i)
-            break;
-        uint32_t t = h->v[i];
-        h->v[i] = h->v[m];
-        h->v[m] = t;
-        i = m;
-    }
-    return top;
+    cs_heap_item x = {keys[v].s0, 0.0,
+                      (uint64_t)keys[v].s1 << 32 | keys[v].s2, v};
+    return x;
 }
 
 typedef struct sched_state {
@@ -84,7 +42,7 @@ typedef struct sched_state {
     key *keys;
     uint32_t *unmet;   /* dependencies not yet scheduled (distinct) */
     uint32_t *stamp;   /* scratch for de-duplicating users */
-    heap compute, other;
+    cs_heap compute, other;
     uint32_t *order;
     uint32_t n_order;
 } sched_state;
@@ -96,7 +54,9 @@ static int is_compute(const commsched_graph *g, uint32_t v)
 
 static void make_ready(sched_state *st, uint32_t v)
 {
-    heap_push(is_compute(st->g, v) ? &st->compute : &st->other, v);
+    /* Both heaps were reserved for every node: the push cannot fail. */
+    (void)cs_heap_push(is_compute(st->g, v) ? &st->compute : &st->other,
+                       item(st->keys, v));
 }
 
 /* Appends v to the order and releases the nodes waiting only on it. A user
@@ -180,18 +140,17 @@ static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
     st.keys = cs_malloc_array(n, sizeof *st.keys);
     st.unmet = cs_malloc_array(n, sizeof *st.unmet);
     st.stamp = cs_calloc(n, sizeof *st.stamp);
-    st.compute.v = cs_malloc_array(n, sizeof *st.compute.v);
-    st.other.v = cs_malloc_array(n, sizeof *st.other.v);
+    int heaps_failed = cs_heap_reserve(&st.compute, n) != 0 ||
+                       cs_heap_reserve(&st.other, n) != 0;
     st.order = cs_malloc_array(n, sizeof *st.order);
     uint64_t *reach = cs_malloc_array(n, sizeof *reach);
     commsched_status rc = COMMSCHED_OK;
-    if (!st.keys || !st.unmet || !st.stamp || !st.compute.v || !st.other.v ||
+    if (!st.keys || !st.unmet || !st.stamp || heaps_failed ||
         !st.order || !reach) {
         rc = commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
                                  "out of memory");
         goto cleanup;
     }
-    st.compute.keys = st.other.keys = st.keys;
 
     /* score1, score2 and each collective's index in the current order */
     const uint64_t inf = UINT64_MAX;
@@ -238,15 +197,15 @@ static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
         uint32_t v;
         if (st.other.n == 0 ||
             (st.compute.n > 0 &&
-             less(st.keys, st.compute.v[0], st.other.v[0])))
-            v = heap_pop(&st.compute);
+             cs_heap_less(&st.compute.a[0], &st.other.a[0])))
+            v = cs_heap_pop(&st.compute).v;
         else
-            v = heap_pop(&st.other);
+            v = cs_heap_pop(&st.other).v;
         schedule_node(&st, v);
         if (for_overlap && cs_is_collective(g, v)) {
             double cost = ctx->runtime_ns[v];
             while (cost > 0 && st.compute.n > 0) {
-                uint32_t c = heap_pop(&st.compute);
+                uint32_t c = cs_heap_pop(&st.compute).v;
                 schedule_node(&st, c);
                 cost -= ctx->runtime_ns[c];
             }
@@ -267,8 +226,8 @@ cleanup:
     free(st.keys);
     free(st.unmet);
     free(st.stamp);
-    free(st.compute.v);
-    free(st.other.v);
+    cs_heap_fini(&st.compute);
+    cs_heap_fini(&st.other);
     free(st.order);
     free(reach);
     return rc;

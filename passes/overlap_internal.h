@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "commsched/simulate.h"
+#include "heap.h"
 #include "passes_internal.h"
 
 #define NONE COMMSCHED_NONE
@@ -23,25 +24,13 @@ enum { C_COMPUTE = 0, C_COLL = 1, C_WAIT = 2, C_SYNC = 3 };
 
 static inline int is_frame(uint8_t c) { return c == C_COMPUTE || c == C_SYNC; }
 
-typedef struct hent {
-    uint32_t r;  /* primary (class rank) */
-    uint32_t b;  /* tertiary (input position: ties, determinism) */
-    double a;    /* secondary */
-    uint32_t v;  /* the node */
-} hent;
-
-typedef struct heap {
-    hent *e;
-    size_t n, cap;
-} heap;
-
-static inline int hless(const hent *x, const hent *y)
+/* A ready-set key of the pass, in the one heap's item (heap.h): class
+ * rank r first, then a (urgency, or a time), then the input position b,
+ * which makes every key distinct. */
+static inline cs_heap_item ov_key(uint32_t r, uint32_t b, double a, uint32_t v)
 {
-    if (x->r != y->r)
-        return x->r < y->r;
-    if (x->a != y->a)
-        return x->a < y->a;
-    return x->b < y->b;
+    cs_heap_item x = {r, a, b, v};
+    return x;
 }
 
 typedef struct segt {
@@ -138,10 +127,10 @@ typedef struct ov_run {
     uint32_t *rem;
     double *cend, *wend, now, *sf;
     int64_t *infl, cur, peak;
-    heap fh;            /* ready frame nodes, by the frame rule's key */
-    heap wh;            /* ready waits, by the end of their collectives */
-    heap ah, tmp;       /* force()'s scratch; popped entries */
-    heap *sh, *shf;     /* per stream: issuable collectives by urgency;
+    cs_heap fh;           /* ready frame nodes, by the frame rule's key */
+    cs_heap wh;           /* ready waits, by the end of their collectives */
+    cs_heap ah, tmp;      /* force()'s scratch; popped entries */
+    cs_heap *sh, *shf;    /* per stream: issuable collectives by urgency;
                            shf those that free at least what they take */
     segt seg;
     int use_seg;
@@ -164,8 +153,6 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
                      const commsched_schedule *s, const double *rt);
 int cs_ov_base_order(ov_base *b, int i, int mode);
 void cs_ov_base_use(ov_base *b, int i);
-hent cs_ov_heap_pop(heap *h);
-int cs_ov_heap_push(heap *h, hent x);
 void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v);
 void cs_ov_seg_build(segt *s, const int64_t *leaf, uint32_t n);
 int64_t cs_ov_seg_max(segt *s, uint32_t l, uint32_t r);

@@ -40,16 +40,16 @@ void cs_ov_run_free(ov_run *S)
     free(S->wend);
     free(S->sf);
     free(S->infl);
-    free(S->fh.e);
-    free(S->wh.e);
-    free(S->ah.e);
-    free(S->tmp.e);
+    cs_heap_fini(&S->fh);
+    cs_heap_fini(&S->wh);
+    cs_heap_fini(&S->ah);
+    cs_heap_fini(&S->tmp);
     if (S->sh)
         for (uint32_t s = 0; s < S->b->n_streams; s++)
-            free(S->sh[s].e);
+            cs_heap_fini(&S->sh[s]);
     if (S->shf)
         for (uint32_t s = 0; s < S->b->n_streams; s++)
-            free(S->shf[s].e);
+            cs_heap_fini(&S->shf[s]);
     free(S->sh);
     free(S->shf);
     free(S->seg.t);
@@ -119,25 +119,25 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
                : -1;
 }
 
-static void push(ov_run *S, heap *h, hent x)
+static void push(ov_run *S, cs_heap *h, cs_heap_item x)
 {
-    if (cs_ov_heap_push(h, x) != 0)
+    if (cs_heap_push(h, x) != 0)
         S->oom = 1;
 }
 
-static hent frame_key(const ov_run *S, uint32_t v)
+static cs_heap_item frame_key(const ov_run *S, uint32_t v)
 {
     const ov_base *b = S->b;
-    hent x = {0, b->tpos[v], 0.0, v};
+    cs_heap_item x = ov_key(0, b->tpos[v], 0.0, v);
     if (S->var->frame == FR_DYN_UNLOCK)
-        x.a = b->unl[v] == NONE ? INFINITY : (double)b->unl[v];
+        x.k2 = b->unl[v] == NONE ? INFINITY : (double)b->unl[v];
     return x;
 }
 
-static hent coll_key(const ov_base *b, uint32_t c)
+static cs_heap_item coll_key(const ov_base *b, uint32_t c)
 {
-    return (hent){0, b->tpos[c],
-                  b->dom[c] == NONE ? (double)INFINITY : (double)b->dom[c], c};
+    return ov_key(0, b->tpos[c],
+                  b->dom[c] == NONE ? (double)INFINITY : (double)b->dom[c], c);
 }
 
 /* Puts u in the heaps it now qualifies for. */
@@ -167,7 +167,7 @@ static void became_ready(ov_run *S, uint32_t u)
             if (S->cend[b->wcoll.idx[x]] > e)
                 e = S->cend[b->wcoll.idx[x]];
         S->wend[u] = e;
-        push(S, &S->wh, (hent){0, b->tpos[u], e, u});
+        push(S, &S->wh, ov_key(0, b->tpos[u], e, u));
     } else if (b->cls[u] == C_COLL) {
         S->ready_t[u] = S->now;
     } else if (b->cls[u] == C_COMPUTE) {
@@ -376,14 +376,14 @@ double cs_ov_issue(ov_run *S, uint32_t c)
 
 /* Pops up to K live entries of h into S->tmp after the ones there (pops
  * come out in key order). */
-static void take(ov_run *S, heap *h, size_t k)
+static void take(ov_run *S, cs_heap *h, size_t k)
 {
     size_t want = S->tmp.n + k;
     while (h->n > 0 && S->tmp.n < want) {
-        hent x = cs_ov_heap_pop(h);
-        if (!S->sched[x.v] && cs_grow((void **)&S->tmp.e, &S->tmp.cap,
-                                      S->tmp.n + 1, sizeof *S->tmp.e) == 0)
-            S->tmp.e[S->tmp.n++] = x;
+        cs_heap_item x = cs_heap_pop(h);
+        if (!S->sched[x.v] && cs_grow((void **)&S->tmp.a, &S->tmp.cap,
+                                      S->tmp.n + 1, sizeof *S->tmp.a) == 0)
+            S->tmp.a[S->tmp.n++] = x;
         else if (!S->sched[x.v])
             S->oom = 1;
     }
@@ -393,13 +393,13 @@ static void take(ov_run *S, heap *h, size_t k)
  * in-flight and budget tests, pushes the others back where they came from
  * (freeing collectives to hf, others to h). Returns the one issued or
  * NONE, and adds the compute it pulled along to *t_next. */
-static uint32_t try_issue(ov_run *S, uint32_t s, heap *h, heap *hf,
+static uint32_t try_issue(ov_run *S, uint32_t s, cs_heap *h, cs_heap *hf,
                           int only_freeing, double *t_next)
 {
     const ov_base *b = S->b;
     uint32_t chosen = NONE;
     for (size_t i = 0; i < S->tmp.n && chosen == NONE; i++) {
-        uint32_t c = S->tmp.e[i].v;
+        uint32_t c = S->tmp.a[i].v;
         uint32_t nf = feeders(S, c);
         int64_t d = b->dref[c];
         double pull = 0;
@@ -429,8 +429,8 @@ static uint32_t try_issue(ov_run *S, uint32_t s, heap *h, heap *hf,
         chosen = c;
     }
     for (size_t i = 0; i < S->tmp.n; i++)
-        if (S->tmp.e[i].v != chosen)
-            push(S, b->dref[S->tmp.e[i].v] <= 0 ? hf : h, S->tmp.e[i]);
+        if (S->tmp.a[i].v != chosen)
+            push(S, b->dref[S->tmp.a[i].v] <= 0 ? hf : h, S->tmp.a[i]);
     S->tmp.n = 0;
     if (chosen != NONE)
         *t_next += cs_ov_issue(S, chosen);
@@ -446,7 +446,7 @@ static void prefetch(ov_run *S, double t_next)
     const ov_base *b = S->b;
     const ov_variant *var = S->var;
     for (uint32_t s = 0; s < b->n_streams && !S->oom; s++) {
-        heap *h = &S->sh[s], *hf = &S->shf[s];
+        cs_heap *h = &S->sh[s], *hf = &S->shf[s];
         if (var->eager_free)
             for (;;) {
                 S->tmp.n = 0;
@@ -463,13 +463,13 @@ static void prefetch(ov_run *S, double t_next)
             size_t nh = S->tmp.n;
             take(S, hf, K_STREAM);
             for (size_t i = nh; i < S->tmp.n; i++) { /* merge: insertion */
-                hent x = S->tmp.e[i];
+                cs_heap_item x = S->tmp.a[i];
                 size_t j = i;
-                while (j > 0 && hless(&x, &S->tmp.e[j - 1])) {
-                    S->tmp.e[j] = S->tmp.e[j - 1];
+                while (j > 0 && cs_heap_less(&x, &S->tmp.a[j - 1])) {
+                    S->tmp.a[j] = S->tmp.a[j - 1];
                     j--;
                 }
-                S->tmp.e[j] = x;
+                S->tmp.a[j] = x;
             }
             if (try_issue(S, s, h, hf, 0, &t_next) == NONE)
                 break;
@@ -479,18 +479,18 @@ static void prefetch(ov_run *S, double t_next)
 
 /* Order among the ancestors force() places: collectives first (most
  * urgent first), then anything else, waits last (soonest done first). */
-static hent force_key(const ov_run *S, uint32_t v)
+static cs_heap_item force_key(const ov_run *S, uint32_t v)
 {
     const ov_base *b = S->b;
     switch (b->cls[v]) {
     case C_COLL:
-        return (hent){0, b->tpos[v],
+        return ov_key(0, b->tpos[v],
                       b->dom[v] == NONE ? (double)INFINITY : (double)b->dom[v],
-                      v};
+                      v);
     case C_WAIT:
-        return (hent){2, b->tpos[v], S->wend[v], v};
+        return ov_key(2, b->tpos[v], S->wend[v], v);
     default:
-        return (hent){1, b->tpos[v], 0.0, v};
+        return ov_key(1, b->tpos[v], 0.0, v);
     }
 }
 
@@ -531,7 +531,7 @@ static void force(ov_run *S, uint32_t f)
         }
     }
     while (S->ah.n > 0 && !S->oom) {
-        uint32_t a = cs_ov_heap_pop(&S->ah).v;
+        uint32_t a = cs_heap_pop(&S->ah).v;
         if (S->sched[a])
             continue;
         sched_node(S, a);
@@ -580,7 +580,7 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
         return fs;
     S->tmp.n = 0;
     while (S->fh.n > 0 && S->tmp.n < K_FRAME) {
-        hent x = cs_ov_heap_pop(&S->fh);
+        cs_heap_item x = cs_heap_pop(&S->fh);
         if (S->sched[x.v]) {
             S->in_fh[x.v] = 0;
             continue;
@@ -589,7 +589,7 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
     }
     uint32_t chosen = NONE;
     for (size_t i = 0; i < S->tmp.n && chosen == NONE; i++) {
-        uint32_t x = S->tmp.e[i].v;
+        uint32_t x = S->tmp.a[i].v;
         if (x != fs && S->window > 0 &&
             b->frank[x] > b->frank[fs] + (uint32_t)S->window)
             continue;
@@ -600,7 +600,7 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
         chosen = x;
     }
     for (size_t i = 0; i < S->tmp.n; i++)
-        push(S, &S->fh, S->tmp.e[i]);
+        push(S, &S->fh, S->tmp.a[i]);
     if (chosen == NONE) {
         *stalled_alone = 1;
         return fs;
@@ -612,20 +612,20 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
 static void tail_step(ov_run *S)
 {
     const ov_base *b = S->b;
-    heap *bh = NULL;
+    cs_heap *bh = NULL;
     for (uint32_t s = 0; s < 2 * b->n_streams; s++) {
-        heap *h = s < b->n_streams ? &S->sh[s] : &S->shf[s - b->n_streams];
-        while (h->n > 0 && S->sched[h->e[0].v])
-            cs_ov_heap_pop(h);
-        if (h->n > 0 && (!bh || hless(&h->e[0], &bh->e[0])))
+        cs_heap *h = s < b->n_streams ? &S->sh[s] : &S->shf[s - b->n_streams];
+        while (h->n > 0 && S->sched[h->a[0].v])
+            cs_heap_pop(h);
+        if (h->n > 0 && (!bh || cs_heap_less(&h->a[0], &bh->a[0])))
             bh = h;
     }
     if (bh) {
-        cs_ov_issue(S, cs_ov_heap_pop(bh).v);
+        cs_ov_issue(S, cs_heap_pop(bh).v);
         return;
     }
     while (S->wh.n > 0) {
-        uint32_t w = cs_ov_heap_pop(&S->wh).v;
+        uint32_t w = cs_heap_pop(&S->wh).v;
         if (!S->sched[w]) {
             sched_node(S, w);
             return;
@@ -701,14 +701,14 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
             return -1;
         /* 1. waits already complete */
         while (S->wh.n > 0) {
-            const hent *t = &S->wh.e[0];
+            const cs_heap_item *t = &S->wh.a[0];
             if (S->sched[t->v]) {
-                cs_ov_heap_pop(&S->wh);
+                cs_heap_pop(&S->wh);
                 continue;
             }
-            if (t->a > S->now)
+            if (t->k2 > S->now)
                 break;
-            sched_node(S, cs_ov_heap_pop(&S->wh).v);
+            sched_node(S, cs_heap_pop(&S->wh).v);
         }
         /* 2. the next frame node */
         uint32_t stalled = 0;
@@ -725,11 +725,11 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
             /* Everything ready would stall: wait for whichever collective
              * ends first rather than for f's (it may unlock other compute),
              * when that is sooner. */
-            while (S->wh.n > 0 && S->sched[S->wh.e[0].v])
-                cs_ov_heap_pop(&S->wh);
-            if (S->wh.n > 0 && S->wh.e[0].a <= S->now + stall) {
-                prefetch(S, S->wh.e[0].a);
-                uint32_t w = cs_ov_heap_pop(&S->wh).v;
+            while (S->wh.n > 0 && S->sched[S->wh.a[0].v])
+                cs_heap_pop(&S->wh);
+            if (S->wh.n > 0 && S->wh.a[0].k2 <= S->now + stall) {
+                prefetch(S, S->wh.a[0].k2);
+                uint32_t w = cs_heap_pop(&S->wh).v;
                 if (!S->sched[w])
                     sched_node(S, w);
                 continue;

@@ -6,47 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a binary heap of (r, a, b) keys ------------------------------------- */
-
-int cs_ov_heap_push(heap *h, hent x)
-{
-    if (cs_grow((void **)&h->e, &h->cap, h->n + 1, sizeof *h->e) != 0)
-        return -1;
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!hless(&x, &h->e[p]))
-            break;
-        h->e[i] = h->e[p];
-        i = p;
-    }
-    h->e[i] = x;
-    return 0;
-}
-
-hent cs_ov_heap_pop(heap *h)
-{
-    hent top = h->e[0], x = h->e[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        const hent *best = &x;
-        if (l < h->n && hless(&h->e[l], best)) {
-            m = l;
-            best = &h->e[l];
-        }
-        if (l + 1 < h->n && hless(&h->e[l + 1], best))
-            m = l + 1;
-        if (m == i)
-            break;
-        h->e[i] = h->e[m];
-        i = m;
-    }
-    if (h->n > 0)
-        h->e[i] = x;
-    return top;
-}
-
 /* ---- segment tree: range add, range max (positions 0 .. n) --------------- */
 
 static void seg_apply(segt *s, uint32_t x, int64_t v)
@@ -196,7 +155,7 @@ static int topo_closest(ov_base *b)
 {
     uint32_t n = b->n;
     uint32_t *unmet = cs_malloc_array(n ? n : 1, sizeof *unmet);
-    heap h = {0};
+    cs_heap h = {0};
     int rc = -1;
     if (!unmet)
         goto out;
@@ -204,24 +163,24 @@ static int topo_closest(ov_base *b)
         unmet[v] = CS_ROW_LEN(b->deps, v);
     for (uint32_t v = 0; v < n; v++)
         if (unmet[v] == 0 &&
-            cs_ov_heap_push(&h, (hent){0, b->pos_in[v], 0.0, v}) != 0)
+            cs_heap_push(&h, ov_key(0, b->pos_in[v], 0.0, v)) != 0)
             goto out;
     uint32_t k = 0;
     while (h.n > 0) {
-        uint32_t v = cs_ov_heap_pop(&h).v;
+        uint32_t v = cs_heap_pop(&h).v;
         b->tpos[v] = k;
         b->topo[k++] = v;
         for (uint32_t e = b->users.off[v]; e < b->users.off[v + 1]; e++) {
             uint32_t u = b->users.idx[e];
             if (--unmet[u] == 0 &&
-                cs_ov_heap_push(&h, (hent){0, b->pos_in[u], 0.0, u}) != 0)
+                cs_heap_push(&h, ov_key(0, b->pos_in[u], 0.0, u)) != 0)
                 goto out;
         }
     }
     rc = k == n ? 0 : 1;
 out:
     free(unmet);
-    free(h.e);
+    cs_heap_fini(&h);
     return rc;
 }
 

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "heap.h"
 
 struct commsched_sim {
     const commsched_graph *g;
@@ -62,7 +63,8 @@ struct commsched_sim {
     size_t cap_wcoll;
     /* Memory. */
     int64_t *alloc, *free_step, *free_sim;
-    uint32_t *heap, *cur_node;
+    cs_heap events;     /* sequence cursors by their next event */
+    uint32_t *cur_node;
     uint8_t *cur_phase;
     commsched_sim_memory_point *curve;
     size_t n_curve, cap_curve;
@@ -98,7 +100,7 @@ void commsched_sim_destroy(commsched_sim *sim)
     free(sim->alloc);
     free(sim->free_step);
     free(sim->free_sim);
-    free(sim->heap);
+    cs_heap_fini(&sim->events);
     free(sim->cur_node);
     free(sim->cur_phase);
     free(sim->curve);
@@ -130,13 +132,13 @@ commsched_status commsched_sim_create(const commsched_graph *g,
     sim->stream_busy = cs_calloc(S, sizeof *sim->stream_busy);
     sim->seq_head = cs_malloc_array(S, sizeof *sim->seq_head);
     sim->seq_tail = cs_malloc_array(S, sizeof *sim->seq_tail);
-    sim->heap = cs_malloc_array(S, sizeof *sim->heap);
+    int events_failed = cs_heap_reserve(&sim->events, S) != 0;
     sim->cur_node = cs_malloc_array(S, sizeof *sim->cur_node);
     sim->cur_phase = cs_malloc_array(S, sizeof *sim->cur_phase);
     if (!sim->nodes || !sim->order || !sim->fin || !sim->seq_next ||
         !sim->comp_start || !sim->comp_end || !sim->comp_before ||
         !sim->stream_free || !sim->stream_busy || !sim->seq_head ||
-        !sim->seq_tail || !sim->heap || !sim->cur_node || !sim->cur_phase) {
+        !sim->seq_tail || events_failed || !sim->cur_node || !sim->cur_phase) {
         commsched_sim_destroy(sim);
         return oom(err);
     }
@@ -410,37 +412,15 @@ static commsched_status sweep(commsched_sim *sim, const double *rt,
 
 /* ---- memory over simulated time ---------------------------------------- */
 
-/* Event key of a sequence's cursor: (time, position, phase); phase 0 is
- * the node's allocation at its start, 1 its frees at its end. */
-static inline int key_less(const commsched_sim *sim, uint32_t a, uint32_t b)
+/* Sequence s's cursor in the event heap (heap.h), keyed by its next event
+ * (time, position, phase); phase 0 is the node's allocation at its start,
+ * 1 its frees at its end. Distinct: a position has one node. */
+static inline cs_heap_item event_of(const commsched_sim *sim, uint32_t s)
 {
-    const commsched_sim_node *na = &sim->nodes[sim->cur_node[a]];
-    const commsched_sim_node *nb = &sim->nodes[sim->cur_node[b]];
-    double ta = sim->cur_phase[a] ? na->end_ns : na->start_ns;
-    double tb = sim->cur_phase[b] ? nb->end_ns : nb->start_ns;
-    if (ta != tb)
-        return ta < tb;
-    if (na->position != nb->position)
-        return na->position < nb->position;
-    return sim->cur_phase[a] < sim->cur_phase[b];
-}
-
-static void sift_down(commsched_sim *sim, size_t size, size_t i)
-{
-    uint32_t *h = sim->heap;
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        if (l < size && key_less(sim, h[l], h[m]))
-            m = l;
-        if (l + 1 < size && key_less(sim, h[l + 1], h[m]))
-            m = l + 1;
-        if (m == i)
-            return;
-        uint32_t t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
+    const commsched_sim_node *n = &sim->nodes[sim->cur_node[s]];
+    cs_heap_item x = {0, sim->cur_phase[s] ? n->end_ns : n->start_ns,
+                      (uint64_t)n->position << 1 | sim->cur_phase[s], s};
+    return x;
 }
 
 static int curve_push(commsched_sim *sim, double t, int64_t bytes)
@@ -528,17 +508,17 @@ static commsched_status memory(commsched_sim *sim, commsched_error *err)
     double peak_at = 0;
     if (want_curve && curve_push(sim, 0, base) != 0)
         return oom(err);
-    size_t hs = 0;
+    cs_heap *h = &sim->events;
+    h->n = 0;
     for (uint32_t s = 0; s < sim->n_streams; s++)
         if (sim->seq_head[s] != COMMSCHED_NONE) {
             sim->cur_node[s] = sim->seq_head[s];
             sim->cur_phase[s] = 0;
-            sim->heap[hs++] = s;
+            h->a[h->n++] = event_of(sim, s);
         }
-    for (size_t i = hs; i-- > 0;)
-        sift_down(sim, hs, i);
-    while (hs > 0) {
-        uint32_t s = sim->heap[0];
+    cs_heap_make(h);
+    while (h->n > 0) {
+        uint32_t s = h->a[0].v;
         uint32_t v = sim->cur_node[s];
         const commsched_sim_node *res = &sim->nodes[v];
         int64_t delta;
@@ -547,19 +527,19 @@ static commsched_status memory(commsched_sim *sim, commsched_error *err)
             delta = sim->alloc[v];
             t = res->start_ns;
             sim->cur_phase[s] = 1;
+            cs_heap_replace_top(h, event_of(sim, s));
         } else {
             delta = -sim->free_sim[v];
             t = res->end_ns;
             uint32_t next = sim->seq_next[v];
             if (next == COMMSCHED_NONE) {
-                sim->heap[0] = sim->heap[--hs];
+                cs_heap_pop(h);
             } else {
                 sim->cur_node[s] = next;
                 sim->cur_phase[s] = 0;
+                cs_heap_replace_top(h, event_of(sim, s));
             }
         }
-        if (hs > 0)
-            sift_down(sim, hs, 0);
         if (delta == 0)
             continue;
         if (cs_add_i64(&cur, delta))
