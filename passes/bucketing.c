@@ -62,6 +62,7 @@
 #include "commsched/memory.h"
 #include "commsched/simulate.h"
 #include "heap.h"
+#include "kernel.h"
 #include "passes_internal.h"
 
 /* A collective of the pass's op, in wait order. */
@@ -901,10 +902,11 @@ static uint32_t new_root(const bk_pass *p, const flat *fl, uint32_t x)
 }
 
 /* The peak and the simulated step of the merged graph without building
- * it: DESIGN §3's memory model and §5's timeline over the placement, with
- * the same arithmetic as src/memory.c and src/simulate.c (per-group comm
- * streams), so the figures are identical; verify mode compares them with
- * the real ones for every merge priced. Buckets must be mapped. */
+ * it: the model's kernel (kernel.h: the memory step and the streams'
+ * clocks, as the memory model and the simulator step through them, with
+ * per-group comm streams) over the placement, so the figures are
+ * identical; verify mode compares them with the real ones for every merge
+ * priced. Buckets must be mapped. */
 static commsched_status virtual_price(bk_pass *p, const bucket *extra,
                                       const placement *pl, int64_t *peak_out,
                                       double *makespan_out)
@@ -990,11 +992,11 @@ static commsched_status virtual_price(bk_pass *p, const bucket *extra,
             fr[last[in + 1]] += fl[bi].out_size;
     }
     int64_t cur = base, peak = base;
+    int overflow = 0; /* the builder's limits keep sums far from 2^63 */
     for (uint32_t k = 0; k < pl->placed; k++) {
-        cur += alloc[k];
-        if (cur > peak)
-            peak = cur;
-        cur -= fr[k];
+        int64_t level = cs_mem_step(&cur, alloc[k], fr[k], &overflow);
+        if (level > peak)
+            peak = level;
     }
     *peak_out = peak;
 
@@ -1004,7 +1006,7 @@ static commsched_status virtual_price(bk_pass *p, const bucket *extra,
         stream_free = cs_calloc(g->n_groups + 1, sizeof *stream_free);
         if (!coll_end || !stream_free)
             goto oom;
-        double now = 0;
+        cs_clock clk = {0.0, stream_free};
         for (uint32_t k = 0; k < pl->placed; k++) {
             uint32_t v = pl->vorder[k];
             const cs_node *nd = v < n ? &g->nodes[v] : NULL;
@@ -1017,20 +1019,17 @@ static commsched_status virtual_price(bk_pass *p, const bucket *extra,
                            ? 0.0
                            : rt_new[2 * ((v - n) / 3) + ((v - n) % 3)];
             if (kind == COMMSCHED_NODE_COMPUTE) {
-                now = now + r;
+                cs_clock_compute(&clk, r);
             } else if (kind == COMMSCHED_NODE_COLLECTIVE) {
                 uint32_t grp =
                     nd ? nd->group
                        : g->nodes[member(p, bucket_at(p, extra, (v - n) / 3), 0)
                                       ->coll]
                              .group;
-                double start = now > stream_free[grp] ? now : stream_free[grp];
-                coll_end[v] = start + r;
-                stream_free[grp] = coll_end[v];
-                if (nd && nd->is_sync)
-                    now = coll_end[v];
+                coll_end[v] =
+                    cs_clock_collective(&clk, grp, r, nd && nd->is_sync) + r;
             } else {
-                double t = now;
+                double t = clk.now;
                 if (nd) {
                     for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1];
                          e++) {
@@ -1042,14 +1041,10 @@ static commsched_status virtual_price(bk_pass *p, const bucket *extra,
                 } else if (coll_end[v - 1] > t) {
                     t = coll_end[v - 1];
                 }
-                now = t + r;
+                cs_clock_wait(&clk, t, r);
             }
         }
-        double makespan = now;
-        for (uint32_t i = 0; i < g->n_groups; i++)
-            if (stream_free[i] > makespan)
-                makespan = stream_free[i];
-        *makespan_out = makespan;
+        *makespan_out = cs_clock_makespan(&clk, g->n_groups);
     }
 #undef NEW_ROOT
 #undef FLAT_ROOT

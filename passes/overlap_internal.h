@@ -12,6 +12,7 @@
 
 #include "commsched/simulate.h"
 #include "heap.h"
+#include "kernel.h"
 #include "passes_internal.h"
 
 #define NONE COMMSCHED_NONE

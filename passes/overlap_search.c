@@ -209,42 +209,36 @@ static void sched_node(ov_run *S, uint32_t v)
     const ov_base *b = S->b;
     S->sched[v] = 1;
     S->order[S->k++] = v;
-    /* memory, exactly as the model counts it */
-    S->cur += b->alloc[v];
-    if (S->cur > S->peak)
-        S->peak = S->cur;
+    /* memory and time through the model's kernel (kernel.h), so the
+     * order is priced exactly as the memory model and the simulator will */
     int64_t fr = b->unread_free[v];
     for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
         uint32_t x = b->reads.idx[e];
         if (--S->rem[x] == 0)
             fr += b->bsize[x];
     }
-    S->cur -= fr;
-    /* time, exactly as the simulator runs it */
+    int overflow = 0; /* the builder's limits keep sums far from 2^63 */
+    int64_t level = cs_mem_step(&S->cur, b->alloc[v], fr, &overflow);
+    if (level > S->peak)
+        S->peak = level;
     double r = b->rt[v];
+    cs_clock clk = {S->now, S->sf};
     switch (b->cls[v]) {
     case C_COMPUTE:
-        S->now += r;
+        cs_clock_compute(&clk, r);
         break;
     case C_COLL: {
         uint32_t s = b->stream[v];
-        double st = S->now > S->sf[s] ? S->now : S->sf[s];
-        S->cend[v] = st + r;
-        S->sf[s] = st + r;
+        S->cend[v] = cs_clock_collective(&clk, s, r, 0) + r;
         S->infl[s] += b->bytes[v];
         S->flags[v] |= F_INFLIGHT;
         break;
     }
-    case C_SYNC: {
-        uint32_t s = b->stream[v];
-        double st = S->now > S->sf[s] ? S->now : S->sf[s];
-        S->cend[v] = st + r;
-        S->sf[s] = st + r;
-        S->now = st + r;
+    case C_SYNC:
+        S->cend[v] = cs_clock_collective(&clk, b->stream[v], r, 1) + r;
         break;
-    }
     default: { /* wait */
-        double e = S->now;
+        double e = clk.now;
         for (uint32_t x = b->wcoll.off[v]; x < b->wcoll.off[v + 1]; x++) {
             uint32_t c = b->wcoll.idx[x];
             if (S->cend[c] > e)
@@ -254,10 +248,11 @@ static void sched_node(ov_run *S, uint32_t v)
                 S->infl[b->stream[c]] -= b->bytes[c];
             }
         }
-        S->now = e + r;
+        cs_clock_wait(&clk, e, r);
         break;
     }
     }
+    S->now = clk.now;
     /* Placed before its reference position: its memory delta now holds
      * over the positions it jumped. */
     if (S->use_seg && b->tpos[v] > S->lo)

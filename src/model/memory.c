@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "kernel.h"
 
 typedef struct moved_buf {
     uint32_t buf;
@@ -141,9 +142,7 @@ static int compute(const commsched_graph *g, const commsched_schedule *s,
     int64_t cur = base;
     for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
          v = commsched_schedule_next(s, v)) {
-        overflow |= cs_add_i64(&cur, alloc[v]);
-        post_alloc[v] = cur;
-        cur -= fr[v];
+        post_alloc[v] = cs_mem_step(&cur, alloc[v], fr[v], &overflow);
         post_free[v] = cur;
     }
     *baseline = base;

@@ -41,6 +41,7 @@
 
 #include "graph_internal.h"
 #include "heap.h"
+#include "kernel.h"
 
 struct commsched_sim {
     const commsched_graph *g;
@@ -273,7 +274,8 @@ static commsched_status sweep(commsched_sim *sim, const double *rt,
 {
     const commsched_graph *g = sim->g;
     commsched_sim_totals *T = &sim->totals;
-    double now = 0, load_compute = 0, path = 0, comp_total = 0;
+    double load_compute = 0, path = 0, comp_total = 0;
+    cs_clock clk = {0.0, sim->stream_free};
     for (uint32_t k = 0; k < sim->n; k++) {
         uint32_t v = sim->order[k];
         const cs_node *nd = &g->nodes[v];
@@ -305,35 +307,31 @@ static commsched_status sweep(commsched_sim *sim, const double *rt,
                 edge_counts(sim, d, nd, vs))
                 best = sim->fin[d];
         }
-        res->issue_ns = now;
+        res->issue_ns = clk.now;
         res->exposed_ns = 0;
         res->overlapped_ns = 0;
         res->wait = COMMSCHED_NONE;
         res->stream = vs;
         if (nd->kind == COMMSCHED_NODE_COMPUTE) {
-            res->start_ns = now;
-            res->end_ns = now + r;
-            sim->comp_start[sim->n_comp] = now;
+            res->start_ns = cs_clock_compute(&clk, r);
+            res->end_ns = clk.now;
+            sim->comp_start[sim->n_comp] = res->start_ns;
             sim->comp_end[sim->n_comp] = res->end_ns;
             sim->comp_before[sim->n_comp] = comp_total;
             sim->n_comp++;
             comp_total += r;
-            now = res->end_ns;
             load_compute += r;
             T->compute_ns += r;
             seq_append(sim, COMMSCHED_STREAM_COMPUTE, v);
         } else if (is_coll) {
-            double free_at = sim->stream_free[vs];
-            res->start_ns = now > free_at ? now : free_at;
+            res->start_ns = cs_clock_collective(&clk, vs, r, nd->is_sync);
             res->end_ns = res->start_ns + r;
-            sim->stream_free[vs] = res->end_ns;
             sim->stream_busy[vs] += r;
             T->comm_ns += r;
             T->n_collectives++;
             if (nd->is_sync) {
                 res->exposed_ns = res->end_ns - res->issue_ns;
                 T->exposed_ns += res->exposed_ns;
-                now = res->end_ns;
                 load_compute += r;
                 seq_append(sim, COMMSCHED_STREAM_COMPUTE, v);
             } else {
@@ -343,7 +341,7 @@ static commsched_status sweep(commsched_sim *sim, const double *rt,
             long nc = wait_collectives(sim, v);
             if (nc < 0)
                 return oom(err);
-            double cur = now;
+            double cur = clk.now;
             for (long i = 0; i < nc; i++) {
                 uint32_t c = sim->wcoll[i];
                 commsched_sim_node *cr = &sim->nodes[c];
@@ -356,11 +354,10 @@ static commsched_status sweep(commsched_sim *sim, const double *rt,
                     cur = cr->end_ns;
                 }
             }
-            res->exposed_ns = cur - now;
+            res->exposed_ns = cur - clk.now;
             T->exposed_ns += res->exposed_ns;
-            res->start_ns = cur;
-            res->end_ns = cur + r;
-            now = res->end_ns;
+            res->start_ns = cs_clock_wait(&clk, cur, r);
+            res->end_ns = clk.now;
             load_compute += r;
             T->n_waits++;
             seq_append(sim, COMMSCHED_STREAM_COMPUTE, v);
@@ -370,12 +367,10 @@ static commsched_status sweep(commsched_sim *sim, const double *rt,
             path = sim->fin[v];
     }
 
-    double makespan = now;
+    double makespan = cs_clock_makespan(&clk, sim->n_streams);
     T->bound_comm_ns = 0;
     T->bound_comm_stream = COMMSCHED_NONE;
     for (uint32_t s = 1; s < sim->n_streams; s++) {
-        if (sim->stream_free[s] > makespan)
-            makespan = sim->stream_free[s];
         if (sim->stream_busy[s] > T->bound_comm_ns ||
             (T->bound_comm_stream == COMMSCHED_NONE && sim->stream_busy[s] > 0)) {
             T->bound_comm_ns = sim->stream_busy[s];
@@ -383,7 +378,7 @@ static commsched_status sweep(commsched_sim *sim, const double *rt,
         }
     }
     sim->stream_busy[COMMSCHED_STREAM_COMPUTE] = load_compute;
-    sim->stream_free[COMMSCHED_STREAM_COMPUTE] = now;
+    sim->stream_free[COMMSCHED_STREAM_COMPUTE] = clk.now;
     T->makespan_ns = makespan;
     T->bound_compute_ns = load_compute;
     T->bound_path_ns = path;
