@@ -13,7 +13,9 @@ For generated graphs of 10K, 100K and 1M nodes (`generate chain`) and the
   optimize   (FSDP step only) `commsched optimize -o OUT` end to end,
              as a multiple of `validate`
 
-Medians of --repeat runs; peak RSS from GNU time (-f %M). Growth per 10x
+Times are CPU seconds (user + system; the C tools read their own CPU
+clock), which a shared machine disturbs far less than wall time. Medians
+of --repeat runs; peak RSS from GNU time (-f %M). Growth per 10x
 compares the 10K/100K/1M rows. Prints a markdown table and writes JSON
 (--out). Usage: io_bench.py --build build/release [--repeat 3]
 """
@@ -24,24 +26,22 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
 def timed(cmd):
-    """(seconds, peak RSS MiB, stdout) of one run."""
-    full = ["/usr/bin/time", "-f", "io-bench-rss %M"] + cmd
-    t0 = time.perf_counter()
+    """(CPU seconds, peak RSS MiB, stdout) of one run."""
+    full = ["/usr/bin/time", "-f", "io-bench-rss %M %U %S"] + cmd
     p = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    dt = time.perf_counter() - t0
     err = p.stderr.decode(errors="replace")
     if p.returncode != 0:
         sys.exit("io_bench: %s failed (%d):\n%s" %
                  (" ".join(cmd), p.returncode, err))
-    m = re.search(r"io-bench-rss (\d+)", err)
-    return dt, int(m.group(1)) / 1024.0 if m else 0.0, p.stdout
+    m = re.search(r"io-bench-rss (\d+) ([0-9.]+) ([0-9.]+)", err)
+    return (float(m.group(2)) + float(m.group(3)), int(m.group(1)) / 1024.0,
+            p.stdout)
 
 
 def median_of(cmd, repeat):

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 
 typedef struct bgroup {
@@ -92,10 +93,26 @@ static commsched_status failf(commsched_error *err, commsched_status st,
 /* Every string the builder keeps must be UTF-8, as a loaded file's are:
  * otherwise the graph could not be saved (nor shown in a report). Sets an
  * ESCHEMA error at path and returns 1 when s is not; NULL is fine. */
-static int bad_text(const char *s, const char *path, commsched_error *err)
+/* 1, after failing with "not valid UTF-8" at the path fmt formats, when s
+ * is not valid UTF-8. The path is formatted only then: formatting it for
+ * every name was the largest cost of adding a node. */
+static int bad_text(commsched_error *err, const char *s, const char *fmt,
+                    ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int bad_text(commsched_error *err, const char *s, const char *fmt,
+                    ...)
 {
     if (!s || cs_utf8_valid(s))
         return 0;
+    char path[COMMSCHED_ERROR_PATH_LENGTH];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(path, sizeof path, fmt, ap);
+    va_end(ap);
     failf(err, COMMSCHED_ESCHEMA, path, "not valid UTF-8");
     return 1;
 }
@@ -109,7 +126,7 @@ commsched_status commsched_builder_create(const char *name,
     if (!b)
         return oom(err);
     cs_arena_init(&b->arena);
-    if (bad_text(name, "name", err)) {
+    if (bad_text(err, name, "name")) {
         commsched_builder_destroy(b);
         return COMMSCHED_ESCHEMA;
     }
@@ -161,8 +178,7 @@ static commsched_status add_group(commsched_builder *b, const char *name,
         snprintf(path, sizeof path, "groups[%zu].name", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "a group needs a name");
     }
-    snprintf(path, sizeof path, "groups[%zu].name", i);
-    if (bad_text(name, path, err))
+    if (bad_text(err, name, "groups[%zu].name", i))
         return COMMSCHED_ESCHEMA;
     if (size < 1 || size > COMMSCHED_MAX_GROUP_SIZE) {
         snprintf(path, sizeof path, "groups[%zu].size", i);
@@ -209,8 +225,7 @@ static commsched_status add_input(commsched_builder *b, const char *name,
         snprintf(path, sizeof path, "inputs[%zu].name", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "an input needs a name");
     }
-    snprintf(path, sizeof path, "inputs[%zu].name", i);
-    if (bad_text(name, path, err))
+    if (bad_text(err, name, "inputs[%zu].name", i))
         return COMMSCHED_ESCHEMA;
     if (size < 0 || size > COMMSCHED_MAX_SIZE) {
         snprintf(path, sizeof path, "inputs[%zu].size", i);
@@ -242,11 +257,12 @@ static commsched_status add_output(commsched_builder *b, const char *buffer,
                                    commsched_error *err)
 {
     char path[64];
-    snprintf(path, sizeof path, "outputs[%zu]", b->n_outputs);
-    if (!valid_name(buffer))
+    if (!valid_name(buffer)) {
+        snprintf(path, sizeof path, "outputs[%zu]", b->n_outputs);
         return failf(err, COMMSCHED_ESCHEMA, path,
                      "a graph output must name a buffer");
-    if (bad_text(buffer, path, err))
+    }
+    if (bad_text(err, buffer, "outputs[%zu]", b->n_outputs))
         return COMMSCHED_ESCHEMA;
     const char **o = PUSH(b, outputs, err);
     if (!o || !(*o = cs_arena_strdup(&b->arena, buffer)))
@@ -273,12 +289,13 @@ static commsched_status push_refs(commsched_builder *b, const char *const *names
 {
     *first = (uint32_t)b->n_refs;
     for (size_t k = 0; k < n; k++) {
-        char path[96];
-        snprintf(path, sizeof path, "nodes[%zu].%s[%zu]", node, field, k);
-        if (!valid_name(names[k]))
+        if (!valid_name(names[k])) {
+            char path[96];
+            snprintf(path, sizeof path, "nodes[%zu].%s[%zu]", node, field, k);
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "expected a non-empty name");
-        if (bad_text(names[k], path, err))
+        }
+        if (bad_text(err, names[k], "nodes[%zu].%s[%zu]", node, field, k))
             return COMMSCHED_ESCHEMA;
         const char **r = PUSH(b, refs, err);
         if (!r || !(*r = cs_arena_strdup(&b->arena, names[k])))
@@ -308,14 +325,9 @@ static commsched_status add_node(commsched_builder *b,
         snprintf(path, sizeof path, "nodes[%zu].name", i);
         return failf(err, COMMSCHED_ESCHEMA, path, "a node needs a name");
     }
-    snprintf(path, sizeof path, "nodes[%zu].name", i);
-    if (bad_text(s->name, path, err))
-        return COMMSCHED_ESCHEMA;
-    snprintf(path, sizeof path, "nodes[%zu].op", i);
-    if (bad_text(s->op, path, err))
-        return COMMSCHED_ESCHEMA;
-    snprintf(path, sizeof path, "nodes[%zu].group", i);
-    if (bad_text(s->group, path, err))
+    if (bad_text(err, s->name, "nodes[%zu].name", i) ||
+        bad_text(err, s->op, "nodes[%zu].op", i) ||
+        bad_text(err, s->group, "nodes[%zu].group", i))
         return COMMSCHED_ESCHEMA;
     if ((unsigned)s->kind > COMMSCHED_NODE_WAIT) {
         snprintf(path, sizeof path, "nodes[%zu].kind", i);
@@ -419,10 +431,9 @@ static commsched_status add_node(commsched_builder *b,
             return failf(err, COMMSCHED_ESCHEMA, path,
                          "an output needs a name");
         }
-        if (bad_text(o->name, path, err))
-            return COMMSCHED_ESCHEMA;
-        snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].alias_of", i, k);
-        if (bad_text(o->alias_of, path, err))
+        if (bad_text(err, o->name, "nodes[%zu].outputs[%zu].name", i, k) ||
+            bad_text(err, o->alias_of, "nodes[%zu].outputs[%zu].alias_of",
+                     i, k))
             return COMMSCHED_ESCHEMA;
         if (!o->alias_of && (o->size < 0 || o->size > COMMSCHED_MAX_SIZE)) {
             snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].size", i, k);
