@@ -182,6 +182,46 @@ static void test_estimate_beyond_limit(void **state)
     commsched_graph_destroy(g);
 }
 
+/* Each name that is not UTF-8 is reported at its own path (the paths are
+ * formatted only on failure, so a stale one would show here). */
+static void test_builder_utf8_paths(void **state)
+{
+    (void)state;
+    const char *bad = "x\xff";
+    for (int which = 0; which < 4; which++) {
+        commsched_builder *b = NULL;
+        commsched_error err = {0};
+        assert_int_equal(commsched_builder_create("g", &b, &err), COMMSCHED_OK);
+        commsched_output_spec o = {.name = "out", .size = 4};
+        const char *in = "in";
+        commsched_node_spec n;
+        memset(&n, 0, sizeof n);
+        n.name = "n";
+        n.kind = COMMSCHED_NODE_COMPUTE;
+        n.outputs = &o;
+        n.n_outputs = 1;
+        n.inputs = &in;
+        n.n_inputs = 1;
+        n.runtime_ns = n.flops = n.bytes = -1;
+        static const char *const paths[] = {
+            "nodes[0].outputs[0].name", "nodes[0].outputs[0].alias_of",
+            "nodes[0].inputs[0]", "nodes[0].op"};
+        if (which == 0)
+            o.name = bad;
+        else if (which == 1)
+            o.alias_of = bad;
+        else if (which == 2)
+            in = bad;
+        else
+            n.op = bad;
+        assert_int_equal(commsched_builder_add_node(b, &n, &err),
+                         COMMSCHED_ESCHEMA);
+        assert_string_equal(err.path, paths[which]);
+        assert_string_equal(err.text, "not valid UTF-8");
+        commsched_builder_destroy(b);
+    }
+}
+
 /* Names must be UTF-8 whichever way they arrive (the JSON loader already
  * refused anything else; the importers and the API did not), so a graph
  * always saves. Valid non-ASCII names go through intact. */
@@ -244,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_memory_sums_checked),
         cmocka_unit_test(test_estimate_beyond_limit),
         cmocka_unit_test(test_builder_utf8),
+        cmocka_unit_test(test_builder_utf8_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
