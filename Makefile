@@ -6,11 +6,14 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 RELEASE := build/release
 DEBUG := build/debug
+SANITIZE := build/clang-asan
+FUZZ := build/fuzz
+FUZZ_SECONDS ?= 60
 EXAMPLE := graphs/examples/fsdp_2layer.json
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps release debug run test bench install clean
+.PHONY: all deps release debug run test sanitize fuzz bench install clean
 
 all: release
 
@@ -32,9 +35,31 @@ run: release
 	@echo "optimized schedule written to $(RELEASE)/example.opt.json"
 	@echo "HTML report written to $(CURDIR)/$(RELEASE)/example.report.html (open it in a browser)"
 
-# Builds with asserts and runs every test (ctest).
+# Builds with asserts and runs every test (ctest), then the fast tiers
+# again under ASan + UBSan built with clang (`make sanitize`).
 test: debug
 	@cd $(DEBUG) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) sanitize
+
+# The unit, invalid-input and fuzz-replay tiers under AddressSanitizer and
+# UndefinedBehaviorSanitizer, compiled with clang: the clang build CI runs
+# (.ci/run is `make test`). Any report fails the test.
+sanitize: deps
+	@cmake --preset clang-asan >/dev/null
+	@cmake --build $(SANITIZE) -j $(JOBS)
+	@cd $(SANITIZE) && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -L 'unit|fuzz'
+	@cd $(SANITIZE) && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -R '^(graphs|import)/invalid/'
+
+# Runs each libFuzzer harness (tests/fuzz) for FUZZ_SECONDS, one after the
+# other on one core, from the seed corpus; prints executions and findings.
+# A crash input lands in build/fuzz/artifacts/<harness>/: copy it to
+# tests/fuzz/regressions/<harness>/ with its fix, and `make test` replays it.
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build $(FUZZ) -j $(JOBS)
+	@sh tests/fuzz/run.sh $(FUZZ) $(FUZZ_SECONDS)
 
 # Speed and quality measurements; never part of `make test`.
 bench: release

@@ -8,7 +8,9 @@ set -eu
 # libprotobuf-c-dev + protobuf-c-compiler: Chakra's binary traces (the C
 # decoder is generated from tools/import/chakra_et.proto at build time).
 # zlib1g-dev: gzip-compressed traces.
-PKGS="build-essential cmake pkg-config python3 python3-pip time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev protobuf-c-compiler zlib1g-dev"
+# clang, libclang-rt-dev: the clang build with ASan + UBSan that `make test`
+# runs the fast tiers under, and the libFuzzer harnesses (`make fuzz`).
+PKGS="build-essential cmake pkg-config python3 python3-pip time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev protobuf-c-compiler zlib1g-dev clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -444,11 +444,12 @@ static commsched_status parse_node(commsched_builder *b, const json_t *node,
                                            err)) != COMMSCHED_OK)
         return st;
     spec.is_sync = !is_async;
+    /* names is NULL until a node has a reference: NULL + 0 is undefined. */
     spec.inputs = s->names;
     spec.n_inputs = n_in;
-    spec.after = s->names + n_in;
+    spec.after = s->names ? s->names + n_in : NULL;
     spec.n_after = n_after;
-    spec.after_fake = s->names + n_in + n_after;
+    spec.after_fake = s->names ? s->names + n_in + n_after : NULL;
     spec.n_after_fake = n_fake;
     spec.outputs = s->outs;
     return commsched_builder_add_node(b, &spec, err);

@@ -21,12 +21,18 @@
 #include "util.h"
 
 /* One memory step: returns post_alloc; *cur becomes post_free. *overflow
- * is set (never cleared) when the level passes 2^63 bytes. */
+ * is set (never cleared) when the level passes 2^63 bytes; the level then
+ * stays at INT64_MAX, so no later step wraps (callers report the error and
+ * never use the figures). */
 static inline int64_t cs_mem_step(int64_t *cur, int64_t alloc, int64_t freed,
                                   int *overflow)
 {
-    *overflow |= cs_add_i64(cur, alloc);
-    int64_t post_alloc = *cur;
+    if (*overflow || cs_add_i64(cur, alloc)) {
+        *overflow = 1;
+        *cur = INT64_MAX;
+        return INT64_MAX;
+    }
+    int64_t post_alloc = *cur; /* >= freed: what is freed was allocated */
     *cur -= freed;
     return post_alloc;
 }

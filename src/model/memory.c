@@ -139,14 +139,18 @@ static int compute(const commsched_graph *g, const commsched_schedule *s,
         overflow |= cs_add_i64(&fr[last], x->size);
         last_use[b] = last;
     }
+    if (overflow)
+        return -2;
     int64_t cur = base;
     for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
          v = commsched_schedule_next(s, v)) {
         post_alloc[v] = cs_mem_step(&cur, alloc[v], fr[v], &overflow);
         post_free[v] = cur;
     }
+    if (overflow)
+        return -2;
     *baseline = base;
-    return overflow ? -2 : 0;
+    return 0;
 }
 
 static commsched_status compute_failed(int rc, commsched_error *err)

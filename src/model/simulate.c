@@ -484,12 +484,12 @@ static commsched_status memory(commsched_sim *sim, commsched_error *err)
 
     /* §3: per step, in order. */
     int64_t cur = base, peak = base;
-    for (uint32_t k = 0; k < n; k++) {
+    for (uint32_t k = 0; k < n && !overflow; k++) {
         uint32_t v = sim->order[k];
-        overflow |= cs_add_i64(&cur, sim->alloc[v]);
-        if (cur > peak)
-            peak = cur;
-        cur -= sim->free_step[v];
+        int64_t post_alloc = cs_mem_step(&cur, sim->alloc[v],
+                                         sim->free_step[v], &overflow);
+        if (post_alloc > peak)
+            peak = post_alloc;
     }
     if (overflow)
         return commsched_error_set(err, COMMSCHED_EGRAPH, NULL,

@@ -1,0 +1,47 @@
+/* Fuzz harness: an importer (FUZZ_IMPORTER: import_astra or
+ * import_chakra, tools/import/). The input becomes a file (a memfd, named
+ * through /proc/self/fd, so no disk is touched); the importer either
+ * prints a located error and returns the input exit code, or returns a
+ * graph that saves and loads back equal. */
+#include "fuzz.h"
+
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef FUZZ_IMPORTER
+#error "define FUZZ_IMPORTER (import_astra or import_chakra)"
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    int fd = memfd_create("fuzz-input", 0);
+    if (fd < 0)
+        return 0;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t w = write(fd, data + done, size - done);
+        if (w <= 0) {
+            close(fd);
+            return 0;
+        }
+        done += (size_t)w;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    import_options o = {1.0, 0, 0, 0, 0};
+    o.gpu_only = size > 0 && (data[0] & 1); /* chakra: both modes */
+    commsched_graph *g = NULL;
+    int rc = FUZZ_IMPORTER(path, &o, &g);
+    close(fd);
+    if (rc != 0) {
+        FUZZ_CHECK(g == NULL, "failed import returned a graph");
+        FUZZ_CHECK(rc == EXIT_INPUT || rc == EXIT_RUNTIME, "exit code %d", rc);
+        return 0;
+    }
+    fuzz_check_roundtrip(g, NULL);
+    commsched_graph_destroy(g);
+    return 0;
+}

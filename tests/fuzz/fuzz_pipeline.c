@@ -1,0 +1,49 @@
+/* Fuzz harness: load -> the default pipeline -> simulate -> save ->
+ * reload. Every accepted graph optimizes without an internal error, every
+ * figure the simulator reports is finite, and the optimized graph saves to
+ * text that loads back and saves to the same bytes. */
+#include "fuzz.h"
+
+#include <math.h>
+
+static void check_totals(const commsched_sim_totals *t)
+{
+    FUZZ_CHECK(isfinite(t->makespan_ns) && t->makespan_ns >= 0,
+               "makespan %g", t->makespan_ns);
+    FUZZ_CHECK(isfinite(t->exposed_ns) && isfinite(t->comm_ns) &&
+                   isfinite(t->compute_ns),
+               "non-finite time");
+    FUZZ_CHECK(t->peak_memory >= 0 && t->peak_memory_step >= 0 &&
+                   t->peak_memory_step >= t->memory_baseline,
+               "peak %lld / %lld, baseline %lld", (long long)t->peak_memory,
+               (long long)t->peak_memory_step, (long long)t->memory_baseline);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = fuzz_text(data, size);
+    if (!text)
+        return 0;
+    commsched_graph *g = NULL;
+    commsched_error err = {0};
+    commsched_status st = commsched_graph_load_string(text, 0, &g, &err);
+    free(text);
+    if (st != COMMSCHED_OK) {
+        fuzz_check_error(st, &err);
+        return 0;
+    }
+    commsched_result *r = NULL;
+    st = commsched_optimize(g, NULL, &r, &err);
+    if (st == COMMSCHED_OK) {
+        check_totals(commsched_result_before(r));
+        check_totals(commsched_result_after(r));
+        fuzz_check_roundtrip(commsched_result_graph(r),
+                             commsched_result_order(r));
+        commsched_result_destroy(r);
+    } else {
+        FUZZ_CHECK(r == NULL, "failed optimize returned a result");
+        fuzz_check_error(st, &err);
+    }
+    commsched_graph_destroy(g);
+    return 0;
+}

@@ -1,0 +1,45 @@
+#!/bin/sh
+# Runs every libFuzzer harness for SECONDS each, one at a time (one core):
+#   tests/fuzz/run.sh BUILD_DIR SECONDS [HARNESS...]
+# The working corpus grows in BUILD_DIR/corpus/<harness>; crash, leak and
+# timeout inputs land in BUILD_DIR/artifacts/<harness>/. Prints one line
+# per harness: executions, executions per second, corpus size, findings.
+# Exits 1 when any harness found something.
+set -u
+build=$1
+seconds=$2
+shift 2
+src=$(cd "$(dirname "$0")/../.." && pwd)
+harnesses=${*:-load builder pipeline astra chakra}
+found=0
+for h in $harnesses; do
+    bin=$build/tests/fuzz/fuzz_$h
+    corpus=$build/corpus/$h
+    art=$build/artifacts/$h
+    mkdir -p "$corpus" "$art"
+    case $h in
+    load | pipeline) seeds="$src/graphs/examples $src/tests/graphs" ;;
+    builder) seeds="$src/tests/fuzz/seeds/builder" ;;
+    astra | chakra) seeds="$src/tests/import" ;;
+    esac
+    regress=$src/tests/fuzz/regressions/$h
+    [ -d "$regress" ] && seeds="$seeds $regress"
+    log=$build/fuzz_$h.log
+    # The importers print each input's located error: silence stderr of
+    # the code under test (-close_fd_mask=2); findings still leave their
+    # input in $art, and the replay test shows the report.
+    mask=0
+    case $h in astra | chakra) mask=2 ;; esac
+    # shellcheck disable=SC2086
+    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -max_len=8192 -print_final_stats=1 -close_fd_mask=$mask \
+        -artifact_prefix="$art/" "$corpus" $seeds >"$log" 2>&1
+    rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+    units=$(ls "$corpus" | wc -l)
+    crashes=$(ls "$art" | wc -l)
+    echo "fuzz $h: ${execs:-?} executions (${rate:-?}/s) in ${seconds}s, corpus $units, findings $crashes (exit $rc; log $log)"
+    [ "$crashes" -eq 0 ] && [ "$rc" -eq 0 ] || found=1
+done
+exit $found
