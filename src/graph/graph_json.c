@@ -610,6 +610,13 @@ static commsched_status syntax_error(const json_error_t *je,
         st = COMMSCHED_EIO;
     else if (json_error_code((json_error_t *)je) == json_error_out_of_memory)
         st = COMMSCHED_ENOMEM;
+    /* jansson returns NULL without a message only when its lexer cannot
+     * allocate its buffer (lex_init). */
+    if (je->text[0] == '\0') {
+        st = COMMSCHED_ENOMEM;
+        commsched_error_set(err, st, NULL, "out of memory");
+        return st;
+    }
     commsched_error_set(err, st, NULL, "%s", je->text);
     if (err && st == COMMSCHED_EPARSE && je->line > 0) {
         err->line = je->line;
@@ -620,10 +627,13 @@ static commsched_status syntax_error(const json_error_t *je,
 
 /* Reads a whole stream: jansson's stream loader pulls one character at a
  * time with getc, several times slower than parsing from memory. */
-static char *read_all(FILE *f, size_t *len)
+/* The whole stream; NULL with *oom set when memory ran out, NULL with
+ * *oom clear on a read error. */
+static char *read_all(FILE *f, size_t *len, int *oom)
 {
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
+    *oom = !buf;
     while (buf) {
         n += fread(buf + n, 1, cap - n, f);
         if (n < cap)
@@ -631,6 +641,7 @@ static char *read_all(FILE *f, size_t *len)
         char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
         if (!bigger) {
             free(buf);
+            *oom = 1;
             return NULL;
         }
         buf = bigger;
@@ -642,6 +653,26 @@ static char *read_all(FILE *f, size_t *len)
     }
     *len = n;
     return buf;
+}
+
+/* jansson reports an allocation failure inside its lexer as a syntax error
+ * at that spot ("string or '}' expected"). A syntax error is a property of
+ * the text, so one that parsing the same text again does not reproduce was
+ * memory running out: *oom says so. */
+static json_t *parse(const char *text, size_t len, json_error_t *je, int *oom)
+{
+    *oom = 0;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, je);
+    if (root || je->text[0] == '\0' ||
+        json_error_code(je) == json_error_out_of_memory)
+        return root; /* syntax_error() maps those two to ENOMEM */
+    json_error_t again;
+    json_t *second = json_loadb(text, len, JSON_REJECT_DUPLICATES, &again);
+    if (second || again.position != je->position ||
+        strcmp(again.text, je->text) != 0)
+        *oom = 1;
+    json_decref(second);
+    return NULL;
 }
 
 commsched_status commsched_graph_load_file(const char *path, unsigned flags,
@@ -656,17 +687,23 @@ commsched_status commsched_graph_load_file(const char *path, unsigned flags,
         return commsched_error_set(err, COMMSCHED_EIO, NULL,
                                    "cannot open: %s", strerror(errno));
     size_t len = 0;
-    char *text = read_all(f, &len);
+    int oom;
+    char *text = read_all(f, &len, &oom);
     int read_failed = !text;
     if (!is_stdin)
         fclose(f);
+    if (read_failed && oom)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
     if (read_failed)
         return commsched_error_set(err, COMMSCHED_EIO, NULL,
                                    "cannot read: %s", strerror(errno));
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = parse(text, len, &je, &oom);
     free(text);
     if (!root)
-        return syntax_error(&je, err);
+        return oom ? commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                         "out of memory")
+                   : syntax_error(&je, err);
     return from_json(root, flags, out, err);
 }
 
@@ -675,10 +712,13 @@ commsched_status commsched_graph_load_string(const char *text, unsigned flags,
                                              commsched_error *err)
 {
     json_error_t je;
+    int oom;
     *out = NULL;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = parse(text, strlen(text), &je, &oom);
     if (!root)
-        return syntax_error(&je, err);
+        return oom ? commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                         "out of memory")
+                   : syntax_error(&je, err);
     return from_json(root, flags, out, err);
 }
 
