@@ -1,5 +1,6 @@
 /* Fuzz harness: an importer (FUZZ_IMPORTER: import_astra or
- * import_chakra, tools/import/). The input becomes a file (a memfd, named
+ * import_chakra, tools/import/; the latter reads JSON and binary .et
+ * traces, told apart by content). The input becomes a file (a memfd, named
  * through /proc/self/fd, so no disk is touched); the importer either
  * prints a located error and returns the input exit code, or returns a
  * graph that saves and loads back equal. */
@@ -31,7 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    import_options o = {1.0, 0, 0, 0, 0};
+    import_options o;
+    memset(&o, 0, sizeof o);
+    o.clock_ghz = 1.0;
     o.gpu_only = size > 0 && (data[0] & 1); /* chakra: both modes */
     commsched_graph *g = NULL;
     int rc = FUZZ_IMPORTER(path, &o, &g);
