@@ -514,6 +514,31 @@ static commsched_status peak_of(const commsched_schedule *s, int64_t *peak,
     return st;
 }
 
+/* The invariants every pass must keep, checked between passes in debug
+ * builds and under COMMSCHED_PIPELINE_VERIFY: the order respects every
+ * non-fake edge (data, `after`, in-place write order) and no two nodes in
+ * flight at once race on a buffer. A pass that breaks one is a bug in the
+ * pass, not in the user's graph: the error is EINTERNAL and names the pass,
+ * followed by what the check found. */
+static commsched_status check_after_pass(const commsched_schedule *s,
+                                         const char *pass_name,
+                                         commsched_error *err)
+{
+    commsched_error found = {0};
+    commsched_status st = commsched_schedule_check(s, 0, &found);
+    if (st == COMMSCHED_OK)
+        st = commsched_schedule_check_races(s, &found);
+    if (st == COMMSCHED_OK)
+        return COMMSCHED_OK;
+    if (st == COMMSCHED_ENOMEM)
+        return commsched_error_set(err, st, NULL, "%s", found.text);
+    return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                               "pass %s broke the order (a bug in the pass): "
+                               "%s%s%s",
+                               pass_name, found.path, found.path[0] ? ": " : "",
+                               found.text);
+}
+
 /* The runner behind both entry points. allow_rewrite is 0 for
  * commsched_pipeline_run, whose caller could not receive a new graph. */
 static commsched_status run_pipeline(commsched_graph **gp,
@@ -576,11 +601,8 @@ static commsched_status run_pipeline(commsched_graph **gp,
         rec->pub.graph = ctx.g;
         if (st == COMMSCHED_OK)
             st = peak_of(ctx.s, &rec->pub.peak_after, err);
-        if (st == COMMSCHED_OK && check &&
-            (st = commsched_schedule_check(ctx.s, 0, err)) != COMMSCHED_OK)
-            commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
-                                "after pass %s: the order is invalid",
-                                ps->name);
+        if (st == COMMSCHED_OK && check)
+            st = check_after_pass(ctx.s, ps->name, err);
     }
     free(ids);
     if (st != COMMSCHED_OK) {

@@ -265,6 +265,14 @@ COMMSCHED_EXPORT int commsched_graph_node_collective(const commsched_graph *g,
                                                     commsched_coll_op *op,
                                                     uint32_t *group);
 
+/* The dependencies of `node` derived from in-place writes when the graph
+ * was built (docs/FORMAT.md, "In-place writes"): nodes that must complete
+ * before it although no data or `after` edge says so. Returns their count
+ * and points *deps at them (ascending node indices, borrowed). Every pass
+ * and commsched_schedule_check respect them like data edges. */
+COMMSCHED_EXPORT uint32_t commsched_graph_node_derived_deps(
+    const commsched_graph *g, uint32_t node, const uint32_t **deps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -85,6 +85,19 @@ COMMSCHED_EXPORT commsched_status commsched_schedule_to_array(
 COMMSCHED_EXPORT commsched_status commsched_schedule_check(
     const commsched_schedule *s, int with_fake, commsched_error *err);
 
+/* Race check (docs/FORMAT.md, "In-place writes"): in this order, no two
+ * nodes in flight at the same time touch the same root buffer where at
+ * least one of them writes it. An async collective is in flight from its
+ * position to the first wait (in this order) that reads one of its outputs
+ * (to the end when none does); every other node at its own position only.
+ * A node writes its real outputs and, for a collective, the roots its alias
+ * outputs lead to (in-place). O(nodes + edges + buffers). Returns OK;
+ * EORDER with the path "nodes[i]" of the later node and a message naming
+ * both nodes and the buffer; EINTERNAL when the list is not a permutation;
+ * ENOMEM. The order must already pass commsched_schedule_check. */
+COMMSCHED_EXPORT commsched_status commsched_schedule_check_races(
+    const commsched_schedule *s, commsched_error *err);
+
 #ifdef __cplusplus
 }
 #endif

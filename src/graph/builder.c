@@ -8,7 +8,8 @@
  * and the same JSON-path error locations ("nodes[3].inputs[1]").
  *
  * Checks run in a fixed order (groups, inputs, node names and outputs, node
- * references, aliases, graph outputs, wait rules, order) so that the first
+ * references, aliases, graph outputs, wait rules, order, in-place write
+ * order) so that the first
  * error reported for a given file never changes. */
 #include "analysis.h"
 #include "graph_internal.h"
@@ -1154,6 +1155,11 @@ commsched_status commsched_builder_finish(commsched_builder *b, unsigned flags,
             goto cleanup;
         commsched_error order_err = {0};
         if (check_order(g, &order_err) == COMMSCHED_OK) {
+            /* The versions of in-place written buffers follow the final
+             * (topological, possibly repaired) order. */
+            st = cs_graph_derive_mutation_edges(g, err);
+            if (st != COMMSCHED_OK)
+                goto cleanup;
             *out = g;
             g = NULL;
             goto cleanup;

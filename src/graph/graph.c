@@ -141,6 +141,7 @@ void commsched_graph_destroy(commsched_graph *g)
     cs_csr_free(&g->after_fake);
     cs_csr_free(&g->deps);
     cs_csr_free(&g->users);
+    cs_csr_free(&g->derived);
     cs_csr_free(&g->fake_users);
     cs_csr_free(&g->readers);
     cs_arena_fini(&g->arena);
@@ -207,6 +208,14 @@ int commsched_graph_node_collective(const commsched_graph *g, uint32_t node,
     if (group)
         *group = n->group;
     return 1;
+}
+
+uint32_t commsched_graph_node_derived_deps(const commsched_graph *g,
+                                           uint32_t node,
+                                           const uint32_t **deps)
+{
+    *deps = CS_ROW_BEGIN(g->derived, node);
+    return CS_ROW_LEN(g->derived, node);
 }
 
 /* ---- equality ------------------------------------------------------------- */

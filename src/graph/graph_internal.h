@@ -80,11 +80,15 @@ struct commsched_graph {
     cs_csr after_fake; /* node -> fake (ordering-only) dependencies */
 
     /* Derived: distinct, ascending. */
-    cs_csr deps;       /* node -> non-fake dependencies (data + after) */
+    cs_csr deps;       /* node -> non-fake dependencies (data + after +
+                          the in-place write edges below) */
     cs_csr users;      /* node -> nodes with a non-fake dependency on it */
     cs_csr fake_users; /* node -> nodes listing it in after_fake */
     cs_csr readers;    /* buffer -> nodes reading it through any alias
                           (filled for root buffers; empty rows for aliases) */
+    cs_csr derived;    /* node -> dependencies derived from in-place writes
+                          (src/graph/mutation.c) that data and `after` edges
+                          do not already give; all of them are in deps */
 };
 
 static inline int cs_is_async_collective(const cs_node *n)
@@ -101,5 +105,17 @@ int cs_csr_from_pairs(cs_csr *out, uint32_t n, const uint32_t *rows,
 int cs_csr_transpose(cs_csr *out, const cs_csr *in, uint32_t n_in,
                      uint32_t n_out);
 void cs_csr_free(cs_csr *c);
+
+/* 1 when node v is a collective that writes buffer `root` in place (one of
+ * its outputs aliases, through its chain, a root it did not create). */
+int cs_node_writes_in_place(const commsched_graph *g, uint32_t v,
+                            uint32_t root);
+/* Derives the in-place write edges (write-after-read and read-after-write,
+ * docs/FORMAT.md "In-place writes") from the node order, which must already
+ * be topological, and merges them into deps/users. EGRAPH, naming both
+ * nodes, when the order itself reads a buffer while an in-place collective
+ * writes it. */
+commsched_status cs_graph_derive_mutation_edges(commsched_graph *g,
+                                                commsched_error *err);
 
 #endif /* COMMSCHED_GRAPH_INTERNAL_H */

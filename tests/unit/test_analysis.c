@@ -33,6 +33,9 @@ static uint8_t *brute_preds(const commsched_graph *g, int with_fake)
         }
         for (uint32_t k = g->after.off[v]; k < g->after.off[v + 1]; k++)
             pred[(size_t)v * n + g->after.idx[k]] = 1;
+        /* edges derived from in-place writes are real edges too */
+        for (uint32_t k = g->derived.off[v]; k < g->derived.off[v + 1]; k++)
+            pred[(size_t)v * n + g->derived.idx[k]] = 1;
         if (with_fake)
             for (uint32_t k = g->after_fake.off[v];
                  k < g->after_fake.off[v + 1]; k++)

@@ -1111,7 +1111,9 @@ static void test_pipeline_continues_on_new_graph(void **state)
  * of their own result), inputs from graph inputs or computed, collectives
  * reading earlier results (dependencies), `after` and `after_fake` edges,
  * and a wait's result among the graph outputs. Built through the builder,
- * so it is valid. */
+ * so it is valid; its order is race-free (docs/FORMAT.md, "In-place
+ * writes"): an all-reduce works in place only on a graph input no
+ * collective in flight reads, which nobody reads by its own name again. */
 static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
 {
     tu_rng r;
@@ -1127,9 +1129,11 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
     enum { CAP = 4096 };
     char(*readable)[24] = calloc(CAP, sizeof *readable);
     char(*pend)[24] = calloc(CAP, sizeof *pend);
+    char(*preads)[24] = calloc(CAP, sizeof *preads); /* what pend[k] read */
     char(*results)[24] = calloc(CAP, sizeof *results);
     assert_non_null(readable);
     assert_non_null(pend);
+    assert_non_null(preads);
     assert_non_null(results);
     size_t n_read = 0, n_pend = 0, n_res = 0;
     uint32_t n = 0, buf = 0;
@@ -1179,6 +1183,8 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
                 strcpy(results[n_res++], o[q].name);
             }
             memmove(pend[k], pend[k + 1], (n_pend - k - 1) * sizeof *pend);
+            memmove(preads[k], preads[k + 1],
+                    (n_pend - k - 1) * sizeof *preads);
             n_pend--;
         } else if (c < 60) {
             static const char *ops[3] = {"all_gather", "reduce_scatter",
@@ -1200,10 +1206,26 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
             s.n_inputs = 1;
             snprintf(out0, sizeof out0, "b%u", buf++);
             o[0].name = out0;
-            if (op == 2 && tu_rng_chance(&r, 30))
+            char src[24];
+            snprintf(src, sizeof src, "%s", in[0]);
+            in[0] = src;
+            int in_place = op == 2 && tu_rng_chance(&r, 30) &&
+                           strncmp(src, "in", 2) == 0 && n_read > 1;
+            for (size_t q = 0; q < n_pend && in_place; q++)
+                in_place = strcmp(preads[q], in[0]) != 0;
+            if (in_place) {
                 o[0].alias_of = in[0];
-            else
+                /* written: nobody reads it by its own name any more */
+                for (size_t q = 0; q < n_read; q++)
+                    if (strcmp(readable[q], src) == 0) {
+                        memmove(readable[q], readable[q + 1],
+                                (n_read - q - 1) * sizeof *readable);
+                        n_read--;
+                        break;
+                    }
+            } else {
                 o[0].size = 64 * (1 + tu_rng_below(&r, 256));
+            }
             s.outputs = o;
             s.n_outputs = 1;
             if (tu_rng_chance(&r, 10) && n > 0) {
@@ -1214,6 +1236,7 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
             }
             assert_int_equal(commsched_builder_add_node(b, &s, &err),
                              COMMSCHED_OK);
+            strcpy(preads[n_pend], in[0]);
             strcpy(pend[n_pend++], out0);
         } else {
             s.kind = COMMSCHED_NODE_COMPUTE;
@@ -1263,6 +1286,7 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
                  err.path, err.text);
     free(readable);
     free(pend);
+    free(preads);
     free(results);
     return g;
 }

@@ -45,13 +45,21 @@ tu_graph_opts tu_random_opts(uint32_t n_nodes)
     o.n_nodes = n_nodes;
     o.fake_percent = 10;
     o.after_percent = 10;
+    o.no_in_place = 0;
     return o;
 }
 
 /* ---- random graphs ---------------------------------------------------- */
 
+/* A buffer name with the root its alias chain ends at; for a pending
+ * collective also the root it reads (`reads`). The generator keeps the
+ * file order race-free (docs/FORMAT.md, "In-place writes"): nobody reads a
+ * root that a collective still in flight writes in place, and no collective
+ * writes a root in place while another one in flight reads it. */
 typedef struct tu_name {
     char s[24];
+    char root[24];
+    char reads[24];
 } tu_name;
 
 typedef struct gen {
@@ -68,20 +76,60 @@ typedef struct gen {
     uint32_t n_nodes, n_bufs, n_groups;
 } gen;
 
-static void push(gen *G, tu_name *arr, size_t *n, const char *s)
+static void push_root(gen *G, tu_name *arr, size_t *n, const char *s,
+                      const char *root)
 {
     assert_true(*n < G->cap);
     snprintf(arr[*n].s, sizeof arr[*n].s, "%s", s);
+    snprintf(arr[*n].root, sizeof arr[*n].root, "%s", root);
+    arr[*n].reads[0] = '\0';
     (*n)++;
 }
 
+static void push(gen *G, tu_name *arr, size_t *n, const char *s)
+{
+    push_root(G, arr, n, s, s);
+}
+
+/* The root of a name the generator handed out. */
+static const char *root_of(const gen *G, const char *s)
+{
+    for (size_t k = 0; k < G->n_readable; k++)
+        if (strcmp(G->readable[k].s, s) == 0)
+            return G->readable[k].root;
+    return s;
+}
+
+/* 1 when a pending collective writes `root` in place (mode 0) or reads it
+ * (mode 1). */
+static int pending_touches(const gen *G, const char *root, int reads)
+{
+    for (size_t k = 0; k < G->n_pending; k++) {
+        const tu_name *p = &G->pending[k];
+        if (reads ? strcmp(p->reads, root) == 0
+                  : strcmp(p->root, p->s) != 0 && strcmp(p->root, root) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A readable buffer whose root no in-flight collective writes, or NULL. */
 static const char *pick_readable(gen *G)
 {
     size_t n = G->n_readable;
     assert_true(n > 0);
-    if (n > 16 && tu_rng_chance(&G->r, 70))
-        return G->readable[n - 1 - tu_rng_below(&G->r, 16)].s;
-    return G->readable[tu_rng_below(&G->r, (uint32_t)n)].s;
+    for (int tries = 0; tries < 8; tries++) {
+        const tu_name *t =
+            n > 16 && tu_rng_chance(&G->r, 70)
+                ? &G->readable[n - 1 - tu_rng_below(&G->r, 16)]
+                : &G->readable[tu_rng_below(&G->r, (uint32_t)n)];
+        if (!pending_touches(G, t->root, 0))
+            return t->s;
+    }
+    for (size_t k = n; k-- > 0;)
+        if (!pending_touches(G, G->readable[k].root, 0))
+            return G->readable[k].s;
+    return NULL;
 }
 
 static int64_t random_size(gen *G)
@@ -136,10 +184,11 @@ static void gen_compute(gen *G)
     s.op = ops[tu_rng_below(&G->r, 4)];
     size_t n_in = 0;
     if (G->n_readable > 0) {
-        n_in = 1 + tu_rng_below(&G->r, 3);
-        for (size_t k = 0; k < n_in; k++)
-            in[k] = pick_readable(G);
-        if (tu_rng_chance(&G->r, 5))
+        size_t want = 1 + tu_rng_below(&G->r, 3);
+        for (size_t k = 0; k < want; k++)
+            if ((in[n_in] = pick_readable(G)) != NULL)
+                n_in++;
+        if (n_in > 0 && tu_rng_chance(&G->r, 5))
             in[n_in++] = in[0]; /* a repeated read */
     }
     s.inputs = in;
@@ -152,11 +201,14 @@ static void gen_compute(gen *G)
         outs[n_out].size = random_size(G);
         n_out++;
     }
+    char view_root[24] = "";
     if (n_in > 0 && tu_rng_chance(&G->r, 15)) {
         /* a view of something it reads */
         new_buffer_name(G, outn[n_out], sizeof outn[n_out]);
         outs[n_out].name = outn[n_out];
         outs[n_out].alias_of = in[tu_rng_below(&G->r, (uint32_t)n_in)];
+        snprintf(view_root, sizeof view_root, "%s",
+                 root_of(G, outs[n_out].alias_of));
         n_out++;
     } else if (n_real > 0 && tu_rng_chance(&G->r, 5)) {
         /* a view of its own output */
@@ -186,8 +238,12 @@ static void gen_compute(gen *G)
         s.dtype = (commsched_dtype)(1 + tu_rng_below(
                                             &G->r, COMMSCHED_DTYPE_COUNT - 1));
     add_node(G, &s);
-    for (size_t k = 0; k < n_out; k++)
-        push(G, G->readable, &G->n_readable, outs[k].name);
+    for (size_t k = 0; k < n_out; k++) {
+        const char *root = outs[k].name;
+        if (outs[k].alias_of)
+            root = outs[k].alias_of == outn[0] ? outn[0] : view_root;
+        push_root(G, G->readable, &G->n_readable, outs[k].name, root);
+    }
 }
 
 static void gen_collective(gen *G, int sync)
@@ -211,13 +267,20 @@ static void gen_collective(gen *G, int sync)
     s.is_sync = sync;
     in[0] = pick_readable(G);
     s.inputs = in;
-    s.n_inputs = 1;
+    s.n_inputs = in[0] ? 1 : 0;
     new_buffer_name(G, outn, sizeof outn);
     out.name = outn;
-    if (op == COMMSCHED_COLL_ALL_REDUCE && tu_rng_chance(&G->r, 50))
+    char in_root[24] = "";
+    if (in[0])
+        snprintf(in_root, sizeof in_root, "%s", root_of(G, in[0]));
+    const char *root = outn;
+    if (op == COMMSCHED_COLL_ALL_REDUCE && tu_rng_chance(&G->r, 50) && in[0] &&
+        !G->o->no_in_place && !pending_touches(G, in_root, 1)) {
         out.alias_of = in[0]; /* in place */
-    else
+        root = in_root;
+    } else {
         out.size = random_size(G);
+    }
     s.outputs = &out;
     s.n_outputs = 1;
     if (tu_rng_chance(&G->r, 30))
@@ -226,10 +289,13 @@ static void gen_collective(gen *G, int sync)
         s.reduce_op = COMMSCHED_REDUCE_SUM;
     maybe_estimates(G, &s);
     add_node(G, &s);
-    if (sync)
-        push(G, G->readable, &G->n_readable, outn);
-    else
-        push(G, G->pending, &G->n_pending, outn);
+    if (sync) {
+        push_root(G, G->readable, &G->n_readable, outn, root);
+    } else {
+        push_root(G, G->pending, &G->n_pending, outn, root);
+        snprintf(G->pending[G->n_pending - 1].reads,
+                 sizeof G->pending[0].reads, "%s", in_root);
+    }
 }
 
 static void gen_wait(gen *G)
@@ -255,7 +321,7 @@ static void gen_wait(gen *G)
     s.n_outputs = 1;
     s.runtime_ns = s.flops = s.bytes = -1.0;
     add_node(G, &s);
-    push(G, G->readable, &G->n_readable, outn);
+    push_root(G, G->readable, &G->n_readable, outn, coll.root);
     push(G, G->wait_aliases, &G->n_wait_aliases, outn);
 }
 
@@ -332,7 +398,7 @@ commsched_graph *tu_random_graph(uint64_t seed, const tu_graph_opts *opts)
     uint32_t want = 1 + tu_rng_below(&G.r, 4);
     for (uint32_t k = 0; k < want; k++) {
         const char *b = pick_readable(&G);
-        if (!already(chosen, n_chosen, b))
+        if (b && !already(chosen, n_chosen, b))
             push(&G, chosen, &n_chosen, b);
     }
     for (size_t k = 0; k < n_chosen; k++)

@@ -27,6 +27,9 @@ typedef struct tu_graph_opts {
     uint32_t n_nodes;      /* approximate: waits are added as needed */
     uint32_t fake_percent; /* chance a compute node gets an after_fake edge */
     uint32_t after_percent;/* chance a compute node gets an after edge */
+    int no_in_place;       /* 1: no in-place all_reduces (an order that is
+                              not the generated one may then read a buffer
+                              while it is written, which loading rejects) */
 } tu_graph_opts;
 
 tu_graph_opts tu_random_opts(uint32_t n_nodes);
@@ -38,8 +41,9 @@ tu_graph_opts tu_random_opts(uint32_t n_nodes);
  * wait whose output aliases the collective's output (consumers read the
  * alias); in-place all_reduces (output alias_of the input); sync
  * collectives; graph outputs (including a wait's alias); buffers nobody
- * reads; `after` and `after_fake` edges to earlier nodes. Deterministic in
- * seed. Caller destroys. */
+ * reads; `after` and `after_fake` edges to earlier nodes. The order is
+ * race-free (docs/FORMAT.md, "In-place writes"). Deterministic in seed.
+ * Caller destroys. */
 commsched_graph *tu_random_graph(uint64_t seed, const tu_graph_opts *opts);
 
 /* Loads a graph from JSON text; fails the test with the error if it does

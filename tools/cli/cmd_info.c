@@ -15,8 +15,9 @@ static void usage(FILE *f)
                "\n"
                "Prints node counts by kind, collectives by op and group with the\n"
                "bytes they move, buffer totals, peak memory (DESIGN.md section 3)\n"
-               "and the node where it happens, and the critical path in nodes and\n"
-               "in time (runtimes from the file or the cost model).\n"
+               "and the node where it happens, the ordering edges derived from\n"
+               "in-place writes (docs/FORMAT.md), and the critical path in nodes\n"
+               "and in time (runtimes from the file or the cost model).\n"
                "\n"
                CLI_COST_HELP
                "  --toposort        repair a non-topological input order first\n"
@@ -28,6 +29,35 @@ static void usage(FILE *f)
                "                    imported from it, in the run's order and in\n"
                "                    the default pipeline's; FILE is then optional\n"
                "  --rank N          with --measured: the trace's device to read\n");
+}
+
+/* The edges derived from in-place writes (docs/FORMAT.md), the first few
+ * by name: they constrain every pass, so a user who wonders why a node did
+ * not move can see them. Nothing is printed for a graph without any. */
+static void print_derived(const commsched_graph *g)
+{
+    enum { SHOWN = 8 };
+    uint32_t n_nodes = commsched_graph_node_count(g), total = 0;
+    for (uint32_t v = 0; v < n_nodes; v++) {
+        const uint32_t *d;
+        total += commsched_graph_node_derived_deps(g, v, &d);
+    }
+    if (total == 0)
+        return;
+    printf("in-place:     %u derived edge%s (each left node completes before "
+           "the right one starts)\n",
+           total, total == 1 ? "" : "s");
+    uint32_t shown = 0;
+    for (uint32_t v = 0; v < n_nodes && shown < SHOWN; v++) {
+        const uint32_t *d;
+        uint32_t n = commsched_graph_node_derived_deps(g, v, &d);
+        for (uint32_t k = 0; k < n && shown < SHOWN; k++, shown++)
+            printf("              \"%s\" -> \"%s\"\n",
+                   commsched_graph_node_name(g, d[k]),
+                   commsched_graph_node_name(g, v));
+    }
+    if (total > shown)
+        printf("              ... %u more\n", total - shown);
 }
 
 static int print_info(const commsched_graph *g, const cli_cost *cost)
@@ -67,6 +97,7 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
            commsched_graph_buffer_count(g), commsched_graph_input_count(g),
            commsched_graph_output_count(g));
     printf("groups:       %u\n", ng);
+    print_derived(g);
     if (kinds[1]) {
         printf("collectives:  %-16s %-12s %8s %14s\n", "op", "group", "count",
                "bytes");
