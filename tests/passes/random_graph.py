@@ -9,7 +9,11 @@ order of every edge kind. It mixes:
   * async collectives on one of two groups, each completed by a later wait
     that outputs an alias of the collective's output (consumers read the
     alias); sometimes one wait completes two collectives; some all_reduces
-    are in place (output alias_of their input);
+    are in place (output alias_of their input), and nodes read the
+    buffer before the in-place write and, by its own name, after its wait;
+    the file order is race-free (docs/FORMAT.md, "In-place writes"): no
+    node reads a buffer an in-flight collective writes in place, and no
+    collective writes in place what an in-flight collective reads;
   * sync collectives (async: false) whose output anyone may read, sometimes
     also completed by a wait;
   * freeable and non-freeable graph inputs, some unread; graph outputs
@@ -38,6 +42,10 @@ def random_graph(seed, n_nodes=None):
               {"name": "g1", "size": 16, "hosts": 2}]
     inputs = []
     readable = []  # buffers anyone may read
+    root = {}  # buffer -> the root of its alias chain
+    writing = set()  # roots an in-flight collective writes in place
+    reading = []  # roots in-flight (or never waited) collectives read
+    effects = {}  # collective -> (root it reads or None, root it writes)
     for i in range(rng.randint(1, 4)):
         name = f"in{i}"
         inp = {"name": name, "size": rng.choice(SIZES)}
@@ -47,6 +55,7 @@ def random_graph(seed, n_nodes=None):
         elif r < 0.75:
             inp["freeable"] = False
         inputs.append(inp)
+        root[name] = name
         if rng.random() < 0.85:
             readable.append(name)
     nodes = []
@@ -55,9 +64,10 @@ def random_graph(seed, n_nodes=None):
     n_coll = 0
 
     def pick_inputs(k):
-        if not readable:
+        cands = [b for b in readable if root[b] not in writing]
+        if not cands:
             return []
-        return rng.sample(readable, min(k, len(readable)))
+        return rng.sample(cands, min(k, len(cands)))
 
     def add_edges(node):
         if nodes and rng.random() < 0.25:
@@ -80,6 +90,11 @@ def random_graph(seed, n_nodes=None):
         if due or (len(nodes) >= n_nodes and pending):
             p = due[0] if due else pending[0]
             pending.remove(p)
+            for c, _ in p[1]:
+                rd, wr = effects.pop(c)
+                if rd is not None:
+                    reading.remove(rd)
+                writing.discard(wr)
             name = f"w{idx}"
             ins = [b for _, b in p[1]]
             outs = [{"name": f"{name}_{k}", "alias_of": b}
@@ -90,6 +105,7 @@ def random_graph(seed, n_nodes=None):
             add_edges(node)
             nodes.append(node)
             for o in outs:
+                root[o["name"]] = root[o["alias_of"]]
                 readable.append(o["name"])
                 wait_aliases.append(o["name"])
             continue
@@ -104,10 +120,18 @@ def random_graph(seed, n_nodes=None):
             node = {"name": name, "kind": "collective", "op": op,
                     "group": rng.choice(["g0", "g1"]), "inputs": ins,
                     "runtime_ns": runtime(comm=True)}
-            if op == "all_reduce" and ins and rng.random() < 0.5:
+            if op == "all_reduce" and ins and rng.random() < 0.5 and \
+                    root[ins[0]] not in reading:
                 out = {"name": f"{name}_out", "alias_of": ins[0]}
+                root[out["name"]] = root[ins[0]]
+                writing.add(root[ins[0]])
+                effects[name] = (root[ins[0]], root[ins[0]])
             else:
                 out = {"name": f"{name}_out", "size": rng.choice(SIZES)}
+                root[out["name"]] = out["name"]
+                effects[name] = (root[ins[0]] if ins else None, None)
+            if ins:
+                reading.append(root[ins[0]])
             node["outputs"] = [out]
             add_edges(node)
             nodes.append(node)
@@ -131,6 +155,8 @@ def random_graph(seed, n_nodes=None):
                     "outputs": [{"name": f"{name}_out",
                                  "size": rng.choice(SIZES)}],
                     "runtime_ns": runtime(comm=True)}
+            root[f"{name}_out"] = f"{name}_out"
+            effects[name] = (None, None)
             add_edges(node)
             nodes.append(node)
             if rng.random() < 0.2:
@@ -152,6 +178,9 @@ def random_graph(seed, n_nodes=None):
             outs.append({"name": f"{name}_x", "size": rng.choice(SIZES)})
         if ins and rng.random() < 0.1:
             outs.append({"name": f"{name}_v", "alias_of": ins[0]})
+        for o in outs:
+            root[o["name"]] = root[o["alias_of"]] if "alias_of" in o \
+                else o["name"]
         node = {"name": name, "kind": "compute",
                 "op": rng.choice(["mm", "relu", "add", "mul"]),
                 "inputs": ins, "outputs": outs, "runtime_ns": runtime()}

@@ -165,6 +165,7 @@ class Graph:
         for name, bufs in self.reads.items():
             for b in bufs:
                 self.readers[self.root(b)].add(name)
+        self.derive_mutation_deps()
         self.keep = set()
         for o in doc.get("outputs", []):
             b = o
@@ -176,6 +177,65 @@ class Graph:
         while self.buffers[b]["alias_of"] is not None:
             b = self.buffers[b]["alias_of"]
         return b
+
+    def derive_mutation_deps(self):
+        """In-place writes (docs/FORMAT.md): the file order defines a
+        buffer's versions. Inductor orders mutations with extra
+        dependencies; commsched derives them at load as non-fake edges, so
+        they belong in deps: readers of the old version complete (an async
+        collective at its first wait) before the in-place collective, and
+        readers by the buffer's own name after it follow its completion.
+        Written independently of src/graph/mutation.c from the format's
+        text; graphs whose file order races are not generated."""
+        pos = {s.name: i for i, s in enumerate(self.nodes)}
+        done = {}
+        for s in self.nodes:
+            done[s.name] = None if (s.kind == "collective" and s.is_async) \
+                else s.name
+        for s in self.nodes:
+            if s.kind != "wait":
+                continue
+            for b in self.reads[s.name]:
+                p = self.buffers[b]["producer"]
+                if p is not None and done[p] is None:
+                    done[p] = s.name
+
+        def writes(node, root):
+            return self.by_name[node].kind == "collective" and any(
+                self.buffers[o]["alias_of"] is not None and
+                self.root(o) == root and self.buffers[root]["producer"] != node
+                for o in self.by_name[node].out_buffer_names)
+
+        def through(b, w):
+            while b is not None:
+                if self.buffers[b]["producer"] == w:
+                    return True
+                b = self.buffers[b]["alias_of"]
+            return False
+
+        for root, readers in self.readers.items():
+            order = sorted(readers, key=pos.get)
+            if not any(writes(r, root) for r in order):
+                continue
+            writer, version = None, []
+            for r in order:
+                if writer is not None and any(
+                        self.root(b) == root and not through(b, writer)
+                        for b in self.reads[r]):
+                    c = done[writer]
+                    if c is None or pos[c] > pos[r]:
+                        raise ValueError(f"{r} races {writer}")
+                    self.by_name[r].deps.add(c)
+                if not writes(r, root):
+                    version.append(r)
+                    continue
+                for q in version:
+                    c = done[q]
+                    if c is None or pos[c] > pos[r]:
+                        raise ValueError(f"{r} races {q}")
+                    if c != r:
+                        self.by_name[r].deps.add(c)
+                writer, version = r, []
 
 
 G = None      # the graph being scheduled
