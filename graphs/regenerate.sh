@@ -39,7 +39,11 @@ for f in "$data"/chakra/*.json; do
     name=$(basename "$f" .json)
     "$cli" import chakra "$f" -o "$g/chakra/$name.json" 2>/dev/null
 done
-mkdir -p "$g/chakra-et" "$g/kineto"
+mkdir -p "$g/chakra-et" "$g/kineto" "$g/pytorch-et"
+for f in "$data"/pytorch-et/*_et.json.gz; do
+    name=$(basename "$f" _et.json.gz)
+    "$cli" import pytorch-et "$f" -o "$g/pytorch-et/$name.json" 2>/dev/null
+done
 for f in "$data"/kineto/*.json.gz; do
     name=$(basename "$f" .json.gz)
     "$cli" import kineto "$f" -o "$g/kineto/$name.json" 2>/dev/null

@@ -168,6 +168,8 @@ int import_chakra(const char *path, const import_options *o,
                   commsched_graph **out);
 int import_kineto(const char *path, const import_options *o,
                   commsched_graph **out);
+int import_pytorch_et(const char *path, const import_options *o,
+                      commsched_graph **out);
 /* `info --measured TRACE` (measured_overlap.c): prints the Kineto trace's
  * comm/comp overlap by HTA's definition beside the simulated figures.
  * rank: the device to read, -1 for the only one. Returns 0 or an exit

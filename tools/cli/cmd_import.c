@@ -11,7 +11,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: commsched import astra|chakra|kineto [options] FILE\n"
+            "usage: commsched import astra|chakra|kineto|pytorch-et [options] FILE\n"
             "\n"
             "Converts a workload written by another tool into a commsched graph.\n"
             "\n"
@@ -22,6 +22,10 @@ static void usage(FILE *f)
             "  kineto   PyTorch profiler (Kineto) trace, .json or .json.gz:\n"
             "           the GPU kernels one device ran, measured durations,\n"
             "           NCCL kernels as collectives\n"
+            "  pytorch-et  PyTorch execution trace (schema 1.0.x, Chakra's\n"
+            "           -chakra variants too), .json or .json.gz: top-level\n"
+            "           operators, dependencies through tensor storages,\n"
+            "           each collective once; runtimes from the cost model\n"
             "\n"
             "  -o, --output OUT  write here (default: standard output), atomically\n"
             "  --clock-ghz F     astra: compute cycles per ns (default 1)\n"
@@ -32,7 +36,8 @@ static void usage(FILE *f)
             "                    HYBRID_*)\n"
             "  --gpu-only        chakra: drop CPU-side ops (dependencies are\n"
             "                    bridged across them)\n"
-            "  --ranks N         chakra: ranks of the collectives' groups\n"
+            "  --ranks N         chakra, kineto, pytorch-et: ranks of the\n"
+            "                    collectives' groups\n"
             "                    (default: the trace's ngpus, else 8)\n"
             "  --chakra-fields-only\n"
             "                    chakra: read a file commsched exported by its\n"
@@ -119,7 +124,7 @@ int cmd_import(int argc, char **argv)
     }
     if (optind != argc - 2)
         return cli_usage_error("import", "expected a format (astra, chakra, "
-                                         "kineto) and one FILE");
+                                         "kineto, pytorch-et) and one FILE");
     const char *fmt = argv[optind], *path = argv[optind + 1];
     commsched_graph *g = NULL;
     int rc;
@@ -129,9 +134,11 @@ int cmd_import(int argc, char **argv)
         rc = import_chakra(path, &io, &g);
     else if (strcmp(fmt, "kineto") == 0)
         rc = import_kineto(path, &io, &g);
+    else if (strcmp(fmt, "pytorch-et") == 0)
+        rc = import_pytorch_et(path, &io, &g);
     else
         return cli_usage_error("import", "unknown format \"%s\" (astra, "
-                                         "chakra, kineto)",
+                                         "chakra, kineto, pytorch-et)",
                                fmt);
     if (rc != 0)
         return rc;

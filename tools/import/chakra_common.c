@@ -12,9 +12,12 @@
  *   is_cpu_op) as COMM_COLL nodes too, and the GPU kernel depends on them:
  *   such a CPU op is a launcher, imported as a compute node (its host time
  *   stays in the step), and only the kernel is a collective.
- * - data_deps are the dependencies (buffers flow along them); ctrl_deps
- *   that name a node of the file are ordering edges ("after"), the others
- *   (callers outside the file) are counted in the note.
+ * - data_deps are the dependencies (buffers flow along them), as in
+ *   ASTRA-sim's feeder. ctrl_deps are read and resolved but do not order:
+ *   Chakra's PyTorch converter writes ones that contradict data_deps (a
+ *   GPU kernel's CPU op listing the kernel, which depends on the op) and
+ *   ones naming the node itself or callers outside the file; they serve
+ *   to recognise a collective's CPU launchers, and the note counts them.
  * - Order: the feeder's, a topological order that issues the smallest
  *   ready Id first.
  * - runtime/duration is in microseconds; it becomes runtime_ns.
@@ -292,6 +295,12 @@ static int resolve_list(chakra *c, size_t i, int ctrl, int64_t (*tab)[2])
                                (long long)raw[k]);
         }
         uint32_t d = (uint32_t)tab[lo][1];
+        if (d == i && ctrl) {
+            /* Chakra's PyTorch converter writes some (a node listed as
+             * its own parent): an edge that orders nothing. */
+            c->ctrl_self++;
+            continue;
+        }
         if (d == i) {
             free(out);
             return chakra_fail(c, i, field, "node %lld depends on itself",
@@ -412,12 +421,9 @@ static int order_nodes(chakra *c, uint32_t *order)
     int rc = 0;
     if (!indeg || !uoff || !h.a)
         goto oom;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < c->n[i].n_deps; k++)
             uoff[c->n[i].deps[k] + 1]++;
-        for (size_t k = 0; k < c->n[i].n_cdeps; k++)
-            uoff[c->n[i].cdeps[k] + 1]++;
-    }
     for (size_t i = 0; i < n; i++)
         uoff[i + 1] += uoff[i];
     users = malloc((uoff[n] ? uoff[n] : 1) * sizeof *users);
@@ -427,20 +433,15 @@ static int order_nodes(chakra *c, uint32_t *order)
         size_t *fill = calloc(n, sizeof *fill);
         if (!fill)
             goto oom;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
             for (size_t k = 0; k < c->n[i].n_deps; k++) {
                 uint32_t d = c->n[i].deps[k];
                 users[uoff[d] + fill[d]++] = (uint32_t)i;
             }
-            for (size_t k = 0; k < c->n[i].n_cdeps; k++) {
-                uint32_t d = c->n[i].cdeps[k];
-                users[uoff[d] + fill[d]++] = (uint32_t)i;
-            }
-        }
         free(fill);
     }
     for (size_t i = 0; i < n; i++) {
-        indeg[i] = (uint32_t)(c->n[i].n_deps + c->n[i].n_cdeps);
+        indeg[i] = (uint32_t)c->n[i].n_deps;
         if (indeg[i] == 0)
             hpush(&h, (uint32_t)i);
     }
@@ -470,26 +471,21 @@ cleanup:
     return rc;
 }
 
-/* The kept nodes a node depends on: its data_deps (ctrl: its ctrl_deps),
- * looking through dropped nodes (METADATA, launchers' peers, and CPU ops
- * under --gpu-only) to what they depend on (ctrl: by either kind of edge).
+/* The kept nodes a node depends on: its data_deps, looking through dropped
+ * nodes (METADATA, and CPU ops under --gpu-only) to what they depend on.
  * Fills *out (deduplicated); `seen` marks nodes visited by this call with
  * `stamp`; `stack` has room for every node. Iterative: a long chain of
  * dropped CPU ops must not exhaust the C stack. */
-static int kept_deps(const chakra *c, uint32_t v, int ctrl, uint32_t **out,
-                     size_t *n, size_t *cap, uint32_t *seen, uint32_t stamp,
+static int kept_deps(const chakra *c, uint32_t v, uint32_t **out, size_t *n,
+                     size_t *cap, uint32_t *seen, uint32_t stamp,
                      uint32_t *stack)
 {
     size_t top = 0;
     stack[top++] = v;
     while (top > 0) {
         uint32_t u = stack[--top];
-        const cnode *x = &c->n[u];
-        int data = !ctrl || u != v, control = ctrl;
-        size_t nd = (data ? x->n_deps : 0) + (control ? x->n_cdeps : 0);
-        for (size_t k = 0; k < nd; k++) {
-            uint32_t d = data && k < x->n_deps ? x->deps[k]
-                                               : x->cdeps[k - (data ? x->n_deps : 0)];
+        for (size_t k = 0; k < c->n[u].n_deps; k++) {
+            uint32_t d = c->n[u].deps[k];
             if (seen[d] == stamp)
                 continue;
             seen[d] = stamp;
@@ -630,11 +626,11 @@ static int build(chakra *c, const import_options *o, long ngpus,
      * share one), so errors the builder finds name the record. */
     uint32_t *src = malloc(2 * (n ? n : 1) * sizeof *src);
     size_t n_src = 0;
-    uint32_t *deps = NULL, *cdeps = NULL;
-    size_t cap = 0, ccap = 0, rcap = 0, acap = 0;
+    uint32_t *deps = NULL;
+    size_t cap = 0, rcap = 0;
     commsched_builder *b = NULL;
-    char (*reads)[128] = NULL, (*afters)[128] = NULL;
-    const char **inp = NULL, **aft = NULL;
+    char (*reads)[128] = NULL;
+    const char **inp = NULL;
     int rc = 0;
     long missing = 0, kept = 0, dropped_cpu = 0, colls = 0, folded;
     if (!order || !seen || !stack || !src) {
@@ -675,13 +671,10 @@ static int build(chakra *c, const import_options *o, long ngpus,
         cnode *x = &c->n[v];
         if (!x->keep)
             continue;
-        size_t nd = 0, nc = 0;
-        if (kept_deps(c, v, 0, &deps, &nd, &cap, seen, 2 * (uint32_t)pos + 1,
+        size_t nd = 0;
+        if (kept_deps(c, v, &deps, &nd, &cap, seen, (uint32_t)pos + 1,
                       stack) != 0 ||
-            kept_deps(c, v, 1, &cdeps, &nc, &ccap, seen,
-                      2 * (uint32_t)pos + 2, stack) != 0 ||
-            room(&reads, &inp, &rcap, nd ? nd : 1) != 0 ||
-            room(&afters, &aft, &acap, nc ? nc : 1) != 0) {
+            room(&reads, &inp, &rcap, nd ? nd : 1) != 0) {
             rc = oom();
             goto cleanup;
         }
@@ -701,26 +694,12 @@ static int build(chakra *c, const import_options *o, long ngpus,
             }
             inp[k] = reads[k];
         }
-        size_t na = 0;
-        for (size_t k = 0; k < nc; k++) {
-            int dup = 0;
-            for (size_t j = 0; j < nd && !dup; j++)
-                dup = deps[j] == cdeps[k];
-            if (!dup) {
-                snprintf(afters[na], sizeof afters[na], "%s",
-                         c->n[cdeps[k]].node_name);
-                aft[na] = afters[na];
-                na++;
-            }
-        }
         commsched_output_spec os = {x->node_name, x->size > 0 ? x->size : 0,
                                     NULL};
         commsched_node_spec s = {0};
         s.name = x->node_name;
         s.inputs = inp;
         s.n_inputs = nd;
-        s.after = aft;
-        s.n_after = na;
         s.outputs = &os;
         s.n_outputs = 1;
         s.runtime_ns = x->runtime_us >= 0 ? x->runtime_us * 1000.0 : -1;
@@ -766,6 +745,9 @@ static int build(chakra *c, const import_options *o, long ngpus,
     if (c->ctrl_outside)
         fprintf(stderr, "; %zu ctrl deps name nodes outside the file",
                 c->ctrl_outside);
+    if (c->ctrl_self)
+        fprintf(stderr, "; %zu ctrl deps of a node on itself ignored",
+                c->ctrl_self);
     if (o->gpu_only)
         fprintf(stderr, "; %ld CPU ops dropped", dropped_cpu);
     fprintf(stderr,
@@ -780,11 +762,8 @@ cleanup:
     free(seen);
     free(stack);
     free(deps);
-    free(cdeps);
     free(reads);
-    free(afters);
     free(inp);
-    free(aft);
     return rc;
 }
 

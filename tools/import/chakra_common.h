@@ -49,6 +49,7 @@ typedef struct chakra {
     cnode *n;
     size_t count, cap;
     size_t ctrl_outside; /* ctrl deps naming no node in the file */
+    size_t ctrl_self;    /* ctrl deps of a node on itself (ignored) */
     commsched_error err;
 } chakra;
 
