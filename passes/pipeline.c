@@ -554,10 +554,20 @@ static commsched_status run_pipeline(commsched_graph **gp,
     commsched_status st = parse_pipeline(list, &ids, &n_ids, err);
     if (st != COMMSCHED_OK)
         return st;
+    /* No knobs: every knob at its Inductor default, as the header says. */
+    commsched_knobs *own_knobs = NULL;
+    if (!k) {
+        if ((st = commsched_knobs_create(&own_knobs, err)) != COMMSCHED_OK) {
+            free(ids);
+            return st;
+        }
+        k = own_knobs;
+    }
     for (size_t i = 0; i < n_ids && !allow_rewrite; i++)
         if (passes[ids[i]].rewrites) {
             const char *name = passes[ids[i]].name;
             free(ids);
+            commsched_knobs_destroy(own_knobs);
             return commsched_error_set(
                 err, COMMSCHED_EINVAL, NULL,
                 "pass %s rewrites the graph: run it with "
@@ -569,6 +579,7 @@ static commsched_status run_pipeline(commsched_graph **gp,
                                                      sizeof *run->records)))) {
         free(ids);
         commsched_run_destroy(run);
+        commsched_knobs_destroy(own_knobs);
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                    "out of memory");
     }
@@ -605,6 +616,7 @@ static commsched_status run_pipeline(commsched_graph **gp,
             st = check_after_pass(ctx.s, ps->name, err);
     }
     free(ids);
+    commsched_knobs_destroy(own_knobs);
     if (st != COMMSCHED_OK) {
         /* The caller gets its own graph and schedule back; whatever the
          * passes created goes with the run. */

@@ -173,7 +173,7 @@ commsched_run_pass(const commsched_run *r, size_t i);
 /* Runs `passes` ("a,b,c"; "" or "none" runs nothing) over schedule s of
  * graph g. runtime_ns[i] is node i's runtime estimate (the cost model's or
  * the file's), used by the passes exactly as Inductor uses
- * estimate_op_runtime. g is modified only by passes that add fake edges
+ * estimate_op_runtime. k NULL means every knob at its default. g is modified only by passes that add fake edges
  * (decide_global_ordering_of_comms). On success *out holds the statistics
  * (caller destroys). On failure s may hold a partially optimized but valid
  * order; *out is NULL. Unknown pass names give EINVAL before anything

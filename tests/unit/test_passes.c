@@ -324,6 +324,45 @@ static void test_s3_sink_and_raise(void **state)
     fx_close(&f);
 }
 
+/* Two all-reduces, gemms and pointwise ops (s4 and the knob tests). */
+static const char S4_GRAPH[] =
+    HDR "'inputs': [{'name': 'a', 'size': 16}], 'outputs': ['e_o'], "
+        "'nodes': ["
+        "{'name': 'ar', 'kind': 'collective', 'op': 'all_reduce', "
+        " 'group': 'g', 'inputs': ['a'], "
+        " 'outputs': [{'name': 'ar_o', 'size': 16}], "
+        " 'runtime_ns': 100},"
+        "{'name': 'mm_g', 'kind': 'compute', 'op': 'mm', "
+        " 'gemm_like': true, 'inputs': ['a', 'a'], "
+        " 'outputs': [{'name': 'g_o', 'size': 16}], 'runtime_ns': 5},"
+        "{'name': 'relu', 'kind': 'compute', 'op': 'relu', "
+        " 'inputs': ['a'], 'outputs': [{'name': 'c_o', 'size': 16}], "
+        " 'runtime_ns': 1},"
+        "{'name': 'mm_d', 'kind': 'compute', 'op': 'mm', "
+        " 'gemm_like': true, 'inputs': ['c_o', 'c_o'], "
+        " 'outputs': [{'name': 'd_o', 'size': 16}], 'runtime_ns': 5},"
+        "{'name': 'w_ar', 'kind': 'wait', 'inputs': ['ar_o'], "
+        " 'outputs': [{'name': 'w_ar_o', 'alias_of': 'ar_o'}], "
+        " 'runtime_ns': 0},"
+        "{'name': 'mul', 'kind': 'compute', 'op': 'mul', "
+        " 'inputs': ['d_o', 'c_o', 'w_ar_o'], "
+        " 'outputs': [{'name': 'f_o', 'size': 16}], 'runtime_ns': 1},"
+        "{'name': 'fr', 'kind': 'collective', 'op': 'all_reduce', "
+        " 'group': 'g', 'inputs': ['f_o'], "
+        " 'outputs': [{'name': 'fr_o', 'size': 16}], "
+        " 'runtime_ns': 100},"
+        "{'name': 'w_fr', 'kind': 'wait', 'inputs': ['fr_o'], "
+        " 'outputs': [{'name': 'w_fr_o', 'alias_of': 'fr_o'}], "
+        " 'runtime_ns': 0},"
+        "{'name': 'add', 'kind': 'compute', 'op': 'add', "
+        " 'inputs': ['d_o', 'w_ar_o', 'w_fr_o'], "
+        " 'outputs': [{'name': 'add_o', 'size': 16}], "
+        " 'runtime_ns': 1},"
+        "{'name': 'mm_e', 'kind': 'compute', 'op': 'mm', "
+        " 'gemm_like': true, 'inputs': ['add_o', 'g_o'], "
+        " 'outputs': [{'name': 'e_o', 'size': 16}], "
+        " 'runtime_ns': 5}]}";
+
 /* S4 test_reorder_compute_for_overlap: ar=AR(a); g=mm(a,a); c=relu(a);
  * d=mm(c,c); f=d*c*W(ar); fr=AR(f); e=mm(d+W(ar)+W(fr), g), as Inductor's
  * nodes in source order: ar, g, c, d, w_ar, f, fr, w_fr, add, e. Costs:
@@ -335,48 +374,12 @@ static void test_s3_sink_and_raise(void **state)
  * (max,0,1): 100-1-5-5 > 0 but nothing else is ready (f needs w_ar). Then
  * w_ar, f, fr (nothing to overlap: add needs w_fr), w_fr, add, e:
  * AR, relu, mm, mm, W(ar), mul, AR, W(fr), add, mm. */
+
 static void test_s4_reorder_compute_for_overlap(void **state)
 {
     (void)state;
     fx f;
-    fx_open(&f,
-            HDR "'inputs': [{'name': 'a', 'size': 16}], 'outputs': ['e_o'], "
-                "'nodes': ["
-                "{'name': 'ar', 'kind': 'collective', 'op': 'all_reduce', "
-                " 'group': 'g', 'inputs': ['a'], "
-                " 'outputs': [{'name': 'ar_o', 'size': 16}], "
-                " 'runtime_ns': 100},"
-                "{'name': 'mm_g', 'kind': 'compute', 'op': 'mm', "
-                " 'gemm_like': true, 'inputs': ['a', 'a'], "
-                " 'outputs': [{'name': 'g_o', 'size': 16}], 'runtime_ns': 5},"
-                "{'name': 'relu', 'kind': 'compute', 'op': 'relu', "
-                " 'inputs': ['a'], 'outputs': [{'name': 'c_o', 'size': 16}], "
-                " 'runtime_ns': 1},"
-                "{'name': 'mm_d', 'kind': 'compute', 'op': 'mm', "
-                " 'gemm_like': true, 'inputs': ['c_o', 'c_o'], "
-                " 'outputs': [{'name': 'd_o', 'size': 16}], 'runtime_ns': 5},"
-                "{'name': 'w_ar', 'kind': 'wait', 'inputs': ['ar_o'], "
-                " 'outputs': [{'name': 'w_ar_o', 'alias_of': 'ar_o'}], "
-                " 'runtime_ns': 0},"
-                "{'name': 'mul', 'kind': 'compute', 'op': 'mul', "
-                " 'inputs': ['d_o', 'c_o', 'w_ar_o'], "
-                " 'outputs': [{'name': 'f_o', 'size': 16}], 'runtime_ns': 1},"
-                "{'name': 'fr', 'kind': 'collective', 'op': 'all_reduce', "
-                " 'group': 'g', 'inputs': ['f_o'], "
-                " 'outputs': [{'name': 'fr_o', 'size': 16}], "
-                " 'runtime_ns': 100},"
-                "{'name': 'w_fr', 'kind': 'wait', 'inputs': ['fr_o'], "
-                " 'outputs': [{'name': 'w_fr_o', 'alias_of': 'fr_o'}], "
-                " 'runtime_ns': 0},"
-                "{'name': 'add', 'kind': 'compute', 'op': 'add', "
-                " 'inputs': ['d_o', 'w_ar_o', 'w_fr_o'], "
-                " 'outputs': [{'name': 'add_o', 'size': 16}], "
-                " 'runtime_ns': 1},"
-                "{'name': 'mm_e', 'kind': 'compute', 'op': 'mm', "
-                " 'gemm_like': true, 'inputs': ['add_o', 'g_o'], "
-                " 'outputs': [{'name': 'e_o', 'size': 16}], "
-                " 'runtime_ns': 5}]}",
-            NULL);
+    fx_open(&f, S4_GRAPH, NULL);
     fx_run(&f, "reorder_compute_for_overlap", NULL);
     expect_order(&f, "ar relu mm_d mm_g w_ar mul fr w_fr add mm_e");
     fx_close(&f);
@@ -410,6 +413,32 @@ static const char *S5 =
     " 'outputs': [{'name': 'w1_o', 'alias_of': 'a1'}]},"
     "{'name': 'W0', 'kind': 'wait', 'inputs': ['a0'], "
     " 'outputs': [{'name': 'w0_o', 'alias_of': 'a0'}]}]}";
+
+
+/* NULL knobs mean every knob at its default (the header's promise): the
+ * same order as knobs made by commsched_knobs_create. */
+static void test_null_knobs_are_defaults(void **state)
+{
+    (void)state;
+    const char *pipeline = "sink_waits_iterative,"
+                           "reorder_communication_preserving_peak_memory,"
+                           "reorder_compute_for_overlap,overlap";
+    fx a, b;
+    fx_open(&a, S4_GRAPH, NULL);
+    fx_run(&a, pipeline, NULL);
+    fx_open(&b, S4_GRAPH, NULL);
+    commsched_error err = {0};
+    assert_int_equal(commsched_pipeline_run(b.g, b.s, b.rt, pipeline, NULL,
+                                            COMMSCHED_PIPELINE_VERIFY, &b.run,
+                                            &err),
+                     COMMSCHED_OK);
+    char want[1024];
+    order_text(&a, want, sizeof want);
+    expect_order(&b, want);
+    assert_int_equal(commsched_run_pass_count(b.run), 4);
+    fx_close(&a);
+    fx_close(&b);
+}
 
 static void test_s5_collective_order(void **state)
 {
@@ -1227,6 +1256,7 @@ int main(void)
         cmocka_unit_test(test_s2_raise_comms),
         cmocka_unit_test(test_s3_sink_and_raise),
         cmocka_unit_test(test_s4_reorder_compute_for_overlap),
+        cmocka_unit_test(test_null_knobs_are_defaults),
         cmocka_unit_test(test_s5_collective_order),
         cmocka_unit_test(test_s6_wait_dependency),
         cmocka_unit_test(test_s7_peak_memory_noop),
