@@ -53,6 +53,7 @@
  * marked lazily in order of position, only up to the position of the wait
  * being tested, so each node is expanded at most once per bucket and the
  * buckets of a pass cover disjoint stretches of the schedule. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,10 +138,14 @@ static commsched_status oom(commsched_error *err)
 /* A node in the one heap (heap.h), ordered by its key; ties, if a caller
  * makes any, go to the lower node id. Every heap here was reserved for all
  * its nodes, so a push cannot fail. */
+/* Both heaps are reserved for every node up front and hold a node at
+ * most once, so a push cannot need memory. */
 static void push_node(cs_heap *h, uint64_t key, uint32_t v)
 {
     cs_heap_item x = {key, 0.0, v, v};
-    (void)cs_heap_push(h, x);
+    int rc = cs_heap_push(h, x);
+    assert(rc == 0);
+    (void)rc;
 }
 
 /* ---- candidates ------------------------------------------------------------ */
@@ -274,6 +279,7 @@ static const bucket *bucket_at(const bk_pass *p, const bucket *extra,
 
 static const cand *member(const bk_pass *p, const bucket *b, uint32_t i)
 {
+    assert(i < b->n && b->first + i < p->n_mem + 1);
     return &p->cands[p->mem[b->first + i]];
 }
 
@@ -720,6 +726,7 @@ static commsched_status place(bk_pass *p, const bucket *extra,
             push_node(&h, key[v], v);
     while (h.n > 0) {
         uint32_t v = cs_heap_pop(&h).v;
+        assert(pl->placed < V - removed); /* each node once */
         pl->newidx[v] = pl->placed;
         pl->vorder[pl->placed++] = v;
         for (uint32_t e = users.off[v]; e < users.off[v + 1]; e++)
@@ -1137,6 +1144,7 @@ static void desc_expand(bk_pass *p, uint32_t limit)
 
 static void open_with(bk_pass *p, open_bucket *ob, size_t ci)
 {
+    assert(ob->b.n == 0 && p->cands[ci].eligible);
     uint32_t prev = p->n_bk ? p->bk[p->n_bk - 1].name_k + 1 : 0;
     ob->b.first = (uint32_t)p->n_mem;
     ob->b.n = 1;

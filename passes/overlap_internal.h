@@ -5,6 +5,7 @@
 #ifndef COMMSCHED_OVERLAP_INTERNAL_H
 #define COMMSCHED_OVERLAP_INTERNAL_H
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -174,6 +174,7 @@ static void became_ready(ov_run *S, uint32_t u)
         for (uint32_t x = b->users.off[u]; x < b->users.off[u + 1]; x++) {
             uint32_t w = b->users.idx[x];
             if (b->cls[w] == C_COLL) {
+                assert(S->blockers[w] > 0);
                 S->blockers[w]--;
                 touch(S, w);
             }
@@ -186,9 +187,12 @@ static void became_ready(ov_run *S, uint32_t u)
 static void release(ov_run *S, uint32_t v, uint32_t u)
 {
     const ov_base *b = S->b;
+    assert(S->unmet[u] > 0 && !S->sched[u]);
     S->unmet[u]--;
-    if (b->cls[u] == C_COLL && b->cls[v] != C_COMPUTE)
+    if (b->cls[u] == C_COLL && b->cls[v] != C_COMPUTE) {
+        assert(S->blockers[u] > 0);
         S->blockers[u]--;
+    }
     if (S->unmet[u] == 0)
         became_ready(S, u);
     else
@@ -207,6 +211,8 @@ static void advance_frontier(ov_run *S)
 static void sched_node(ov_run *S, uint32_t v)
 {
     const ov_base *b = S->b;
+    /* each node once, after everything it depends on */
+    assert(!S->sched[v] && S->unmet[v] == 0 && S->k < b->n);
     S->sched[v] = 1;
     S->order[S->k++] = v;
     /* memory and time through the model's kernel (kernel.h), so the
@@ -214,6 +220,7 @@ static void sched_node(ov_run *S, uint32_t v)
     int64_t fr = b->unread_free[v];
     for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
         uint32_t x = b->reads.idx[e];
+        assert(S->rem[x] > 0);
         if (--S->rem[x] == 0)
             fr += b->bsize[x];
     }
@@ -244,6 +251,7 @@ static void sched_node(ov_run *S, uint32_t v)
             if (S->cend[c] > e)
                 e = S->cend[c];
             if (S->flags[c] & F_INFLIGHT) {
+                assert(S->infl[b->stream[c]] >= b->bytes[c]);
                 S->flags[c] &= (uint8_t)~F_INFLIGHT;
                 S->infl[b->stream[c]] -= b->bytes[c];
             }
@@ -748,6 +756,9 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
                 }
             }
             force(S, f);
+            if (S->oom) /* a heap could not grow: the state is short of
+                           what force pushed; stop here */
+                return -1;
             sched_node(S, f);
         }
         if (S->k == k0)

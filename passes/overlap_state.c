@@ -48,6 +48,7 @@ void cs_ov_seg_build(segt *s, const int64_t *leaf, uint32_t n)
 /* Adds v to positions [l, r). */
 void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v)
 {
+    assert(r <= s->size);
     if (l >= r || v == 0)
         return;
     uint32_t l0 = l + s->size, r0 = r + s->size;
@@ -66,6 +67,7 @@ void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v)
 /* The maximum over positions [l, r) (SEG_LOW when empty). */
 int64_t cs_ov_seg_max(segt *s, uint32_t l, uint32_t r)
 {
+    assert(r <= s->size);
     if (l >= r)
         return SEG_LOW;
     l += s->size;
