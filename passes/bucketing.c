@@ -1340,7 +1340,7 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
     p.g = ctx->g;
     p.op = op;
     p.tag = tag;
-    p.by_block = by_block;
+    p.by_block = by_block || ctx->k->bucket_by_block;
     p.n = p.g->n_nodes;
     p.order = cs_malloc_array(p.n, sizeof *p.order);
     p.pos = cs_malloc_array(p.n, sizeof *p.pos);
@@ -1360,7 +1360,7 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
         p.pos[p.order[i]] = i;
         p.vmap[i] = i;
     }
-    if (by_block) {
+    if (p.by_block) {
         if (!(p.block_run = cs_malloc_array(p.n, sizeof *p.block_run))) {
             st = oom(ctx->err);
             goto cleanup;

@@ -239,7 +239,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         (st = commsched_sim_create(g, &sim, ctx->err)) != COMMSCHED_OK)
         goto cleanup;
 
-    /* The input order: the bar to beat and the budget's base. */
+    /* The input order: the bar to beat. The budget is a factor of the
+     * pipeline's input peak, but never below this order's own peak (the
+     * input order is always a valid answer). */
     double in_makespan;
     int64_t in_peak;
     if ((st = judge(sim, in_order, ctx->runtime_ns, &in_makespan, &in_peak,
@@ -248,7 +250,7 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     memcpy(before, commsched_sim_get_nodes(sim), nn * sizeof *before);
     int64_t budget = NO_LIMIT;
     if (!isinf(factor)) {
-        double lim = floor(factor * (double)in_peak);
+        double lim = floor(factor * (double)ctx->pipeline_peak);
         budget = lim >= 9.2e18 ? NO_LIMIT : (int64_t)lim;
         if (budget < in_peak)
             budget = in_peak;

@@ -38,6 +38,7 @@ struct commsched_knobs {
     double bucket_cap_mb;             /* MiB, as Inductor's * 1024 * 1024 */
     long bucket_max_ops;              /* <= 0: unlimited */
     int bucket_multidtype;
+    int bucket_by_block;
     int bucket_mode;                  /* cs_bucket_mode */
     double bucket_peak_memory_budget;
     /* overlap (passes/overlap.c) */
@@ -126,6 +127,10 @@ typedef struct cs_pass_ctx {
     /* For passes that rewrite the graph (cs_pass_replace). */
     const commsched_cost_options *cost; /* estimates for new nodes */
     commsched_run *run;          /* owns the graphs a rewrite creates */
+    int64_t pipeline_peak;       /* the peak of the order the pipeline was
+                                    given: budgets are factors of it, so a
+                                    pass before (bucketing) that raised the
+                                    peak does not raise them too */
 } cs_pass_ctx;
 
 /* Hands a rewritten graph, a schedule over it and its runtimes (all owned

@@ -173,6 +173,9 @@ static const knob knobs[] = {
     KNOB(bucket_multidtype, K_BOOL, "false",
          "bucket_all_gather: leave the dtype out of the key (Inductor's "
          "multidtype mode)"),
+    KNOB(bucket_by_block, K_BOOL, "false",
+         "bucketing: merge only within one run of a transformer block (node "
+         "names up to the first '.', as bucket_transformer_blocks)"),
     KNOB_ENUM(bucket_mode, bucket_modes, "greedy",
               "bucketing: greedy (Inductor's rule) or cost (stop when a merge "
               "no longer shortens the simulated step)"),
@@ -180,8 +183,8 @@ static const knob knobs[] = {
          "bucketing: refuse a merge that raises peak memory above "
          "(1 + this) x the peak before the pass"),
     KNOB(overlap_peak_budget, K_REAL, "1.0",
-         "overlap: keep peak memory within this x the input order's peak "
-         "(>= 1; inf: no limit)"),
+         "overlap: keep peak memory within this x the peak of the "
+         "pipeline's input order (>= 1; inf: no limit)"),
     KNOB(overlap_max_in_flight_bytes, K_LIMIT, "0",
          "overlap: at most this many bytes of prefetched collectives in "
          "flight per group (0 or none: no limit)"),
@@ -597,7 +600,7 @@ static commsched_status run_pipeline(commsched_graph **gp,
     cs_pass_ctx ctx = {*gp, *sp, runtime_ns, k,
                        (flags & COMMSCHED_PIPELINE_VERIFY) ||
                            k->reorder_iterative_debug_memory_recompute,
-                       NULL, err, cost ? cost : &default_cost, run};
+                       NULL, err, cost ? cost : &default_cost, run, 0};
     for (size_t i = 0; i < n_ids && st == COMMSCHED_OK; i++) {
         const pass *ps = &passes[ids[i]];
         cs_pass_record *rec = &run->records[run->n++];
@@ -606,6 +609,8 @@ static commsched_status run_pipeline(commsched_graph **gp,
         ctx.rec = rec;
         if ((st = peak_of(ctx.s, &rec->pub.peak_before, err)) != COMMSCHED_OK)
             break;
+        if (i == 0)
+            ctx.pipeline_peak = rec->pub.peak_before;
         double t0 = now_ms();
         st = ps->run(&ctx);
         rec->pub.wall_ms = now_ms() - t0;

@@ -118,8 +118,9 @@ static int add2(commsched_tune_result *r, const char *passes,
 /* The built-in set (docs/PASSES.md, tune): the input order; Inductor's
  * pipeline at per-pass budgets 0 .. 0.2; the heap schedulers; overlap at
  * the budget with its options; pinned collective order; bucketing (DDP's
- * and Inductor's caps, greedy and cost modes) before overlap and before
- * Inductor's pipeline. */
+ * and Inductor's caps, greedy and cost modes; per transformer block)
+ * before overlap and before Inductor's pipeline; the hand-written
+ * transformer-block plan followed by overlap. */
 static int builtin_set(commsched_tune_result *r, double budget)
 {
     char b[64], k[512];
@@ -170,6 +171,18 @@ static int builtin_set(commsched_tune_result *r, double budget)
             if (add2(r, BUCKETS ",overlap", k) != 0)
                 return -1;
         }
+    /* Transformer blocks: one bucket per block run, found from the node
+     * names (as the hand-written plan), then overlap within the budget; and
+     * the hand-written plan itself with overlap tightening it at its own
+     * peak (it fits the budget only where the plan does). */
+    snprintf(k, sizeof k,
+             "bucket_by_block=true,bucket_cap_mb=inf,"
+             "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
+             bb, b);
+    if (add2(r, BUCKETS ",overlap", k) != 0 ||
+        add2(r, "bucket_transformer_blocks,overlap", "overlap_peak_budget=1") !=
+            0)
+        return -1;
     snprintf(k, sizeof k,
              "bucket_cap_mb=25,bucket_mode=cost,bucket_peak_memory_budget=%s,"
              "reorder_iterative_peak_memory_budget=0,"
