@@ -263,11 +263,34 @@ def table(rows):
 
 def totals_line(rows):
     v = [verdict(r) for r in rows]
-    return ("overlap against the fastest anchor that fits the same budget: "
+    line = ("overlap against the fastest anchor that fits the same budget: "
             "%d faster, %d equal, %d slower, %d where no anchor fits (%d "
             "workload x budget cells)" % (v.count("faster"), v.count("equal"),
                                           v.count("SLOWER"), v.count("only"),
                                           len(rows)))
+    # Issue 23's yardsticks: among the cells where the best anchor leaves
+    # part of the gap open, how often overlap and tune beat it, and the mean
+    # share of the gap each closes (capped at 1: bucketing changes the graph
+    # and can pass the input's lower bound).
+    open_cells = [r for r in rows if r["anchor_gap"] is not None
+                  and r["anchor_gap"] < 0.999]
+    if not open_cells:
+        return line
+
+    def faster(key):
+        return sum(1 for r in open_cells if r[key] is not None
+                   and r[key] < r["anchor_ms"] * (1 - 1e-9))
+
+    def mean_gap(key):
+        g = [min(r[key], 1.0) for r in open_cells if r[key] is not None]
+        return sum(g) / len(g) if g else float("nan")
+    return line + (
+        ".\nWhere the best anchor leaves part of the gap open (%d cells): "
+        "overlap faster in %d, tune faster in %d; mean gap closed: best anchor "
+        "%.3f, overlap %.3f, tune %.3f" % (
+            len(open_cells), faster("overlap_ms"), faster("tune_ms"),
+            mean_gap("anchor_gap"), mean_gap("overlap_gap"),
+            mean_gap("tune_gap")))
 
 
 def text_table(lines):
