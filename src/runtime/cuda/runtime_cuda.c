@@ -49,7 +49,7 @@
 #include "commsched/runtime.h"
 #include "boot.h"
 #include "check.h"
-#include "coord.h"
+#include "driver.h"
 #include "cuda_kernels.h"
 #include "graph_internal.h"
 #include "plan.h"
@@ -62,8 +62,7 @@
 #endif
 
 struct commsched_runtime {
-    cs_boot *boot;
-    int proc, procs;
+    cs_runtime_base base; /* the job; this process, the process count */
     int n_visible;       /* CUDA devices this process sees */
     char library[96];
 };
@@ -111,29 +110,12 @@ static commsched_status blas_open(blas_api *b, commsched_error *err)
 
 /* ---- time ------------------------------------------------------------------ */
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+static double now_ns(void) { return cs_driver_now_ns(); }
 
 static void nap_ns(double ns)
 {
     struct timespec ts = {(time_t)(ns / 1e9), (long)fmod(ns, 1e9)};
     nanosleep(&ts, NULL);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, uint32_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ---- the state of one run -------------------------------------------------- */
@@ -201,8 +183,7 @@ typedef struct exec {
     char dummy[64];           /* stands in for absent buffers */
     const char *phase;
     uint32_t iter;
-    uint64_t checked, mismatches;
-    char first_mismatch[256];
+    cs_check_tally tally;
 } exec;
 
 /* ---- failures ---------------------------------------------------------------- */
@@ -217,7 +198,7 @@ static void die(exec *x, const char *fmt, ...)
 static void die(exec *x, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "commsched run: process %d: ", x->rt->proc);
+    fprintf(stderr, "commsched run: process %d: ", x->rt->base.rank);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -230,7 +211,7 @@ static void die(exec *x, const char *fmt, ...)
         if (x->devs[d].world)
             ncclCommAbort(x->devs[d].world);
     }
-    cs_boot_abort(x->rt->boot, 1);
+    cs_boot_abort(x->rt->base.boot, 1);
 }
 
 static const char *node_name(const exec *x, uint32_t v)
@@ -532,11 +513,11 @@ static void verify(exec *x, dev *dv)
         double want = 0, got = 0;
         long at = dc->out_bytes ? cs_check_verify(&cc, dc->host_out, &want, &got)
                                 : -1;
-        x->checked++;
+        x->tally.checked++;
         if (at < 0)
             continue;
-        if (x->mismatches++ == 0)
-            snprintf(x->first_mismatch, sizeof x->first_mismatch,
+        if (x->tally.mismatches++ == 0)
+            snprintf(x->tally.first_mismatch, sizeof x->tally.first_mismatch,
                      "\"%s\" (%s) on rank %d, %s %u, element %ld: expected "
                      "%.17g, got %.17g",
                      node_name(x, x->colls[i].node),
@@ -671,8 +652,8 @@ static double elapsed_ns(exec *x, dev *dv, cudaEvent_t a, cudaEvent_t b)
 static void run_pass(exec *x, const cs_sprog *sp, double *t0, double *t1,
                      double *tp, double *step)
 {
-    if (x->rt->procs > 1)
-        cs_boot_barrier(x->rt->boot); /* hosts start enqueuing together */
+    if (x->rt->base.size > 1)
+        cs_boot_barrier(x->rt->base.boot); /* hosts start enqueuing together */
     for (size_t i = 0; i < sp->n_ops; i++)
         run_op(x, &sp->ops[i]);
     finish_pass(x, sp);
@@ -728,7 +709,7 @@ static commsched_status calibrate_spin(dev *dv, commsched_error *err)
     cudaEventDestroy(b);
     if (rc != cudaSuccess)
         return cuda_fail(err, rc, "the spin kernel's calibration", dv);
-    dv->cycles_per_ns = median(samples, 5);
+    dv->cycles_per_ns = cs_driver_median(samples, 5);
     if (!(dv->cycles_per_ns > 0))
         return commsched_error_set(err, COMMSCHED_ELIBRARY, NULL,
                                    "GPU %d: the spin kernel's calibration "
@@ -797,24 +778,24 @@ static commsched_status choose_devices(exec *x, commsched_error *err)
 {
     commsched_runtime *rt = x->rt;
     int want = x->o->gpus ? (int)x->o->gpus
-               : rt->procs == 1 ? rt->n_visible : 1;
-    int first = cs_boot_local_rank(rt->boot) * want;
+               : rt->base.size == 1 ? rt->n_visible : 1;
+    int first = cs_boot_local_rank(rt->base.boot) * want;
     if (first + want > rt->n_visible)
         return commsched_error_set(
             err, COMMSCHED_EINVAL, NULL,
             "process %d would drive GPUs %d..%d but this host has %d (%d "
             "process(es) here x %d GPU(s) each; see --gpus)",
-            rt->proc, first, first + want - 1, rt->n_visible,
-            cs_boot_local_size(rt->boot), want);
+            rt->base.rank, first, first + want - 1, rt->n_visible,
+            cs_boot_local_size(rt->base.boot), want);
     x->ndev = want;
-    x->ranks = want * rt->procs;
+    x->ranks = want * rt->base.size;
     x->devs = calloc((size_t)want, sizeof *x->devs);
     if (!x->devs)
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                    "out of memory");
     for (int d = 0; d < want; d++) {
         x->devs[d].ordinal = first + d;
-        x->devs[d].rank = rt->proc * want + d;
+        x->devs[d].rank = rt->base.rank * want + d;
     }
     for (uint32_t i = 0; i < x->g->n_groups; i++) {
         const cs_group *gr = &x->g->groups[i];
@@ -824,7 +805,7 @@ static commsched_status choose_devices(exec *x, commsched_error *err)
                 "group \"%s\" of %u ranks does not divide the job's %d GPU "
                 "ranks (%d process(es) x %d GPU(s)); groups are formed from "
                 "consecutive ranks (docs/RUNTIME.md)",
-                gr->name, gr->size, x->ranks, rt->procs, want);
+                gr->name, gr->size, x->ranks, rt->base.size, want);
     }
     return COMMSCHED_OK;
 }
@@ -932,14 +913,14 @@ static commsched_status setup_nccl(exec *x, commsched_error *err)
     memset(&id, 0, sizeof id);
     ncclResult_t rc = ncclSuccess;
     long long ok = 1;
-    if (rt->proc == 0)
+    if (rt->base.rank == 0)
         ok = ncclGetUniqueId(&id) == ncclSuccess;
-    cs_boot_bcast(rt->boot, &ok, sizeof ok, 0);
+    cs_boot_bcast(rt->base.boot, &ok, sizeof ok, 0);
     if (!ok)
         return commsched_error_set(err, COMMSCHED_ELIBRARY, NULL,
                                    "ncclGetUniqueId failed: %s",
                                    ncclGetLastError(NULL));
-    cs_boot_bcast(rt->boot, &id, sizeof id, 0);
+    cs_boot_bcast(rt->base.boot, &id, sizeof id, 0);
     rc = ncclGroupStart();
     for (int d = 0; d < x->ndev && rc == ncclSuccess; d++) {
         if (cudaSetDevice(x->devs[d].ordinal) != cudaSuccess)
@@ -1113,18 +1094,11 @@ static commsched_status setup(exec *x, const uint32_t *order,
 static commsched_status cuda_init(int *argc, char ***argv,
                                   commsched_runtime **out, commsched_error *err)
 {
+    commsched_runtime *rt = NULL;
+    commsched_status st = cs_driver_join(argc, argv, sizeof *rt, (void **)&rt, err);
     *out = NULL;
-    commsched_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt)
-        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                   "out of memory");
-    commsched_status st = cs_boot_init(argc, argv, &rt->boot, err);
-    if (st != COMMSCHED_OK) {
-        free(rt);
+    if (st != COMMSCHED_OK)
         return st;
-    }
-    rt->proc = cs_boot_rank(rt->boot);
-    rt->procs = cs_boot_size(rt->boot);
     cudaError_t rc = cudaGetDeviceCount(&rt->n_visible);
     if (rc != cudaSuccess || rt->n_visible < 1)
         st = commsched_error_set(
@@ -1135,14 +1109,13 @@ static commsched_status cuda_init(int *argc, char ***argv,
             rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
     /* Every process stops together: none is left waiting in NCCL's setup
      * for one that has no GPU. */
-    int lowest = cs_boot_first_failed(rt->boot, st != COMMSCHED_OK);
+    int lowest = cs_boot_first_failed(rt->base.boot, st != COMMSCHED_OK);
     if (lowest >= 0) {
-        if (lowest != rt->proc && err) {
+        if (lowest != rt->base.rank && err) {
             commsched_error_clear(err);
             err->status = COMMSCHED_ENODEV;
         }
-        cs_boot_fini(rt->boot);
-        free(rt);
+        cs_driver_fini(rt);
         return COMMSCHED_ENODEV;
     }
     int nccl = 0, cudart = 0;
@@ -1150,26 +1123,66 @@ static commsched_status cuda_init(int *argc, char ***argv,
     cudaRuntimeGetVersion(&cudart);
     snprintf(rt->library, sizeof rt->library, "NCCL %d.%d.%d, CUDA %d.%d, %s",
              nccl / 10000, nccl / 100 % 100, nccl % 100, cudart / 1000,
-             cudart / 10 % 100, cs_boot_library(rt->boot));
+             cudart / 10 % 100, cs_boot_library(rt->base.boot));
     *out = rt;
     return COMMSCHED_OK;
 }
 
-static int cuda_rank(const commsched_runtime *rt) { return rt->proc; }
-static int cuda_size(const commsched_runtime *rt) { return rt->procs; }
+/* ---- the driver's operations (driver.h) ------------------------------------------ */
 
-static int cuda_first_failed(commsched_runtime *rt, int failed)
+static commsched_status cuda_connect(void *ctx, commsched_error *err)
 {
-    return cs_boot_first_failed(rt->boot, failed);
+    exec *x = ctx;
+    commsched_status st = setup_nccl(x, err);
+    for (int d = 0; st == COMMSCHED_OK && d < x->ndev; d++)
+        st = setup_colls(x, &x->devs[d], err);
+    return st;
 }
 
-static void cuda_fini(commsched_runtime *rt)
+/* A calibration pass runs the program that times every node alone. */
+static void cuda_pass(void *ctx, cs_pass_kind kind, const char *phase,
+                      uint32_t iter, double *t0, double *t1, double *tp,
+                      double *step)
 {
-    if (!rt)
-        return;
-    cs_boot_fini(rt->boot);
-    free(rt);
+    exec *x = ctx;
+    x->phase = phase;
+    x->iter = iter;
+    run_pass(x, kind == CS_PASS_CALIBRATE ? &x->calib : &x->prog, t0, t1, tp,
+             step);
 }
+
+static void cuda_measure_begin(void *ctx)
+{
+    exec *x = ctx;
+    for (int d = 0; d < x->ndev; d++) {
+        uint64_t zero = 0;
+        x->devs[d].peak = x->devs[d].live;
+        cudaSetDevice(x->devs[d].ordinal);
+        cudaMemPoolSetAttribute(x->devs[d].pool, cudaMemPoolAttrUsedMemHigh,
+                                &zero);
+    }
+}
+
+static void cuda_measure_end(void *ctx, int64_t *peak, int64_t *pool_peak)
+{
+    exec *x = ctx;
+    for (int d = 0; d < x->ndev; d++) {
+        uint64_t high = 0;
+        cudaSetDevice(x->devs[d].ordinal);
+        cudaMemPoolGetAttribute(x->devs[d].pool, cudaMemPoolAttrUsedMemHigh,
+                                &high);
+        peak[d] = x->devs[d].peak;
+        pool_peak[d] = (int64_t)high;
+    }
+}
+
+static const cs_driver_ops cuda_driver_ops = {
+    .connect = cuda_connect,
+    .ready = NULL,
+    .pass = cuda_pass,
+    .measure_begin = cuda_measure_begin,
+    .measure_end = cuda_measure_end,
+};
 
 static commsched_status cuda_execute(commsched_runtime *rt,
                                      const commsched_graph *g,
@@ -1185,113 +1198,20 @@ static commsched_status cuda_execute(commsched_runtime *rt,
     x.g = g;
     x.o = o;
     x.phase = "setup";
-    *out = NULL;
-    /* Records, [pass][local GPU][node]; c*: the scratch of unmeasured
-     * passes. */
-    double *t0 = NULL, *t1 = NULL, *tp = NULL, *step = NULL, *solo = NULL,
-           *samples = NULL, *c0 = NULL, *c1 = NULL, *cp = NULL, *cs = NULL;
-    int64_t *peak = NULL, *pool_peak = NULL;
     commsched_status st = setup(&x, order, err);
-    uint32_t n = g->n_nodes, G = 0;
-    if (st == COMMSCHED_OK) {
-        G = (uint32_t)x.ndev;
-        size_t per = (size_t)o->iters * G * n + 1, gn = (size_t)G * n + 1;
-        t0 = malloc(per * sizeof *t0);
-        t1 = malloc(per * sizeof *t1);
-        tp = malloc(per * sizeof *tp);
-        step = malloc((size_t)o->iters * G * sizeof *step);
-        c0 = malloc(gn * sizeof *c0);
-        c1 = malloc(gn * sizeof *c1);
-        cp = malloc(gn * sizeof *cp);
-        cs = malloc(G * sizeof *cs);
-        peak = malloc(G * sizeof *peak);
-        pool_peak = malloc(G * sizeof *pool_peak);
-        if (o->calibrate) {
-            solo = calloc(n ? n : 1, sizeof *solo);
-            samples = malloc(((size_t)o->calibrate * G * n + 1) * sizeof *samples);
-        }
-        if (!t0 || !t1 || !tp || !step || !c0 || !c1 || !cp || !cs || !peak ||
-            !pool_peak || (o->calibrate && (!solo || !samples)))
-            st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                     "out of memory");
-    }
-    cs_boot *boot = rt->boot;
-    if ((st = cs_coord_agree(boot, st, err)) != COMMSCHED_OK)
-        goto done;
-    if (o->preflight &&
-        (st = cs_coord_preflight(boot, &x.plan, "process", err)) != COMMSCHED_OK)
-        goto done;
-    st = setup_nccl(&x, err);
-    for (int d = 0; st == COMMSCHED_OK && d < x.ndev; d++)
-        st = setup_colls(&x, &x.devs[d], err);
-    if ((st = cs_coord_agree(boot, st, err)) != COMMSCHED_OK)
-        goto done;
-
-    x.phase = "calibration pass";
-    for (uint32_t c = 0; c < o->calibrate; c++) {
-        x.iter = c;
-        run_pass(&x, &x.calib, c0, c1, cp, cs);
-        for (size_t i = 0; i < (size_t)G * n; i++)
-            samples[i * o->calibrate + c] = c1[i] - c0[i];
-    }
-    /* Per node: the median of its passes on each GPU, summed over GPUs
-     * (the gather divides by the rank count). A collective's solo time
-     * runs from when its stream started it, after the barrier. */
-    for (uint32_t v = 0; o->calibrate && v < n; v++)
-        for (uint32_t d = 0; d < G; d++) {
-            size_t i = (size_t)d * n + v;
-            solo[v] += median(samples + i * o->calibrate, o->calibrate);
-        }
-    x.phase = "warm-up iteration";
-    for (uint32_t w = 0; w < o->warmup; w++) {
-        x.iter = w;
-        run_pass(&x, &x.prog, c0, c1, cp, cs);
-    }
-    /* The measured peaks are the measured iterations' own. */
-    for (uint32_t d = 0; d < G; d++) {
-        uint64_t zero = 0;
-        x.devs[d].peak = x.devs[d].live;
-        cudaSetDevice(x.devs[d].ordinal);
-        cudaMemPoolSetAttribute(x.devs[d].pool, cudaMemPoolAttrUsedMemHigh,
-                                &zero);
-    }
-    x.phase = "iteration";
-    size_t gn = (size_t)G * n;
-    for (uint32_t it = 0; it < o->iters; it++) {
-        x.iter = it;
-        run_pass(&x, &x.prog, t0 + it * gn, t1 + it * gn, tp + it * gn,
-                 step + (size_t)it * G);
-    }
-    x.phase = "gather";
-    for (uint32_t d = 0; d < G; d++) {
-        uint64_t high = 0;
-        cudaSetDevice(x.devs[d].ordinal);
-        cudaMemPoolGetAttribute(x.devs[d].pool, cudaMemPoolAttrUsedMemHigh,
-                                &high);
-        peak[d] = x.devs[d].peak;
-        pool_peak[d] = (int64_t)high;
-    }
-    cs_coord_records rec = {G,         t0,         t1,           tp,
-                            step,      solo,       peak,         pool_peak,
-                            x.checked, x.mismatches, x.first_mismatch};
-    st = cs_coord_gather(boot, &x.plan, o, &rec, "cuda", rt->library, out,
-                         err);
-    if (*out)
-        (*out)->wall_s = (now_ns() - wall0) / 1e9;
-done:
+    cs_driver d = {.ops = &cuda_driver_ops,
+                   .ctx = &x,
+                   .boot = rt->base.boot,
+                   .plan = &x.plan,
+                   .o = o,
+                   .local = (uint32_t)x.ndev,
+                   .has_pool_peak = 1,
+                   .unit = "process",
+                   .runtime = "cuda",
+                   .library = rt->library,
+                   .tally = &x.tally};
+    st = cs_driver_run(&d, st, wall0, out, err);
     exec_fini(&x);
-    free(t0);
-    free(t1);
-    free(tp);
-    free(step);
-    free(solo);
-    free(samples);
-    free(c0);
-    free(c1);
-    free(cp);
-    free(cs);
-    free(peak);
-    free(pool_peak);
     return st;
 }
 
@@ -1301,9 +1221,9 @@ const commsched_runtime_ops cs_runtime_cuda_ops = {
     .description = "NVIDIA GPUs: NCCL collectives on one stream per group, "
                    "spin or GEMM kernels on the compute stream, CUDA events",
     .init = cuda_init,
-    .rank = cuda_rank,
-    .size = cuda_size,
-    .first_failed = cuda_first_failed,
+    .rank = cs_driver_rank,
+    .size = cs_driver_size,
+    .first_failed = cs_driver_first_failed,
     .execute = cuda_execute,
-    .fini = cuda_fini,
+    .fini = cs_driver_fini,
 };

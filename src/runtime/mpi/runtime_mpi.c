@@ -58,15 +58,15 @@
 
 #include "check.h"
 #include "commsched/runtime.h"
-#include "coord.h"
+#include "driver.h"
 #include "graph_internal.h"
 #include "plan.h"
 #include "ring_allreduce.h"
 #include "runtime_internal.h"
 
 struct commsched_runtime {
-    cs_boot *boot;      /* MPI_Init / MPI_Finalize, agreement, gathering */
-    int rank, size;
+    cs_runtime_base base; /* the job (MPI_Init / MPI_Finalize, agreement,
+                             gathering), this rank, the rank count */
     int tag_ub;
     int one_node;       /* every rank shares this node's monotonic clock */
     double wake_ns;     /* how late a sleep wakes up: sleeps end this early
@@ -76,12 +76,7 @@ struct commsched_runtime {
 
 /* ---- time ------------------------------------------------------------------ */
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+static double now_ns(void) { return cs_driver_now_ns(); }
 
 static void sleep_until(double t_ns)
 {
@@ -186,8 +181,7 @@ typedef struct exec {
     double poll_ns, timeout_ns;
     uint32_t iter;      /* for messages */
     const char *phase;  /* "calibration", "warm-up", "iteration" */
-    uint64_t checked, mismatches;
-    char first_mismatch[256];
+    cs_check_tally tally;
     char dummy[64];     /* stands in for absent buffers */
     char *touch_scratch;
     size_t touch_scratch_bytes;
@@ -204,7 +198,7 @@ static void die(exec *x, const char *fmt, ...)
 static void die(exec *x, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "commsched run: rank %d: ", x->rt->rank);
+    fprintf(stderr, "commsched run: rank %d: ", x->rt->base.rank);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -586,14 +580,14 @@ static void fill_inputs(exec *x, xcoll *c, char *sb, char *rb)
 
 static void mismatch(exec *x, xcoll *c, size_t i, double want, double got)
 {
-    x->mismatches++;
-    if (x->first_mismatch[0])
+    x->tally.mismatches++;
+    if (x->tally.first_mismatch[0])
         return;
-    snprintf(x->first_mismatch, sizeof x->first_mismatch,
+    snprintf(x->tally.first_mismatch, sizeof x->tally.first_mismatch,
              "\"%s\" (%s) on rank %d, %s %u, element %zu: expected %.17g, "
              "got %.17g",
              x->g->nodes[c->node].name, commsched_coll_op_str(c->op),
-             x->rt->rank, x->phase, x->iter, i, want, got);
+             x->rt->base.rank, x->phase, x->iter, i, want, got);
 }
 
 /* The send and receive buffers of a collective. */
@@ -616,7 +610,7 @@ static void verify(exec *x, xcoll *c)
                              &want, &got);
     if (i >= 0)
         mismatch(x, c, (size_t)i, want, got);
-    x->checked++;
+    x->tally.checked++;
 }
 
 /* Hands collective ci to MPI. */
@@ -901,7 +895,7 @@ static commsched_status setup_colls(exec *x, commsched_error *err)
 /* Checks that need nothing but the local graph and the world size. */
 static commsched_status check_groups(exec *x, commsched_error *err)
 {
-    int n = x->rt->size;
+    int n = x->rt->base.size;
     for (uint32_t i = 0; i < x->g->n_groups; i++) {
         const cs_group *gr = &x->g->groups[i];
         if (gr->size > (uint32_t)n)
@@ -1032,7 +1026,7 @@ static commsched_status setup_local(exec *x, const uint32_t *order,
 
 static commsched_status setup_comms(exec *x, commsched_error *err)
 {
-    int rank = x->rt->rank;
+    int rank = x->rt->base.rank;
     for (uint32_t i = 0; i < x->g->n_groups; i++) {
         int k = (int)x->g->groups[i].size;
         int rc = MPI_Comm_split(MPI_COMM_WORLD, rank / k, rank, &x->comm[i]);
@@ -1047,48 +1041,20 @@ static commsched_status setup_comms(exec *x, commsched_error *err)
     return COMMSCHED_OK;
 }
 
-static void progress_bar(exec *x, uint32_t done, uint32_t total)
-{
-    if (!x->o->progress || x->rt->rank != 0)
-        return;
-    enum { WIDTH = 30 };
-    unsigned fill = total ? (unsigned)((uint64_t)done * WIDTH / total) : WIDTH;
-    char bar[WIDTH + 1];
-    for (unsigned i = 0; i < WIDTH; i++)
-        bar[i] = i < fill ? '#' : '.';
-    bar[WIDTH] = '\0';
-    fprintf(stderr, "\rcommsched run: [%s] %u/%u %s", bar, done, total,
-            done == total ? "passes\n" : "passes");
-    fflush(stderr);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* ---- the adaptor ---------------------------------------------------------------------------- */
 
 static commsched_status mpi_init(int *argc, char ***argv,
                                  commsched_runtime **out, commsched_error *err)
 {
+    commsched_runtime *rt = NULL;
+    commsched_status st = cs_driver_join(argc, argv, sizeof *rt, (void **)&rt, err);
     *out = NULL;
-    commsched_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt)
-        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                   "out of memory");
-    commsched_status st = cs_boot_init(argc, argv, &rt->boot, err);
-    if (st != COMMSCHED_OK) {
-        free(rt);
+    if (st != COMMSCHED_OK)
         return st;
-    }
     /* Errors come back as codes, so a failing call can name its node. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    rt->rank = cs_boot_rank(rt->boot);
-    rt->size = cs_boot_size(rt->boot);
     rt->one_node =
-        cs_boot_min(rt->boot, cs_boot_local_size(rt->boot) == rt->size) != 0;
+        cs_boot_min(rt->base.boot, cs_boot_local_size(rt->base.boot) == rt->base.size) != 0;
     void *ub = NULL;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
@@ -1115,27 +1081,63 @@ static commsched_status mpi_init(int *argc, char ***argv,
         sleep_until(t);
         late[i] = now_ns() - t;
     }
-    qsort(late, 15, sizeof late[0], cmp_double);
-    rt->wake_ns = fmin(late[7] * 1.5 + 2e3, 500e3);
+    rt->wake_ns = fmin(cs_driver_median(late, 15) * 1.5 + 2e3, 500e3);
     *out = rt;
     return COMMSCHED_OK;
 }
 
-static int mpi_rank(const commsched_runtime *rt) { return rt->rank; }
-static int mpi_size(const commsched_runtime *rt) { return rt->size; }
+/* ---- the driver's operations (driver.h) -------------------------------------------------- */
 
-static int mpi_first_failed(commsched_runtime *rt, int failed)
+static commsched_status mpi_connect(void *ctx, commsched_error *err)
 {
-    return cs_boot_first_failed(rt->boot, failed);
+    exec *x = ctx;
+    commsched_status st = setup_comms(x, err);
+    return st == COMMSCHED_OK ? setup_colls(x, err) : st;
 }
 
-static void mpi_fini(commsched_runtime *rt)
+static void mpi_ready(void *ctx)
 {
-    if (!rt)
-        return;
-    cs_boot_fini(rt->boot);
-    free(rt);
+    exec *x = ctx;
+    /* Inputs the model does not count exist for the whole run. */
+    for (uint32_t i = 0; i < x->plan.n_other; i++)
+        buf_alloc(x, x->plan.other[i], COMMSCHED_NONE, 0);
+    if (x->o->debug_kill_rank == x->rt->base.rank) {
+        fprintf(stderr, "commsched run: rank %d: killing itself "
+                        "(--debug-kill-rank)\n", x->rt->base.rank);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
 }
+
+static void mpi_pass(void *ctx, cs_pass_kind kind, const char *phase,
+                     uint32_t iter, double *t0, double *t1, double *tp,
+                     double *step)
+{
+    exec *x = ctx;
+    size_t n = x->plan.n;
+    x->phase = phase;
+    x->iter = iter;
+    step[0] = run_iteration(x, kind == CS_PASS_CALIBRATE);
+    memcpy(t0, x->t0, n * sizeof *t0);
+    memcpy(t1, x->t1, n * sizeof *t1);
+    memcpy(tp, x->tp, n * sizeof *tp);
+}
+
+static void mpi_measure_begin(void *ctx) { ((exec *)ctx)->peak = 0; }
+
+static void mpi_measure_end(void *ctx, int64_t *peak, int64_t *pool_peak)
+{
+    (void)pool_peak; /* host memory has no pool */
+    peak[0] = ((exec *)ctx)->peak;
+}
+
+static const cs_driver_ops mpi_driver_ops = {
+    .connect = mpi_connect,
+    .ready = mpi_ready,
+    .pass = mpi_pass,
+    .measure_begin = mpi_measure_begin,
+    .measure_end = mpi_measure_end,
+};
 
 static commsched_status mpi_execute(commsched_runtime *rt,
                                     const commsched_graph *g,
@@ -1151,10 +1153,6 @@ static commsched_status mpi_execute(commsched_runtime *rt,
     x.g = g;
     x.o = o;
     x.phase = "setup";
-    *out = NULL;
-    uint32_t n = g->n_nodes;
-    double *rec0 = NULL, *rec1 = NULL, *rec2 = NULL, *steps = NULL, *solo = NULL,
-           *samples = NULL;
     commsched_status st;
     if (o->iters < 1 || !(o->size_scale > 0) || !(o->time_scale >= 0))
         st = commsched_error_set(err, COMMSCHED_EINVAL, NULL,
@@ -1166,90 +1164,18 @@ static commsched_status mpi_execute(commsched_runtime *rt,
                                  "needs --runtime cuda");
     else
         st = setup_local(&x, order, err);
-    if (st == COMMSCHED_OK) {
-        rec0 = malloc((size_t)o->iters * n * sizeof *rec0);
-        rec1 = malloc((size_t)o->iters * n * sizeof *rec1);
-        rec2 = malloc((size_t)o->iters * n * sizeof *rec2);
-        steps = malloc((size_t)o->iters * sizeof *steps);
-        if (o->calibrate) {
-            solo = calloc(n, sizeof *solo);
-            samples = malloc((size_t)o->calibrate * n * sizeof *samples);
-        }
-        if (!rec0 || !rec1 || !rec2 || !steps || (o->calibrate && (!solo || !samples)))
-            st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                     "out of memory");
-    }
-    if ((st = cs_coord_agree(rt->boot, st, err)) != COMMSCHED_OK)
-        goto done;
-    if (o->preflight &&
-        (st = cs_coord_preflight(rt->boot, &x.plan, "rank", err)) !=
-            COMMSCHED_OK)
-        goto done;
-    st = setup_comms(&x, err);
-    if (st == COMMSCHED_OK)
-        st = setup_colls(&x, err);
-    if ((st = cs_coord_agree(rt->boot, st, err)) != COMMSCHED_OK)
-        goto done;
-
-    /* Inputs the model does not count exist for the whole run. */
-    for (uint32_t i = 0; i < x.plan.n_other; i++)
-        buf_alloc(&x, x.plan.other[i], COMMSCHED_NONE, 0);
-    if (o->debug_kill_rank == rt->rank) {
-        fprintf(stderr, "commsched run: rank %d: killing itself "
-                        "(--debug-kill-rank)\n", rt->rank);
-        fflush(stderr);
-        raise(SIGKILL);
-    }
-    uint32_t total = o->calibrate + o->warmup + o->iters, done_passes = 0;
-    x.phase = "calibration pass";
-    for (uint32_t c = 0; c < o->calibrate; c++) {
-        x.iter = c;
-        run_iteration(&x, 1);
-        for (uint32_t v = 0; v < n; v++)
-            samples[(size_t)v * o->calibrate + c] = x.t1[v] - x.t0[v];
-        progress_bar(&x, ++done_passes, total);
-    }
-    for (uint32_t v = 0; v < n && o->calibrate; v++) {
-        double *s = samples + (size_t)v * o->calibrate;
-        qsort(s, o->calibrate, sizeof *s, cmp_double);
-        solo[v] = o->calibrate % 2 ? s[o->calibrate / 2]
-                                   : (s[o->calibrate / 2 - 1] + s[o->calibrate / 2]) / 2;
-    }
-    x.phase = "warm-up iteration";
-    for (uint32_t w = 0; w < o->warmup; w++) {
-        x.iter = w;
-        run_iteration(&x, 0);
-        progress_bar(&x, ++done_passes, total);
-    }
-    /* The measured peak is the measured iterations' own. */
-    x.peak = 0;
-    x.phase = "iteration";
-    for (uint32_t it = 0; it < o->iters; it++) {
-        x.iter = it;
-        steps[it] = run_iteration(&x, 0);
-        memcpy(rec0 + (size_t)it * n, x.t0, (size_t)n * sizeof *rec0);
-        memcpy(rec1 + (size_t)it * n, x.t1, (size_t)n * sizeof *rec1);
-        memcpy(rec2 + (size_t)it * n, x.tp, (size_t)n * sizeof *rec2);
-        progress_bar(&x, ++done_passes, total);
-    }
-    x.phase = "gather";
-    int64_t peak = x.peak;
-    cs_coord_records rec = {1,    rec0,      rec1,        rec2,
-                            steps, solo,     &peak,       NULL,
-                            x.checked, x.mismatches, x.first_mismatch};
-    const char *library = cs_boot_library(rt->boot);
-    st = cs_coord_gather(rt->boot, &x.plan, o, &rec, "mpi", library, out,
-                         err);
-    if (*out)
-        (*out)->wall_s = (now_ns() - wall0) / 1e9;
-done:
+    cs_driver d = {.ops = &mpi_driver_ops,
+                   .ctx = &x,
+                   .boot = rt->base.boot,
+                   .plan = &x.plan,
+                   .o = o,
+                   .local = 1,
+                   .unit = "rank",
+                   .runtime = "mpi",
+                   .library = cs_boot_library(rt->base.boot),
+                   .tally = &x.tally};
+    st = cs_driver_run(&d, st, wall0, out, err);
     exec_fini(&x);
-    free(rec0);
-    free(rec1);
-    free(rec2);
-    free(steps);
-    free(solo);
-    free(samples);
     return st;
 }
 
@@ -1259,9 +1185,9 @@ const commsched_runtime_ops cs_runtime_mpi_ops = {
     .description = "MPI ranks: non-blocking collectives on per-group "
                    "communicators, timed compute kernels",
     .init = mpi_init,
-    .rank = mpi_rank,
-    .size = mpi_size,
-    .first_failed = mpi_first_failed,
+    .rank = cs_driver_rank,
+    .size = cs_driver_size,
+    .first_failed = cs_driver_first_failed,
     .execute = mpi_execute,
-    .fini = mpi_fini,
+    .fini = cs_driver_fini,
 };
