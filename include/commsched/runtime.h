@@ -142,6 +142,9 @@ typedef struct commsched_run_options {
                                   (the file's or the cost model's, before
                                   time_scale); borrowed for the call.
                                   Required. */
+    int debug_corrupt_rank;    /* tests: with check, this rank adds one to
+                                  the first byte of every reduction's result
+                                  before verifying it (MPI); -1: none */
 } commsched_run_options;
 
 /* sleep, scales 1, MPI all-reduce, no check, 10 iterations after 2 warm-up,

@@ -115,6 +115,7 @@ void commsched_run_options_init(commsched_run_options *o)
     o->poll_us = 20.0;
     o->preflight = 1;
     o->debug_kill_rank = -1;
+    o->debug_corrupt_rank = -1;
 }
 
 void commsched_measurement_destroy(commsched_measurement *m)

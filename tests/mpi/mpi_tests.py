@@ -9,6 +9,7 @@ JSON report. Exit 77 (skipped) when the build has no MPI runtime or there
 is no mpirun. Standard library only.
 """
 import json
+import random
 import os
 import shutil
 import subprocess
@@ -413,6 +414,74 @@ def case_watchdog(env, np):
         fail("the watchdog took %.1f s for a 1 s timeout" % dt)
 
 
+def random_graph_for(seed, np):
+    """tests/passes/random_graph.py's graph with its groups resized to the
+    job (2 and np ranks) and a dtype per collective from the kinds MPI
+    moves, so every collective runs on np ranks."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "passes"))
+    import random_graph
+    g = random_graph.random_graph(seed)
+    sizes = {"g0": 2, "g1": np}
+    for gr in g["groups"]:
+        gr["size"] = sizes[gr["name"]]
+        gr["hosts"] = 1
+    rng = random.Random(seed)
+    for n in g["nodes"]:
+        if n["kind"] == "collective" and rng.random() < 0.3:
+            n["dtype"] = rng.choice(["int32", "bfloat16", "uint8", "float64"])
+    return g
+
+
+def case_check_random(env, np, count):
+    """--check on random graphs, in file order and in the order of the
+    default pipeline: no collective may mismatch (the fill is per buffer
+    and the expectation a replay of the data flow, so two collectives
+    sharing a buffer cannot disturb each other)."""
+    verified = unknown = 0
+    for seed in range(count):
+        g = random_graph_for(seed, np)
+        path = env.path("rand-%d.json" % seed)
+        with open(path, "w") as f:
+            json.dump(g, f)
+        if seed % 2:
+            opt = env.path("rand-%d.opt.json" % seed)
+            r = subprocess.run([env.cli, "optimize", "-o", opt, path],
+                               capture_output=True, text=True, timeout=60)
+            if r.returncode != 0:
+                fail("optimize seed %d: %s" % (seed, r.stderr))
+            path = opt
+        out = env.path("rand.report.json")
+        p, _ = env.mpirun(np, ["--format", "json", "-o", out,
+                               "--no-progress", "--check", "--iters", "2",
+                               "--warmup", "1", "--calibrate", "1",
+                               "--timeout", "30", path], expect=0)
+        with open(out) as f:
+            rep = json.load(f)
+        c = rep["check"]
+        if c["mismatches"]:
+            fail("seed %d (%s): %d mismatch(es), first: %s" % (
+                seed, path, c["mismatches"], c["first_mismatch"]))
+        verified += c["verified"]
+    print("check-random: %d graphs on %d ranks, %d collective results "
+          "verified, 0 mismatches" % (count, np, verified))
+
+
+def case_check_corrupt(env, np):
+    """A reduction that returns a wrong value on one rank is caught."""
+    g = kinds_graph(np)
+    path = g.write(env.path("corrupt.json"))
+    p, _ = env.mpirun(np, ["--check", "--iters", "1", "--warmup", "0",
+                           "--calibrate", "0", "--debug-corrupt-rank", "1",
+                           path], expect=1)
+    if "--check found" not in p.stderr or "on rank 1" not in p.stderr:
+        fail("the corrupted reduction should be reported on rank 1:\n" +
+             p.stderr)
+    # The same run without the corruption passes.
+    env.mpirun(np, ["--check", "--iters", "1", "--warmup", "0",
+                    "--calibrate", "0", path], expect=0)
+
+
 def case_errors(env, np):
     g = Graph("too-big", [("dp", 8)])
     g.inp("x", 4096)
@@ -483,6 +552,10 @@ def main():
         case_watchdog(env, np_)
     elif name == "errors":
         case_errors(env, np_)
+    elif name == "check-random":
+        case_check_random(env, np_, int(extra[0]) if extra else 20)
+    elif name == "check-corrupt":
+        case_check_corrupt(env, np_)
     else:
         print("unknown case " + case)
         return 2

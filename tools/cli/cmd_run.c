@@ -60,8 +60,9 @@ static void usage(FILE *f)
             "                     in order, like an NCCL stream and the\n"
             "                     simulator), single (one stream for all) or\n"
             "                     concurrent (post at once; MPI overlaps them)\n"
-            "  --check            fill inputs with rank-dependent values and\n"
-            "                     verify every collective's result\n"
+            "  --check            give every buffer rank-dependent values and\n"
+            "                     verify every collective's result against a\n"
+            "                     host replay of the step (not timed)\n"
             "  --iters N          measured iterations (default 10)\n"
             "  --warmup N         unmeasured iterations first (default 2)\n"
             "  --calibrate N      passes timing every node alone, for the\n"
@@ -81,6 +82,8 @@ static void usage(FILE *f)
             CLI_COST_HELP
             "  --toposort         repair a non-topological input order first\n"
             "  --debug-kill-rank R  tests: rank R kills itself before running\n"
+            "  --debug-corrupt-rank R  tests: with --check, rank R corrupts\n"
+            "                     every reduction's result before verifying\n"
             "\n"
             "Exit status: 0 success, 1 runtime failure (or a --check mismatch),\n"
             "2 bad input (including graphs that differ between ranks).\n");
@@ -161,7 +164,7 @@ int cmd_run(int argc, char **argv)
     enum { O_RUNTIME = 256, O_COMPUTE, O_TSCALE, O_SSCALE, O_ALLREDUCE,
            O_RING_TH, O_CHECK, O_ITERS, O_WARMUP, O_CALIB, O_TIMEOUT, O_POLL,
            O_NO_PRE, O_FORMAT, O_TRACE, O_PROGRESS, O_NO_PROGRESS, O_DEVICE,
-           O_MODEL, O_TOPO, O_KILL, O_STREAMS, O_GPUS };
+           O_MODEL, O_TOPO, O_KILL, O_CORRUPT, O_STREAMS, O_GPUS };
     static const struct option opts[] = {
         {"runtime", required_argument, 0, O_RUNTIME},
         {"compute", required_argument, 0, O_COMPUTE},
@@ -187,6 +190,7 @@ int cmd_run(int argc, char **argv)
         {"cost-model", required_argument, 0, O_MODEL},
         {"toposort", no_argument, 0, O_TOPO},
         {"debug-kill-rank", required_argument, 0, O_KILL},
+        {"debug-corrupt-rank", required_argument, 0, O_CORRUPT},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *runtime_name = "mpi", *format = "table", *out_path = NULL,
@@ -267,6 +271,11 @@ int cmd_run(int argc, char **argv)
             if ((rc = parse_u32("run", "--debug-kill-rank", optarg, 0, &u)))
                 return rc;
             ro.debug_kill_rank = (int)u;
+            break;
+        case O_CORRUPT:
+            if ((rc = parse_u32("run", "--debug-corrupt-rank", optarg, 0, &u)))
+                return rc;
+            ro.debug_corrupt_rank = (int)u;
             break;
         case 'h': usage(stdout); return EXIT_OK;
         default: return cli_usage_error("run", "bad option");

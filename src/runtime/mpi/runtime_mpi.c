@@ -57,6 +57,7 @@
 #endif
 
 #include "check.h"
+#include "check_ref.h"
 #include "commsched/runtime.h"
 #include "driver.h"
 #include "graph_internal.h"
@@ -131,7 +132,7 @@ typedef struct xcoll {
     commsched_coll_op op;
     MPI_Datatype dt;
     MPI_Op mop;
-    cs_check_coll check; /* what --check fills and expects */
+    cs_ekind ek;        /* how --check reads its elements */
     size_t es;          /* element size */
     int count;          /* elements, in the op's own convention */
     int in_place;
@@ -182,6 +183,9 @@ typedef struct exec {
     uint32_t iter;      /* for messages */
     const char *phase;  /* "calibration", "warm-up", "iteration" */
     cs_check_tally tally;
+    cs_check_ref *ref;  /* --check: what every collective must produce */
+    double paused_ns;   /* --check's own time so far, left out of every
+                           recorded time (stamp) */
     char dummy[64];     /* stands in for absent buffers */
     char *touch_scratch;
     size_t touch_scratch_bytes;
@@ -223,6 +227,16 @@ static const char *node_name(const exec *x, uint32_t v)
 {
     return v == COMMSCHED_NONE ? "(end of step)" : x->g->nodes[v].name;
 }
+
+/* ---- --check's time ---------------------------------------------------------- */
+
+/* Recorded times leave --check's work out: the fill of a buffer and the
+ * verification of a result happen between nodes, and their duration is
+ * subtracted from everything recorded after them. */
+static double stamp(const exec *x) { return now_ns() - x->paused_ns; }
+
+static double pause_begin(void) { return now_ns(); }
+static void pause_end(exec *x, double t) { x->paused_ns += now_ns() - t; }
 
 /* ---- buffers ---------------------------------------------------------------------- */
 
@@ -307,6 +321,11 @@ static void buf_alloc(exec *x, uint32_t b, uint32_t node, int counted)
             (long long)n, x->g->buffers[b].name, node_name(x, node));
     touch_new(x, p, sz);
     x->mem[b] = p;
+    if (x->ref && cs_check_ref_touched(x->ref, b)) {
+        double t = pause_begin();
+        cs_check_ref_fill(x->ref, b, p, (size_t)n);
+        pause_end(x, t);
+    }
     if (counted) {
         x->live += n;
         if (x->live > x->peak)
@@ -355,7 +374,7 @@ static void mark_done(exec *x, uint32_t i_active)
 {
     xcoll *c = &x->colls[x->active[i_active]];
     c->state = DONE;
-    x->t1[c->node] = now_ns();
+    x->t1[c->node] = stamp(x);
     x->active[i_active] = x->active[--x->n_active];
     uint32_t s = c->stream;
     if (s == COMMSCHED_NONE)
@@ -472,7 +491,9 @@ static void run_touch(exec *x, uint32_t v)
     while (left > 0) {
         int any = 0;
         for (uint32_t j = 0; j < n_all && left > 0; j++) {
-            int write = j >= n_in;
+            /* --check: data is the collectives' (check_ref.h); compute
+             * streams over its outputs without changing them. */
+            int write = j >= n_in && !x->ref;
             uint32_t b = write
                              ? g->buffers[nd->out_first + (j - n_in)].root
                              : g->buffers[g->reads.idx[g->reads.off[v] + j]].root;
@@ -545,39 +566,6 @@ static void run_compute(exec *x, uint32_t v)
 
 /* ---- collectives ----------------------------------------------------------------------- */
 
-/* Stages --check's input image where the MPI call reads it. */
-static void fill_inputs(exec *x, xcoll *c, char *sb, char *rb)
-{
-    int r = x->grank[c->group];
-    char *dst = c->in_place ? rb : sb;
-    switch (c->op) {
-    case COMMSCHED_COLL_ALL_GATHER: /* in place: the piece is at its slot */
-        if (c->in_place)
-            dst = rb + (size_t)r * (size_t)c->count * c->es;
-        break;
-    case COMMSCHED_COLL_BROADCAST: /* the others' zeros go where data lands */
-        if (r != 0)
-            dst = rb;
-        break;
-    case COMMSCHED_COLL_SEND: /* receives into the scratch */
-        dst = sb;
-        memset(c->scratch, 0, c->scratch_bytes);
-        break;
-    case COMMSCHED_COLL_RECV: /* sends from the scratch */
-        dst = c->scratch;
-        memset(rb, 0, (size_t)c->count * c->es);
-        break;
-    default:
-        break;
-    }
-    cs_check_fill(&c->check, dst);
-    /* The result buffer starts wrong, so a collective that does nothing
-     * cannot pass. */
-    if (!c->in_place && rb != x->dummy && c->op != COMMSCHED_COLL_BROADCAST &&
-        c->op != COMMSCHED_COLL_RECV && c->op != COMMSCHED_COLL_SEND)
-        memset(rb, 0, (size_t)x->plan.bytes[x->plan.coll[c->node].recv]);
-}
-
 static void mismatch(exec *x, xcoll *c, size_t i, double want, double got)
 {
     x->tally.mismatches++;
@@ -597,20 +585,34 @@ static void coll_bufs(exec *x, const xcoll *c, char **sb, char **rb)
     *rb = bufp(x, x->plan.coll[c->node].out);
 }
 
+static int is_reduction(commsched_coll_op op)
+{
+    return op == COMMSCHED_COLL_ALL_REDUCE || op == COMMSCHED_COLL_REDUCE ||
+           op == COMMSCHED_COLL_REDUCE_SCATTER;
+}
+
+/* Compares a completed collective's result with the host reference
+ * (check_ref.h), once per pass, outside the recorded times. */
 static void verify(exec *x, xcoll *c)
 {
     if (c->verified || c->op == COMMSCHED_COLL_BARRIER)
         return;
     c->verified = 1;
-    char *sb, *rb;
-    coll_bufs(x, c, &sb, &rb);
+    double t = pause_begin();
+    uint32_t buf;
+    size_t off, len;
+    cs_check_ref_region(x->ref, c->node, &buf, &off, &len);
+    char *region = buf == COMMSCHED_NONE ? c->scratch : bufp(x, buf) + off;
+    if (len && x->o->debug_corrupt_rank == x->rt->base.rank &&
+        is_reduction(c->op))
+        region[0] = (char)(region[0] + 1); /* tests: a broken reduction */
     double want = 0, got = 0;
-    long i = cs_check_verify(&c->check,
-                             c->op == COMMSCHED_COLL_SEND ? c->scratch : rb,
-                             &want, &got);
+    long i = len ? cs_check_ref_verify(x->ref, c->node, region, &want, &got)
+                 : -1;
     if (i >= 0)
         mismatch(x, c, (size_t)i, want, got);
     x->tally.checked++;
+    pause_end(x, t);
 }
 
 /* Hands collective ci to MPI. */
@@ -693,22 +695,25 @@ static void post(exec *x, uint32_t ci)
     }
     check_mpi(x, rc, call, v);
     c->state = IN_FLIGHT;
-    x->tp[v] = now_ns();
+    x->tp[v] = stamp(x);
     x->active[x->n_active++] = ci;
     if (c->stream != COMMSCHED_NONE)
         x->s_busy[c->stream] = ci;
 }
 
-/* The host reaches collective v: its inputs are ready (--check fills them
- * now), and it is posted at once or queued behind its stream. */
+/* The host reaches collective v: its inputs are ready, and it is posted
+ * at once or queued behind its stream. */
 static void issue(exec *x, uint32_t v)
 {
     uint32_t ci = x->coll_of[v];
     xcoll *c = &x->colls[ci];
-    if (x->o->check) {
-        char *sb, *rb;
-        coll_bufs(x, c, &sb, &rb);
-        fill_inputs(x, c, sb, rb);
+    if (x->ref && c->scratch &&
+        (c->op == COMMSCHED_COLL_SEND || c->op == COMMSCHED_COLL_RECV)) {
+        /* The private side of a ring shift: what a recv sends, what a
+         * send receives into (its old value must not pass). */
+        double t = pause_begin();
+        cs_check_ref_fill_scratch(x->ref, v, c->scratch, c->scratch_bytes);
+        pause_end(x, t);
     }
     c->verified = 0;
     uint32_t s = c->stream;
@@ -738,17 +743,17 @@ static void run_node(exec *x, uint32_t v, int calibrating)
         barrier(x, x->comm[x->colls[x->coll_of[v]].group],
                 "the barrier before a calibrated collective");
     }
-    x->t0[v] = now_ns();
+    x->t0[v] = stamp(x);
     switch (nd->kind) {
     case COMMSCHED_NODE_COMPUTE:
         run_compute(x, v);
-        x->t1[v] = now_ns();
+        x->t1[v] = stamp(x);
         break;
     case COMMSCHED_NODE_COLLECTIVE:
         issue(x, v);
         if (nd->is_sync || calibrating) {
             complete(x, x->coll_of[v], v);
-            if (x->o->check)
+            if (x->ref)
                 verify(x, &x->colls[x->coll_of[v]]);
         }
         break;
@@ -758,11 +763,11 @@ static void run_node(exec *x, uint32_t v, int calibrating)
             complete(x, x->coll_of[p->wait_colls.idx[e]], v);
         if (x->compute_ns[v] > 0)
             run_compute(x, v);
-        x->t1[v] = now_ns();
+        x->t1[v] = stamp(x);
         /* Verified after the wait's end: --check's own time is not
          * counted as exposed communication (it still lengthens the step). */
         for (uint32_t e = p->wait_colls.off[v];
-             x->o->check && e < p->wait_colls.off[v + 1]; e++)
+             x->ref && e < p->wait_colls.off[v + 1]; e++)
             verify(x, &x->colls[x->coll_of[p->wait_colls.idx[e]]]);
         break;
     }
@@ -807,19 +812,30 @@ static double run_iteration(exec *x, int calibrating)
         x->colls[i].state = IDLE;
     for (uint32_t s = 0; s < x->n_streams; s++)
         x->s_busy[s] = x->s_head[s] = x->s_tail[s] = COMMSCHED_NONE;
-    /* Freeable inputs exist before the step's first node. */
+    /* Freeable inputs exist before the step's first node (buf_alloc fills
+     * them for --check); the inputs that live for the whole run get their
+     * values again, since an in-place collective may have changed them. */
     for (uint32_t i = 0; i < p->n_baseline; i++)
         buf_alloc(x, p->baseline[i], COMMSCHED_NONE, 1);
-    double start = start_together(x);
+    for (uint32_t i = 0; x->ref && i < p->n_other; i++) {
+        uint32_t b = p->other[i];
+        if (x->mem[b] && cs_check_ref_touched(x->ref, b)) {
+            double t = pause_begin();
+            cs_check_ref_fill(x->ref, b, x->mem[b], (size_t)p->bytes[b]);
+            pause_end(x, t);
+        }
+    }
+    /* In stamp's terms: the fills above are --check's, not the step's. */
+    double start = start_together(x) - x->paused_ns;
     for (uint32_t k = 0; k < p->n; k++)
         run_node(x, p->order[k], calibrating);
     while (x->n_active > 0) { /* collectives nobody waits for */
         uint32_t ci = x->active[0];
         complete(x, ci, COMMSCHED_NONE); /* posts what queued behind it */
-        if (x->o->check)
+        if (x->ref)
             verify(x, &x->colls[ci]);
     }
-    double end = now_ns();
+    double end = stamp(x);
     for (uint32_t b = 0; b < x->g->n_buffers; b++)
         if (x->g->buffers[b].alias_of == COMMSCHED_NONE &&
             !(x->g->buffers[b].is_input &&
@@ -855,14 +871,9 @@ static commsched_status setup_colls(exec *x, commsched_error *err)
         size_t count = shape.count;
         c->in_place = shape.in_place;
         c->scratch_bytes = shape.scratch_bytes;
-        cs_check_coll *chk = &c->check;
-        dtype_to_mpi((commsched_dtype)nd->dtype, &c->dt, &chk->ek);
-        chk->rk = cs_check_rkind((commsched_reduce_op)nd->reduce_op);
-        c->mop = reduce_to_mpi(chk->rk);
-        chk->op = c->op;
-        chk->count = count;
-        chk->k = x->gsize[c->group];
-        chk->r = x->grank[c->group];
+        dtype_to_mpi((commsched_dtype)nd->dtype, &c->dt, &c->ek);
+        c->mop = reduce_to_mpi(
+            cs_check_rkind((commsched_reduce_op)nd->reduce_op));
         if (!fits_int(count) || !fits_int(count * k))
             return commsched_error_set(
                 err, COMMSCHED_EINVAL, NULL,
@@ -948,6 +959,7 @@ static void exec_fini(exec *x)
     free(x->compute_ns);
     free(x->touch);
     free(x->touch_scratch);
+    cs_check_ref_free(x->ref);
     cs_plan_fini(&x->plan);
 }
 
@@ -1086,13 +1098,33 @@ static commsched_status mpi_init(int *argc, char ***argv,
     return COMMSCHED_OK;
 }
 
+/* --check's host reference, from the element kinds MPI moves. */
+static commsched_status build_reference(exec *x, commsched_error *err)
+{
+    uint8_t *ek = calloc(x->g->n_nodes + 1u, 1);
+    if (!ek)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (uint32_t i = 0; i < x->n_colls; i++)
+        ek[x->colls[i].node] = (uint8_t)x->colls[i].ek;
+    commsched_status st =
+        cs_check_ref_build(&x->ref, &x->plan, x->rt->base.size,
+                           x->rt->base.rank, ek, CS_REF_RS_AT_START, err);
+    free(ek);
+    return st;
+}
+
 /* ---- the driver's operations (driver.h) -------------------------------------------------- */
 
 static commsched_status mpi_connect(void *ctx, commsched_error *err)
 {
     exec *x = ctx;
     commsched_status st = setup_comms(x, err);
-    return st == COMMSCHED_OK ? setup_colls(x, err) : st;
+    if (st == COMMSCHED_OK)
+        st = setup_colls(x, err);
+    if (st == COMMSCHED_OK && x->o->check)
+        st = build_reference(x, err);
+    return st;
 }
 
 static void mpi_ready(void *ctx)
