@@ -553,7 +553,7 @@ def main():
     elif name == "errors":
         case_errors(env, np_)
     elif name == "check-random":
-        case_check_random(env, np_, int(extra[0]) if extra else 20)
+        case_check_random(env, np_, int(extra[0]) if extra and extra[0].isdigit() else 20)
     elif name == "check-corrupt":
         case_check_corrupt(env, np_)
     else:
