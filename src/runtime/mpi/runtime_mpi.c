@@ -63,6 +63,7 @@
 #include "graph_internal.h"
 #include "plan.h"
 #include "ring_allreduce.h"
+#include "watchdog.h"
 #include "runtime_internal.h"
 
 struct commsched_runtime {
@@ -181,7 +182,10 @@ typedef struct exec {
     int64_t *touch;     /* per node: bytes touch mode streams */
     double poll_ns, timeout_ns;
     uint32_t iter;      /* for messages */
-    const char *phase;  /* "calibration", "warm-up", "iteration" */
+    const char *phase;  /* "calibration pass", "warm-up iteration",
+                           "iteration" */
+    cs_pass_kind pass;  /* the same, for the watchdog's window */
+    cs_watch *watch;    /* the node's ranks' signs of life, or NULL */
     cs_check_tally tally;
     cs_check_ref *ref;  /* --check: what every collective must produce */
     double paused_ns;   /* --check's own time so far, left out of every
@@ -398,6 +402,59 @@ static void progress(exec *x)
     }
 }
 
+/* ---- the watchdog ------------------------------------------------------------------ */
+
+/* A loop that blocks under the watchdog notices when its own process was
+ * stopped (SIGSTOP, a debugger, a paused VM): time jumped between two of
+ * its turns. Then the deadline starts again: a resumed rank does not blame
+ * the others (nor itself) for the time it was away. */
+static double stopped_gap_ns(const exec *x)
+{
+    return fmin(0.5e9, x->timeout_ns / 2);
+}
+
+static const char *pass_name(int kind)
+{
+    switch (kind) {
+    case CS_PASS_CALIBRATE: return "calibration pass";
+    case CS_PASS_WARMUP: return "warm-up iteration";
+    case CS_PASS_MEASURE: return "iteration";
+    default: return "setup";
+    }
+}
+
+/* The watchdog's verdict: the rank of this node silent the longest (no
+ * heartbeat: stopped or hung, not merely computing) and the collective it
+ * last entered; otherwise what else may be wrong. */
+static void blame(const exec *x, char *buf, size_t n)
+{
+    cs_watch_seen s;
+    if (!x->watch) {
+        snprintf(buf, n, "a rank is stuck or the ranks issue collectives in "
+                         "different orders");
+        return;
+    }
+    if (!cs_watch_silent(x->watch, stopped_gap_ns(x), &s)) {
+        snprintf(buf, n, "every other rank on this node is alive: the ranks "
+                         "issue collectives in different orders, one is "
+                         "still computing, or a rank on another node is "
+                         "stuck");
+        return;
+    }
+    if (s.node >= x->g->n_nodes) {
+        snprintf(buf, n, "rank %d is silent (no sign of life for %.3g s) "
+                 "and has entered no collective yet", s.rank, s.age_ns / 1e9);
+        return;
+    }
+    const cs_node *nd = &x->g->nodes[s.node];
+    snprintf(buf, n, "rank %d is silent (no sign of life for %.3g s); the "
+             "collective it last entered is \"%s\" (%s on group \"%s\") in "
+             "%s %u", s.rank, s.age_ns / 1e9, nd->name,
+             commsched_coll_op_str((commsched_coll_op)nd->coll_op),
+             nd->group < x->g->n_groups ? x->g->groups[nd->group].name : "?",
+             pass_name(s.phase), s.iter);
+}
+
 /* Blocks until collective ci completes; `at` names the node that waits. */
 static void complete(exec *x, uint32_t ci, uint32_t at)
 {
@@ -418,19 +475,25 @@ static void complete(exec *x, uint32_t ci, uint32_t at)
         return;
     }
     double deadline = x->timeout_ns > 0 ? now_ns() + x->timeout_ns : INFINITY;
+    double last = now_ns();
     for (;;) {
         progress(x);
         if (c->state == DONE)
             return;
         double t = now_ns();
-        if (t > deadline)
+        if (t - last > stopped_gap_ns(x))
+            deadline = t + x->timeout_ns; /* this process was stopped */
+        last = t;
+        if (t > deadline) {
+            char why[512];
+            blame(x, why, sizeof why);
             die(x,
                 "watchdog: node \"%s\" has waited %.3g s for \"%s\" (%s on "
-                "group \"%s\") in %s %u; a rank is stuck or the ranks issue "
-                "collectives in different orders; aborting the job",
+                "group \"%s\") in %s %u; %s; aborting the job",
                 node_name(x, at), x->timeout_ns / 1e9, x->g->nodes[c->node].name,
                 commsched_coll_op_str(c->op), x->g->groups[c->group].name,
-                x->phase, x->iter);
+                x->phase, x->iter, why);
+        }
         if (x->poll_ns > 0)
             sleep_until(fmin(t + x->poll_ns, deadline));
     }
@@ -441,6 +504,7 @@ static void complete(exec *x, uint32_t ci, uint32_t at)
 static void complete_req(exec *x, MPI_Request *req, const char *what)
 {
     double deadline = x->timeout_ns > 0 ? now_ns() + x->timeout_ns : INFINITY;
+    double last = now_ns();
     for (;;) {
         int done = 0;
         check_mpi(x, MPI_Test(req, &done, MPI_STATUS_IGNORE), "MPI_Test",
@@ -448,10 +512,16 @@ static void complete_req(exec *x, MPI_Request *req, const char *what)
         if (done)
             return;
         double t = now_ns();
-        if (t > deadline)
-            die(x, "watchdog: %s did not complete within %.3g s (%s %u); a "
-                "rank is stuck or gone; aborting the job",
-                what, x->timeout_ns / 1e9, x->phase, x->iter);
+        if (t - last > stopped_gap_ns(x))
+            deadline = t + x->timeout_ns; /* this process was stopped */
+        last = t;
+        if (t > deadline) {
+            char why[512];
+            blame(x, why, sizeof why);
+            die(x, "watchdog: %s did not complete within %.3g s (%s %u); %s; "
+                "aborting the job",
+                what, x->timeout_ns / 1e9, x->phase, x->iter, why);
+        }
         sleep_until(fmin(t + (x->poll_ns > 0 ? x->poll_ns : 1000.0), deadline));
     }
 }
@@ -707,6 +777,7 @@ static void issue(exec *x, uint32_t v)
 {
     uint32_t ci = x->coll_of[v];
     xcoll *c = &x->colls[ci];
+    cs_watch_enter(x->watch, v, x->iter, (int)x->pass);
     if (x->ref && c->scratch &&
         (c->op == COMMSCHED_COLL_SEND || c->op == COMMSCHED_COLL_RECV)) {
         /* The private side of a ring shift: what a recv sends, what a
@@ -960,6 +1031,7 @@ static void exec_fini(exec *x)
     free(x->touch);
     free(x->touch_scratch);
     cs_check_ref_free(x->ref);
+    cs_watch_stop(x->watch);
     cs_plan_fini(&x->plan);
 }
 
@@ -1119,7 +1191,15 @@ static commsched_status build_reference(exec *x, commsched_error *err)
 static commsched_status mpi_connect(void *ctx, commsched_error *err)
 {
     exec *x = ctx;
-    commsched_status st = setup_comms(x, err);
+    /* First, so every rank reaches this collective call. The heartbeat
+     * beats every 10 ms: far below the half second after which a rank
+     * counts as silent. */
+    commsched_status st = x->timeout_ns > 0
+                              ? cs_watch_start(&x->watch, MPI_COMM_WORLD,
+                                               10e6, err)
+                              : COMMSCHED_OK;
+    if (st == COMMSCHED_OK)
+        st = setup_comms(x, err);
     if (st == COMMSCHED_OK)
         st = setup_colls(x, err);
     if (st == COMMSCHED_OK && x->o->check)
@@ -1148,6 +1228,7 @@ static void mpi_pass(void *ctx, cs_pass_kind kind, const char *phase,
     exec *x = ctx;
     size_t n = x->plan.n;
     x->phase = phase;
+    x->pass = kind;
     x->iter = iter;
     step[0] = run_iteration(x, kind == CS_PASS_CALIBRATE);
     memcpy(t0, x->t0, n * sizeof *t0);
