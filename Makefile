@@ -8,12 +8,13 @@ RELEASE := build/release
 DEBUG := build/debug
 SANITIZE := build/clang-asan
 FUZZ := build/fuzz
+VENV := build/venv
 FUZZ_SECONDS ?= 60
 EXAMPLE := graphs/examples/fsdp_2layer.json
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps release debug run test sanitize fuzz bench install clean
+.PHONY: all deps venv release debug run test sanitize fuzz bench install clean
 
 all: release
 
@@ -24,9 +25,16 @@ release: deps
 	@cmake --preset release >/dev/null
 	@cmake --build $(RELEASE) -j $(JOBS)
 
+# With the virtual environment present (make venv), the python tier also
+# runs the plugin under a real torch.compile with its interpreter.
 debug: deps
-	@cmake --preset debug >/dev/null
+	@cmake --preset debug $$(test -x $(VENV)/bin/python && \
+	  echo -DCOMMSCHED_TORCH_PYTHON=$(CURDIR)/$(VENV)/bin/python) >/dev/null
 	@cmake --build $(DEBUG) -j $(JOBS)
+
+# torch==2.13.0 (pinned) and the binding in build/venv (tools/make-venv.sh).
+venv: deps
+	@sh tools/make-venv.sh $(VENV)
 
 # Optimizes the bundled example, prints the before/after report and writes
 # the HTML report (timelines, memory, per-collective table) next to it.
@@ -35,9 +43,12 @@ run: release
 	@echo "optimized schedule written to $(RELEASE)/example.opt.json"
 	@echo "HTML report written to $(CURDIR)/$(RELEASE)/example.report.html (open it in a browser)"
 
-# Builds with asserts and runs every test (ctest), then the fast tiers
-# again under ASan + UBSan built with clang (`make sanitize`).
-test: debug
+# Makes the torch environment, builds with asserts and runs every test
+# (ctest), then the fast tiers again under ASan + UBSan built with clang
+# (`make sanitize`).
+test:
+	@$(MAKE) venv
+	@$(MAKE) debug
 	@cd $(DEBUG) && ctest --output-on-failure -j $(JOBS)
 	@$(MAKE) sanitize
 

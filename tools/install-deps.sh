@@ -4,13 +4,15 @@
 # test` and `make bench`; safe to run again (it does nothing then).
 set -eu
 # python3-pip: the Python binding's install test (pip install ./python; the
-# binding's build backend needs nothing else).
+# binding's build backend needs nothing else). python3-venv: the virtual
+# environment with torch==2.13.0 the Inductor plugin is tested in
+# (tools/make-venv.sh).
 # libprotobuf-c-dev + protobuf-c-compiler: Chakra's binary traces (the C
 # decoder is generated from tools/import/chakra_et.proto at build time).
 # zlib1g-dev: gzip-compressed traces.
 # clang, libclang-rt-dev: the clang build with ASan + UBSan that `make test`
 # runs the fast tiers under, and the libFuzzer harnesses (`make fuzz`).
-PKGS="build-essential cmake pkg-config python3 python3-pip time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev protobuf-c-compiler zlib1g-dev clang libclang-rt-dev"
+PKGS="build-essential cmake pkg-config python3 python3-pip python3-venv time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev protobuf-c-compiler zlib1g-dev clang libclang-rt-dev"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

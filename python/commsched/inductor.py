@@ -105,6 +105,26 @@ _COLLECTIVE_OPS = (
 )
 _SYNC_COLLECTIVE = "torch.ops._dtensor.shard_dim_alltoall.default"
 
+# The functional collectives' ATen ops (torch.ops._c10d_functional.*, the
+# IR node's python_kernel_name) -> commsched op; the substrings above are
+# the fallback for kernels this table does not know.
+_FUNCTIONAL_OPS = {
+    "all_gather_into_tensor": "all_gather",
+    "all_gather_into_tensor_out": "all_gather",
+    "all_gather_into_tensor_coalesced": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter",
+    "all_reduce": "all_reduce",
+    "all_reduce_": "all_reduce",
+    "all_reduce_coalesced": "all_reduce",
+    "all_reduce_coalesced_": "all_reduce",
+    "all_to_all_single": "all_to_all",
+    "broadcast": "broadcast",
+    "broadcast_": "broadcast",
+}
+_REDUCE_OPS = frozenset({"sum", "avg", "product", "min", "max",
+                         "premul_sum"})
+
 
 def _predicates(contains_collective, contains_wait):
     if contains_collective is not None and contains_wait is not None:
@@ -137,31 +157,151 @@ def _is_gemm_like(kernel_names):
 
 def _collective_op(kernel_names):
     for k in kernel_names:
+        parts = k.split(".")
+        # torch.ops._c10d_functional.<op>.default
+        if len(parts) >= 2 and "_c10d_functional" in parts:
+            op = _FUNCTIONAL_OPS.get(parts[-2])
+            if op:
+                return op
+    for k in kernel_names:
         for needle, op in _COLLECTIVE_OPS:
             if needle in k:
                 return op
     return "all_reduce"
 
 
-def _default_size(buf):
-    info = getattr(buf, "mpi_buffer", None)
-    size = getattr(info, "size_alloc", 0) if info is not None else 0
+def _collective_ir(snode):
+    """(group name, group size, reduce op, dtype) of a collective read from
+    its IR node (ir._CollectiveKernel: the op's constant arguments are
+    (group_size, group_name) or (reduce_op, group_size, group_name)); None
+    for what cannot be read."""
+    node = getattr(snode, "node", None)
+    args = list(getattr(node, "constant_args", None) or ())
+    group = size = reduce_op = dtype = None
+    strs = [a for a in args if isinstance(a, str)]
+    ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+    if strs:
+        group = strs[-1]  # group_name is the last argument of every op
+        if len(strs) > 1 and strs[0] in _REDUCE_OPS:
+            reduce_op = strs[0]
+    if group is not None:
+        try:
+            from torch.distributed import distributed_c10d as c10d
+            size = int(c10d._resolve_process_group(group).size())
+        except Exception:  # not a registered group: keep the IR's size
+            size = None
+    if size is None and ints:
+        size = int(ints[-1])
     try:
-        return max(0, int(size))
-    except (TypeError, ValueError):
+        dt = node.inputs[0].get_dtype()
+        name = str(dt).replace("torch.", "")
+        dtype = name if name in _DTYPES else None
+    except Exception:
+        dtype = None
+    return group, size, reduce_op, dtype
+
+
+# torch dtype names are the format's (docs/FORMAT.md), "torch." aside.
+_DTYPES = frozenset({"float64", "float32", "float16", "bfloat16",
+                     "float8_e4m3fn", "float8_e5m2", "int64", "int32",
+                     "int16", "int8", "uint8", "bool"})
+
+
+def _default_size(buf):
+    """The bytes Inductor's memory estimate allocates for ``buf``: its
+    memory-planning size (memory.py's size_alloc: 0 for a mutation's new
+    name, as commsched's aliases), else numel x itemsize of its layout."""
+    info = getattr(buf, "mpi_buffer", None)
+    if info is not None:
+        try:
+            return max(0, int(getattr(info, "size_alloc", 0)))
+        except (TypeError, ValueError):
+            return 0
+    return _tensor_bytes(getattr(buf, "node", None))
+
+
+def _tensor_bytes(node):
+    """numel x itemsize of an IR node (a graph input's TensorBox)."""
+    try:
+        from torch._inductor.utils import get_dtype_size
+        from torch._inductor.virtualized import V
+        numel = V.graph.sizevars.optimization_hint(node.get_numel(),
+                                                   fallback=0)
+        return max(0, int(numel) * get_dtype_size(node.get_dtype()))
+    except Exception:  # symbolic or not a tensor: unknown, 0
         return 0
 
 
-def to_graph(snodes, *, graph_inputs=None, graph_outputs=(),
+def _runtime_ns(snode):
+    """Inductor's estimate (comms.estimate_op_runtime, milliseconds) in
+    nanoseconds; None where it says 0 (its "no estimate", e.g. every node
+    on CPU), so that commsched's cost model prices the node."""
+    try:
+        from torch._inductor import comms
+        ms = comms.estimate_op_runtime(snode)
+    except ImportError:
+        ms = snode.get_estimated_runtime()
+    ms = float(ms)
+    return ms * 1e6 if ms > 0 else None
+
+
+def _flops(snode):
+    try:
+        f = snode.estimate_flops()
+        return float(f) if f else None
+    except Exception:
+        return None
+
+
+def _graph_io():
+    """Inductor's graph inputs {name: (bytes, freeable)} as its memory
+    estimate sees them (memory.get_freeable_input_buf: a dependency's size
+    hint; primals_/arg/tangents/rng states are not freeable) and its output
+    names, from V.graph; None outside a compile."""
+    try:
+        from torch._inductor.virtualized import V
+        graph = V.graph
+        inputs = graph.graph_inputs
+        outputs = graph.get_output_names()
+    except Exception:
+        return None
+    return graph, inputs, list(outputs)
+
+
+def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
              buffer_size=None, group_of=None, group_sizes=None,
              contains_collective=None, contains_wait=None, name="inductor"):
     """Builds the commsched :class:`~commsched.Graph` for ``snodes`` (the
     mapping described in the module documentation) and returns it, finished.
+    Inside a compile, graph inputs, outputs, process groups and runtimes
+    come from Inductor (V.graph, the IR nodes, estimate_op_runtime); the
+    keywords override them.
     """
     is_coll, is_wait = _predicates(contains_collective, contains_wait)
     size_of = buffer_size or _default_size
-    graph_inputs = dict(graph_inputs or {})
     group_sizes = dict(group_sizes or {})
+    io = _graph_io() if graph_inputs is None or graph_outputs is None \
+        else None
+    if graph_outputs is None:
+        graph_outputs = io[2] if io else ()
+    # name -> (bytes, freeable): given, or what Inductor's estimate uses
+    inputs_known = {}
+    if graph_inputs is not None:
+        for iname, size in dict(graph_inputs).items():
+            inputs_known[str(iname)] = (int(size or 0), not str(iname)
+                                        .startswith(_NON_FREEABLE_PREFIXES))
+    elif io:
+        from torch._inductor.utils import is_nonfreeable_buffers
+        for sn in snodes:
+            for dep in getattr(getattr(sn, "read_writes", None), "reads", ()):
+                if dep.name in io[1] and dep.name not in inputs_known:
+                    freeable = not is_nonfreeable_buffers(dep)
+                    # a freeable input's bytes as Inductor's estimate takes
+                    # them; the others (parameters, saved activations),
+                    # which it leaves out, at their real size
+                    size = io[0].get_dep_size_hint(dep) if freeable else \
+                        _tensor_bytes(io[1][dep.name])
+                    inputs_known[dep.name] = (int(size), freeable)
 
     # Pass 1: names, outputs and producers.
     nodes = []
@@ -190,15 +330,20 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=(),
             kind = "compute"
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
                       "kernels": _kernel_names(sn),
-                      "runtime": float(sn.get_estimated_runtime())})
+                      "runtime": 0.0 if kind == "wait" else _runtime_ns(sn)})
 
-    # Pass 2: dependencies. MemoryDep/StarDep (no is_fake) read data;
-    # a WeakDep orders only. A fake WeakDep on a later node (an earlier
+    # Pass 2: dependencies. MemoryDep/StarDep (no is_fake) read data; so
+    # does a non-fake WeakDep on a buffer, for memory: Inductor keeps a
+    # buffer alive until its last successor of either kind
+    # (assign_memory_planning_info_for_scheduler_buffers). A WeakDep on an
+    # operation orders only. A fake WeakDep on a later node (an earlier
     # pass in Inductor's list broke it, as the iterative passes may) is
-    # dropped; the iterative passes ignore fake edges anyway.
+    # dropped; the iterative passes ignore fake edges anyway. Graph inputs
+    # are read through read_writes (unmet_dependencies holds only the
+    # scheduler's own buffers).
     used_inputs = []
     for i, nd in enumerate(nodes):
-        reads, after, after_fake = [], [], []
+        data, keep, after, after_fake = [], [], [], []
         own = {o[0] for o in nd["outs"]}
         for dep in nd["sn"].unmet_dependencies:
             dname = str(dep.name)
@@ -209,47 +354,68 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=(),
             if is_fake is None:
                 if src is None and dname not in used_inputs:
                     used_inputs.append(dname)  # a buffer from outside
-                reads.append(dname)
+                data.append(dname)
+                continue
+            if not is_fake and src is not None and src < i:
+                keep.append(dname)
                 continue
             if src is None:
                 src = op_owner.get(dname)
             if src is None or src == i or (is_fake and src > i):
                 continue
             (after_fake if is_fake else after).append(nodes[src]["name"])
-        nd["reads"] = list(dict.fromkeys(reads))
+        for dep in getattr(getattr(nd["sn"], "read_writes", None), "reads",
+                           ()):
+            dname = str(dep.name)
+            if dname in inputs_known and dname not in producer and \
+                    not (getattr(dep, "is_fake", False)):
+                if dname not in used_inputs:
+                    used_inputs.append(dname)
+                if getattr(dep, "is_fake", None) is None:
+                    data.append(dname)
+                else:
+                    keep.append(dname)
+        nd["data"] = list(dict.fromkeys(data))
+        nd["reads"] = list(dict.fromkeys(data + keep))
         nd["after"] = list(dict.fromkeys(after))
         nd["after_fake"] = [n for n in dict.fromkeys(after_fake)
                             if n not in nd["after"]]
 
-    # Pass 3: aliases (waits and in-place collectives).
+    # Pass 3: aliases (waits and in-place collectives), from the data
+    # reads alone.
     coll_bufs = set()
     for nd in nodes:
         if nd["kind"] == "collective":
-            if len(nd["reads"]) == 1:
+            if len(nd["data"]) == 1:
                 for o in nd["outs"]:
                     if o[1] == 0:
-                        o[2] = nd["reads"][0]
+                        o[2] = nd["data"][0]
             coll_bufs.update(o[0] for o in nd["outs"])
     for nd in nodes:
         if nd["kind"] == "wait":
-            completed = [r for r in nd["reads"] if r in coll_bufs]
-            for o, base in zip(nd["outs"], completed):
-                o[2] = base
+            # Inductor's wait_tensor writes mutation names (size 0) of the
+            # buffer it completes, one for each name it mutates: every one
+            # is a view of a completed buffer (the last, past their count)
+            completed = [r for r in nd["data"] if r in coll_bufs]
+            for k, o in enumerate(nd["outs"]):
+                if completed and (k < len(completed) or o[1] == 0):
+                    o[2] = completed[min(k, len(completed) - 1)]
 
     g = Graph(name)
     groups = {}
     for nd in nodes:
         if nd["kind"] == "collective":
-            gname = str(group_of(nd["sn"])) if group_of else "default"
-            nd["group"] = gname
-            groups.setdefault(gname, int(group_sizes.get(gname, 2)))
+            ir_group, ir_size, reduce_op, dtype = _collective_ir(nd["sn"])
+            gname = str(group_of(nd["sn"])) if group_of else \
+                (ir_group or "default")
+            nd["group"], nd["reduce_op"], nd["dtype"] = gname, reduce_op, dtype
+            size = group_sizes.get(gname, ir_size or 2)
+            groups.setdefault(gname, int(size))
     for gname, gsize in groups.items():
         g.add_group(gname, gsize)
     for iname in used_inputs:
-        size = graph_inputs.get(iname)
-        freeable = size is not None and not iname.startswith(
-            _NON_FREEABLE_PREFIXES)
-        g.add_input(iname, int(size or 0), freeable=freeable)
+        size, freeable = inputs_known.get(iname, (0, False))
+        g.add_input(iname, size, freeable=freeable)
     for nd in nodes:
         kernels = nd["kernels"]
         kw = dict(inputs=nd["reads"], after=nd["after"],
@@ -259,10 +425,12 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=(),
         if nd["kind"] == "collective":
             g.collective(nd["name"], _collective_op(kernels), nd["group"],
                          sync=any(_SYNC_COLLECTIVE in k for k in kernels),
-                         **kw)
+                         reduce_op=nd["reduce_op"], dtype=nd["dtype"], **kw)
         elif nd["kind"] == "wait":
             g.wait(nd["name"], **kw)
         else:
+            if nd["runtime"] is None:
+                kw["flops"] = _flops(nd["sn"])
             g.compute(nd["name"], op=(kernels[0] if kernels else None),
                       gemm_like=_is_gemm_like(kernels), **kw)
     for out in dict.fromkeys(str(o) for o in graph_outputs):
@@ -287,7 +455,7 @@ def _rewriting_passes(passes):
     return [n for n in dict.fromkeys(names) if n in rewrites]
 
 
-def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=(),
+def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
             buffer_size=None, group_of=None, group_sizes=None,
             contains_collective=None, contains_wait=None, **knobs):
     """Returns ``snodes`` (the same objects) in the order commsched's

@@ -1,0 +1,170 @@
+"""commsched.inductor inside a real torch.compile (torch==2.13.0, CPU),
+under a fake process group of 8 ranks in one process, as PyTorch's own
+comms tests run: Inductor hands the plugin its real scheduler nodes.
+
+For every program (FSDP-like, TP-like, 2D with two groups, MoE) it checks
+that Inductor called the pass on real nodes, that the returned order is a
+permutation of them that respects every dependency, that what commsched
+reads from Inductor's objects is right (groups and sizes from c10d, ops,
+buffer sizes), and that commsched's peak for the input order is exactly
+torch._inductor.memory.estimate_peak_memory on the same nodes (both leave
+the non-freeable graph inputs, parameters and saved activations, out).
+
+Run by the `python` tier with the virtual environment `make test` makes
+(build/venv, torch==2.13.0); skipped (77) where torch is not importable.
+"""
+import os
+import sys
+import unittest
+
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+except ImportError:
+    print("torch is not importable: skipped")
+    sys.exit(77)
+
+import torch._inductor.config as icfg
+from torch._inductor import memory as imem
+from torch._inductor import utils as iutils
+from torch._inductor.virtualized import V
+
+import commsched
+import commsched.inductor as ci
+
+WORLD = 8
+CALLS = []   # one record per time Inductor called the pass
+
+
+def recording_pass(snodes):
+    """commsched.inductor.reorder, recording what it saw (inside the
+    compile, where V.graph is Inductor's graph)."""
+    snodes = list(snodes)
+    graph = V.graph
+    g = ci.to_graph(snodes)
+    before = commsched.optimize(g, "none").before
+    inputs = imem.get_freeable_input_buf(snodes, graph.graph_inputs.keys())
+    torch_peak, _ = imem.estimate_peak_memory(
+        snodes, inputs, set(graph.get_output_names()))
+    out = ci.reorder(snodes)
+    CALLS.append({"snodes": snodes, "order": out, "graph": g,
+                  "peak": before.peak_memory_step, "torch_peak": torch_peak})
+    return out
+
+
+def compile_and_run(fn, *args):
+    CALLS.clear()
+    torch._dynamo.reset()
+    cf = torch.compile(fn, fullgraph=True)
+    return cf(*args)
+
+
+class TorchCompile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        dist.init_process_group("fake", store=FakeStore(), rank=0,
+                                world_size=WORLD)
+        icfg.force_disable_caches = True   # a cache hit skips the pass
+        icfg.compile_threads = 1
+        icfg.reorder_for_compute_comm_overlap = True
+        icfg.reorder_for_compute_comm_overlap_passes = [recording_pass]
+        cls.world = dist.group.WORLD
+        cls.half = dist.new_group(list(range(WORLD // 2)))
+
+    @classmethod
+    def tearDownClass(cls):
+        dist.destroy_process_group()
+
+    def check_call(self, want_ops, want_groups):
+        self.assertEqual(len(CALLS), 1, "Inductor called the pass once")
+        c = CALLS[0]
+        names = [sn.get_name() for sn in c["snodes"]]
+        self.assertEqual(sorted(sn.get_name() for sn in c["order"]),
+                         sorted(names))
+        self.assertTrue(all(type(sn).__module__ ==
+                            "torch._inductor.scheduler" for sn in c["order"]),
+                        "real scheduler nodes")
+        # every dependency is met in the returned order
+        pos = {}
+        for i, sn in enumerate(c["order"]):
+            for b in sn.get_buffer_names():
+                pos[b] = i
+            for o in sn.get_operation_names():
+                pos[o] = i
+        for i, sn in enumerate(c["order"]):
+            for dep in sn.unmet_dependencies:
+                if dep.name in pos and not getattr(dep, "is_fake", False):
+                    self.assertLess(pos[dep.name], i + 1, dep.name)
+        # what the adapter reads from each collective's IR node
+        colls = [sn for sn in c["snodes"] if iutils.contains_collective(sn)]
+        self.assertEqual(sorted(ci._collective_op(ci._kernel_names(sn))
+                                for sn in colls), sorted(want_ops))
+        sizes = set()
+        for sn in colls:
+            group, size, reduce_op, dtype = ci._collective_ir(sn)
+            self.assertEqual(size, dist.get_world_size(
+                dist.distributed_c10d._resolve_process_group(group)))
+            sizes.add(size)
+            self.assertEqual(dtype, "float32")
+            if "reduce" in ci._collective_op(ci._kernel_names(sn)):
+                self.assertEqual(reduce_op, "sum")
+        self.assertEqual(sizes, set(want_groups))
+        # memory truth: Inductor's own estimate on the same nodes
+        self.assertGreater(c["torch_peak"], 0)
+        self.assertEqual(c["peak"], c["torch_peak"])
+        return c
+
+    def test_fsdp_like(self):
+        pg = self.world
+
+        def step(x, w0, w1):
+            g0 = funcol.all_gather_tensor(w0, 0, pg).view(64, 64)
+            h = torch.relu(x @ g0)
+            g1 = funcol.all_gather_tensor(w1, 0, pg).view(64, 64)
+            y = h @ g1
+            grad = funcol.reduce_scatter_tensor(y @ g1.t(), "sum", 0, pg)
+            return y.sum(), grad
+        compile_and_run(step, torch.randn(64, 64), torch.randn(8, 64),
+                        torch.randn(8, 64))
+        self.check_call(["all_gather", "all_gather", "reduce_scatter"],
+                        [WORLD])
+
+    def test_tp_like(self):
+        pg = self.world
+
+        def step(x, a, b, c):
+            part = x @ a
+            red = funcol.all_reduce(part, "sum", pg)
+            other = torch.tanh(x @ b) @ c      # independent of the reduce
+            return red + other
+        compile_and_run(step, *(torch.randn(64, 64) for _ in range(4)))
+        self.check_call(["all_reduce"], [WORLD])
+
+    def test_2d_two_groups(self):
+        dp, tp = self.world, self.half
+
+        def step(x, w, a):
+            g = funcol.all_gather_tensor(w, 0, dp).view(64, 64)
+            part = x @ g
+            red = funcol.all_reduce(part @ a, "sum", tp)
+            return torch.relu(red)
+        compile_and_run(step, torch.randn(64, 64), torch.randn(8, 64),
+                        torch.randn(64, 64))
+        self.check_call(["all_gather", "all_reduce"], [WORLD, WORLD // 2])
+
+    def test_moe_all_to_all(self):
+        pg = self.world
+
+        def step(x, w):
+            routed = funcol.all_to_all_single(x, None, None, pg)
+            y = torch.relu(routed @ w)
+            back = funcol.all_to_all_single(y, None, None, pg)
+            return back + x
+        compile_and_run(step, torch.randn(64, 64), torch.randn(64, 64))
+        self.check_call(["all_to_all", "all_to_all"], [WORLD])
+
+
+if __name__ == "__main__":
+    unittest.main()
