@@ -25,8 +25,9 @@ What is read, exactly (nothing else is touched):
 - ``snode.get_name()`` -- the node's name (unique among the nodes).
 - ``snode.get_outputs()`` -- its buffers; of each buffer ``buf.get_name()``
   and, for its size, ``buf.mpi_buffer.size_alloc`` (the memory-planning
-  info ``comms.py`` also reads through ``buf.mpi_buffer``; 0 when absent).
-  A ``buffer_size=`` callable replaces that size rule.
+  info Inductor's ``memory.py`` assigns; 0 for a mutation's new name),
+  else numel x itemsize of ``buf.node``'s layout. A ``buffer_size=``
+  callable replaces that size rule.
 - ``snode.get_buffer_names()`` -- buffer names not among ``get_outputs()``
   are added as outputs of size 0.
 - ``snode.get_operation_names()`` -- so that a dependency naming an
@@ -34,15 +35,22 @@ What is read, exactly (nothing else is touched):
 - ``snode.unmet_dependencies`` -- of each dependency ``dep.name`` and,
   with ``getattr(dep, "is_fake", None)``, whether it is a ``WeakDep``
   (only ``WeakDep`` has ``is_fake``) and a fake one. ``MemoryDep`` /
-  ``StarDep`` become data reads (``inputs``), a non-fake ``WeakDep`` a
-  control dependency (``after``), a fake one (``is_fake=True``, as
+  ``StarDep`` become data reads (``inputs``); a non-fake ``WeakDep`` on an
+  earlier node's buffer a read too (Inductor keeps a buffer alive until
+  its last successor of either kind), on an operation a control
+  dependency (``after``); a fake one (``is_fake=True``, as
   ``decide_global_ordering_of_comms`` adds) an ordering-only edge
   (``after_fake``, which the iterative passes ignore exactly as
   ``_is_fake_dep`` makes the seed ignore them). A fake dependency on a
   later node (an earlier pass in Inductor's list broke it) is dropped.
-- ``snode.get_estimated_runtime()`` -- the runtime, taken as nanoseconds
-  (``estimate_op_runtime`` with ``config.estimate_op_runtime ==
-  "default"``).
+- ``snode.read_writes.reads`` -- the graph inputs a node reads
+  (``unmet_dependencies`` holds only the scheduler's own buffers).
+- the runtime: ``torch._inductor.comms.estimate_op_runtime(snode)``
+  (``snode.get_estimated_runtime()`` without torch), in milliseconds as
+  Inductor estimates, converted to nanoseconds; where it is 0 (Inductor's
+  "no estimate", e.g. every node on CPU) commsched's cost model prices the
+  node, from ``snode.estimate_flops()`` for compute and the bytes for
+  collectives. Waits take 0, as in Inductor.
 - ``contains_collective(snode)`` and ``contains_wait(snode)`` from
   ``torch._inductor.utils`` (imported when ``reorder`` is called), or the
   callables passed as ``contains_collective=`` / ``contains_wait=``: a
@@ -52,31 +60,43 @@ What is read, exactly (nothing else is touched):
   marks gemm-like nodes (``"extern_kernels"`` in it, or SDPA flash
   attention) as ``contains_gemm_like`` does, synchronous collectives
   (``torch.ops._dtensor.shard_dim_alltoall.default``) as
-  ``is_async_collective`` does, and names the collective's op
-  (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...;
-  unknown names count as all_reduce, which matters only for the cost
-  model, unused when every node has a runtime).
+  ``is_async_collective`` does, and names the collective's op from the
+  functional collective (``torch.ops._c10d_functional.<op>.default``:
+  all_gather_into_tensor, reduce_scatter_tensor, all_reduce(_),
+  all_to_all_single, broadcast and their coalesced forms), else by
+  substring.
+- a collective's IR node ``snode.node.constant_args`` (``(group_size,
+  group_name)`` or ``(reduce_op, group_size, group_name)``): its process
+  group by name, sized through c10d (``_resolve_process_group(name)
+  .size()``), its reduce op, and the dtype of ``snode.node.inputs[0]``.
 
-Not read: ``snode.ancestors`` (commsched computes reachability itself) and
-anything through ``V.graph``: pass ``graph_inputs={name: bytes}`` and
-``graph_outputs=[names]`` (e.g. ``V.graph.get_output_names()``) to give
-the memory model what ``comms.py`` takes from ``V.graph``. Inputs are
-freeable unless their names start as Inductor's non-freeable ones do
-(``primals_``, ``arg``, ``fwd_rng_state``, ``bwd_rng_state``,
-``tangents``); without ``graph_inputs`` they count 0 bytes.
+Inside a compile (``V.graph`` set) the graph's inputs and outputs come
+from Inductor as its memory estimate takes them: the graph inputs a node
+reads, freeable unless ``is_nonfreeable_buffers`` says otherwise
+(``primals_``, ``arg``, rng states, ``tangents``), freeable ones sized by
+``V.graph.get_dep_size_hint`` and the others by their layout (the memory
+model does not count them, as Inductor does not); outputs from
+``V.graph.get_output_names()``. ``graph_inputs={name: bytes}``,
+``graph_outputs=[names]``, ``group_of=`` (node -> group name) and
+``group_sizes=`` override what is read. Not read: ``snode.ancestors``
+(commsched computes reachability itself).
 
 Mapping onto the graph format (docs/FORMAT.md): a wait's outputs are
 aliases of the collective outputs it reads (Inductor's wait is a
-mutation of the collective's buffer); a collective output of size 0 (a
-mutation, i.e. an in-place collective such as ``all_reduce_``) is an alias
-of the collective's single input, as memory.py folds mutations into the
-real buffer. All collectives run on one process group (``"default"``)
-unless ``group_of=`` maps a node to its group's name; ``group_sizes=``
-gives group sizes (default 2).
+mutation of the collective's buffer; every mutation name it writes is one);
+a collective output of size 0 (a mutation, i.e. an in-place collective
+such as ``all_reduce_``) is an alias of the collective's single data
+input, as memory.py folds mutations into the real buffer. With these
+rules, commsched's peak for Inductor's order equals
+``torch._inductor.memory.estimate_peak_memory`` on the same nodes: tested
+on FSDP-like, TP-like, 2D and MoE programs compiled by torch 2.13
+(tests/python/test_torch_compile.py). Known difference: a multi-output
+kernel (``MultiOutputLayout``), whose bytes Inductor allocates with the
+kernel and frees per output, is counted at allocation only.
 
-PyTorch 2.x cannot be installed where this was built, so the adapter is
-tested with stand-in objects exposing exactly the attributes above, built
-from Inductor's own test scenarios (tests/python/test_inductor.py).
+Tested on stand-in objects exposing exactly the attributes above
+(Inductor's own scenarios, tests/python/test_inductor.py) and inside real
+``torch.compile`` runs (tests/python/test_torch_compile.py).
 """
 
 import functools

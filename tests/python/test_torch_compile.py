@@ -4,7 +4,9 @@ comms tests run: Inductor hands the plugin its real scheduler nodes.
 
 For every program (FSDP-like, TP-like, 2D with two groups, MoE) it checks
 that Inductor called the pass on real nodes, that the returned order is a
-permutation of them that respects every dependency, that what commsched
+permutation of them that respects every dependency and, by commsched's
+simulator, is never slower than the input order or than torch's own
+raise_comms, sink_waits and reorder_compute_for_overlap on the same nodes, that what commsched
 reads from Inductor's objects is right (groups and sizes from c10d, ops,
 buffer sizes), and that commsched's peak for the input order is exactly
 torch._inductor.memory.estimate_peak_memory on the same nodes (both leave
@@ -49,8 +51,18 @@ def recording_pass(snodes):
     torch_peak, _ = imem.estimate_peak_memory(
         snodes, inputs, set(graph.get_output_names()))
     out = ci.reorder(snodes)
+    # torch's own reordering passes on the same nodes, every order judged
+    # by commsched's simulator on the graph the adapter builds
+    from torch._inductor import comms
+    theirs = {}
+    for pname in ("raise_comms", "sink_waits", "reorder_compute_for_overlap"):
+        order = getattr(comms, pname)(list(snodes))
+        theirs[pname] = commsched.simulate(ci.to_graph(order)).makespan_ns
+    ours = commsched.simulate(ci.to_graph(out)).makespan_ns
     CALLS.append({"snodes": snodes, "order": out, "graph": g,
-                  "peak": before.peak_memory_step, "torch_peak": torch_peak})
+                  "peak": before.peak_memory_step, "torch_peak": torch_peak,
+                  "input_ns": before.makespan_ns, "ours_ns": ours,
+                  "theirs_ns": theirs})
     return out
 
 
@@ -111,6 +123,14 @@ class TorchCompile(unittest.TestCase):
             if "reduce" in ci._collective_op(ci._kernel_names(sn)):
                 self.assertEqual(reduce_op, "sum")
         self.assertEqual(sizes, set(want_groups))
+        # never slower than the input order or any of torch's passes
+        self.assertLessEqual(c["ours_ns"], c["input_ns"] * (1 + 1e-9))
+        for pname, t in c["theirs_ns"].items():
+            self.assertLessEqual(c["ours_ns"], t * (1 + 1e-9), pname)
+        print("%s: input %.1f us, commsched %.1f us, %s" % (
+            self.id().rsplit(".", 1)[1], c["input_ns"] / 1e3,
+            c["ours_ns"] / 1e3, ", ".join("%s %.1f us" % (k, v / 1e3)
+                                          for k, v in c["theirs_ns"].items())))
         # memory truth: Inductor's own estimate on the same nodes
         self.assertGreater(c["torch_peak"], 0)
         self.assertEqual(c["peak"], c["torch_peak"])
