@@ -66,6 +66,8 @@ void commsched_measurement_predict(const commsched_measurement *m,
 typedef struct summary {
     uint32_t R, n, I;
     double step_med, step_min, step_max;
+    double step_mean, step_sd; /* over iterations: the spread of the
+                                  repeated measurement */
     double *step_it;      /* [iter]: slowest rank */
     double compute, comm, exposed, overlap; /* medians of rank means */
     double *dur;          /* [node] median over iterations of the rank mean */
@@ -239,10 +241,18 @@ static int summarize(const commsched_measurement *m, summary *s)
         col[it] = s->step_it[it];
     s->step_med = median(col, I);
     s->step_min = s->step_max = I ? s->step_it[0] : 0;
+    s->step_mean = s->step_sd = 0;
     for (uint32_t it = 0; it < I; it++) {
         s->step_min = fmin(s->step_min, s->step_it[it]);
         s->step_max = fmax(s->step_max, s->step_it[it]);
+        s->step_mean += s->step_it[it] / I;
     }
+    /* Sample standard deviation (n - 1): the iterations are a sample of
+     * the steps this schedule takes. */
+    for (uint32_t it = 0; I > 1 && it < I; it++)
+        s->step_sd += (s->step_it[it] - s->step_mean) *
+                      (s->step_it[it] - s->step_mean) / (I - 1);
+    s->step_sd = sqrt(s->step_sd);
     for (uint32_t r = 0; r < R; r++) {
         if (m->peak_live[r] > s->peak)
             s->peak = m->peak_live[r];
@@ -371,6 +381,11 @@ commsched_status commsched_run_report_table(FILE *out,
             fmt_time(s.step_med, b, sizeof b),
             fmt_pct(err_pct(s.step_med, st ? st->makespan_ns : NAN), c, sizeof c),
             fmt_time(s.step_min, d, sizeof d), fmt_time(s.step_max, e, sizeof e));
+    fprintf(out, "%-22s %12s %12s %8s   (mean of %u iterations; standard "
+                 "deviation %s, %.1f%% of the mean)\n",
+            "  step mean", "", fmt_time(s.step_mean, b, sizeof b), "", m->iters,
+            fmt_time(s.step_sd, d, sizeof d),
+            s.step_mean > 0 ? 100 * s.step_sd / s.step_mean : 0.0);
     fprintf(out, "%-22s %12s %12s %8s\n", "compute",
             fmt_time(st ? st->compute_ns : NAN, a, sizeof a),
             fmt_time(s.compute, b, sizeof b),
@@ -528,6 +543,8 @@ commsched_status commsched_run_report_json(FILE *out,
     key_num(w, "median_ns", s.step_med);
     key_num(w, "min_ns", s.step_min);
     key_num(w, "max_ns", s.step_max);
+    key_num(w, "mean_ns", s.step_mean);
+    key_num(w, "stddev_ns", s.step_sd);
     key_num(w, "predicted_ns", st ? st->makespan_ns : NAN);
     key_num(w, "error_pct", err_pct(s.step_med, st ? st->makespan_ns : NAN));
     cs_jw_key(w, "per_iteration_ns");
