@@ -124,14 +124,18 @@ typedef struct ov_run {
     uint32_t *unmet;    /* unscheduled deps (all edges + order edge) */
     uint32_t *blockers; /* collectives: unscheduled deps other than ready
                            compute nodes (which can be pulled along) */
-    uint8_t *sched, *in_fh, *in_sh;
+    uint8_t *sched, *in_fh, *in_sh; /* placed; in fh; in sh or shf */
+    uint32_t *hpos;     /* index in fh, sh or shf (heap.h's pos): a node
+                           leaves its heap as soon as it is placed */
     uint32_t *order, k;
     uint32_t *rem;
     double *cend, *wend, now, *sf;
     int64_t *infl, cur, peak;
     cs_heap fh;           /* ready frame nodes, by the frame rule's key */
     cs_heap wh;           /* ready waits, by the end of their collectives */
-    cs_heap ah, tmp;      /* force()'s scratch; popped entries */
+    cs_heap ah;           /* force()'s scratch */
+    cs_heap_walk wk[2];   /* walks over fh, or over a stream's two heaps:
+                             candidates are read in key order in place */
     cs_heap *sh, *shf;    /* per stream: issuable collectives by urgency;
                            shf those that free at least what they take */
     segt seg;

@@ -34,6 +34,7 @@ void cs_ov_run_free(ov_run *S)
     free(S->sched);
     free(S->in_fh);
     free(S->in_sh);
+    free(S->hpos);
     free(S->order);
     free(S->rem);
     free(S->cend);
@@ -43,7 +44,8 @@ void cs_ov_run_free(ov_run *S)
     cs_heap_fini(&S->fh);
     cs_heap_fini(&S->wh);
     cs_heap_fini(&S->ah);
-    cs_heap_fini(&S->tmp);
+    cs_heap_fini(&S->wk[0].frontier);
+    cs_heap_fini(&S->wk[1].frontier);
     if (S->sh)
         for (uint32_t s = 0; s < S->b->n_streams; s++)
             cs_heap_fini(&S->sh[s]);
@@ -79,6 +81,7 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->sched = cs_malloc_array(nn, sizeof *S->sched);
     S->in_fh = cs_malloc_array(nn, sizeof *S->in_fh);
     S->in_sh = cs_malloc_array(nn, sizeof *S->in_sh);
+    S->hpos = cs_malloc_array(nn, sizeof *S->hpos);
     S->order = cs_malloc_array(nn, sizeof *S->order);
     S->rem = cs_malloc_array(nb, sizeof *S->rem);
     S->cend = cs_malloc_array(nn, sizeof *S->cend);
@@ -109,7 +112,11 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->seg.h = h;
     S->seg.t = cs_malloc_array(2 * (size_t)size, sizeof *S->seg.t);
     S->seg.d = cs_malloc_array(size, sizeof *S->seg.d);
+    S->fh.pos = S->hpos;
+    for (uint32_t s = 0; S->sh && S->shf && s < b->n_streams; s++)
+        S->sh[s].pos = S->shf[s].pos = S->hpos;
     return S->unmet && S->blockers && S->sched && S->in_fh && S->in_sh &&
+           S->hpos &&
                    S->order && S->rem && S->cend && S->wend && S->sf &&
                    S->infl && S->sh && S->shf && S->ready_t && S->flags &&
                    S->stk && S->list && S->mark && S->mark2 && S->undo &&
@@ -215,6 +222,16 @@ static void sched_node(ov_run *S, uint32_t v)
     assert(!S->sched[v] && S->unmet[v] == 0 && S->k < b->n);
     S->sched[v] = 1;
     S->order[S->k++] = v;
+    if (S->in_fh[v]) {
+        cs_heap_remove_at(&S->fh, S->hpos[v]);
+        S->in_fh[v] = 0;
+    }
+    if (S->in_sh[v]) {
+        cs_heap_remove_at(b->dref[v] <= 0 ? &S->shf[b->stream[v]]
+                                          : &S->sh[b->stream[v]],
+                          S->hpos[v]);
+        S->in_sh[v] = 0;
+    }
     /* memory and time through the model's kernel (kernel.h), so the
      * order is priced exactly as the memory model and the simulator will */
     int64_t fr = b->unread_free[v];
@@ -377,67 +394,91 @@ double cs_ov_issue(ov_run *S, uint32_t c)
     return t;
 }
 
-/* Pops up to K live entries of h into S->tmp after the ones there (pops
- * come out in key order). */
-static void take(ov_run *S, cs_heap *h, size_t k)
+/* Moves walk j to its next entry while *left (entries it may still show)
+ * allows: its index in the walked heap, or SIZE_MAX. (The heaps hold
+ * unplaced nodes only: sched_node removes a node from its heap.) */
+static size_t walk_live(ov_run *S, int j, uint32_t *left)
 {
-    size_t want = S->tmp.n + k;
-    while (h->n > 0 && S->tmp.n < want) {
-        cs_heap_item x = cs_heap_pop(h);
-        if (!S->sched[x.v] && cs_grow((void **)&S->tmp.a, &S->tmp.cap,
-                                      S->tmp.n + 1, sizeof *S->tmp.a) == 0)
-            S->tmp.a[S->tmp.n++] = x;
-        else if (!S->sched[x.v])
-            S->oom = 1;
-    }
+    size_t at = SIZE_MAX;
+    if (*left > 0 && cs_heap_walk_next(&S->wk[j], &at) != 0)
+        S->oom = 1;
+    if (at == SIZE_MAX)
+        *left = 0;
+    else
+        (*left)--;
+    return at;
 }
 
-/* Issues the first of S->tmp[from ..) (in the order given) that passes the
- * in-flight and budget tests, pushes the others back where they came from
- * (freeing collectives to hf, others to h). Returns the one issued or
- * NONE, and adds the compute it pulled along to *t_next. */
+/* Would collective c go now (in-flight and budget tests)? Notes why not
+ * on c. */
+static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
+{
+    const ov_base *b = S->b;
+    uint32_t nf = feeders(S, c);
+    int64_t d = b->dref[c];
+    double pull = 0;
+    for (uint32_t j = 0; j < nf; j++) {
+        d += b->dref[S->list[j]];
+        pull += b->rt[S->list[j]];
+    }
+    if (only_freeing && d > 0)
+        return 0;
+    /* Pull compute along only when it is cheap beside the collective (the
+     * copy-in or cast of an all-gather); real work waits for its turn in
+     * the frame order. */
+    if (pull > FEEDER_FRACTION * b->rt[c])
+        return 0;
+    if (S->cap > 0 && d > 0 && S->infl[s] + b->bytes[c] > S->cap) {
+        S->flags[c] |= F_INFL;
+        return 0;
+    }
+    /* A collective that frees at least what it allocates only gets dearer
+     * later (its input stays live), so it goes now; its momentary step
+     * peak is checked with the whole order, and an excess tightens the
+     * budget of the decisions that led to it. */
+    if (d > 0 && !mem_ok(S, nf, c)) {
+        S->flags[c] |= F_MEM;
+        return 0;
+    }
+    return 1;
+}
+
+/* Issues the first collective that passes the in-flight and budget tests
+ * among the K_STREAM most urgent entries of h (none when h is NULL) and
+ * those of hf, tried in key order (issuing removes it from its heap).
+ * Returns it or NONE, and adds the compute it pulled along to *t_next.
+ * The candidates are read in place (a walk), so the ones refused stay
+ * where they are. */
 static uint32_t try_issue(ov_run *S, uint32_t s, cs_heap *h, cs_heap *hf,
                           int only_freeing, double *t_next)
 {
-    const ov_base *b = S->b;
-    uint32_t chosen = NONE;
-    for (size_t i = 0; i < S->tmp.n && chosen == NONE; i++) {
-        uint32_t c = S->tmp.a[i].v;
-        uint32_t nf = feeders(S, c);
-        int64_t d = b->dref[c];
-        double pull = 0;
-        for (uint32_t j = 0; j < nf; j++) {
-            d += b->dref[S->list[j]];
-            pull += b->rt[S->list[j]];
+    cs_heap *hs[2] = {h, hf};
+    size_t at[2];
+    uint32_t left[2];
+    for (int j = 0; j < 2; j++) {
+        left[j] = 0;
+        if (hs[j]) {
+            left[j] = K_STREAM;
+            if (cs_heap_walk_start(&S->wk[j], hs[j]) != 0) {
+                S->oom = 1;
+                left[j] = 0;
+            }
         }
-        if (only_freeing && d > 0)
-            continue;
-        /* Pull compute along only when it is cheap beside the collective
-         * (the copy-in or cast of an all-gather); real work waits for its
-         * turn in the frame order. */
-        if (pull > FEEDER_FRACTION * b->rt[c])
-            continue;
-        if (S->cap > 0 && d > 0 && S->infl[s] + b->bytes[c] > S->cap) {
-            S->flags[c] |= F_INFL;
-            continue;
-        }
-        /* A collective that frees at least what it allocates only gets
-         * dearer later (its input stays live), so it goes now; its
-         * momentary step peak is checked with the whole order, and an
-         * excess tightens the budget of the decisions that led to it. */
-        if (d > 0 && !mem_ok(S, nf, c)) {
-            S->flags[c] |= F_MEM;
-            continue;
-        }
-        chosen = c;
+        at[j] = walk_live(S, j, &left[j]);
     }
-    for (size_t i = 0; i < S->tmp.n; i++)
-        if (S->tmp.a[i].v != chosen)
-            push(S, b->dref[S->tmp.a[i].v] <= 0 ? hf : h, S->tmp.a[i]);
-    S->tmp.n = 0;
-    if (chosen != NONE)
-        *t_next += cs_ov_issue(S, chosen);
-    return chosen;
+    while (at[0] != SIZE_MAX || at[1] != SIZE_MAX) {
+        int j = at[1] == SIZE_MAX   ? 0
+                : at[0] == SIZE_MAX ? 1
+                : cs_heap_less(&hs[1]->a[at[1]], &hs[0]->a[at[0]]) ? 1
+                                                                    : 0;
+        uint32_t c = hs[j]->a[at[j]].v;
+        if (issuable(S, s, c, only_freeing)) {
+            *t_next += cs_ov_issue(S, c);
+            return c;
+        }
+        at[j] = walk_live(S, j, &left[j]);
+    }
+    return NONE;
 }
 
 /* Feeds the comm streams before the next frame node (which would end at
@@ -451,30 +492,13 @@ static void prefetch(ov_run *S, double t_next)
     for (uint32_t s = 0; s < b->n_streams && !S->oom; s++) {
         cs_heap *h = &S->sh[s], *hf = &S->shf[s];
         if (var->eager_free)
-            for (;;) {
-                S->tmp.n = 0;
-                take(S, hf, K_STREAM);
-                if (try_issue(S, s, h, hf, 1, &t_next) == NONE)
-                    break;
-            }
+            while (!S->oom && try_issue(S, s, NULL, hf, 1, &t_next) != NONE)
+                ;
         for (;;) {
             if (var->jit && S->sf[s] >= t_next)
                 break;
             /* the most urgent of both heaps, in key order */
-            S->tmp.n = 0;
-            take(S, h, K_STREAM);
-            size_t nh = S->tmp.n;
-            take(S, hf, K_STREAM);
-            for (size_t i = nh; i < S->tmp.n; i++) { /* merge: insertion */
-                cs_heap_item x = S->tmp.a[i];
-                size_t j = i;
-                while (j > 0 && cs_heap_less(&x, &S->tmp.a[j - 1])) {
-                    S->tmp.a[j] = S->tmp.a[j - 1];
-                    j--;
-                }
-                S->tmp.a[j] = x;
-            }
-            if (try_issue(S, s, h, hf, 0, &t_next) == NONE)
+            if (S->oom || try_issue(S, s, h, hf, 0, &t_next) == NONE)
                 break;
         }
     }
@@ -581,18 +605,17 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
     if (S->B != NO_LIMIT && S->unmet[fs] == 0 && b->dref[fs] <= 0 &&
         S->cur + b->max_alloc > S->B)
         return fs;
-    S->tmp.n = 0;
-    while (S->fh.n > 0 && S->tmp.n < K_FRAME) {
-        cs_heap_item x = cs_heap_pop(&S->fh);
-        if (S->sched[x.v]) {
-            S->in_fh[x.v] = 0;
-            continue;
-        }
-        push(S, &S->tmp, x);
+    /* The K_FRAME first entries of fh in key order, read in place. */
+    uint32_t chosen = NONE, left = K_FRAME;
+    if (cs_heap_walk_start(&S->wk[0], &S->fh) != 0) {
+        S->oom = 1;
+        left = 0;
     }
-    uint32_t chosen = NONE;
-    for (size_t i = 0; i < S->tmp.n && chosen == NONE; i++) {
-        uint32_t x = S->tmp.a[i].v;
+    while (chosen == NONE) {
+        size_t at = walk_live(S, 0, &left);
+        if (at == SIZE_MAX)
+            break;
+        uint32_t x = S->fh.a[at].v;
         if (x != fs && S->window > 0 &&
             b->frank[x] > b->frank[fs] + (uint32_t)S->window)
             continue;
@@ -602,8 +625,6 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
             continue;
         chosen = x;
     }
-    for (size_t i = 0; i < S->tmp.n; i++)
-        push(S, &S->fh, S->tmp.a[i]);
     if (chosen == NONE) {
         *stalled_alone = 1;
         return fs;
@@ -618,13 +639,11 @@ static void tail_step(ov_run *S)
     cs_heap *bh = NULL;
     for (uint32_t s = 0; s < 2 * b->n_streams; s++) {
         cs_heap *h = s < b->n_streams ? &S->sh[s] : &S->shf[s - b->n_streams];
-        while (h->n > 0 && S->sched[h->a[0].v])
-            cs_heap_pop(h);
         if (h->n > 0 && (!bh || cs_heap_less(&h->a[0], &bh->a[0])))
             bh = h;
     }
     if (bh) {
-        cs_ov_issue(S, cs_heap_pop(bh).v);
+        cs_ov_issue(S, bh->a[0].v); /* placing it removes it */
         return;
     }
     while (S->wh.n > 0) {
@@ -658,7 +677,7 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     S->cur = S->peak = b->baseline;
     S->fi = 0;
     S->oom = 0;
-    S->fh.n = S->wh.n = S->ah.n = S->tmp.n = 0;
+    S->fh.n = S->wh.n = S->ah.n = 0;
     for (uint32_t s = 0; s < b->n_streams; s++) {
         S->sh[s].n = 0;
         S->shf[s].n = 0;
