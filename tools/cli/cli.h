@@ -164,6 +164,9 @@ typedef struct import_options {
 } import_options;
 int import_astra(const char *path, const import_options *o,
                  commsched_graph **out);
+/* Prints the ASTRA-sim parallelism policies and comm types import astra
+ * reads, one per line after `indent` (the importer's own table). */
+void import_astra_policies(FILE *f, const char *indent);
 int import_chakra(const char *path, const import_options *o,
                   commsched_graph **out);
 int import_kineto(const char *path, const import_options *o,

@@ -15,7 +15,10 @@ static void usage(FILE *f)
             "\n"
             "Converts a workload written by another tool into a commsched graph.\n"
             "\n"
-            "  astra    ASTRA-sim 1.0 text workload (DATA, MODEL, HYBRID_*)\n"
+            "  astra    ASTRA-sim 1.0 text workload, every policy the format\n"
+            "           defines:\n");
+    import_astra_policies(f, "             ");
+    fprintf(f,
             "  chakra   Chakra execution trace: binary .et (protobuf, what\n"
             "           ASTRA-sim reads) or the simple JSON form\n"
             "           (workload_graph), told apart by content\n"
@@ -30,10 +33,11 @@ static void usage(FILE *f)
             "  -o, --output OUT  write here (default: standard output), atomically\n"
             "  --clock-ghz F     astra: compute cycles per ns (default 1)\n"
             "  --npus N          astra: NPUs in the job (default: the file's\n"
-            "                    all_gpus, else 8)\n"
+            "                    all_gpus, else 8 rounded up to a multiple of\n"
+            "                    the model-parallel group)\n"
             "  --mp N            astra: model-parallel group size (default: the\n"
-            "                    file's model_parallel_NPU_group, else 2 for\n"
-            "                    HYBRID_*)\n"
+            "                    file's model_parallel_NPU_group, else 2);\n"
+            "                    HYBRID_CUSTOMIZED: the inner dimension's size\n"
             "  --gpu-only        chakra: drop CPU-side ops (dependencies are\n"
             "                    bridged across them)\n"
             "  --ranks N         chakra, kineto, pytorch-et: ranks of the\n"

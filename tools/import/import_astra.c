@@ -46,9 +46,37 @@ typedef struct token {
     int col; /* 1-based byte column */
 } token;
 
-enum comm { C_NONE, C_ALLREDUCE, C_ALLGATHER, C_REDUCESCATTER, C_ALLTOALL };
-static const char *const comm_names[] = {"NONE", "ALLREDUCE", "ALLGATHER",
-                                         "REDUCESCATTER", "ALLTOALL"};
+enum comm {
+    C_NONE,
+    C_ALLREDUCE,
+    C_ALLGATHER,
+    C_REDUCESCATTER,
+    C_ALLTOALL,
+    C_ALLREDUCEALLTOALL
+};
+#define N_COMM 6
+static const char *const comm_names[N_COMM] = {
+    "NONE", "ALLREDUCE", "ALLGATHER", "REDUCESCATTER", "ALLTOALL",
+    "ALLREDUCEALLTOALL"};
+
+enum phase { FWD, IG, WG };
+
+/* The parallelism policies of ASTRA-sim 1.0's Workload.cc; which loop runs
+ * the step and over which dimensions each phase talks is in
+ * astra_policies[] below. */
+enum policy {
+    P_DATA,
+    P_MODEL,
+    P_HYBRID_DATA_MODEL,
+    P_HYBRID_MODEL_DATA,
+    P_TRANSFORMER,
+    P_TRANSFORMER_FIB,
+    P_DLRM,
+    P_DLRM_ENHANCED,
+    P_CUSTOMIZED,
+    P_MICRO,
+    P_INFERENCE
+};
 
 typedef struct layer {
     char *name;
@@ -57,20 +85,73 @@ typedef struct layer {
     int comm[3];
     int64_t bytes[3];
     int64_t update;
+    int policy; /* HYBRID_CUSTOMIZED: this layer's own policy; else -1 */
+    int checkpoint, initiates; /* HYBRID_TRANSFORMER_FWD_IN_BCKWD */
 } layer;
-
-enum policy { P_DATA, P_MODEL, P_HYBRID };
 
 typedef struct astra {
     const char *file; /* for messages */
     layer *layers;
     long n_layers;
     int policy;
-    char policy_name[64];
+    const char *policy_name;
     long mp;          /* from the header; 0: absent */
     long all_gpus;    /* from the header; 0: absent */
-    int had_checkpoints;
+    long last_bottom; /* HYBRID_DLRM*: the header's last bottom layer */
+    int last_bottom_col;
+    /* checkpoints / checkpoint_initiates: layer indices and their columns
+     * on line 1, checked against the layer count once it is known */
+    long *marks;
+    int *mark_cols, *mark_kind;
+    int n_marks;
 } astra;
+
+/* What the format defines, one row per policy: `import --help` prints
+ * this table (import_astra_policies), the parser reads it. */
+static const struct {
+    const char *name;
+    int policy;
+    const char *what;
+} astra_policies[] = {
+    {"DATA", P_DATA, "weight gradients over all NPUs"},
+    {"MODEL", P_MODEL, "forward and input gradients over all NPUs"},
+    {"HYBRID_DATA_MODEL", P_HYBRID_DATA_MODEL,
+     "model parallel inner (--mp), data outer"},
+    {"HYBRID_MODEL_DATA", P_HYBRID_MODEL_DATA,
+     "data parallel inner, model outer (--mp)"},
+    {"HYBRID_TRANSFORMER", P_TRANSFORMER,
+     "as HYBRID_DATA_MODEL, input-gradient collectives blocking"},
+    {"HYBRID_TRANSFORMER_FWD_IN_BCKWD", P_TRANSFORMER_FIB,
+     "HYBRID_TRANSFORMER with activation recomputation"},
+    {"HYBRID_DLRM", P_DLRM,
+     "data parallel, layer 0's all-to-all around the bottom MLP"},
+    {"HYBRID_DLRM_ENHANCED", P_DLRM_ENHANCED,
+     "HYBRID_DLRM, embedding gradient waited at the end"},
+    {"HYBRID_CUSTOMIZED", P_CUSTOMIZED,
+     "each layer names its own policy (13th field)"},
+    {"MICRO", P_MICRO, "layer 0's weight-gradient collective alone"},
+    {"DISTRIBUTED_INFERENCE", P_INFERENCE, "forward pass only"},
+};
+#define N_POLICIES (sizeof astra_policies / sizeof astra_policies[0])
+
+void import_astra_policies(FILE *f, const char *indent)
+{
+    for (size_t i = 0; i < N_POLICIES; i++)
+        fprintf(f, "%s%-32s %s\n", indent, astra_policies[i].name,
+                astra_policies[i].what);
+    fprintf(f, "%scomm types: NONE ALLREDUCE ALLGATHER REDUCESCATTER "
+               "ALLTOALL\n%s  ALLREDUCEALLTOALL\n",
+            indent, indent);
+}
+
+static int find_policy(const token *t)
+{
+    for (size_t i = 0; i < N_POLICIES; i++)
+        if (t->len == strlen(astra_policies[i].name) &&
+            memcmp(t->s, astra_policies[i].name, t->len) == 0)
+            return (int)i;
+    return -1;
+}
 
 /* "FILE:LINE: msg" or "FILE:LINE:COL: msg"; always returns EXIT_INPUT. */
 static int located(const char *file, int line, int col, const char *fmt, ...)
@@ -141,96 +222,135 @@ static int64_t tok_int(const token *t, int *ok)
     return (int64_t)v;
 }
 
+/* Remembers a checkpoint (kind 0) or initiating (kind 1) layer index. */
+static int add_mark(astra *a, long v, int col, int kind)
+{
+    if (a->n_marks % 16 == 0) {
+        size_t cap = (size_t)a->n_marks + 16;
+        long *m = realloc(a->marks, cap * sizeof *m);
+        if (m)
+            a->marks = m;
+        int *c = realloc(a->mark_cols, cap * sizeof *c);
+        if (c)
+            a->mark_cols = c;
+        int *k = realloc(a->mark_kind, cap * sizeof *k);
+        if (k)
+            a->mark_kind = k;
+        if (!m || !c || !k) {
+            fprintf(stderr, "commsched: out of memory\n");
+            return EXIT_RUNTIME;
+        }
+    }
+    a->marks[a->n_marks] = v;
+    a->mark_cols[a->n_marks] = col;
+    a->mark_kind[a->n_marks] = kind;
+    a->n_marks++;
+    return 0;
+}
+
 static int parse_header(astra *a, int line_no, const token *tok, int n)
 {
-    static const struct {
-        const char *name;
-        int policy;
-    } policies[] = {
-        {"DATA", P_DATA},
-        {"MODEL", P_MODEL},
-        {"HYBRID_TRANSFORMER", P_HYBRID},
-        {"HYBRID_TRANSFORMER_FWD_IN_BCKWD", P_HYBRID},
-        {"HYBRID_DATA_MODEL", P_HYBRID},
-        {"HYBRID_MODEL_DATA", P_HYBRID},
-    };
+    int rc;
     if (n == 0)
         return located(a->file, line_no, 0,
                        "expected the parallelism policy (DATA, MODEL, "
                        "HYBRID_TRANSFORMER, HYBRID_DATA_MODEL, ...)");
-    a->policy = -1;
-    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
-        if (tok_eq(&tok[0], policies[i].name)) {
-            a->policy = policies[i].policy;
-            snprintf(a->policy_name, sizeof a->policy_name, "%s",
-                     policies[i].name);
-        }
-    if (a->policy < 0)
+    int k = find_policy(&tok[0]);
+    if (k < 0) {
+        char list[512];
+        size_t used = 0;
+        for (size_t i = 0; i < N_POLICIES; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
+                                     i ? ", " : "", astra_policies[i].name);
         return located(a->file, line_no, tok[0].col,
                        "unsupported parallelism policy \"%.*s\" (supported: "
-                       "DATA, MODEL, HYBRID_TRANSFORMER, "
-                       "HYBRID_TRANSFORMER_FWD_IN_BCKWD, HYBRID_DATA_MODEL, "
-                       "HYBRID_MODEL_DATA)",
-                       (int)tok[0].len, tok[0].s);
-    for (int i = 1; i < n; i++) {
-        const token *k = &tok[i];
-        if (k->len < 2 || k->s[k->len - 1] != ':')
-            return located(a->file, line_no, k->col,
+                       "%s)",
+                       (int)tok[0].len, tok[0].s, list);
+    }
+    a->policy = astra_policies[k].policy;
+    a->policy_name = astra_policies[k].name;
+    int i = 1;
+    if (a->policy == P_DLRM || a->policy == P_DLRM_ENHANCED) {
+        /* ASTRA-sim reads the last bottom-MLP layer right after the name */
+        int ok = 0;
+        int64_t v = i < n ? tok_int(&tok[i], &ok) : 0;
+        if (!ok || v < 0)
+            return located(a->file, line_no, i < n ? tok[i].col : 0,
+                           "%s expects the index of the last bottom-MLP "
+                           "layer after the policy",
+                           a->policy_name);
+        if (v > 10000000)
+            return located(a->file, line_no, tok[i].col,
+                           "last bottom-MLP layer %lld is beyond the layer "
+                           "limit",
+                           (long long)v);
+        a->last_bottom = (long)v;
+        a->last_bottom_col = tok[i].col;
+        i++;
+    }
+    for (; i < n; i++) {
+        const token *key = &tok[i];
+        if (key->len < 2 || key->s[key->len - 1] != ':')
+            return located(a->file, line_no, key->col,
                            "expected a \"field:\" name, got \"%.*s\"",
-                           (int)k->len, k->s);
+                           (int)key->len, key->s);
         if (i + 1 >= n)
-            return located(a->file, line_no, k->col,
-                           "\"%.*s\" has no value", (int)k->len, k->s);
+            return located(a->file, line_no, key->col,
+                           "\"%.*s\" has no value", (int)key->len, key->s);
         int ok;
         int64_t v = tok_int(&tok[i + 1], &ok);
         if (!ok || v < 0)
             return located(a->file, line_no, tok[i + 1].col,
                            "%.*s expects a non-negative integer, got "
                            "\"%.*s\"",
-                           (int)(k->len - 1), k->s, (int)tok[i + 1].len,
+                           (int)(key->len - 1), key->s, (int)tok[i + 1].len,
                            tok[i + 1].s);
-        if ((tok_eq(k, "model_parallel_NPU_group:") ||
-             tok_eq(k, "all_gpus:")) &&
+        if ((tok_eq(key, "model_parallel_NPU_group:") ||
+             tok_eq(key, "all_gpus:")) &&
             v > COMMSCHED_MAX_GROUP_SIZE)
             return located(a->file, line_no, tok[i + 1].col,
                            "%.*s is beyond the %u ranks a group may have",
-                           (int)(k->len - 1), k->s, COMMSCHED_MAX_GROUP_SIZE);
-        if (tok_eq(k, "model_parallel_NPU_group:")) {
+                           (int)(key->len - 1), key->s,
+                           COMMSCHED_MAX_GROUP_SIZE);
+        if (tok_eq(key, "model_parallel_NPU_group:")) {
             if (v < 1)
                 return located(a->file, line_no, tok[i + 1].col,
                                "model_parallel_NPU_group must be at least 1");
             a->mp = (long)v;
             i++;
-        } else if (tok_eq(k, "all_gpus:")) {
+        } else if (tok_eq(key, "all_gpus:")) {
             if (v < 1)
                 return located(a->file, line_no, tok[i + 1].col,
                                "all_gpus must be at least 1");
             a->all_gpus = (long)v;
             i++;
-        } else if (tok_eq(k, "checkpoints:") ||
-                   tok_eq(k, "checkpoint_initiates:")) {
-            /* a count followed by that many layer indices; recomputation
-             * is not modelled (reported) */
-            a->had_checkpoints = 1;
+        } else if (tok_eq(key, "checkpoints:") ||
+                   tok_eq(key, "checkpoint_initiates:")) {
+            /* a count followed by that many layer indices */
+            int kind = tok_eq(key, "checkpoint_initiates:");
             for (int64_t j = 0; j < v; j++) {
                 if (i + 2 + j >= n)
-                    return located(a->file, line_no, k->col,
+                    return located(a->file, line_no, key->col,
                                    "%.*s lists fewer than %lld layers",
-                                   (int)(k->len - 1), k->s, (long long)v);
+                                   (int)(key->len - 1), key->s,
+                                   (long long)v);
+                const token *t = &tok[i + 2 + j];
                 int ok2;
-                (void)tok_int(&tok[i + 2 + j], &ok2);
-                if (!ok2)
-                    return located(a->file, line_no, tok[i + 2 + j].col,
+                int64_t l = tok_int(t, &ok2);
+                if (!ok2 || l < 0 || l > 10000000)
+                    return located(a->file, line_no, t->col,
                                    "expected a layer index, got \"%.*s\"",
-                                   (int)tok[i + 2 + j].len, tok[i + 2 + j].s);
+                                   (int)t->len, t->s);
+                if ((rc = add_mark(a, (long)l, t->col, kind)) != 0)
+                    return rc;
             }
             i += 1 + (int)v;
         } else {
-            return located(a->file, line_no, k->col,
+            return located(a->file, line_no, key->col,
                            "unknown header field \"%.*s\" (known: "
                            "model_parallel_NPU_group, all_gpus, checkpoints, "
                            "checkpoint_initiates)",
-                           (int)(k->len - 1), k->s);
+                           (int)(key->len - 1), key->s);
         }
     }
     return 0;
@@ -245,16 +365,33 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
         "input-gradient comm type", "input-gradient comm bytes",
         "weight-gradient compute", "weight-gradient comm type",
         "weight-gradient comm bytes", "update delay"};
-    if (n != 12) {
-        if (n > 12)
-            return located(a->file, line_no, tok[12].col,
-                           "a layer has 12 fields, this line has %d", n);
+    int want = a->policy == P_CUSTOMIZED ? 13 : 12;
+    if (n != want) {
+        if (n > want)
+            return located(a->file, line_no, tok[want].col,
+                           "a layer has %d fields, this line has %d", want,
+                           n);
+        if (want == 13 && n == 12)
+            return located(a->file, line_no, 0,
+                           "HYBRID_CUSTOMIZED: a layer names its own "
+                           "policy in a 13th field; this line has 12");
         return located(a->file, line_no, 0,
-                       "a layer has 12 fields (name, reserved, then compute, "
+                       "a layer has %d fields (name, reserved, then compute, "
                        "comm type and comm bytes for forward, input gradient "
-                       "and weight gradient, then the update delay); this "
+                       "and weight gradient, then the update delay%s); this "
                        "line has %d",
+                       want, want == 13 ? ", then the layer's policy" : "",
                        n);
+    }
+    l->policy = -1;
+    if (want == 13) {
+        int k = find_policy(&tok[12]);
+        if (k < 0 || astra_policies[k].policy == P_CUSTOMIZED)
+            return located(a->file, line_no, tok[12].col,
+                           "layer policy \"%.*s\" is not one a layer can "
+                           "take (DATA, MODEL, HYBRID_*, ...)",
+                           (int)tok[12].len, tok[12].s);
+        l->policy = astra_policies[k].policy;
     }
     int ok;
     (void)tok_int(&tok[1], &ok);
@@ -277,13 +414,14 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
                            "%s: %.*s cycles is beyond the limit of 2^53",
                            what[k], (int)c->len, c->s);
         l->comm[phase] = -1;
-        for (int m = 0; m < 5; m++)
+        for (int m = 0; m < N_COMM; m++)
             if (tok_eq(t, comm_names[m]))
                 l->comm[phase] = m;
         if (l->comm[phase] < 0)
             return located(a->file, line_no, t->col,
                            "%s: unknown type \"%.*s\" (NONE, ALLREDUCE, "
-                           "ALLGATHER, REDUCESCATTER, ALLTOALL)",
+                           "ALLGATHER, REDUCESCATTER, ALLTOALL, "
+                           "ALLREDUCEALLTOALL)",
                            what[k + 1], (int)t->len, t->s);
         l->bytes[phase] = tok_int(b, &ok);
         if (!ok || l->bytes[phase] < 0)
@@ -425,6 +563,38 @@ static int parse(astra *a, const char *text, size_t len)
         return located(a->file, last_line, 0,
                        "declares %ld layers but the file has %ld", a->n_layers,
                        seen);
+    if ((a->policy == P_DLRM || a->policy == P_DLRM_ENHANCED) &&
+        a->last_bottom >= a->n_layers)
+        return located(a->file, 1, a->last_bottom_col,
+                       "last bottom-MLP layer %ld, but the file has %ld "
+                       "layers",
+                       a->last_bottom, a->n_layers);
+    for (int i = 0; i < a->n_marks; i++) {
+        if (a->marks[i] >= a->n_layers)
+            return located(a->file, 1, a->mark_cols[i],
+                           "%s: layer %ld, but the file has %ld layers",
+                           a->mark_kind[i] ? "checkpoint_initiates"
+                                           : "checkpoints",
+                           a->marks[i], a->n_layers);
+        if (a->mark_kind[i])
+            a->layers[a->marks[i]].initiates = 1;
+        else
+            a->layers[a->marks[i]].checkpoint = 1;
+    }
+    /* Recomputation starts at the nearest checkpoint at or below the
+     * initiating layer (ASTRA-sim walks down to it). */
+    for (int i = 0; i < a->n_marks; i++) {
+        if (!a->mark_kind[i] || a->policy != P_TRANSFORMER_FIB)
+            continue;
+        long c = a->marks[i];
+        while (c >= 0 && !a->layers[c].checkpoint)
+            c--;
+        if (c < 0)
+            return located(a->file, 1, a->mark_cols[i],
+                           "layer %ld initiates recomputation but no "
+                           "checkpoint is at or below it",
+                           a->marks[i]);
+    }
     return 0;
 }
 
@@ -503,47 +673,87 @@ static void compute(bctx *c, const char *name, const char *op,
     add_node(c, &s);
 }
 
-static const char *const group_of[] = {"dp", "mp"};
+/* Group dimensions a phase talks over (ASTRA-sim's involved dimensions):
+ * none, the inner dimension (stride 1), the outer one (stride: the inner
+ * size), or every NPU. */
+enum dims { D_NONE = -1, D_INNER, D_OUTER, D_ALL };
 
-/* A collective of `bytes` on group g reading `in`, waited at once; the
- * wait's alias is named `alias`. */
-static void collective(bctx *c, const char *name, int comm, const char *group,
-                       const char *in, int64_t bytes, const char *alias)
+/* Which dimensions a phase of a layer under `policy` uses
+ * (decode_involved_dimensions in Workload.cc). */
+static int policy_dims(int policy, int phase)
 {
-    static const commsched_coll_op ops[] = {
-        COMMSCHED_COLL_BARRIER, COMMSCHED_COLL_ALL_REDUCE,
-        COMMSCHED_COLL_ALL_GATHER, COMMSCHED_COLL_REDUCE_SCATTER,
-        COMMSCHED_COLL_ALL_TO_ALL};
-    char out[512], wait[512];
-    snprintf(out, sizeof out, "%s.out", name);
-    snprintf(wait, sizeof wait, "%s.wait", name);
-    const char *inputs[1] = {in};
-    commsched_output_spec o = {out, bytes, NULL};
-    commsched_node_spec s = {0};
-    s.name = name;
-    s.kind = COMMSCHED_NODE_COLLECTIVE;
-    s.op = commsched_coll_op_str(ops[comm]);
-    s.group = group;
-    if (comm == C_ALLREDUCE || comm == C_REDUCESCATTER)
-        s.reduce_op = COMMSCHED_REDUCE_SUM;
-    s.inputs = inputs;
-    s.n_inputs = 1;
-    s.outputs = &o;
-    s.n_outputs = 1;
-    s.runtime_ns = s.flops = s.bytes = -1;
-    add_node(c, &s);
-    const char *win[1] = {out};
-    commsched_output_spec wo = {alias, 0, out};
-    commsched_node_spec w = {0};
-    w.name = wait;
-    w.kind = COMMSCHED_NODE_WAIT;
-    w.op = "wait";
-    w.inputs = win;
-    w.n_inputs = 1;
-    w.outputs = &wo;
-    w.n_outputs = 1;
-    w.runtime_ns = w.flops = w.bytes = -1;
-    add_node(c, &w);
+    switch (policy) {
+    case P_DATA:
+    case P_DLRM:
+    case P_DLRM_ENHANCED:
+    case P_MICRO:
+        return phase == WG ? D_ALL : D_NONE;
+    case P_MODEL:
+    case P_INFERENCE:
+        return phase == WG ? D_NONE : D_ALL;
+    case P_HYBRID_DATA_MODEL:
+    case P_TRANSFORMER:
+    case P_TRANSFORMER_FIB:
+        return phase == WG ? D_OUTER : D_INNER; /* model innermost */
+    case P_HYBRID_MODEL_DATA:
+        return phase == WG ? D_INNER : D_OUTER; /* data innermost */
+    default:
+        return D_NONE; /* HYBRID_CUSTOMIZED: each layer says */
+    }
+}
+
+typedef struct emitter {
+    bctx c;
+    const astra *a;
+    int policy;
+    const char *gname[3]; /* inner, outer, all */
+    long granks[3];
+    long skipped; /* collectives the loop never issues */
+    char (*weights)[512], (*wgrads)[512], (*inputs)[512], (*bwd_in)[512];
+    char *wg_pending, *ig_pending;
+} emitter;
+
+/* The group a layer's phase talks over, or -1 when ASTRA-sim's loop for
+ * this policy issues no collective there. */
+static int issued(const emitter *e, long i, int phase)
+{
+    const layer *l = &e->a->layers[i];
+    if (l->comm[phase] == C_NONE)
+        return -1;
+    int p = e->policy, d;
+    if (p == P_CUSTOMIZED)
+        d = policy_dims(l->policy, phase);
+    else if ((p == P_DLRM || p == P_DLRM_ENHANCED) && i == 0)
+        d = D_ALL; /* the embedding layer spans every NPU */
+    else
+        d = policy_dims(p, phase);
+    if (d == D_NONE)
+        return -1;
+    switch (p) {
+    case P_MICRO:
+        return i == 0 && phase == WG ? d : -1;
+    case P_INFERENCE:
+        return phase == FWD ? d : -1;
+    case P_DATA:
+        return phase == WG ? d : -1;
+    case P_DLRM:
+    case P_DLRM_ENHANCED:
+        if (phase == FWD)
+            return l->comm[FWD] == C_ALLTOALL ? d : -1;
+        if (phase == IG) /* issued by the first top layer */
+            return i == 0 && e->a->last_bottom + 1 < e->a->n_layers ? d : -1;
+        return d;
+    case P_TRANSFORMER:
+    case P_TRANSFORMER_FIB:
+        return d;
+    default: /* MODEL, HYBRID_DATA_MODEL/MODEL_DATA, HYBRID_CUSTOMIZED */
+        return phase == IG && i == 0 ? -1 : d;
+    }
+}
+
+static long group_ranks(const emitter *e, int g)
+{
+    return e->granks[g];
 }
 
 /* The size of the tensor a collective of `bytes` reads: an all-gather
@@ -558,189 +768,455 @@ static int64_t coll_output(int comm, int64_t bytes, long ranks)
     return comm == C_REDUCESCATTER ? (bytes + ranks - 1) / ranks : bytes;
 }
 
-/* Which group a phase (0 fwd, 1 ig, 2 wg) uses; -1: none. */
-static int phase_group(int policy, int phase)
+/* Issues layer i's phase collective (named `name`) reading `in`. */
+static void issue(emitter *e, long i, int phase, const char *name,
+                  const char *in)
 {
-    if (policy == P_DATA)
-        return 0;
-    if (policy == P_MODEL)
-        return phase == 2 ? -1 : 1;
-    return phase == 2 ? 0 : 1;
+    /* ALLREDUCEALLTOALL is an all-reduce that ASTRA-sim runs with the
+     * direct all-to-all algorithm: the result, and the bytes, of an
+     * all-reduce. */
+    static const commsched_coll_op ops[N_COMM] = {
+        COMMSCHED_COLL_BARRIER,        COMMSCHED_COLL_ALL_REDUCE,
+        COMMSCHED_COLL_ALL_GATHER,     COMMSCHED_COLL_REDUCE_SCATTER,
+        COMMSCHED_COLL_ALL_TO_ALL,     COMMSCHED_COLL_ALL_REDUCE};
+    const layer *l = &e->a->layers[i];
+    int g = issued(e, i, phase), comm = l->comm[phase];
+    char out[512];
+    snprintf(out, sizeof out, "%s.out", name);
+    const char *inputs[1] = {in};
+    commsched_output_spec o = {
+        out, coll_output(comm, l->bytes[phase], group_ranks(e, g)), NULL};
+    commsched_node_spec s = {0};
+    s.name = name;
+    s.kind = COMMSCHED_NODE_COLLECTIVE;
+    s.op = commsched_coll_op_str(ops[comm]);
+    s.group = e->gname[g];
+    if (comm == C_ALLREDUCE || comm == C_REDUCESCATTER ||
+        comm == C_ALLREDUCEALLTOALL)
+        s.reduce_op = COMMSCHED_REDUCE_SUM;
+    s.inputs = inputs;
+    s.n_inputs = 1;
+    s.outputs = &o;
+    s.n_outputs = 1;
+    s.runtime_ns = s.flops = s.bytes = -1;
+    add_node(&e->c, &s);
 }
 
-static int build(astra *a, const import_options *o, commsched_graph **out)
+/* The wait on collective `name`; its alias of the result is `alias`. */
+static void wait_on(emitter *e, const char *name, const char *alias)
 {
-    bctx c;
-    memset(&c, 0, sizeof c);
-    c.ns_per_cycle = 1.0 / o->clock_ghz;
-    long npus = o->npus > 0 ? o->npus : a->all_gpus > 0 ? a->all_gpus : 8;
-    long mp = o->mp > 0 ? o->mp : a->mp;
-    if (a->policy == P_DATA)
-        mp = 1;
-    else if (a->policy == P_MODEL)
-        mp = npus;
-    else if (mp <= 0)
-        mp = npus >= 2 ? 2 : 1;
-    if (mp > npus || npus % mp != 0) {
+    char out[512], wait[512];
+    snprintf(out, sizeof out, "%s.out", name);
+    snprintf(wait, sizeof wait, "%s.wait", name);
+    const char *win[1] = {out};
+    commsched_output_spec wo = {alias, 0, out};
+    commsched_node_spec w = {0};
+    w.name = wait;
+    w.kind = COMMSCHED_NODE_WAIT;
+    w.op = "wait";
+    w.inputs = win;
+    w.n_inputs = 1;
+    w.outputs = &wo;
+    w.n_outputs = 1;
+    w.runtime_ns = w.flops = w.bytes = -1;
+    add_node(&e->c, &w);
+}
+
+/* "L<i>.<layer name>.<suffix>" */
+static void lname(char *buf, const emitter *e, long i, const char *suffix)
+{
+    snprintf(buf, 512, "L%ld.%s.%s", i, e->a->layers[i].name, suffix);
+}
+
+/* A compute phase of layer i reading `in` (n_in names) into `out`, sized
+ * for the collective of `coll_phase` of layer `coll_layer` when one reads
+ * it (-1: none). */
+static void phase_compute(emitter *e, long i, int phase, const char *op,
+                          const char *out, const char *const *in,
+                          size_t n_in, long coll_layer, int coll_phase)
+{
+    int64_t sz = 0;
+    if (coll_layer >= 0) {
+        const layer *cl = &e->a->layers[coll_layer];
+        int g = issued(e, coll_layer, coll_phase);
+        if (g >= 0)
+            sz = coll_input(cl->comm[coll_phase], cl->bytes[coll_phase],
+                            group_ranks(e, g));
+    }
+    e->c.line = e->a->layers[i].line;
+    compute(&e->c, out, op, in, n_in, out, sz,
+            (double)e->a->layers[i].compute[phase]);
+}
+
+/* Forward of layers `from`..`to`-1 starting from activation `act` (updated
+ * in place); `suffix` names a recomputation apart. Forward collectives
+ * block (every loop but DLRM's waits for them before the next layer). */
+static void forward(emitter *e, long from, long to, char *act,
+                    const char *suffix, int recompute)
+{
+    const astra *a = e->a;
+    int dlrm = e->policy == P_DLRM || e->policy == P_DLRM_ENHANCED;
+    char name[512], buf[512], coll[512], alias[512], emb[512] = "";
+    for (long i = from; i < to; i++) {
+        if (!recompute)
+            memcpy(e->inputs[i], act, 512);
+        snprintf(buf, sizeof buf, "fwd%s", suffix);
+        lname(name, e, i, buf);
+        const char *in[3] = {act, e->weights[i], emb};
+        size_t n_in = dlrm && emb[0] ? 3 : 2;
+        phase_compute(e, i, FWD, "forward", name, in, n_in, i, FWD);
+        if (dlrm && emb[0])
+            emb[0] = '\0'; /* the first top layer read the embeddings */
+        memcpy(act, name, 512);
+        if (issued(e, i, FWD) >= 0) {
+            snprintf(buf, sizeof buf, "fwd_comm%s", suffix);
+            lname(coll, e, i, buf);
+            issue(e, i, FWD, coll, name);
+            snprintf(buf, sizeof buf, "act%s", suffix);
+            lname(alias, e, i, buf);
+            if (!dlrm) {
+                wait_on(e, coll, alias);
+                memcpy(act, alias, 512);
+            }
+        }
+        /* DLRM: the embeddings' all-to-all (layer 0) is waited after the
+         * last bottom-MLP layer; the first top layer reads it. */
+        if (dlrm && i == a->last_bottom && a->last_bottom > 0 &&
+            issued(e, 0, FWD) >= 0) {
+            lname(coll, e, 0, "fwd_comm");
+            lname(emb, e, 0, "act");
+            wait_on(e, coll, emb);
+        }
+        if (recompute)
+            memcpy(e->bwd_in[i + 1], act, 512);
+    }
+    if (dlrm && issued(e, 0, FWD) >= 0 &&
+        !(a->last_bottom > 0 && a->last_bottom < to)) {
+        /* never waited in the forward loop: waited at its end */
+        lname(coll, e, 0, "fwd_comm");
+        lname(emb, e, 0, "act");
+        wait_on(e, coll, emb);
+    }
+}
+
+/* Weight gradient of layer i from gradient `grad`; its collective is
+ * issued and waited before the layer's update. */
+static void weight_gradient(emitter *e, long i, const char *grad)
+{
+    char name[512], coll[512];
+    lname(name, e, i, "wg");
+    const char *in[2] = {grad, e->bwd_in[i]};
+    phase_compute(e, i, WG, "weight_gradient", name, in, 2, i, WG);
+    memcpy(e->wgrads[i], name, 512);
+    if (issued(e, i, WG) >= 0) {
+        lname(coll, e, i, "wg_comm");
+        issue(e, i, WG, coll, name);
+        lname(e->wgrads[i], e, i, "wgrad");
+        e->wg_pending[i] = 1;
+    }
+}
+
+/* DATA and HYBRID_DLRM*: from the last layer, weight gradient then input
+ * gradient (none for layer 0); input gradients are not communicated,
+ * except DLRM's layer 0 all-to-all, issued after the first top layer's. */
+static void backward_data(emitter *e, char *grad)
+{
+    const astra *a = e->a;
+    char name[512], coll[512], alias[512];
+    for (long i = a->n_layers - 1; i >= 0; i--) {
+        weight_gradient(e, i, grad);
+        if (i == 0) {
+            if (e->policy == P_DLRM && e->ig_pending[0]) {
+                lname(coll, e, 0, "ig_comm");
+                lname(alias, e, 0, "igrad");
+                wait_on(e, coll, alias);
+                e->ig_pending[0] = 0;
+            }
+            break;
+        }
+        lname(name, e, i, "ig");
+        const char *in[2] = {grad, e->weights[i]};
+        int emb = e->policy != P_DATA && i == a->last_bottom + 1 &&
+                  issued(e, 0, IG) >= 0;
+        phase_compute(e, i, IG, "input_gradient", name, in, 2,
+                      emb ? 0 : -1, IG);
+        if (emb) {
+            lname(coll, e, 0, "ig_comm");
+            issue(e, 0, IG, coll, name);
+            e->ig_pending[0] = 1;
+        }
+        memcpy(grad, name, 512);
+    }
+}
+
+/* MODEL, HYBRID_*: from the last layer, input gradient (layer 0's too)
+ * and its collective, weight gradient and its collective, then the wait
+ * for the input gradient's collective (at once under HYBRID_TRANSFORMER);
+ * HYBRID_TRANSFORMER_FWD_IN_BCKWD first recomputes the forward from the
+ * nearest checkpoint when a layer initiates it. */
+static void backward_hybrid(emitter *e, char *grad)
+{
+    const astra *a = e->a;
+    int blocking = e->policy == P_TRANSFORMER ||
+                   e->policy == P_TRANSFORMER_FIB;
+    char name[512], coll[512], alias[512], suffix[32], act[512];
+    for (long i = a->n_layers - 1; i >= 0; i--) {
+        if (e->policy == P_TRANSFORMER_FIB && a->layers[i].initiates) {
+            long c = i;
+            while (!a->layers[c].checkpoint)
+                c--; /* parse() checked that one exists */
+            snprintf(suffix, sizeof suffix, ".re%ld", i);
+            memcpy(act, e->inputs[c], 512);
+            forward(e, c, i, act, suffix, 1);
+        }
+        lname(name, e, i, "ig");
+        const char *in[2] = {grad, e->weights[i]};
+        phase_compute(e, i, IG, "input_gradient", name, in, 2, i, IG);
+        char ig_out[512];
+        memcpy(ig_out, name, 512);
+        int ig = issued(e, i, IG) >= 0;
+        if (ig) {
+            lname(coll, e, i, "ig_comm");
+            lname(alias, e, i, "igrad");
+            issue(e, i, IG, coll, name);
+            if (blocking)
+                wait_on(e, coll, alias);
+            memcpy(ig_out, alias, 512);
+        }
+        weight_gradient(e, i, grad);
+        if (ig && !blocking)
+            wait_on(e, coll, alias);
+        memcpy(grad, ig_out, 512);
+    }
+}
+
+/* One update per layer, in layer order (the next forward needs them in
+ * that order): in place on the weight, after its gradient is reduced. */
+static void updates(emitter *e)
+{
+    const astra *a = e->a;
+    char name[512], out_name[512], coll[512], extra[512] = "";
+    for (long i = 0; i < a->n_layers; i++) {
+        const layer *l = &a->layers[i];
+        e->c.line = l->line;
+        if (e->wg_pending[i]) {
+            lname(coll, e, i, "wg_comm");
+            wait_on(e, coll, e->wgrads[i]);
+        }
+        size_t n_in = 2;
+        if (i == 0 && e->policy == P_DLRM && issued(e, 0, IG) >= 0) {
+            /* the embeddings' gradient, waited in the backward pass */
+            lname(extra, e, 0, "igrad");
+            n_in = 3;
+        }
+        lname(name, e, i, "update");
+        lname(out_name, e, i, "weight.new");
+        const char *in[3] = {e->wgrads[i], e->weights[i], extra};
+        commsched_output_spec os = {out_name, 0, e->weights[i]};
+        commsched_node_spec s = {0};
+        s.name = name;
+        s.kind = COMMSCHED_NODE_COMPUTE;
+        s.op = "update";
+        s.inputs = in;
+        s.n_inputs = n_in;
+        s.outputs = &os;
+        s.n_outputs = 1;
+        s.runtime_ns = (double)l->update * e->c.ns_per_cycle;
+        s.flops = s.bytes = -1;
+        add_node(&e->c, &s);
+        (void)commsched_builder_add_output(e->c.b, out_name, &e->c.err);
+    }
+    if (e->ig_pending[0]) {
+        /* HYBRID_DLRM_ENHANCED never blocks on the embeddings' gradient
+         * all-to-all: it only has to end with the step */
+        lname(coll, e, 0, "ig_comm");
+        lname(extra, e, 0, "igrad");
+        wait_on(e, coll, extra);
+        (void)commsched_builder_add_output(e->c.b, extra, &e->c.err);
+    }
+}
+
+/* MICRO: ASTRA-sim issues layer 0's weight-gradient collective and
+ * nothing else; its input is the step's input. */
+static void micro(emitter *e)
+{
+    char grad[512], coll[512], alias[512];
+    const layer *l = &e->a->layers[0];
+    e->c.line = l->line;
+    lname(grad, e, 0, "wg");
+    (void)commsched_builder_add_input(
+        e->c.b, grad,
+        coll_input(l->comm[WG], l->bytes[WG], group_ranks(e, D_ALL)), 1,
+        &e->c.err);
+    lname(coll, e, 0, "wg_comm");
+    lname(alias, e, 0, "wgrad");
+    issue(e, 0, WG, coll, grad);
+    wait_on(e, coll, alias);
+    (void)commsched_builder_add_output(e->c.b, alias, &e->c.err);
+}
+
+/* The NPU count and the inner dimension's size. */
+static int layout(const astra *a, const import_options *o, emitter *e,
+                  long *npus_out)
+{
+    int p = a->policy;
+    int split = p != P_DATA && p != P_MODEL && p != P_DLRM &&
+                p != P_DLRM_ENHANCED && p != P_MICRO && p != P_INFERENCE;
+    /* mp: the model-parallel size; HYBRID_CUSTOMIZED: the inner
+     * dimension's (its layers say which role each dimension plays) */
+    long mp = o->mp > 0 ? o->mp : a->mp > 0 ? a->mp : 2;
+    long npus = o->npus > 0 ? o->npus : a->all_gpus;
+    if (npus <= 0) {
+        /* what the file implies: 8 NPUs, or the smallest multiple of the
+         * model-parallel group that holds it */
+        npus = 8;
+        if (split && npus % mp != 0)
+            npus = (npus + mp - 1) / mp * mp;
+    }
+    if (npus > COMMSCHED_MAX_GROUP_SIZE) {
+        fprintf(stderr, "commsched import: %ld NPUs is beyond the %u ranks a "
+                        "group may have\n",
+                npus, COMMSCHED_MAX_GROUP_SIZE);
+        return EXIT_INPUT;
+    }
+    if (split && (mp > npus || npus % mp != 0)) {
         fprintf(stderr,
                 "commsched import: %ld NPUs do not split into model-parallel "
                 "groups of %ld (use --npus / --mp)\n",
                 npus, mp);
         return EXIT_INPUT;
     }
-    long dp = npus / mp;
-    long ranks[2] = {a->policy == P_DATA ? npus : dp, mp};
+    long inner = p == P_HYBRID_MODEL_DATA ? npus / mp : mp;
+    e->granks[D_INNER] = split ? inner : 1;
+    e->granks[D_OUTER] = split ? npus / inner : 1;
+    e->granks[D_ALL] = npus;
+    static const char *const names[][3] = {
+        {"mp", "dp", "world"}, {"dp", "mp", "world"}, {"dim0", "dim1", "world"},
+        {"", "", "dp"},        {"", "", "mp"}};
+    int row = p == P_HYBRID_MODEL_DATA ? 1
+              : p == P_CUSTOMIZED      ? 2
+              : p == P_MODEL || p == P_INFERENCE ? 4
+              : !split                            ? 3
+                                                  : 0;
+    for (int g = 0; g < 3; g++)
+        e->gname[g] = names[row][g];
+    *npus_out = npus;
+    return 0;
+}
+
+static int build(astra *a, const import_options *o, commsched_graph **out)
+{
+    emitter e;
+    memset(&e, 0, sizeof e);
+    e.a = a;
+    e.policy = a->policy;
+    e.c.ns_per_cycle = 1.0 / o->clock_ghz;
+    long npus;
+    int rc = layout(a, o, &e, &npus);
+    if (rc != 0)
+        return rc;
     char gname[256];
     snprintf(gname, sizeof gname, "astra-%s", a->policy_name);
-    if (commsched_builder_create(gname, &c.b, &c.err) != COMMSCHED_OK)
-        return cli_report("import", &c.err);
-    /* GPUs per host 8, model parallelism innermost. */
-    for (int k = 0; k < 2; k++) {
-        int used = 0;
-        for (long i = 0; i < a->n_layers && !used; i++)
-            for (int ph = 0; ph < 3; ph++)
-                if (a->layers[i].comm[ph] != C_NONE &&
-                    phase_group(a->policy, ph) == k)
-                    used = 1;
-        if (!used)
-            continue;
-        long stride = k == 0 ? mp : 1;
-        long hosts = (ranks[k] * stride + 7) / 8;
-        if (hosts > ranks[k])
-            hosts = ranks[k];
-        (void)commsched_builder_add_group(c.b, group_of[k], ranks[k], hosts,
-                                          &c.err);
-    }
-    (void)commsched_builder_add_input(c.b, "batch", 0, 1, &c.err);
-    c.zero_sized++;
-    char name[512], buf[512], out_name[512], act[512], grad[512];
-    char (*weights)[512] = calloc((size_t)a->n_layers, sizeof *weights);
-    char (*wgrads)[512] = calloc((size_t)a->n_layers, sizeof *wgrads);
-    char (*inputs)[512] = calloc((size_t)a->n_layers, sizeof *inputs);
-    int rc = 0;
-    if (!weights || !wgrads || !inputs) {
+    if (commsched_builder_create(gname, &e.c.b, &e.c.err) != COMMSCHED_OK)
+        return cli_report("import", &e.c.err);
+    size_t n = (size_t)a->n_layers;
+    e.weights = calloc(n, sizeof *e.weights);
+    e.wgrads = calloc(n, sizeof *e.wgrads);
+    e.inputs = calloc(n, sizeof *e.inputs);
+    e.bwd_in = calloc(n + 1, sizeof *e.bwd_in);
+    e.wg_pending = calloc(n, 1);
+    e.ig_pending = calloc(n, 1);
+    if (!e.weights || !e.wgrads || !e.inputs || !e.bwd_in || !e.wg_pending ||
+        !e.ig_pending) {
         fprintf(stderr, "commsched: out of memory\n");
         rc = EXIT_RUNTIME;
         goto cleanup;
     }
-    for (long i = 0; i < a->n_layers; i++) {
-        /* Weights are outside the step: a non-freeable input sized like
-         * the weight gradient the file gives. */
-        snprintf(weights[i], sizeof weights[i], "L%ld.%s.weight", i,
-                 a->layers[i].name);
-        (void)commsched_builder_add_input(c.b, weights[i],
-                                          a->layers[i].bytes[2], 0, &c.err);
+    /* The groups the step uses, 8 NPUs per host, the inner dimension
+     * innermost; and the collectives the loop never issues. */
+    int used[3] = {0, 0, 0};
+    for (long i = 0; i < a->n_layers; i++)
+        for (int ph = 0; ph < 3; ph++) {
+            int g = issued(&e, i, ph);
+            if (g >= 0)
+                used[g] = 1;
+            else if (a->layers[i].comm[ph] != C_NONE)
+                e.skipped++;
+        }
+    for (int g = 0; g < 3; g++) {
+        if (!used[g])
+            continue;
+        long stride = g == D_OUTER ? e.granks[D_INNER] : 1;
+        long hosts = (e.granks[g] * stride + 7) / 8;
+        if (hosts > e.granks[g])
+            hosts = e.granks[g];
+        (void)commsched_builder_add_group(e.c.b, e.gname[g], e.granks[g],
+                                          hosts, &e.c.err);
     }
-    /* Forward. */
-    snprintf(act, sizeof act, "batch");
-    for (long i = 0; i < a->n_layers; i++) {
-        const layer *l = &a->layers[i];
-        c.line = l->line;
-        int g = phase_group(a->policy, 0);
-        memcpy(inputs[i], act, sizeof act);
-        snprintf(name, sizeof name, "L%ld.%s.fwd", i, l->name);
-        const char *in[2] = {act, weights[i]};
-        int has = l->comm[0] != C_NONE && g >= 0;
-        int64_t sz = has ? coll_input(l->comm[0], l->bytes[0], ranks[g]) : 0;
-        compute(&c, name, "forward", in, 2, name, sz, (double)l->compute[0]);
-        if (has) {
-            snprintf(buf, sizeof buf, "L%ld.%s.fwd_comm", i, l->name);
-            snprintf(out_name, sizeof out_name, "L%ld.%s.act", i, l->name);
-            collective(&c, buf, l->comm[0], group_of[g], name,
-                       coll_output(l->comm[0], l->bytes[0], ranks[g]),
-                       out_name);
-            memcpy(act, out_name, sizeof act);
+    if (e.policy == P_MICRO) {
+        micro(&e);
+    } else {
+        (void)commsched_builder_add_input(e.c.b, "batch", 0, 1, &e.c.err);
+        e.c.zero_sized++;
+        for (long i = 0; i < a->n_layers; i++) {
+            /* Weights are outside the step: a non-freeable input sized
+             * like the weight gradient the file gives. */
+            lname(e.weights[i], &e, i, "weight");
+            (void)commsched_builder_add_input(
+                e.c.b, e.weights[i], a->layers[i].bytes[WG], 0, &e.c.err);
+        }
+        char act[512] = "batch";
+        forward(&e, 0, a->n_layers, act, "", 0);
+        for (long i = 0; i < a->n_layers; i++)
+            memcpy(e.bwd_in[i], e.inputs[i], 512);
+        if (e.policy == P_INFERENCE) {
+            (void)commsched_builder_add_output(e.c.b, act, &e.c.err);
         } else {
-            memcpy(act, name, sizeof act);
+            /* the gradient arriving at the last layer is the loss's (the
+             * last activation stands for it) */
+            if (e.policy == P_DATA || e.policy == P_DLRM ||
+                e.policy == P_DLRM_ENHANCED)
+                backward_data(&e, act);
+            else
+                backward_hybrid(&e, act);
+            updates(&e);
         }
     }
-    /* Backward: the gradient arriving at the last layer is the loss's
-     * (the last activation stands for it). */
-    memcpy(grad, act, sizeof grad);
-    for (long i = a->n_layers - 1; i >= 0; i--) {
-        const layer *l = &a->layers[i];
-        c.line = l->line;
-        int g = phase_group(a->policy, 2);
-        int has = l->comm[2] != C_NONE && g >= 0;
-        snprintf(name, sizeof name, "L%ld.%s.wg", i, l->name);
-        const char *in[2] = {grad, inputs[i]};
-        int64_t sz = has ? coll_input(l->comm[2], l->bytes[2], ranks[g]) : 0;
-        compute(&c, name, "weight_gradient", in, 2, name, sz,
-                (double)l->compute[2]);
-        if (has) {
-            snprintf(buf, sizeof buf, "L%ld.%s.wg_comm", i, l->name);
-            snprintf(wgrads[i], sizeof wgrads[i], "L%ld.%s.wgrad", i,
-                     l->name);
-            collective(&c, buf, l->comm[2], group_of[g], name,
-                       coll_output(l->comm[2], l->bytes[2], ranks[g]),
-                       wgrads[i]);
-        } else {
-            memcpy(wgrads[i], name, sizeof name);
-        }
-        if (i == 0)
-            break; /* ASTRA-sim runs no input gradient for layer 0 */
-        g = phase_group(a->policy, 1);
-        has = l->comm[1] != C_NONE && g >= 0;
-        snprintf(name, sizeof name, "L%ld.%s.ig", i, l->name);
-        in[1] = weights[i];
-        sz = has ? coll_input(l->comm[1], l->bytes[1], ranks[g]) : 0;
-        compute(&c, name, "input_gradient", in, 2, name, sz,
-                (double)l->compute[1]);
-        if (has) {
-            snprintf(buf, sizeof buf, "L%ld.%s.ig_comm", i, l->name);
-            snprintf(out_name, sizeof out_name, "L%ld.%s.igrad", i, l->name);
-            collective(&c, buf, l->comm[1], group_of[g], name,
-                       coll_output(l->comm[1], l->bytes[1], ranks[g]),
-                       out_name);
-            memcpy(grad, out_name, sizeof grad);
-        } else {
-            memcpy(grad, name, sizeof grad);
-        }
-    }
-    /* Updates, in layer order (the next forward needs them in that order):
-     * in place on the weight, after its gradient is reduced. */
-    for (long i = 0; i < a->n_layers; i++) {
-        const layer *l = &a->layers[i];
-        c.line = l->line;
-        snprintf(name, sizeof name, "L%ld.%s.update", i, l->name);
-        snprintf(out_name, sizeof out_name, "L%ld.%s.weight.new", i, l->name);
-        const char *in[2] = {wgrads[i], weights[i]};
-        commsched_output_spec os = {out_name, 0, weights[i]};
-        commsched_node_spec s = {0};
-        s.name = name;
-        s.kind = COMMSCHED_NODE_COMPUTE;
-        s.op = "update";
-        s.inputs = in;
-        s.n_inputs = 2;
-        s.outputs = &os;
-        s.n_outputs = 1;
-        s.runtime_ns = (double)l->update * c.ns_per_cycle;
-        s.flops = s.bytes = -1;
-        add_node(&c, &s);
-        (void)commsched_builder_add_output(c.b, out_name, &c.err);
-    }
-    if (commsched_builder_finish(c.b, 0, out, &c.err) != COMMSCHED_OK) {
-        c.b = NULL;
-        rc = report_build_error(a, &c);
+    if (commsched_builder_finish(e.c.b, 0, out, &e.c.err) != COMMSCHED_OK) {
+        e.c.b = NULL;
+        rc = report_build_error(a, &e.c);
         goto cleanup;
     }
-    c.b = NULL;
+    e.c.b = NULL;
+    char groups[256] = "";
+    size_t gl = 0;
+    for (int g = 0; g < 3; g++)
+        if (used[g])
+            gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%s %ld",
+                                   gl ? ", " : "", e.gname[g], e.granks[g]);
     fprintf(stderr,
-            "commsched import: note: %s: %s, %ld layers, %ld NPUs (dp %ld, mp "
-            "%ld), %.3g GHz; the format gives no tensor sizes: %ld buffer%s "
-            "no collective moves %s 0 bytes%s\n",
-            a->file, a->policy_name, a->n_layers, npus,
-            a->policy == P_DATA ? npus : dp, mp, o->clock_ghz, c.zero_sized,
-            c.zero_sized == 1 ? "" : "s", c.zero_sized == 1 ? "is" : "are",
-            a->had_checkpoints ? "; checkpoint fields read but recomputation "
-                                 "is not modelled"
-                               : "");
+            "commsched import: note: %s: %s, %ld layer%s, %ld NPUs (%s), "
+            "%.3g GHz; the format gives no tensor sizes: %ld buffer%s no "
+            "collective moves %s 0 bytes\n",
+            a->file, a->policy_name, a->n_layers, a->n_layers == 1 ? "" : "s",
+            npus, gl ? groups : "no collectives", o->clock_ghz, e.c.zero_sized,
+            e.c.zero_sized == 1 ? "" : "s",
+            e.c.zero_sized == 1 ? "is" : "are");
+    if (e.skipped)
+        fprintf(stderr, "commsched import: note: %s: %ld collective%s the "
+                        "file names that %s's loop never issues (no involved "
+                        "dimension, or a phase it does not run) skipped\n",
+                a->file, e.skipped, e.skipped == 1 ? "" : "s",
+                a->policy_name);
 cleanup:
-    commsched_builder_destroy(c.b);
-    free(c.node_line);
-    free(weights);
-    free(wgrads);
-    free(inputs);
+    commsched_builder_destroy(e.c.b);
+    free(e.c.node_line);
+    free(e.weights);
+    free(e.wgrads);
+    free(e.inputs);
+    free(e.bwd_in);
+    free(e.wg_pending);
+    free(e.ig_pending);
     return rc;
 }
 
@@ -763,6 +1239,9 @@ int import_astra(const char *path, const import_options *o,
     for (long i = 0; i < a.n_layers && a.layers; i++)
         free(a.layers[i].name);
     free(a.layers);
+    free(a.marks);
+    free(a.mark_cols);
+    free(a.mark_kind);
     free(text);
     return rc;
 }
