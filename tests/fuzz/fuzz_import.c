@@ -1,6 +1,7 @@
-/* Fuzz harness: an importer (FUZZ_IMPORTER: import_astra or
- * import_chakra, tools/import/; the latter reads JSON and binary .et
- * traces, told apart by content). The input becomes a file (a memfd, named
+/* Fuzz harness: an importer (FUZZ_IMPORTER: import_astra, import_chakra,
+ * import_kineto or import_pytorch_et, tools/import/; Chakra's reads JSON
+ * and binary .et traces, told apart by content, and the Kineto and PyTorch
+ * ET importers read gzip or plain JSON). The input becomes a file (a memfd, named
  * through /proc/self/fd, so no disk is touched); the importer either
  * prints a located error and returns the input exit code, or returns a
  * graph that saves and loads back equal. */
@@ -13,7 +14,7 @@
 #include "cli.h"
 
 #ifndef FUZZ_IMPORTER
-#error "define FUZZ_IMPORTER (import_astra or import_chakra)"
+#error "define FUZZ_IMPORTER (import_astra, import_chakra, import_kineto or import_pytorch_et)"
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -35,7 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     import_options o;
     memset(&o, 0, sizeof o);
     o.clock_ghz = 1.0;
-    o.gpu_only = size > 0 && (data[0] & 1); /* chakra: both modes */
+    /* The first byte picks the options, so each mode is explored: chakra
+     * with and without CPU-side ops and its own attributes, kineto for the
+     * only device or device 0. */
+    unsigned mode = size > 0 ? data[0] : 0;
+    o.gpu_only = (mode & 1) != 0;
+    o.chakra_fields_only = (mode & 2) != 0;
+    o.rank = (mode & 4) ? 0 : -1;
     commsched_graph *g = NULL;
     int rc = FUZZ_IMPORTER(path, &o, &g);
     close(fd);

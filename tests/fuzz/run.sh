@@ -10,7 +10,7 @@ build=$1
 seconds=$2
 shift 2
 src=$(cd "$(dirname "$0")/../.." && pwd)
-harnesses=${*:-load builder pipeline astra chakra}
+harnesses=${*:-load builder pipeline astra chakra kineto pytorch_et}
 found=0
 for h in $harnesses; do
     bin=$build/tests/fuzz/fuzz_$h
@@ -20,7 +20,7 @@ for h in $harnesses; do
     case $h in
     load | pipeline) seeds="$src/graphs/examples $src/tests/graphs" ;;
     builder) seeds="$src/tests/fuzz/seeds/builder" ;;
-    astra | chakra) seeds="$src/tests/import" ;;
+    astra | chakra | kineto | pytorch_et) seeds="$src/tests/import" ;;
     esac
     regress=$src/tests/fuzz/regressions/$h
     [ -d "$regress" ] && seeds="$seeds $regress"
@@ -29,7 +29,7 @@ for h in $harnesses; do
     # the code under test (-close_fd_mask=2); findings still leave their
     # input in $art, and the replay test shows the report.
     mask=0
-    case $h in astra | chakra) mask=2 ;; esac
+    case $h in astra | chakra | kineto | pytorch_et) mask=2 ;; esac
     # shellcheck disable=SC2086
     "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -max_len=8192 -print_final_stats=1 -close_fd_mask=$mask \

@@ -55,7 +55,10 @@ static int next_record(chakra *c, reader *r, size_t rec, size_t *len)
                                               : "file ends inside a length");
         }
         r->offset++;
-        if (shift >= 63 && (ch & 0x7f) > 1)
+        /* A varint holds 64 bits in at most ten bytes: the tenth may add
+         * only the top bit, and an eleventh (even of zero payload, which
+         * would shift past the width) is malformed. */
+        if (shift > 63 || (shift == 63 && (ch & 0x7f) > 1))
             return -chakra_fail(c, SIZE_MAX, NULL,
                                 "record %zu (byte %lld): length varint "
                                 "overflows 64 bits",
