@@ -5,16 +5,38 @@
 # within 0.1 percentage point. HTA's own figure for the shared sample is
 # recorded in docs/WORKLOADS.md.
 #
-#   kineto_overlap.sh CLI TRACE
+# `commsched report --measured TRACE` prints the same figures per rank
+# (one trace per rank; the same trace twice here is two ranks) and writes
+# the page of the first.
+#
+#   kineto_overlap.sh CLI TRACE [SCRATCH_DIR]
 set -u
 cli=$1
 trace=$2
+scratch=${3:-}
 if [ ! -f "$trace" ]; then
     echo "SKIP: $trace not found" >&2
     exit 77
 fi
 got=$("$cli" info --measured "$trace" 2>/dev/null | sed -n 's/^  measured (the trace): *\([0-9.]*\)%$/\1/p')
 [ -n "$got" ] || { echo "FAIL: no measured line from info --measured" >&2; exit 1; }
+if [ -n "$scratch" ]; then
+    rm -rf "$scratch" && mkdir -p "$scratch" || exit 1
+    "$cli" report --measured "$trace" --measured "$trace" \
+        -o "$scratch/page.html" > "$scratch/out" 2> "$scratch/err" ||
+        { echo "FAIL: report --measured: $(cat "$scratch/err")" >&2; exit 1; }
+    [ "$(grep -c "^  measured (the trace): *$got%$" "$scratch/out")" = 2 ] ||
+        { echo "FAIL: report --measured: not two ranks at $got%: $(cat "$scratch/out")" >&2; exit 1; }
+    [ "$(grep -c '^  your run overlapped [0-9]*%; this order would overlap [0-9]*%$' "$scratch/out")" = 2 ] ||
+        { echo "FAIL: report --measured: no summary line" >&2; exit 1; }
+    grep -q '<html' "$scratch/page.html" ||
+        { echo "FAIL: report --measured wrote no page" >&2; exit 1; }
+    # the page goes to standard output, the figures to standard error
+    "$cli" report --measured "$trace" > "$scratch/page2.html" 2> "$scratch/err2" &&
+        grep -q "^  measured (the trace): *$got%$" "$scratch/err2" &&
+        grep -q '<html' "$scratch/page2.html" ||
+        { echo "FAIL: report --measured to standard output" >&2; exit 1; }
+fi
 python3 - "$trace" "$got" <<'PY'
 import gzip
 import json

@@ -173,11 +173,15 @@ int import_kineto(const char *path, const import_options *o,
                   commsched_graph **out);
 int import_pytorch_et(const char *path, const import_options *o,
                       commsched_graph **out);
-/* `info --measured TRACE` (measured_overlap.c): prints the Kineto trace's
- * comm/comp overlap by HTA's definition beside the simulated figures.
- * rank: the device to read, -1 for the only one. Returns 0 or an exit
- * code after printing why. */
-int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost);
+/* `info --measured TRACE` and `report --measured TRACE`
+ * (measured_overlap.c): prints to f the Kineto trace's comm/comp overlap
+ * by HTA's definition beside the simulated figures. rank: the device to
+ * read, -1 for the only one. g_out non-NULL: *g_out, *s_out, *run_out get
+ * the imported graph, the optimized order and the pipeline's record (the
+ * caller destroys them). Returns 0 or an exit code after printing why. */
+int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
+                         FILE *f, commsched_graph **g_out,
+                         commsched_schedule **s_out, commsched_run **run_out);
 
 /* `export chakra` (tools/import/export_chakra.c): writes PREFIX.<rank>.et
  * for ranks 0..ranks-1 (ranks 0: the largest group's size), runtime[i]

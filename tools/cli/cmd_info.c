@@ -215,7 +215,8 @@ int cmd_info(int argc, char **argv)
     if (rc != 0)
         return rc;
     if (measured) {
-        rc = cli_measured_overlap(measured, rank, &cost);
+        rc = cli_measured_overlap(measured, rank, &cost, stdout, NULL, NULL,
+                                  NULL);
         if (rc != 0 || optind == argc)
             return rc;
         printf("\n");

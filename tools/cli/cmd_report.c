@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commsched/passes.h"
 #include "commsched/report.h"
 #include "commsched/simulate.h"
 
@@ -20,6 +21,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: commsched report [options] AFTER.json\n"
+            "       commsched report --measured TRACE [--measured TRACE...]\n"
+            "                        [--rank N] [options]\n"
             "\n"
             "Writes the overlap report of AFTER.json's order as one HTML page\n"
             "that opens from disk in any browser (no network): the summary\n"
@@ -33,6 +36,17 @@ static void usage(FILE *f)
             "                    to 'commsched optimize')\n"
             "  --measured RUN    a measured run of AFTER.json's graph (JSON,\n"
             "                    docs/REPORTS.md \"Measured runs\")\n"
+            "  --measured TRACE  without AFTER.json: a Kineto (PyTorch\n"
+            "                    profiler) trace, .json or .json.gz, one per\n"
+            "                    rank; prints each rank's comm/comp overlap by\n"
+            "                    HTA's definition beside the simulated one in\n"
+            "                    the run's order and in the optimized order\n"
+            "                    (standard error when the page goes to\n"
+            "                    standard output), and draws the page of the\n"
+            "                    first trace: the run's order before, the\n"
+            "                    optimized one after\n"
+            "  --rank N          with --measured TRACE: the device to read\n"
+            "                    in each trace (default: the only one)\n"
             "  -o, --output OUT  write here (default: standard output);\n"
             "                    written atomically\n"
             "  --format F        html (default) or svg: the timeline alone\n"
@@ -302,10 +316,84 @@ static int positive(const char *opt, const char *arg, uint32_t *out)
     return 0;
 }
 
+#define MAX_TRACES 1024
+
+/* report --measured TRACE...: the figures per rank, the page of the
+ * first rank's graph (the run's order before, the optimized one after). */
+static int report_traces(const char *const *traces, int n, long rank,
+                         const cli_cost *cost, commsched_comm_streams streams,
+                         const char *out_path, int svg, int budget_given,
+                         double fraction, commsched_html_options *ho)
+{
+    FILE *f = out_path && strcmp(out_path, "-") != 0 ? stdout : stderr;
+    commsched_graph *g = NULL;
+    commsched_schedule *s = NULL;
+    commsched_run *run = NULL;
+    commsched_sim *sa = NULL, *sb = NULL;
+    commsched_cost_source *sources = NULL;
+    commsched_html_pass_row *rows = NULL;
+    double *runtime = NULL;
+    commsched_error err = {0};
+    commsched_report_context ctx = {0};
+    cli_budget budget;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = cli_measured_overlap(traces[i], rank, cost, f,
+                                  i == 0 ? &g : NULL, i == 0 ? &s : NULL,
+                                  i == 0 ? &run : NULL);
+    if (rc != 0)
+        goto done;
+    const char *name = strcmp(traces[0], "-") == 0 ? "<stdin>" : traces[0];
+    if ((rc = simulate(name, g, cost, streams, &sb, NULL)) != 0 ||
+        (rc = cli_estimate(g, cost, &runtime, &sources)) != 0)
+        goto done;
+    commsched_sim_options so;
+    commsched_sim_options_init(&so);
+    so.comm_streams = streams;
+    so.flags |= COMMSCHED_SIM_MEMORY_CURVE;
+    if (commsched_sim_create(g, &sa, &err) != COMMSCHED_OK ||
+        commsched_sim_run_schedule(sa, s, runtime, &so, &err) !=
+            COMMSCHED_OK) {
+        rc = cli_report(name, &err);
+        goto done;
+    }
+    size_t n_rows = 0;
+    if ((rc = cli_pass_rows_from_run(g, run, &rows, &n_rows)) != 0)
+        goto done;
+    int64_t before_peak = commsched_sim_get_totals(sb)->peak_memory_step;
+    /* the default pipeline's overlap pass keeps within the run's peak */
+    if (budget_given)
+        cli_html_budget(&budget, 1, before_peak, "the run's order", fraction);
+    else
+        cli_html_budget_overlap(&budget, before_peak, "the run's order", 1.0);
+    ctx.device = cost->device.name;
+    ctx.cost_model = commsched_comm_model_str(cost->opts.comm_model);
+    ctx.sources = sources;
+    ho->before = sb;
+    ho->ctx = &ctx;
+    ho->passes = commsched_default_pipeline();
+    ho->memory_budget = budget.bytes;
+    ho->memory_budget_note = budget.note;
+    ho->pass_rows = rows;
+    ho->n_pass_rows = n_rows;
+    rc = cli_write_html(out_path, svg, sa, ho);
+done:
+    free(rows);
+    free(runtime);
+    free(sources);
+    commsched_sim_destroy(sa);
+    commsched_sim_destroy(sb);
+    commsched_run_destroy(run);
+    commsched_schedule_destroy(s);
+    commsched_graph_destroy(g);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     enum { O_BEFORE = 256, O_MEASURED, O_FORMAT, O_BUDGET, O_TITLE,
-           O_MAXBARS, O_ROWS, O_DEVICE, O_MODEL, O_STREAMS, O_TOPO };
+           O_MAXBARS, O_ROWS, O_DEVICE, O_MODEL, O_STREAMS, O_TOPO,
+           O_RANK };
     static const struct option opts[] = {
         {"before", required_argument, 0, O_BEFORE},
         {"measured", required_argument, 0, O_MEASURED},
@@ -319,9 +407,13 @@ int cmd_report(int argc, char **argv)
         {"cost-model", required_argument, 0, O_MODEL},
         {"comm-streams", required_argument, 0, O_STREAMS},
         {"toposort", no_argument, 0, O_TOPO},
+        {"rank", required_argument, 0, O_RANK},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *before_path = NULL, *measured_path = NULL, *out_path = NULL;
+    const char *traces[MAX_TRACES];
+    int n_traces = 0;
+    long rank = -1;
     const char *device = NULL, *model = NULL;
     int svg = 0, c, rc;
     double fraction = 0.2;
@@ -333,7 +425,23 @@ int cmd_report(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case O_BEFORE: before_path = optarg; break;
-        case O_MEASURED: measured_path = optarg; break;
+        case O_MEASURED:
+            if (n_traces == MAX_TRACES)
+                return cli_usage_error("report", "at most %d --measured",
+                                       MAX_TRACES);
+            traces[n_traces++] = measured_path = optarg;
+            break;
+        case O_RANK: {
+            char *end = NULL;
+            rank = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || rank < 0 ||
+                rank > 1000000000L)
+                return cli_usage_error("report", "--rank expects a "
+                                                 "non-negative integer, got "
+                                                 "\"%s\"",
+                                       optarg);
+            break;
+        }
         case 'o': out_path = optarg; break;
         case O_FORMAT:
             if (strcmp(optarg, "html") == 0)
@@ -384,8 +492,26 @@ int cmd_report(int argc, char **argv)
         default: return cli_usage_error("report", "bad option");
         }
     }
+    if (optind == argc && n_traces > 0) {
+        /* Kineto traces, one per rank, without a graph of their own */
+        if (before_path)
+            return cli_usage_error("report", "--before needs AFTER.json; "
+                                             "with traces alone the run's "
+                                             "order is the before");
+        cli_cost tcost;
+        if ((rc = cli_cost_setup(&tcost, "report", device, model)) != 0)
+            return rc;
+        return report_traces(traces, n_traces, rank, &tcost, streams,
+                             out_path, svg, budget_given, fraction, &ho);
+    }
     if (optind != argc - 1)
         return cli_usage_error("report", "expected exactly one AFTER.json");
+    if (n_traces > 1)
+        return cli_usage_error("report", "with AFTER.json, one --measured "
+                                         "run");
+    if (rank >= 0)
+        return cli_usage_error("report", "--rank goes with --measured "
+                                         "TRACE and no AFTER.json");
     const char *after_path = argv[optind];
     if (before_path && strcmp(before_path, "-") == 0 &&
         strcmp(after_path, "-") == 0)

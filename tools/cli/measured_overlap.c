@@ -4,10 +4,12 @@
  * the same figure on commsched's simulated timeline of the graph imported
  * from that trace, in the run's order and in the order the default
  * pipeline chooses: "your run overlapped 20%; this order would overlap
- * 87%". One trace file is one rank. */
+ * 87%". One trace file is one rank. `report --measured TRACE` prints
+ * the same and draws its page from the graph and the optimized order. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "commsched/passes.h"
@@ -30,15 +32,17 @@ static double sim_overlap(const commsched_graph *g, const commsched_sim *sim)
     return comm > 0 ? both / comm : NAN;
 }
 
-static void pct(const char *label, double v)
+static void pct(FILE *f, const char *label, double v)
 {
     if (isnan(v))
-        printf("%s n/a (no NCCL kernel)\n", label);
+        fprintf(f, "%s n/a (no NCCL kernel)\n", label);
     else
-        printf("%s %.2f%%\n", label, 100 * v);
+        fprintf(f, "%s %.2f%%\n", label, 100 * v);
 }
 
-int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost)
+int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
+                         FILE *f, commsched_graph **g_out,
+                         commsched_schedule **s_out, commsched_run **run_out)
 {
     import_options io = {1.0, 0, 0, 0, 0, 0, rank};
     kineto *k = NULL;
@@ -74,19 +78,31 @@ int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost)
         goto done;
     }
     double optimized = sim_overlap(g, sim);
-    printf("rank %ld (device %ld): comm/comp overlap, HTA's definition "
-           "(share of NCCL kernel time with a compute kernel running)\n",
-           r, kineto_device(k));
+    fprintf(f,
+            "%s: rank %ld (device %ld): comm/comp overlap, HTA's definition "
+            "(share of NCCL kernel time with a compute kernel running)\n",
+            strcmp(trace, "-") == 0 ? "<stdin>" : trace, r,
+            kineto_device(k));
     char t[32];
-    printf("  NCCL kernel time:        %s\n",
-           cli_time_ns(comm_us * 1000.0, t, sizeof t));
-    pct("  measured (the trace):   ", measured);
-    pct("  simulated, run's order: ", as_run);
-    pct("  simulated, optimized:   ", optimized);
+    fprintf(f, "  NCCL kernel time:        %s\n",
+            cli_time_ns(comm_us * 1000.0, t, sizeof t));
+    pct(f, "  measured (the trace):   ", measured);
+    pct(f, "  simulated, run's order: ", as_run);
+    pct(f, "  simulated, optimized:   ", optimized);
     if (!isnan(measured) && !isnan(optimized))
-        printf("  your run overlapped %.0f%%; this order would overlap "
-               "%.0f%%\n",
-               100 * measured, 100 * optimized);
+        fprintf(f,
+                "  your run overlapped %.0f%%; this order would overlap "
+                "%.0f%%\n",
+                100 * measured, 100 * optimized);
+    if (g_out) {
+        /* handed to the caller (report draws the page from them) */
+        *g_out = g;
+        *s_out = s;
+        *run_out = run;
+        g = NULL;
+        s = NULL;
+        run = NULL;
+    }
 done:
     commsched_run_destroy(run);
     commsched_knobs_destroy(knobs);
