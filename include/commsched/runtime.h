@@ -195,9 +195,10 @@ COMMSCHED_EXPORT void commsched_measurement_destroy(commsched_measurement *m);
 
 /* The runtimes to simulate as the prediction, into runtime_ns[node count]:
  * collectives take their calibrated solo time when there is one, else the
- * cost model's (model_ns) x time_scale; compute nodes take model_ns x
- * time_scale in sleep and spin modes and their calibrated time in touch
- * mode (what streaming costs depends on this machine); waits 0. sources
+ * cost model's (model_ns) x time_scale; compute nodes take their
+ * calibrated time when there is one (in sleep mode that includes how late
+ * this machine wakes a sleeping rank; in touch mode what streaming costs
+ * here), else model_ns x time_scale; waits 0. sources
  * (may be NULL) receives, per node, 1 when the figure was measured. */
 COMMSCHED_EXPORT void commsched_measurement_predict(
     const commsched_measurement *m, const double *model_ns,

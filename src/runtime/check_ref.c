@@ -320,8 +320,10 @@ static int rep_issue(replay *x, uint32_t v)
         uint8_t *d = malloc(len), *kn = calloc(len, 1);
         pd->data[R] = d;
         pd->known[R] = kn;
-        if (!d || !kn)
+        if (!d || !kn) {
+            free(scratch);
             return -1;
+        }
         memset(d, 0, len);
         const uint8_t *s, *sk;
         switch (op) {

@@ -46,7 +46,10 @@ void commsched_measurement_predict(const commsched_measurement *m,
                 r = model * ts;
             }
         } else if (nd->kind == COMMSCHED_NODE_COMPUTE) {
-            if (m->options.compute == COMMSCHED_COMPUTE_TOUCH && m->solo_ns) {
+            /* Calibrated in every mode: a sleeping node lasts its runtime
+             * plus how late this machine wakes it up, which on a loaded
+             * machine is far more than the model's runtime alone. */
+            if (m->solo_ns) {
                 r = m->solo_ns[v];
                 measured = 1;
             } else {

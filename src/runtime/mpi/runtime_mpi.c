@@ -455,6 +455,17 @@ static void blame(const exec *x, char *buf, size_t n)
              pass_name(s.phase), s.iter);
 }
 
+/* One turn of a loop blocked under the watchdog: now, with the deadline
+ * started again when this process was stopped since the last turn. */
+static double watch_turn(const exec *x, double *last, double *deadline)
+{
+    double t = now_ns();
+    if (t - *last > stopped_gap_ns(x))
+        *deadline = t + x->timeout_ns;
+    *last = t;
+    return t;
+}
+
 /* Blocks until collective ci completes; `at` names the node that waits. */
 static void complete(exec *x, uint32_t ci, uint32_t at)
 {
@@ -480,10 +491,7 @@ static void complete(exec *x, uint32_t ci, uint32_t at)
         progress(x);
         if (c->state == DONE)
             return;
-        double t = now_ns();
-        if (t - last > stopped_gap_ns(x))
-            deadline = t + x->timeout_ns; /* this process was stopped */
-        last = t;
+        double t = watch_turn(x, &last, &deadline);
         if (t > deadline) {
             char why[512];
             blame(x, why, sizeof why);
@@ -511,10 +519,7 @@ static void complete_req(exec *x, MPI_Request *req, const char *what)
                   COMMSCHED_NONE);
         if (done)
             return;
-        double t = now_ns();
-        if (t - last > stopped_gap_ns(x))
-            deadline = t + x->timeout_ns; /* this process was stopped */
-        last = t;
+        double t = watch_turn(x, &last, &deadline);
         if (t > deadline) {
             char why[512];
             blame(x, why, sizeof why);
