@@ -6,7 +6,11 @@ For every program (FSDP-like, TP-like, 2D with two groups, MoE) it checks
 that Inductor called the pass on real nodes, that the returned order is a
 permutation of them that respects every dependency and, by commsched's
 simulator, is never slower than the input order or than torch's own
-raise_comms, sink_waits and reorder_compute_for_overlap on the same nodes, that what commsched
+passes on the same nodes; that commsched's raise_comms, sink_waits,
+reorder_compute_for_overlap, sink_waits_iterative and
+reorder_communication_preserving_peak_memory order the real nodes exactly
+as torch 2.13's functions of those names do (both fed the same runtimes
+through Inductor's estimate_op_runtime hook); that what commsched
 reads from Inductor's objects is right (groups and sizes from c10d, ops,
 buffer sizes), and that commsched's peak for the input order is exactly
 torch._inductor.memory.estimate_peak_memory on the same nodes (both leave
@@ -37,6 +41,24 @@ import commsched
 import commsched.inductor as ci
 
 WORLD = 8
+SAME_NAMED = ("raise_comms", "sink_waits", "reorder_compute_for_overlap",
+              "sink_waits_iterative",
+              "reorder_communication_preserving_peak_memory")
+
+
+def runtime_ms(snode):
+    """Inductor's estimate_op_runtime hook, so that torch's passes and the
+    adapter see the same non-zero runtimes on CPU (Inductor's own estimate
+    is 0 there): collectives 1 us per KiB moved, compute 0.5 us per KiB
+    written, waits 0."""
+    if iutils.contains_wait(snode):
+        return 0.0
+    size = 0
+    for buf in snode.get_outputs():
+        size += ci._default_size(buf)
+    if iutils.contains_collective(snode):
+        return 1e-3 * max(size, 1024) / 1024
+    return 0.5e-3 * max(size, 1024) / 1024
 CALLS = []   # one record per time Inductor called the pass
 
 
@@ -51,18 +73,22 @@ def recording_pass(snodes):
     torch_peak, _ = imem.estimate_peak_memory(
         snodes, inputs, set(graph.get_output_names()))
     out = ci.reorder(snodes)
-    # torch's own reordering passes on the same nodes, every order judged
-    # by commsched's simulator on the graph the adapter builds
+    # torch's own reordering passes on the same nodes: commsched's pass of
+    # the same name gives the same order; every order is judged by
+    # commsched's simulator on the graph the adapter builds
     from torch._inductor import comms
-    theirs = {}
-    for pname in ("raise_comms", "sink_waits", "reorder_compute_for_overlap"):
+    theirs, same = {}, {}
+    for pname in SAME_NAMED:
         order = getattr(comms, pname)(list(snodes))
         theirs[pname] = commsched.simulate(ci.to_graph(order)).makespan_ns
+        mine = ci.reorder(snodes, passes=[pname])
+        same[pname] = ([sn.get_name() for sn in mine],
+                       [sn.get_name() for sn in order])
     ours = commsched.simulate(ci.to_graph(out)).makespan_ns
     CALLS.append({"snodes": snodes, "order": out, "graph": g,
                   "peak": before.peak_memory_step, "torch_peak": torch_peak,
                   "input_ns": before.makespan_ns, "ours_ns": ours,
-                  "theirs_ns": theirs})
+                  "theirs_ns": theirs, "same": same})
     return out
 
 
@@ -82,6 +108,7 @@ class TorchCompile(unittest.TestCase):
         icfg.compile_threads = 1
         icfg.reorder_for_compute_comm_overlap = True
         icfg.reorder_for_compute_comm_overlap_passes = [recording_pass]
+        icfg.estimate_op_runtime = runtime_ms
         cls.world = dist.group.WORLD
         cls.half = dist.new_group(list(range(WORLD // 2)))
 
@@ -123,6 +150,9 @@ class TorchCompile(unittest.TestCase):
             if "reduce" in ci._collective_op(ci._kernel_names(sn)):
                 self.assertEqual(reduce_op, "sum")
         self.assertEqual(sizes, set(want_groups))
+        # the passes that bear torch's names order the nodes as torch does
+        for pname, (mine, torchs) in c["same"].items():
+            self.assertEqual(mine, torchs, pname)
         # never slower than the input order or any of torch's passes
         self.assertLessEqual(c["ours_ns"], c["input_ns"] * (1 + 1e-9))
         for pname, t in c["theirs_ns"].items():
