@@ -197,6 +197,43 @@ class Graph:
               1 if toposort else 0, _ctypes.byref(handle), file="<string>")
         return cls._adopt(lib, handle)
 
+    def save(self, path):
+        """Writes the graph as format v1 JSON (docs/FORMAT.md) to ``path``,
+        through a temporary file renamed over it, so a failure leaves no
+        half-written file. Raises :class:`Error` naming what could not be
+        written."""
+        import os
+        import tempfile
+        lib = self._lib
+        libc = _ctypes.CDLL(None)
+        libc.fdopen.restype = _ctypes.c_void_p
+        libc.fdopen.argtypes = [_ctypes.c_int, _ctypes.c_char_p]
+        libc.fclose.argtypes = [_ctypes.c_void_p]
+        path = os.fspath(path)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
+                                   prefix=".commsched-", suffix=".json")
+        try:
+            stream = libc.fdopen(fd, b"w")
+            if not stream:
+                os.close(fd)
+                raise Error("%s: cannot open for writing" % path)
+            try:
+                _call(lib, lib.commsched_graph_save_stream, self._handle(),
+                      None, None, stream, file=path)
+            finally:
+                closed = libc.fclose(stream)
+            if closed != 0:
+                raise Error("%s: could not write the graph" % path)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return self
+
     # -- building --------------------------------------------------------
     def _builder_handle(self):
         if self._failed is not None:

@@ -193,6 +193,8 @@ _PROTOTYPES = {
     "commsched_graph_load_file": (c_int, [c_char_p, c_uint, POINTER(_H), _E]),
     "commsched_graph_load_string": (c_int, [c_char_p, c_uint, POINTER(_H), _E]),
     "commsched_graph_destroy": (None, [_H]),
+    "commsched_graph_save_stream": (
+        c_int, [_H, ctypes.c_void_p, c_char_p, ctypes.c_void_p, _E]),
     "commsched_graph_name": (c_char_p, [_H]),
     "commsched_graph_node_count": (c_uint32, [_H]),
     "commsched_graph_node_name": (c_char_p, [_H, c_uint32]),

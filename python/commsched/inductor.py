@@ -94,16 +94,22 @@ on FSDP-like, TP-like, 2D and MoE programs compiled by torch 2.13
 kernel (``MultiOutputLayout``), whose bytes Inductor allocates with the
 kernel and frees per output, is counted at allocation only.
 
+``COMMSCHED_DUMP_DIR=DIR`` writes every graph ``reorder`` is handed to
+``DIR/inductor-<pid>-<k>.json`` (Inductor's order), and ``export(snodes,
+path)`` writes one: files the command-line tool reads (``commsched
+optimize``, ``report --html``).
+
 Tested on stand-in objects exposing exactly the attributes above
 (Inductor's own scenarios, tests/python/test_inductor.py) and inside real
 ``torch.compile`` runs (tests/python/test_torch_compile.py).
 """
 
 import functools
+import os
 
 from . import Error, Graph, _lib, _s, alias, default_pipeline, optimize
 
-__all__ = ["reorder", "make_pass", "to_graph"]
+__all__ = ["reorder", "make_pass", "to_graph", "export"]
 
 _NON_FREEABLE_PREFIXES = ("primals_", "arg", "fwd_rng_state", "bwd_rng_state",
                           "tangents")
@@ -459,6 +465,31 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
     return g.finish()
 
 
+def export(snodes, path, **kwargs):
+    """Writes the graph of ``snodes`` (:func:`to_graph` with ``kwargs``) to
+    ``path`` as a commsched graph file, nodes in the order given: what
+    ``commsched optimize``, ``simulate`` and ``report`` read. Returns the
+    path."""
+    to_graph(list(snodes), **kwargs).save(path)
+    return path
+
+
+def _dump(graph):
+    """With COMMSCHED_DUMP_DIR set, every graph reorder() is handed is
+    written there as inductor-<pid>-<k>.json (the first free k)."""
+    d = os.environ.get("COMMSCHED_DUMP_DIR")
+    if not d:
+        return
+    os.makedirs(d, exist_ok=True)
+    k = 0
+    while True:
+        path = os.path.join(d, "inductor-%d-%d.json" % (os.getpid(), k))
+        if not os.path.exists(path):
+            graph.save(path)
+            return
+        k += 1
+
+
 def _rewriting_passes(passes):
     """The passes in the list (None: the default pipeline) that rewrite the
     graph (commsched_pass_rewrites: the bucketing passes)."""
@@ -500,6 +531,7 @@ def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
                  group_of=group_of, group_sizes=group_sizes,
                  contains_collective=contains_collective,
                  contains_wait=contains_wait)
+    _dump(g)
     result = optimize(g, passes, **knobs)
     by_name = {str(sn.get_name()): sn for sn in snodes}
     if len(result.order) != len(snodes) or any(

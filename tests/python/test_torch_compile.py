@@ -21,6 +21,7 @@ Run by the `python` tier with the virtual environment `make test` makes
 """
 import os
 import sys
+import tempfile
 import unittest
 
 try:
@@ -94,6 +95,8 @@ def recording_pass(snodes):
 
 def compile_and_run(fn, *args):
     CALLS.clear()
+    for f in os.listdir(os.environ["COMMSCHED_DUMP_DIR"]):
+        os.unlink(os.path.join(os.environ["COMMSCHED_DUMP_DIR"], f))
     torch._dynamo.reset()
     cf = torch.compile(fn, fullgraph=True)
     return cf(*args)
@@ -109,12 +112,16 @@ class TorchCompile(unittest.TestCase):
         icfg.reorder_for_compute_comm_overlap = True
         icfg.reorder_for_compute_comm_overlap_passes = [recording_pass]
         icfg.estimate_op_runtime = runtime_ms
+        cls.dump = tempfile.TemporaryDirectory()
+        os.environ["COMMSCHED_DUMP_DIR"] = cls.dump.name
         cls.world = dist.group.WORLD
         cls.half = dist.new_group(list(range(WORLD // 2)))
 
     @classmethod
     def tearDownClass(cls):
         dist.destroy_process_group()
+        del os.environ["COMMSCHED_DUMP_DIR"]
+        cls.dump.cleanup()
 
     def check_call(self, want_ops, want_groups):
         self.assertEqual(len(CALLS), 1, "Inductor called the pass once")
@@ -150,6 +157,13 @@ class TorchCompile(unittest.TestCase):
             if "reduce" in ci._collective_op(ci._kernel_names(sn)):
                 self.assertEqual(reduce_op, "sum")
         self.assertEqual(sizes, set(want_groups))
+        # COMMSCHED_DUMP_DIR: the graph as handed over, in Inductor's order
+        # (reorder ran once for the plugin and once per same-named pass)
+        dumps = sorted(os.listdir(os.environ["COMMSCHED_DUMP_DIR"]))
+        self.assertEqual(len(dumps), 1 + len(SAME_NAMED))
+        g = commsched.Graph.load(os.path.join(
+            os.environ["COMMSCHED_DUMP_DIR"], dumps[0]))
+        self.assertEqual(g.nodes, names)
         # the passes that bear torch's names order the nodes as torch does
         for pname, (mine, torchs) in c["same"].items():
             self.assertEqual(mine, torchs, pname)
