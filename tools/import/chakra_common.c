@@ -365,7 +365,11 @@ static int resolve(chakra *c)
     return rc;
 }
 
-/* A binary min-heap of node indices keyed by Id. */
+/* A binary min-heap of node indices keyed by Id. Not src/base/heap.h:
+ * tools see only include/commsched/, and the builder's public
+ * COMMSCHED_FINISH_TOPOSORT promises neither ASTRA-sim's feeder order
+ * (smallest ready Id first) nor a cycle named by its Chakra record
+ * (docs/ARCHITECTURE.md, "The heap"). */
 typedef struct heap {
     uint32_t *a;
     size_t n;
