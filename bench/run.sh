@@ -5,7 +5,8 @@
 # `make test`. Prints both tables, writes bench/results.json and refreshes
 # the bench's sections of docs/PERFORMANCE.md.
 # bench/io_bench.py measures load (against jansson's parse alone) and save
-# in MB/s and peak RSS (docs/PERFORMANCE.md, "Load and save").
+# in MB/s and peak RSS (docs/PERFORMANCE.md, "Load and save");
+# bench/et_bench.py a 1M-node Chakra .et import (CPU, wall, peak RSS).
 # Usage: bench/run.sh BUILD_DIR [bench.py options, e.g. --sizes 10000]
 set -eu
 build=${1:-build/release}
@@ -13,5 +14,6 @@ shift || true
 python3 "$(dirname "$0")/mpi_bench.py" --cli "$build/tools/commsched" --json "$build/mpi_bench.json" --realtime || echo "bench/run.sh: the MPI benchmark failed" >&2
 here=$(dirname "$0")
 python3 "$here/io_bench.py" --build "$build" || echo "bench/run.sh: the load/save benchmark failed" >&2
+python3 "$here/et_bench.py" --build "$build" || echo "bench/run.sh: the Chakra .et import benchmark failed" >&2
 exec python3 "$here/bench.py" --cli "$build/tools/commsched" \
     --update-doc "$here/../docs/PERFORMANCE.md" "$@"
