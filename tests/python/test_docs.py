@@ -1,8 +1,10 @@
-"""docs/API.md's Python example runs and prints exactly the output the page
-shows. The example is the fenced block after `<!-- example: api_example.py
--->`, its output the block after `<!-- output: api_example.py -->`.
+"""docs/API.md's Python examples run and print exactly the output the page
+shows. An example NAME is the fenced block after `<!-- example: NAME -->`,
+its output the block after `<!-- output: NAME -->`.
 
-usage: test_docs.py docs/API.md   (COMMSCHED_LIBRARY, PYTHONPATH set)"""
+usage: test_docs.py docs/API.md [NAME]   (default api_example.py;
+       COMMSCHED_LIBRARY set, and PYTHONPATH unless the binding is
+       installed)"""
 
 import os
 import re
@@ -23,20 +25,22 @@ def block(text, marker):
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         text = f.read()
-    code = block(text, "example: api_example.py")
-    want = block(text, "output: api_example.py")
+    name = sys.argv[2] if len(sys.argv) > 2 else "api_example.py"
+    code = block(text, "example: " + name)
+    want = block(text, "output: " + name)
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "api_example.py")
+        path = os.path.join(d, name)
         with open(path, "w", encoding="utf-8") as f:
             f.write(code)
         p = subprocess.run([sys.executable, path], capture_output=True,
                            text=True, cwd=d)
     if p.returncode != 0 or p.stdout != want:
-        sys.stderr.write("API.md's Python example: exit %d\n--- stderr\n%s"
-                         "--- got\n%s--- want\n%s" % (p.returncode, p.stderr,
-                                                      p.stdout, want))
+        sys.stderr.write("API.md's %s: exit %d\n--- stderr\n%s"
+                         "--- got\n%s--- want\n%s" % (name, p.returncode,
+                                                      p.stderr, p.stdout,
+                                                      want))
         return 1
-    print("docs/API.md Python example: output as documented")
+    print("docs/API.md %s: output as documented" % name)
     return 0
 
 
