@@ -161,6 +161,7 @@ typedef struct import_options {
     long ranks;       /* chakra: 0 = the trace's ngpus, else 8 */
     int chakra_fields_only; /* chakra: ignore commsched's own attributes */
     long rank;        /* kineto: the device to keep; -1: the only one */
+    const char *et;   /* kineto: the run's PyTorch execution trace, or NULL */
 } import_options;
 int import_astra(const char *path, const import_options *o,
                  commsched_graph **out);

@@ -47,6 +47,10 @@ static void usage(FILE *f)
             "                    chakra: read a file commsched exported by its\n"
             "                    Chakra fields alone, ignoring the exact graph\n"
             "                    it carries in commsched.* attributes\n"
+            "  --et ET.json[.gz] kineto: the run's PyTorch execution trace:\n"
+            "                    each kernel's operator (linked by\n"
+            "                    record-function id) gives host dependencies\n"
+            "                    and output sizes\n"
             "  --rank N          kineto: the device whose events to import\n"
             "                    (default: the only one in the trace); its\n"
             "                    group size is --ranks, else the trace's\n"
@@ -70,7 +74,8 @@ static int positive(const char *s, long *out)
 
 int cmd_import(int argc, char **argv)
 {
-    enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS, O_RANK };
+    enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS, O_RANK,
+           O_ET };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"clock-ghz", required_argument, 0, O_CLOCK},
@@ -80,9 +85,10 @@ int cmd_import(int argc, char **argv)
         {"ranks", required_argument, 0, O_RANKS},
         {"chakra-fields-only", no_argument, 0, O_FIELDS},
         {"rank", required_argument, 0, O_RANK},
+        {"et", required_argument, 0, O_ET},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    import_options io = {1.0, 0, 0, 0, 0, 0, -1};
+    import_options io = {1.0, 0, 0, 0, 0, 0, -1, NULL};
     const char *out_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -112,6 +118,9 @@ int cmd_import(int argc, char **argv)
             break;
         case O_GPU: io.gpu_only = 1; break;
         case O_FIELDS: io.chakra_fields_only = 1; break;
+        case O_ET:
+            io.et = optarg;
+            break;
         case O_RANK: {
             char *end = NULL;
             io.rank = strtol(optarg, &end, 10);

@@ -1,5 +1,5 @@
-/* commsched import kineto TRACE.json[.gz] — a PyTorch profiler (Kineto)
- * trace becomes the graph the GPU actually ran (docs/WORKLOADS.md):
+/* commsched import kineto TRACE.json[.gz] [--et ET] — a PyTorch profiler
+ * (Kineto) trace becomes the graph the GPU actually ran (docs/WORKLOADS.md):
  *
  * - Every GPU event of the chosen device (--rank N: device N; a file that
  *   holds one device needs none) is a node: compute kernels, memcpy and
@@ -20,6 +20,9 @@
  *   links), so the imported order overlaps exactly as much as the run did.
  * - Group: one, "world", of --ranks ranks (default distributedInfo's
  *   world_size, else 8).
+ * - --et: with the run's PyTorch execution trace, host dependencies and
+ *   output sizes from the operator that launched each event, linked by
+ *   record-function id (et_link below).
  * - Scope, as Holistic Trace Analysis reads a trace: with ProfilerStep#N
  *   annotations, the GPU events launched inside them, the last step left
  *   out when there are several (the profiler often stops it midway).
@@ -36,6 +39,7 @@
 
 #include "chakra_common.h"
 #include "kineto.h"
+#include "pytorch_et.h"
 #include "trace_json.h"
 
 typedef struct kev {
@@ -621,14 +625,193 @@ static void add_wait(commsched_builder *b, const char *coll,
     (void)commsched_builder_add_node(b, &s, err);
 }
 
+/* ---- import kineto --et: host dependencies and sizes from the ET ---- */
+
+/* The innermost CPU op around a GPU event's launch, as Chakra's trace
+ * linker finds a kernel's parent: the latest-starting op of the launching
+ * thread that still runs at the launch (bounded walk, as above). */
+static const kcpu *launching_op(const kineto *k, const kev *g)
+{
+    const krt *r = find_rt(k, g->corr);
+    if (!r)
+        return NULL;
+    size_t lo = 0, hi = k->n_cpu;
+    kcpu key = {r->ts, 0, r->tid, NULL, NULL};
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_cpu(&k->cpu[mid], &key) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t n = 0; lo > 0 && n < 4096; n++) {
+        const kcpu *c = &k->cpu[--lo];
+        if (c->tid != r->tid)
+            break;
+        if (c->end >= r->ts && c->args)
+            return c;
+    }
+    return NULL;
+}
+
+/* The op's record-function id: "Record function id" (what Chakra's linker
+ * reads), else "External id" (older profilers, whose CPU ops share it
+ * with the ET's rf_id); -1 when neither. */
+static int64_t rf_id_of(const kcpu *c)
+{
+    int64_t v;
+    if (get_i64(json_object_get(c->args, "Record function id"), &v) == 0 ||
+        get_i64(json_object_get(c->args, "External id"), &v) == 0)
+        return v;
+    return -1;
+}
+
+/* storage id -> the last GPU event (position) that wrote it: open
+ * addressing, grown at half load. */
+typedef struct writers {
+    int64_t *key;
+    size_t *pos, cap, n;
+} writers;
+
+static size_t w_slot(const writers *w, int64_t k)
+{
+    size_t i = (size_t)((uint64_t)k * 0x9E3779B97F4A7C15u) & (w->cap - 1);
+    while (w->pos[i] != SIZE_MAX && w->key[i] != k)
+        i = (i + 1) & (w->cap - 1);
+    return i;
+}
+
+static int w_put(writers *w, int64_t k, size_t p)
+{
+    if (2 * (w->n + 1) > w->cap) {
+        writers nw = {NULL, NULL, w->cap ? 2 * w->cap : 64, 0};
+        nw.key = malloc(nw.cap * sizeof *nw.key);
+        nw.pos = malloc(nw.cap * sizeof *nw.pos);
+        if (!nw.key || !nw.pos) {
+            free(nw.key);
+            free(nw.pos);
+            return -1;
+        }
+        for (size_t i = 0; i < nw.cap; i++)
+            nw.pos[i] = SIZE_MAX;
+        for (size_t i = 0; i < w->cap; i++)
+            if (w->pos[i] != SIZE_MAX) {
+                size_t j = w_slot(&nw, w->key[i]);
+                nw.key[j] = w->key[i];
+                nw.pos[j] = w->pos[i];
+                nw.n++;
+            }
+        free(w->key);
+        free(w->pos);
+        *w = nw;
+    }
+    size_t i = w_slot(w, k);
+    w->n += w->pos[i] == SIZE_MAX;
+    w->key[i] = k;
+    w->pos[i] = p;
+    return 0;
+}
+
+static size_t w_get(const writers *w, int64_t k)
+{
+    return w->cap ? w->pos[w_slot(w, k)] : SIZE_MAX;
+}
+
+/* Per GPU event: the ET op that launched it (its inputs' storages give
+ * its host dependencies: the last event that wrote each; its outputs'
+ * bytes its output's size). dep[p] lists positions (deps_off). */
+typedef struct etlink {
+    size_t *dep_off, *dep; /* CSR: deps of p in dep[dep_off[p]..[p+1]) */
+    int64_t *bytes;        /* -1: no ET op */
+    size_t linked, edges;
+} etlink;
+
+static int et_link(const kineto *k, pytorch_et *e, etlink *L)
+{
+    size_t n = k->n_gpu, cap_dep = 0, nd = 0;
+    et_tensor *ts = NULL;
+    size_t nt = 0, tcap = 0;
+    writers w = {NULL, NULL, 0, 0};
+    int rc = 0;
+    L->dep_off = malloc((n + 1) * sizeof *L->dep_off);
+    L->bytes = malloc((n ? n : 1) * sizeof *L->bytes);
+    L->dep = NULL;
+    if (!L->dep_off || !L->bytes)
+        return oom();
+    L->dep_off[0] = 0;
+    for (size_t p = 0; p < n; p++) {
+        L->bytes[p] = -1;
+        const kcpu *c = launching_op(k, &k->gpu[p]);
+        int64_t rf = c ? rf_id_of(c) : -1;
+        size_t node = rf >= 0 ? pytorch_et_find_rf(e, rf) : SIZE_MAX;
+        if (node != SIZE_MAX) {
+            L->linked++;
+            if ((rc = pytorch_et_tensors(e, node, 0, &ts, &nt, &tcap)) != 0)
+                break;
+            for (size_t t = 0; t < nt; t++) {
+                size_t q = w_get(&w, ts[t].storage);
+                if (q == SIZE_MAX)
+                    continue;
+                size_t d = L->dep_off[p];
+                while (d < nd && L->dep[d] != q)
+                    d++;
+                if (d < nd)
+                    continue; /* already listed */
+                if (nd == cap_dep &&
+                    grow((void **)&L->dep, nd + 1, &cap_dep,
+                         sizeof *L->dep) != 0) {
+                    rc = oom();
+                    break;
+                }
+                L->dep[nd++] = q;
+                L->edges++;
+            }
+            if (rc != 0 ||
+                (rc = pytorch_et_tensors(e, node, 1, &ts, &nt, &tcap)) != 0)
+                break;
+            int64_t b = 0;
+            for (size_t t = 0; t < nt; t++) {
+                if (b <= COMMSCHED_MAX_SIZE - ts[t].bytes)
+                    b += ts[t].bytes;
+                if (w_put(&w, ts[t].storage, p) != 0) {
+                    rc = oom();
+                    break;
+                }
+            }
+            L->bytes[p] = b;
+            if (rc != 0)
+                break;
+        }
+        L->dep_off[p + 1] = nd;
+    }
+    free(ts);
+    free(w.key);
+    free(w.pos);
+    return rc;
+}
+
 int kineto_build(const kineto *k, const import_options *o,
                  commsched_graph **out)
 {
     size_t n = k->n_gpu;
+    pytorch_et *et = NULL;
+    etlink L = {NULL, NULL, NULL, 0, 0};
+    if (o->et) {
+        int lrc = pytorch_et_load(o->et, &et);
+        if (lrc == 0)
+            lrc = et_link(k, et, &L);
+        pytorch_et_destroy(et);
+        if (lrc != 0) {
+            free(L.dep_off);
+            free(L.dep);
+            free(L.bytes);
+            return lrc;
+        }
+    }
     char(*names)[112] = malloc((n ? n : 1) * sizeof *names);
     size_t *head = malloc((n + 1) * sizeof *head); /* waits before pos */
     size_t *next = malloc((n ? n : 1) * sizeof *next);
-    const char **in = malloc((n + 2) * sizeof *in);
+    const char **in = malloc((n + 2 + L.edges) * sizeof *in);
     char(*waits)[160] = malloc((n ? n : 1) * sizeof *waits);
     /* last compute node per stream: a small table, searched linearly
      * (traces use a handful of streams; bounded by the event count) */
@@ -713,6 +896,21 @@ int kineto_build(const kineto *k, const import_options *o,
             s.kind = COMMSCHED_NODE_COMPUTE;
             s.op = g->is_kernel ? "kernel"
                    : strcasestr(g->name, "memset") ? "memset" : "memcpy";
+            if (L.bytes && L.bytes[p] >= 0)
+                os.size = L.bytes[p];
+        }
+        /* --et: the ET op's inputs, written by earlier kernels; a
+         * collective's result is read through its wait, placed above */
+        for (size_t d = L.dep_off ? L.dep_off[p] : 0;
+             L.dep_off && d < L.dep_off[p + 1]; d++) {
+            size_t q = L.dep[d];
+            if (k->gpu[q].nccl)
+                continue;
+            size_t j = 0;
+            while (j < ni && in[j] != names[q])
+                j++;
+            if (j == ni)
+                in[ni++] = names[q];
         }
         s.inputs = in;
         s.n_inputs = ni;
@@ -738,6 +936,12 @@ int kineto_build(const kineto *k, const import_options *o,
         else
             fprintf(stderr, "%.2f%% of %.1f us of NCCL kernel time\n",
                     100 * ov, comm_us);
+        if (o->et)
+            fprintf(stderr,
+                    "commsched import: note: %s: %zu of %zu GPU events "
+                    "linked to their operator by record-function id; %zu "
+                    "host dependencies and their sizes from the ET\n",
+                    o->et, L.linked, n, L.edges);
     }
 done:
     commsched_builder_destroy(b);
@@ -749,6 +953,9 @@ done:
     free(waits);
     free(st_id);
     free(st_last);
+    free(L.dep_off);
+    free(L.dep);
+    free(L.bytes);
     return rc;
 }
 

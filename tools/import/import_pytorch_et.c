@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "chakra_common.h"
+#include "pytorch_et.h"
 #include "trace_json.h"
 
 typedef struct etnode {
@@ -45,11 +46,15 @@ typedef struct etnode {
     size_t src; /* its index in the file's "nodes" (for messages) */
 } etnode;
 
-typedef struct et {
+struct et {
     const char *file;
     etnode *n;
     size_t count;
-} et;
+    int64_t (*rf)[2]; /* (rf_id, node index), sorted; import kineto --et */
+    size_t n_rf;
+    json_t *root;
+};
+typedef struct et et;
 
 static int oom(void)
 {
@@ -110,10 +115,7 @@ static int io_of(et *e, size_t i, const char *which, json_t **vals,
 
 /* Calls fn on every tensor among vals (typed by types), checking each
  * is [tensor_id, storage_id, offset, numel, itemsize, device]. */
-typedef struct tensor {
-    int64_t storage, bytes;
-    int cuda;
-} tensor;
+typedef et_tensor tensor;
 
 static int check_tensor(et *e, size_t i, const char *which, size_t k,
                         json_t *t, tensor *out)
@@ -626,10 +628,86 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     return rc;
 }
 
+static int cmp_rf(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+int pytorch_et_load(const char *path, pytorch_et **out)
+{
+    *out = NULL;
+    et *e = calloc(1, sizeof *e);
+    if (!e)
+        return oom();
+    e->file = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    int rc = trace_json_load(path, &e->root);
+    if (rc == 0)
+        rc = read_nodes(e, e->root);
+    if (rc == 0 && !(e->rf = malloc(e->count * sizeof *e->rf)))
+        rc = oom();
+    for (size_t i = 0; rc == 0 && i < e->count; i++) {
+        json_t *rf = field(e->n[i].node, "rf_id");
+        if (json_is_integer(rf)) {
+            e->rf[e->n_rf][0] = (int64_t)json_integer_value(rf);
+            e->rf[e->n_rf++][1] = (int64_t)i;
+        }
+    }
+    if (rc != 0) {
+        pytorch_et_destroy(e);
+        return rc;
+    }
+    qsort(e->rf, e->n_rf, sizeof *e->rf, cmp_rf);
+    *out = e;
+    return 0;
+}
+
+void pytorch_et_destroy(pytorch_et *e)
+{
+    if (!e)
+        return;
+    free(e->n);
+    free(e->rf);
+    json_decref(e->root);
+    free(e);
+}
+
+size_t pytorch_et_find_rf(const pytorch_et *e, int64_t rf)
+{
+    size_t lo = 0, hi = e->n_rf;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (e->rf[mid][0] < rf)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* several nodes may share an rf_id (a thread's root is 0): the
+     * first, an operator when one is */
+    size_t best = SIZE_MAX;
+    for (size_t j = lo; j < e->n_rf && e->rf[j][0] == rf; j++) {
+        size_t i = (size_t)e->rf[j][1];
+        if (best == SIZE_MAX || (e->n[i].in_vals && !e->n[best].in_vals))
+            best = i;
+    }
+    return best;
+}
+
+int pytorch_et_tensors(pytorch_et *e, size_t i, int outputs, et_tensor **ts,
+                       size_t *n, size_t *cap)
+{
+    const etnode *x = &e->n[i];
+    return outputs ? tensors(e, i, "outputs", x->out_vals, x->out_types, ts,
+                             n, cap)
+                   : tensors(e, i, "inputs", x->in_vals, x->in_types, ts, n,
+                             cap);
+}
+
 int import_pytorch_et(const char *path, const import_options *o,
                       commsched_graph **out)
 {
-    et e = {strcmp(path, "-") == 0 ? "<stdin>" : path, NULL, 0};
+    et e = {strcmp(path, "-") == 0 ? "<stdin>" : path, NULL, 0, NULL, 0,
+            NULL};
     json_t *root = NULL;
     int rc = trace_json_load(path, &root);
     if (rc == 0)

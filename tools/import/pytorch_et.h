@@ -1,0 +1,31 @@
+/* A PyTorch execution trace as `import kineto --et` reads it
+ * (import_pytorch_et.c): operators found by record-function id, their
+ * tensors as [storage, bytes]. */
+#ifndef COMMSCHED_PYTORCH_ET_H
+#define COMMSCHED_PYTORCH_ET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct et pytorch_et;
+
+typedef struct et_tensor {
+    int64_t storage, bytes;
+    int cuda;
+} et_tensor;
+
+/* Reads ET.json[.gz]. Prints located errors; returns 0 with *out
+ * (pytorch_et_destroy it) or the exit code. */
+int pytorch_et_load(const char *path, pytorch_et **out);
+void pytorch_et_destroy(pytorch_et *e);
+
+/* The node whose rf_id is rf; SIZE_MAX when none. */
+size_t pytorch_et_find_rf(const pytorch_et *e, int64_t rf);
+
+/* Node i's input (outputs 0) or output (outputs 1) tensors into *ts
+ * (grown as needed, *n of them). Returns 0 or the exit code after
+ * printing a located error. */
+int pytorch_et_tensors(pytorch_et *e, size_t i, int outputs, et_tensor **ts,
+                       size_t *n, size_t *cap);
+
+#endif /* COMMSCHED_PYTORCH_ET_H */
