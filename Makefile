@@ -6,7 +6,7 @@ MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 RELEASE := build/release
 DEBUG := build/debug
-SANITIZE := build/clang-asan
+SANITIZE_PRESETS := clang-asan gcc-asan
 FUZZ := build/fuzz
 VENV := build/venv
 FUZZ_SECONDS ?= 60
@@ -45,7 +45,7 @@ run: release
 
 # Makes the torch environment, builds with asserts and runs every test
 # (ctest), then the fast tiers again under ASan + UBSan built with clang
-# (`make sanitize`).
+# and with gcc (`make sanitize`).
 test:
 	@$(MAKE) venv
 	@$(MAKE) debug
@@ -53,15 +53,19 @@ test:
 	@$(MAKE) sanitize
 
 # The unit, invalid-input and fuzz-replay tiers under AddressSanitizer and
-# UndefinedBehaviorSanitizer, compiled with clang: the clang build CI runs
-# (.ci/run is `make test`). Any report fails the test.
+# UndefinedBehaviorSanitizer, compiled once with clang (the clang build CI
+# runs: .ci/run is `make test`) and once with gcc (build/<preset>): each
+# compiler's UBSan checks something the other does not (gcc's flags
+# qsort(NULL, 0, ...)). Any report fails the test.
 sanitize: deps
-	@cmake --preset clang-asan >/dev/null
-	@cmake --build $(SANITIZE) -j $(JOBS)
-	@cd $(SANITIZE) && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) -L 'unit|fuzz'
-	@cd $(SANITIZE) && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) -R '^(graphs|import)/invalid/'
+	@for preset in $(SANITIZE_PRESETS); do \
+	  cmake --preset $$preset >/dev/null && \
+	  cmake --build build/$$preset -j $(JOBS) && \
+	  (cd build/$$preset && export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 && \
+	   ctest --output-on-failure -j $(JOBS) -L 'unit|fuzz' && \
+	   ctest --output-on-failure -j $(JOBS) -R '^(graphs|import)/invalid/') \
+	  || exit 1; \
+	done
 
 # Runs each libFuzzer harness (tests/fuzz) for FUZZ_SECONDS, one after the
 # other on one core, from the seed corpus; prints executions and findings.

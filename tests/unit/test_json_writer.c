@@ -143,9 +143,9 @@ static void check_real(double d, int precision)
     commsched_status st;
     char *ours = write_with(body_real, &c, &st);
     json_t *j = json_real(d);
-    char *ref = json_dumps(j, JSON_ENCODE_ANY |
-                                  JSON_REAL_PRECISION(precision ? precision
-                                                                : 17));
+    /* json_dumps takes size_t flags; the precision is 1..17 */
+    size_t digits = (size_t)(precision ? precision : 17);
+    char *ref = json_dumps(j, JSON_ENCODE_ANY | JSON_REAL_PRECISION(digits));
     assert_int_equal(st, COMMSCHED_OK);
     assert_string_equal(ours, ref);
     free(ours);

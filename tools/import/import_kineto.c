@@ -81,6 +81,16 @@ typedef struct kineto {
     json_t *doc; /* the names are borrowed from it */
 } kineto;
 
+/* qsort over n elements, none when n < 2: a list the trace left empty is
+ * still NULL, and qsort's base must be a valid pointer even for zero
+ * elements (gcc's UBSan, nonnull-attribute). */
+static void sort_some(void *base, size_t n, size_t size,
+                      int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
+
 static void kineto_free(kineto *k)
 {
     json_decref(k->doc);
@@ -260,8 +270,8 @@ static int read_events(kineto *k, json_t *root)
             k->cpu[k->n_cpu++] = (kcpu){ts, ts + dur, tid, name, args};
         }
     }
-    qsort(k->rt, k->n_rt, sizeof *k->rt, cmp_rt);
-    qsort(k->cpu, k->n_cpu, sizeof *k->cpu, cmp_cpu);
+    sort_some(k->rt, k->n_rt, sizeof *k->rt, cmp_rt);
+    sort_some(k->cpu, k->n_cpu, sizeof *k->cpu, cmp_cpu);
     return 0;
 }
 
@@ -413,7 +423,7 @@ static int select_events(kineto *k, const import_options *o)
     if (rc)
         return rc;
     k->device = dev;
-    qsort(k->steps, k->n_steps, sizeof *k->steps, cmp_step);
+    sort_some(k->steps, k->n_steps, sizeof *k->steps, cmp_step);
     size_t m = 0;
     for (size_t i = 0; i < k->n_gpu; i++) {
         if (k->gpu[i].device != dev)
@@ -438,7 +448,7 @@ static int select_events(kineto *k, const import_options *o)
                           k->n_steps > 1 ? " (the last step is left out, "
                                            "as HTA does)"
                                          : "");
-    qsort(k->gpu, k->n_gpu, sizeof *k->gpu, cmp_launch);
+    sort_some(k->gpu, k->n_gpu, sizeof *k->gpu, cmp_launch);
     return 0;
 }
 
@@ -485,7 +495,7 @@ static int cmp_iv(const void *a, const void *b)
 /* Sorts and merges [start, end) intervals in place; returns the count. */
 static size_t merge(double (*iv)[2], size_t n)
 {
-    qsort(iv, n, sizeof *iv, cmp_iv);
+    sort_some(iv, n, sizeof *iv, cmp_iv);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (m > 0 && iv[i][0] <= iv[m - 1][1]) {
