@@ -107,7 +107,9 @@ enum {
     F_MEM = 1,      /* the budget refused an issue it wanted */
     F_INFL = 2,     /* overlap_max_in_flight_bytes refused one */
     F_INFLIGHT = 4, /* issued, its wait not placed yet (in-flight bytes) */
-    F_NOCOMP = 8    /* its wait stalled with no other ready compute */
+    F_NOCOMP = 8,   /* its wait stalled with no other ready compute */
+    F_MOVED = 16    /* a wait cs_ov_sink_waits_late moves (its pos is the
+                       slot it moves to) */
 };
 
 #define K_STREAM 8  /* collectives examined per prefetch decision */

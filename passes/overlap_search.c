@@ -833,9 +833,13 @@ void cs_ov_sink_waits_late(ov_run *S)
         }
         if (frees || b->unread_free[w] != 0 || bound <= k + 1)
             continue;
+        /* Its new slot, so that an earlier wait it depends on (an after
+         * edge between waits) stops at or before it: at the same slot the
+         * earlier one is pushed in front. */
         S->next[w] = S->head[bound];
         S->head[bound] = w;
-        S->pos[w] = NONE; /* moved: skipped at its old place */
+        S->pos[w] = bound;
+        S->flags[w] |= F_MOVED; /* skipped at its old place */
         moved++;
     }
     if (moved == 0)
@@ -844,8 +848,11 @@ void cs_ov_sink_waits_late(ov_run *S)
     for (uint32_t k = 0; k <= n; k++) {
         for (uint32_t w = S->head[k]; w != NONE; w = S->next[w])
             S->tmp_order[m++] = w;
-        if (k < n && S->pos[S->order[k]] != NONE)
+        if (k < n && !(S->flags[S->order[k]] & F_MOVED))
             S->tmp_order[m++] = S->order[k];
+        else if (k < n)
+            S->flags[S->order[k]] &= (uint8_t)~F_MOVED;
     }
+    assert(m == n); /* every node once, at its old place or its slot */
     memcpy(S->order, S->tmp_order, (size_t)n * sizeof *S->order);
 }
