@@ -301,7 +301,8 @@ static int read_nodes(et *e, json_t *root)
         if (rc)
             return rc;
     }
-    qsort(e->n, e->count, sizeof *e->n, cmp_id);
+    if (e->count > 1) /* an empty list is NULL: qsort's base must not be */
+        qsort(e->n, e->count, sizeof *e->n, cmp_id);
     for (size_t i = 1; i < e->count; i++)
         if (e->n[i].id == e->n[i - 1].id)
             return trace_fail(e->file, "nodes", "duplicate id %lld",
@@ -657,7 +658,8 @@ int pytorch_et_load(const char *path, pytorch_et **out)
         pytorch_et_destroy(e);
         return rc;
     }
-    qsort(e->rf, e->n_rf, sizeof *e->rf, cmp_rf);
+    if (e->n_rf > 1) /* none: e->rf is NULL, which qsort must not get */
+        qsort(e->rf, e->n_rf, sizeof *e->rf, cmp_rf);
     *out = e;
     return 0;
 }
