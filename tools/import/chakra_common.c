@@ -109,6 +109,25 @@ void chakra_free(chakra *c)
     c->count = c->cap = 0;
 }
 
+void import_add_wait(commsched_builder *b, const char *coll,
+                     commsched_error *err)
+{
+    char wait[256]; /* the importers cut names well below this */
+    snprintf(wait, sizeof wait, "%s.wait", coll);
+    const char *in[1] = {coll};
+    commsched_output_spec o = {wait, 0, coll};
+    commsched_node_spec s = {0};
+    s.name = wait;
+    s.kind = COMMSCHED_NODE_WAIT;
+    s.op = "wait";
+    s.inputs = in;
+    s.n_inputs = 1;
+    s.outputs = &o;
+    s.n_outputs = 1;
+    s.runtime_ns = s.flops = s.bytes = -1;
+    (void)commsched_builder_add_node(b, &s, err); /* copies the names */
+}
+
 /* The collective kind from Chakra's CollectiveCommType. */
 int chakra_coll_from_type(int64_t t)
 {
@@ -511,25 +530,6 @@ static int kept_deps(const chakra *c, uint32_t v, uint32_t **out, size_t *n,
     return 0;
 }
 
-static void emit_wait(commsched_builder *b, cnode *n, commsched_error *err)
-{
-    char wait[128];
-    snprintf(wait, sizeof wait, "%s.wait", n->node_name);
-    const char *in[1] = {n->node_name};
-    commsched_output_spec o = {wait, 0, n->node_name};
-    commsched_node_spec s = {0};
-    s.name = wait;
-    s.kind = COMMSCHED_NODE_WAIT;
-    s.op = "wait";
-    s.inputs = in;
-    s.n_inputs = 1;
-    s.outputs = &o;
-    s.n_outputs = 1;
-    s.runtime_ns = s.flops = s.bytes = -1;
-    (void)commsched_builder_add_node(b, &s, err);
-    n->waited = 1;
-}
-
 /* A CPU-side COMM_COLL op that a GPU collective kernel depends on (data or
  * ctrl), or that such an op depends on (record_param_comms ->
  * c10d::allreduce_ -> nccl:all_reduce -> the kernel), launched the kernel:
@@ -690,7 +690,8 @@ static int build(chakra *c, const import_options *o, long ngpus,
             if (d->coll >= 0 && !d->cpu) {
                 if (!d->waited) {
                     src[n_src++] = deps[k];
-                    emit_wait(b, d, &c->err);
+                    import_add_wait(b, d->node_name, &c->err);
+                    d->waited = 1;
                 }
                 snprintf(reads[k], sizeof reads[k], "%s.wait", d->node_name);
             } else {
@@ -729,7 +730,8 @@ static int build(chakra *c, const import_options *o, long ngpus,
         cnode *x = &c->n[order[pos]];
         if (x->keep && x->coll >= 0 && !x->cpu && !x->waited) {
             src[n_src++] = order[pos];
-            emit_wait(b, x, &c->err);
+            import_add_wait(b, x->node_name, &c->err);
+            x->waited = 1;
         }
     }
     if (commsched_builder_finish(b, 0, out, &c->err) != COMMSCHED_OK) {

@@ -616,25 +616,6 @@ static size_t seg_first(const segtree *s, size_t node, size_t lo, size_t hi,
     return r != SIZE_MAX ? r : seg_first(s, 2 * node + 1, mid, hi, from, t);
 }
 
-static void add_wait(commsched_builder *b, const char *coll,
-                     commsched_error *err)
-{
-    char wait[160];
-    snprintf(wait, sizeof wait, "%s.wait", coll);
-    const char *in[1] = {coll};
-    commsched_output_spec o = {wait, 0, coll};
-    commsched_node_spec s = {0};
-    s.name = wait;
-    s.kind = COMMSCHED_NODE_WAIT;
-    s.op = "wait";
-    s.inputs = in;
-    s.n_inputs = 1;
-    s.outputs = &o;
-    s.n_outputs = 1;
-    s.runtime_ns = s.flops = s.bytes = -1;
-    (void)commsched_builder_add_node(b, &s, err);
-}
-
 /* ---- import kineto --et: host dependencies and sizes from the ET ---- */
 
 /* The innermost CPU op around a GPU event's launch, as Chakra's trace
@@ -865,7 +846,7 @@ int kineto_build(const kineto *k, const import_options *o,
     for (size_t p = 0; p <= n; p++) {
         size_t ni = 0;
         for (size_t c = head[p]; c != SIZE_MAX; c = next[c]) {
-            add_wait(b, names[c], &err);
+            import_add_wait(b, names[c], &err);
             snprintf(waits[c], sizeof waits[c], "%s.wait", names[c]);
             in[ni++] = waits[c];
         }

@@ -443,25 +443,6 @@ static double gemm_flops(const char *name, json_t *shapes)
     return f > 0 && f < COMMSCHED_MAX_WORK ? f : -1;
 }
 
-static void emit_wait(commsched_builder *b, etnode *c, commsched_error *err)
-{
-    char wait[128];
-    snprintf(wait, sizeof wait, "%s.wait", c->name);
-    const char *in[1] = {c->name};
-    commsched_output_spec o = {wait, 0, c->name};
-    commsched_node_spec s = {0};
-    s.name = wait;
-    s.kind = COMMSCHED_NODE_WAIT;
-    s.op = "wait";
-    s.inputs = in;
-    s.n_inputs = 1;
-    s.outputs = &o;
-    s.n_outputs = 1;
-    s.runtime_ns = s.flops = s.bytes = -1;
-    (void)commsched_builder_add_node(b, &s, err);
-    c->waited = 1;
-}
-
 static int build(et *e, const import_options *o, commsched_graph **out)
 {
     smap writer = {NULL, NULL, 0, 0};
@@ -522,8 +503,10 @@ static int build(et *e, const import_options *o, commsched_graph **out)
             etnode *d = &e->n[w];
             char want[128];
             if (d->coll >= 0 && d->cuda) {
-                if (!d->waited)
-                    emit_wait(b, d, &err);
+                if (!d->waited) {
+                    import_add_wait(b, d->name, &err);
+                    d->waited = 1;
+                }
                 snprintf(want, sizeof want, "%s.wait", d->name);
             } else {
                 snprintf(want, sizeof want, "%s", d->name);
@@ -600,8 +583,10 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     }
     for (size_t i = 0; i < e->count && rc == 0; i++)
         if (e->n[i].top && e->n[i].coll >= 0 && e->n[i].cuda &&
-            !e->n[i].waited)
-            emit_wait(b, &e->n[i], &err);
+            !e->n[i].waited) {
+            import_add_wait(b, e->n[i].name, &err);
+            e->n[i].waited = 1;
+        }
     if (rc == 0 && ops == 0) {
         fprintf(stderr, "commsched: %s: no operator in the trace\n", e->file);
         rc = EXIT_INPUT;
