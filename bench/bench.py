@@ -357,7 +357,7 @@ def scaling(rows):
 
 def corpus(root):
     files = []
-    for sub in ("examples", "astra", "chakra", "generated"):
+    for sub in ("examples", "astra", "chakra", "generated", "torch"):
         files += sorted(glob.glob(os.path.join(root, sub, "*.json")))
     return files
 

@@ -161,7 +161,7 @@ def run_case(cli, graph, name, passes, sets, tmp, extra=None):
 
 def workloads(root):
     files = []
-    for sub in ("examples", "astra", "chakra", "generated"):
+    for sub in ("examples", "astra", "chakra", "generated", "torch"):
         files += sorted(glob.glob(os.path.join(root, sub, "*.json")))
     return files
 
