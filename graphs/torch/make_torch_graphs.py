@@ -52,6 +52,33 @@ def tp_step(x, *weights):
     return h
 
 
+def twod_step(x, tp_group, *params):
+    """2D parallelism: each layer's weight shard all-gathered over the
+    data-parallel group (all 8 ranks), its output all-reduced over a
+    tensor-parallel group of 4 ranks: two process groups in one graph."""
+    h = x
+    for i in range(0, len(params), 2):
+        full = funcol.all_gather_tensor(params[i], 0, dist.group.WORLD)
+        full = full.view(HIDDEN, HIDDEN // 4)
+        part = torch.relu(h @ full) @ params[i + 1]
+        h = h + funcol.all_reduce(part, "sum", tp_group)
+    return h
+
+
+def moe_step(x, *params):
+    """Mixture-of-experts layers: tokens dispatched to their experts and
+    combined back with all_to_all_single; a shared expert beside them
+    is compute that can hide the exchange."""
+    pg = dist.group.WORLD
+    h = x
+    for i in range(0, len(params), 2):
+        routed = funcol.all_to_all_single(h, None, None, pg)
+        y = torch.nn.functional.gelu(routed @ params[i])
+        back = funcol.all_to_all_single(y, None, None, pg)
+        h = h + back + torch.relu(h @ params[i + 1])
+    return h
+
+
 def main(outdir):
     dist.init_process_group("fake", store=FakeStore(), rank=0,
                             world_size=WORLD)
@@ -84,6 +111,22 @@ def main(outdir):
         ws += [torch.randn(HIDDEN, 4 * HIDDEN // WORLD),
                torch.randn(4 * HIDDEN // WORLD, HIDDEN)]
     torch.compile(tp_step)(x, *ws)
+
+    plugin.name, plugin.count = "2d-mlp-4L", 0
+    torch._dynamo.reset()
+    tp_group = dist.new_group(list(range(WORLD // 2)))
+    ps = []
+    for _ in range(LAYERS):
+        ps += [torch.randn(HIDDEN // WORLD, HIDDEN // 4),
+               torch.randn(HIDDEN // 4, HIDDEN)]
+    torch.compile(lambda x, *p: twod_step(x, tp_group, *p))(x, *ps)
+
+    plugin.name, plugin.count = "moe-4L", 0
+    torch._dynamo.reset()
+    ps = []
+    for _ in range(LAYERS):
+        ps += [torch.randn(HIDDEN, HIDDEN), torch.randn(HIDDEN, HIDDEN)]
+    torch.compile(moe_step)(x, *ps)
     for p in made:
         print(p)
     dist.destroy_process_group()
