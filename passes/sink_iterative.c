@@ -149,9 +149,12 @@ static commsched_status process(sinker *k, uint32_t curr,
                     c->node = cand;
                     cs_coll_exposed(g, s, k->rt, cand, &c->comm, &c->comp,
                                     NULL);
+                    /* Inductor adds only sync collectives' runtimes to the
+                     * group (torch 2.13 comms.py:1901, inside this branch);
+                     * grouped compute does not count. */
+                    if (!cs_is_async(g, cand))
+                        group_runtime += k->rt[cand];
                 }
-                if (!cs_is_async(g, cand))
-                    group_runtime += k->rt[cand];
                 info->grouped++;
                 cand = commsched_schedule_next(s, cand);
                 continue;

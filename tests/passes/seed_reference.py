@@ -872,8 +872,10 @@ def _sink_waits_iterative_internal(snodes):
                                 candidate, _next, runtimes, node_output_sets,
                                 node_dep_sets)
                         group_colls[candidate] = (comm_time, comp_time)
-                    if not contains_async_collective(candidate):
-                        group_runtime += runtimes[candidate]
+                        # Only sync collectives add to the group runtime
+                        # (torch 2.13 comms.py:1901 nests this in the branch).
+                        if not contains_async_collective(candidate):
+                            group_runtime += runtimes[candidate]
                     info.grouped += 1
                     candidate = _next[candidate]
                     continue

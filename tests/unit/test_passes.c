@@ -809,11 +809,42 @@ static void test_sink_peak_memory(void **state)
 }
 
 /* Runtime estimations on. ar2, ar1, w1, c, w2 (comm 20 each). w2 is the
- * last node. w1: exposed 20 (ar1 just before it); c (5) reads w1's alias
- * and joins (group runtime 5). Candidate w2: its exposure walks back over
- * c (5), w1, resets at ar1 (whose wait w1 it passed), ends at ar2: 20 - 0.
- * After the swap it would see the group's 5 more: "candidate is wait". */
+ * last node. w1: exposed 20 (ar1 just before it); c, a sync collective
+ * (5, comm mult 2), reads w1's alias and joins (group runtime 10).
+ * Candidate w2 is exposed 20 (its walk ends at ar2); after the swap it
+ * would see the group's 10 more: "candidate is wait". */
 static void test_sink_candidate_is_wait(void **state)
+{
+    (void)state;
+    fx f;
+    fx_open(&f,
+            HDR "'inputs': [{'name': 'x', 'size': 8}], 'nodes': ["
+                "{'name': 'ar2', 'kind': 'collective', 'op': 'all_reduce', "
+                " 'group': 'g', 'inputs': ['x'], "
+                " 'outputs': [{'name': 'a2', 'size': 8}], 'runtime_ns': 10},"
+                "{'name': 'ar1', 'kind': 'collective', 'op': 'all_reduce', "
+                " 'group': 'g', 'inputs': ['x'], "
+                " 'outputs': [{'name': 'a1', 'size': 8}], 'runtime_ns': 10},"
+                "{'name': 'w1', 'kind': 'wait', 'inputs': ['a1'], "
+                " 'outputs': [{'name': 'w1_o', 'alias_of': 'a1'}]},"
+                "{'name': 'c', 'kind': 'collective', 'op': 'all_reduce', "
+                " 'group': 'g', 'async': false, "
+                " 'inputs': ['w1_o'], 'outputs': [{'name': 'c_o', "
+                " 'size': 1}], 'runtime_ns': 5},"
+                "{'name': 'w2', 'kind': 'wait', 'inputs': ['a2'], "
+                " 'outputs': [{'name': 'w2_o', 'alias_of': 'a2'}]}]}",
+            NULL);
+    fx_run(&f, SINK, "sink_iterative_use_runtime_estimations=true");
+    expect_order(&f, "ar2 ar1 w1 c w2");
+    expect_row(&f, 0, "w1", 0, 1,
+               "candidate is wait, exposed_before:20.0 vs exposed_after:30.0");
+    fx_close(&f);
+}
+
+/* The same group with c a compute node: Inductor adds only sync
+ * collectives to the group runtime (torch 2.13 comms.py:1901), so w2's
+ * exposure does not grow and it sinks past the group. */
+static void test_sink_group_compute_adds_no_runtime(void **state)
 {
     (void)state;
     fx f;
@@ -834,9 +865,7 @@ static void test_sink_candidate_is_wait(void **state)
                 " 'outputs': [{'name': 'w2_o', 'alias_of': 'a2'}]}]}",
             NULL);
     fx_run(&f, SINK, "sink_iterative_use_runtime_estimations=true");
-    expect_order(&f, "ar2 ar1 w1 c w2");
-    expect_row(&f, 0, "w1", 0, 1,
-               "candidate is wait, exposed_before:20.0 vs exposed_after:25.0");
+    expect_order(&f, "ar2 ar1 w2 w1 c");
     fx_close(&f);
 }
 
@@ -1269,6 +1298,7 @@ int main(void)
         cmocka_unit_test(test_sink_async_collective),
         cmocka_unit_test(test_sink_peak_memory),
         cmocka_unit_test(test_sink_candidate_is_wait),
+        cmocka_unit_test(test_sink_group_compute_adds_no_runtime),
         cmocka_unit_test(test_sink_candidate_compute_group_collectives),
         cmocka_unit_test(test_sink_pr184558_exposed_delta),
         cmocka_unit_test(test_sink_collective_ordering),
