@@ -333,7 +333,7 @@ static int rep_issue(replay *x, uint32_t v)
             const uint8_t *in[64], *ink[64];
             size_t at = op == COMMSCHED_COLL_REDUCE_SCATTER ? nb * (size_t)j : 0;
             size_t span = op == COMMSCHED_COLL_REDUCE_SCATTER ? nb * (size_t)k : nb;
-            int ok = k <= 64;
+            int ok = k >= 1 && k <= 64; /* reduce_elem reads op[0] */
             for (int m = 0; ok && m < k; m++) {
                 in[m] = rep_at(x, base + m, src, 0, span, &ink[m]);
                 ok = in[m] != NULL;
