@@ -138,6 +138,16 @@ static commsched_status records_init(records *r, const cs_driver *d,
     return COMMSCHED_OK;
 }
 
+commsched_status cs_driver_check_options(const commsched_run_options *o,
+                                         commsched_error *err)
+{
+    if (o->iters < 1 || !(o->size_scale > 0) || !(o->time_scale >= 0))
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "bad run options (iters >= 1, size scale "
+                                   "> 0, time scale >= 0)");
+    return COMMSCHED_OK;
+}
+
 commsched_status cs_driver_run(const cs_driver *d, commsched_status setup,
                                double wall0, commsched_measurement **out,
                                commsched_error *err)

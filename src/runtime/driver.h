@@ -64,6 +64,12 @@ typedef struct cs_driver {
     const cs_check_tally *tally;   /* the adaptor's, read at the end */
 } cs_driver;
 
+/* The run options every adaptor needs (iters >= 1, size scale > 0, time
+ * scale >= 0); EINVAL otherwise. Adaptors call it before their setup and
+ * add the checks of their own. */
+commsched_status cs_driver_check_options(const commsched_run_options *o,
+                                         commsched_error *err);
+
 /* Runs the whole run: `setup` is the adaptor's local setup status (its
  * message in err), agreed on first, so a process that failed setup does
  * not leave the others blocked. On success *out is the measurement on

@@ -1041,10 +1041,9 @@ static void exec_fini(exec *x)
 static commsched_status check_options(const commsched_run_options *o,
                                       commsched_error *err)
 {
-    if (o->iters < 1 || !(o->size_scale > 0) || !(o->time_scale >= 0))
-        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
-                                   "bad run options (iters >= 1, size scale "
-                                   "> 0, time scale >= 0)");
+    commsched_status st = cs_driver_check_options(o, err);
+    if (st != COMMSCHED_OK)
+        return st;
     if (o->compute == COMMSCHED_COMPUTE_TOUCH)
         return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
                                    "--compute touch streams host memory; on "

@@ -1271,16 +1271,12 @@ static commsched_status mpi_execute(commsched_runtime *rt,
     x.g = g;
     x.o = o;
     x.phase = "setup";
-    commsched_status st;
-    if (o->iters < 1 || !(o->size_scale > 0) || !(o->time_scale >= 0))
-        st = commsched_error_set(err, COMMSCHED_EINVAL, NULL,
-                                 "bad run options (iters >= 1, size scale > 0, "
-                                 "time scale >= 0)");
-    else if (o->compute == COMMSCHED_COMPUTE_GEMM)
+    commsched_status st = cs_driver_check_options(o, err);
+    if (st == COMMSCHED_OK && o->compute == COMMSCHED_COMPUTE_GEMM)
         st = commsched_error_set(err, COMMSCHED_EINVAL, NULL,
                                  "--compute gemm runs cuBLAS on GPUs: it "
                                  "needs --runtime cuda");
-    else
+    if (st == COMMSCHED_OK)
         st = setup_local(&x, order, err);
     cs_driver d = {.ops = &mpi_driver_ops,
                    .ctx = &x,
