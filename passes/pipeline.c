@@ -542,6 +542,26 @@ static commsched_status check_after_pass(const commsched_schedule *s,
                                found.text);
 }
 
+/* The same invariants on the order the caller hands the pipeline: one that
+ * already breaks them is the caller's error (EORDER, or what the check
+ * found), and must not be blamed on the first pass, which may keep it. */
+static commsched_status check_input(const commsched_schedule *s,
+                                    commsched_error *err)
+{
+    commsched_error found = {0};
+    commsched_status st = commsched_schedule_check(s, 0, &found);
+    if (st == COMMSCHED_OK)
+        st = commsched_schedule_check_races(s, &found);
+    if (st == COMMSCHED_OK)
+        return COMMSCHED_OK;
+    if (st == COMMSCHED_ENOMEM)
+        return commsched_error_set(err, st, NULL, "%s", found.text);
+    return commsched_error_set(err, st, found.path,
+                               "the order given to the pipeline is not valid "
+                               "(before any pass ran): %s",
+                               found.text);
+}
+
 /* The runner behind both entry points. allow_rewrite is 0 for
  * commsched_pipeline_run, whose caller could not receive a new graph. */
 static commsched_status run_pipeline(commsched_graph **gp,
@@ -595,6 +615,12 @@ static commsched_status run_pipeline(commsched_graph **gp,
 #else
     int check = (flags & COMMSCHED_PIPELINE_VERIFY) != 0;
 #endif
+    if (check && (st = check_input(*sp, err)) != COMMSCHED_OK) {
+        free(ids);
+        commsched_run_destroy(run);
+        commsched_knobs_destroy(own_knobs);
+        return st;
+    }
     commsched_graph *g0 = *gp;
     commsched_schedule *s0 = *sp;
     cs_pass_ctx ctx = {*gp, *sp, runtime_ns, k,

@@ -175,8 +175,12 @@ commsched_run_pass(const commsched_run *r, size_t i);
  * the file's), used by the passes exactly as Inductor uses
  * estimate_op_runtime. k NULL means every knob at its default. g is modified only by passes that add fake edges
  * (decide_global_ordering_of_comms). On success *out holds the statistics
- * (caller destroys). On failure s may hold a partially optimized but valid
- * order; *out is NULL. Unknown pass names give EINVAL before anything
+ * (caller destroys). On failure s may hold a partially optimized order
+ * (valid, except after EINTERNAL); *out is NULL. With the invariant check
+ * on (debug builds, or COMMSCHED_PIPELINE_VERIFY): an order s that breaks
+ * an edge or races before any pass runs gives EORDER (the caller's);
+ * an order a pass breaks gives EINTERNAL naming the pass. Unknown pass
+ * names give EINVAL before anything
  * runs, and so do passes that rewrite the graph (commsched_pass_rewrites):
  * run those with commsched_pipeline_apply. */
 COMMSCHED_EXPORT commsched_status commsched_pipeline_run(
@@ -207,7 +211,7 @@ COMMSCHED_EXPORT int commsched_pass_rewrites(size_t i);
  * value. commsched_run_runtime_ns gives the runtimes of the final graph.
  *
  * On failure *out is NULL and *g, *s are the ones passed in again (s may
- * hold a partially optimized but valid order). */
+ * hold a partially optimized order, valid except after EINTERNAL). */
 COMMSCHED_EXPORT commsched_status commsched_pipeline_apply(
     commsched_graph **g, commsched_schedule **s, const double *runtime_ns,
     const commsched_cost_options *cost, const char *passes,

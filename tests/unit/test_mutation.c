@@ -1,7 +1,7 @@
 /* commsched unit tests — in-place writes: the write-after-read and
  * read-after-write edges derived at load (src/graph/mutation.c), the errors
  * for file orders that race, the race checker (src/graph/races.c), and the
- * pipeline naming the pass that breaks an invariant. */
+ * pipeline refusing an input order that races. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -232,10 +232,11 @@ static void test_mutation_toposort_rejects_racing_repair(void **state)
     }
 }
 
-/* A pass that leaves an order breaking an invariant is reported as an
- * internal error naming the pass: decide_global_ordering_of_comms keeps the
- * order it is given, here one that runs r1 after the in-place write. */
-static void test_mutation_pipeline_names_the_pass(void **state)
+/* An order that runs r1 after the in-place write, handed to the pipeline,
+ * is the caller's error (EORDER naming r1), not blamed on the first pass
+ * (decide_global_ordering_of_comms would keep it). A pass that breaks the
+ * order itself is EINTERNAL naming the pass: tests/unit/test_pipeline_check.c. */
+static void test_mutation_pipeline_rejects_racing_input(void **state)
 {
     (void)state;
     commsched_graph *g = tu_graph_from_json(INPLACE);
@@ -254,9 +255,9 @@ static void test_mutation_pipeline_names_the_pass(void **state)
                                             "decide_global_ordering_of_comms",
                                             k, COMMSCHED_PIPELINE_VERIFY, &run,
                                             &err),
-                     COMMSCHED_EINTERNAL);
+                     COMMSCHED_EORDER);
     assert_null(run);
-    assert_non_null(strstr(err.text, "decide_global_ordering_of_comms"));
+    assert_null(strstr(err.text, "decide_global_ordering_of_comms"));
     assert_non_null(strstr(err.text, "\"r1\""));
     commsched_knobs_destroy(k);
     commsched_schedule_destroy(s);
@@ -271,7 +272,7 @@ int main(void)
         cmocka_unit_test(test_mutation_race_checker),
         cmocka_unit_test(test_mutation_every_topological_order_is_race_free),
         cmocka_unit_test(test_mutation_toposort_rejects_racing_repair),
-        cmocka_unit_test(test_mutation_pipeline_names_the_pass),
+        cmocka_unit_test(test_mutation_pipeline_rejects_racing_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
