@@ -28,7 +28,7 @@ static void usage(FILE *f)
             "per-pass budgets 0, 0.05, 0.1 and 0.2, raise_comms,sink_waits,\n"
             "reorder_compute_for_overlap, overlap at the budget (and with its\n"
             "options), and bucketing before overlap and Inductor's pipeline\n"
-            "(docs/PASSES.md, tune).\n"
+            "(docs/PASSES.md, \"tune\").\n"
             "\n"
             "  --budget F         peak limit: F x the input order's per-step peak\n"
             "                     (default 1.0; inf: no limit)\n"

@@ -616,9 +616,8 @@ void cs_html_memory_section(cs_html_page *p)
              cs_fmt_bytes((double)o->memory_budget, a, sizeof a));
     cs_html_put(w, "</p>\n<p class=\"note\">Live bytes over simulated time: a "
            "buffer is allocated when its producer starts and freed when its "
-           "last reader ends (DESIGN.md \xC2\xA7"
-           "3 and \xC2\xA7"
-           "5), so "
+           "last reader ends (docs/REPORTS.md, \xE2\x80\x9CWhat the "
+           "figures mean\xE2\x80\x9D), so "
            "overlap can keep buffers alive longer than the per-step count "
            "the passes budget. ");
     if (o->memory_budget >= 0) {

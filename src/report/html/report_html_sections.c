@@ -147,7 +147,7 @@ void cs_html_summary_section(cs_html_page *p)
     cs_html_put(w, "</tbody></table>\n<p class=\"note\">Makespan is the latest end "
            "over all streams; the lower bound is the largest of the compute "
            "stream's load, the busiest comm stream and the critical path "
-           "(docs/REPORTS.md); efficiency = bound / makespan; overlap = 1 "
+           "(docs/REPORTS.md, \xE2\x80\x9CWhat the figures mean\xE2\x80\x9D); efficiency = bound / makespan; overlap = 1 "
            "\xE2\x88\x92 exposed / comm.");
     if (p->after->sim) {
         cs_html_put(w, " Bound set by the ");
