@@ -10,6 +10,7 @@ is no mpirun. Standard library only.
 """
 import json
 import random
+import re
 import os
 import shutil
 import signal
@@ -515,17 +516,24 @@ def rank_pids(launcher_pid, np):
     return found if len(found) == np else None
 
 
-def start_long_run(env, np, name, timeout_s, waiter=None):
+def start_long_run(env, np, name, timeout_s, waiter=None, chain=1):
     """A run long enough to stop ranks in the middle of it: many iterations
-    of compute, an all-reduce and its wait (rank `waiter` computes almost
-    nothing, so it spends its time blocked under the watchdog). Returns the
-    Popen and the rank pids once every rank is past its setup."""
+    of compute, an all-reduce and its wait (`chain` of them in a row, "ar"
+    or "ar0", "ar1", ...; rank `waiter` computes almost nothing, so it
+    spends its time blocked under the watchdog). Returns the Popen and the
+    rank pids once every rank is past its setup."""
     for r in range(np):
         g = Graph(name, [("world", np)])
         g.inp("x", 4096)
-        g.compute("fwd", ["x"], "a", 4096, 10 if r == waiter else 3000)
-        g.coll("ar", "all_reduce", "world", ["a"], "o", 4096)
-        g.compute("opt", ["o_v"], "p", 4, 1000)
+        prev = "x"
+        for k in range(chain):
+            sfx = str(k) if chain > 1 else ""
+            g.compute("fwd" + sfx, [prev], "a" + sfx, 4096,
+                      10 if r == waiter else 3000 // chain)
+            g.coll("ar" + sfx, "all_reduce", "world", ["a" + sfx], "o" + sfx,
+                   4096)
+            prev = "o%s_v" % sfx
+        g.compute("opt", [prev], "p", 4, 1000)
         g.out("p")
         g.write(env.path("%s.%d.json" % (name, r)))
     cmd, envv = env.command(np, ["--timeout", str(timeout_s), "--iters",
@@ -552,7 +560,8 @@ def start_long_run(env, np, name, timeout_s, waiter=None):
 def case_watchdog_stop(env, np):
     """A rank stopped with SIGSTOP: the others fail within the watchdog's
     time naming it and the collective it last entered; it blames nobody."""
-    p, pids = start_long_run(env, np, "stop", 2)
+    chain = 4
+    p, pids = start_long_run(env, np, "stop", 2, chain=chain)
     t0 = time.monotonic()
     os.kill(pids[2], signal.SIGSTOP)
     try:
@@ -571,8 +580,34 @@ def case_watchdog_stop(env, np):
                                                         err[-1500:]))
     if p.returncode == 0:
         fail("the run succeeded with a stopped rank")
-    if "rank 2 is silent" not in err or "last entered is \"ar\"" not in err:
-        fail("the watchdog should name rank 2 and \"ar\":\n" + err)
+    # Each verdict names rank 2 and the collective it last entered. Which
+    # one that is depends on when the signal landed, but not freely: the
+    # reporting rank waits for collective C of its iteration, so rank 2 has
+    # entered the one before C (or C could not have started), and it cannot
+    # be past the one after C (C needs its part). A stale or wrong slot
+    # (another rank's, the first collective, the reporter's own) falls
+    # outside that window of 3 of the chain's 4 x iterations positions.
+    verdict = re.compile(
+        r'waited [0-9.e+-]+ s for "ar(\d)" \(all_reduce on group "world"\) '
+        r'in iteration (\d+); rank (\d+) is silent \(no sign of life for '
+        r'[0-9.e+-]+ s\); the collective it last entered is "ar(\d)" '
+        r'\(all_reduce on group "world"\) in iteration (\d+)')
+    found = verdict.findall(err)
+    if not found:
+        fail("the watchdog should name rank 2 and the collective it last "
+             "entered:\n" + err)
+    for c, ci, rank, last, li in found:
+        if rank != "2":
+            fail("the watchdog blamed rank %s, not the stopped rank 2:\n%s"
+                 % (rank, err))
+        waiting, entered = int(ci) * chain + int(c), int(li) * chain + int(last)
+        if abs(entered - waiting) > 1:
+            fail("rank 2 last entered ar%s of iteration %s, but the reporter "
+                 "waits for ar%s of iteration %s: not where rank 2 stopped:\n"
+                 "%s" % (last, li, c, ci, err))
+    print("%d verdict(s), e.g. waiting for ar%s/%s, rank 2 last entered "
+          "ar%s/%s" % (len(found), found[0][0], found[0][1], found[0][3],
+                       found[0][4]))
     if "rank 2: watchdog" in err:
         fail("the stopped rank blamed someone:\n" + err)
     if dt > 2 + 8:
