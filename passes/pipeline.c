@@ -356,6 +356,13 @@ commsched_status commsched_knobs_set(commsched_knobs *k, const char *key,
         }
         return COMMSCHED_OK;
     }
+    size_t near = commsched_name_suggest(key, strlen(key), &knobs[0].name,
+                                         N_KNOBS, sizeof knobs[0]);
+    if (near != SIZE_MAX)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "--set: unknown knob \"%s\" (did you "
+                                   "mean \"%s\"?)",
+                                   key, knobs[near].name);
     return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
                                "--set: unknown knob \"%s\" (see "
                                "--list-passes)",
@@ -458,6 +465,34 @@ commsched_status cs_pass_replace(cs_pass_ctx *ctx, commsched_graph *g,
     return COMMSCHED_OK;
 }
 
+/* The one message for a name that is no pass, whoever asked (the CLI, C
+ * and Python callers alike): the closest pass when the name looks like a
+ * misspelling of one, else every pass. */
+static commsched_status unknown_pass(const char *p, size_t len,
+                                     commsched_error *err)
+{
+    size_t near =
+        commsched_name_suggest(p, len, &passes[0].name, N_PASSES,
+                               sizeof passes[0]);
+    if (near != SIZE_MAX)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "unknown pass \"%.*s\" (did you mean "
+                                   "\"%s\"?)",
+                                   (int)len, p, passes[near].name);
+    char names[COMMSCHED_ERROR_TEXT_LENGTH] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < N_PASSES; i++) {
+        int w = snprintf(names + used, sizeof names - used, "%s%s",
+                         i ? ", " : "", passes[i].name);
+        if (w < 0 || (size_t)w >= sizeof names - used)
+            break;
+        used += (size_t)w;
+    }
+    return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                               "unknown pass \"%.*s\" (known: %s)", (int)len,
+                               p, names);
+}
+
 /* Splits "a,b,c" into pass indices; "" and "none" give an empty list. */
 static commsched_status parse_pipeline(const char *list, size_t **out,
                                        size_t *count, commsched_error *err)
@@ -480,9 +515,7 @@ static commsched_status parse_pipeline(const char *list, size_t **out,
                 free(*out);
                 *out = NULL;
                 *count = 0;
-                return commsched_error_set(
-                    err, COMMSCHED_EINVAL, NULL,
-                    "unknown pass \"%.*s\" (see --list-passes)", (int)len, p);
+                return unknown_pass(p, len, err);
             }
             if (cs_grow((void **)out, &cap, *count + 1, sizeof **out) != 0) {
                 free(*out);
@@ -497,6 +530,15 @@ static commsched_status parse_pipeline(const char *list, size_t **out,
             p++;
     }
     return COMMSCHED_OK;
+}
+
+commsched_status commsched_pipeline_check(const char *passes_list,
+                                          commsched_error *err)
+{
+    size_t *ids = NULL, n = 0;
+    commsched_status st = parse_pipeline(passes_list, &ids, &n, err);
+    free(ids);
+    return st;
 }
 
 static double now_ms(void)

@@ -188,6 +188,15 @@ COMMSCHED_EXPORT commsched_status commsched_pipeline_run(
     const char *passes, const commsched_knobs *k, unsigned flags,
     commsched_run **out, commsched_error *err);
 
+/* Checks a pipeline's names without running it, so a caller can refuse a
+ * misspelt pass before loading anything: EINVAL names the first name that
+ * is no pass, with the closest pass when it looks like a misspelling of
+ * one ("did you mean") and else the list of passes -- the same message
+ * commsched_pipeline_run and commsched_optimize give. NULL is the empty
+ * pipeline. */
+COMMSCHED_EXPORT commsched_status commsched_pipeline_check(const char *passes,
+                                                           commsched_error *err);
+
 /* 1 when pass i replaces the graph instead of reordering it (the bucketing
  * passes); 0 otherwise or out of range. */
 COMMSCHED_EXPORT int commsched_pass_rewrites(size_t i);

@@ -10,6 +10,7 @@
 #define COMMSCHED_STATUS_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #include "commsched/export.h"
 
@@ -86,6 +87,26 @@ COMMSCHED_EXPORT commsched_status commsched_error_set(commsched_error *err,
 COMMSCHED_EXPORT char *commsched_error_format(const commsched_error *err,
                                               const char *file, char *buf,
                                               unsigned long size);
+
+/* "Did you mean": which entry of a table of names the user probably meant
+ * by `word` (its first len bytes), for an error about an unknown name
+ * (a pass, a knob, a subcommand, an option). The nearest name by edit
+ * distance (insertions, deletions, substitutions and swaps of adjacent
+ * characters, ASCII case ignored), when it is close enough to be a
+ * misspelling: at most one edit per three characters of word (at least
+ * one); a name that word begins (word of three characters or more) also
+ * counts as one edit. Ties go to the earlier entry. Returns its index, or
+ * (size_t)-1 when no name is that close (or word is empty or longer than
+ * 64 bytes).
+ *
+ * The table is read in place: `names` points at the first entry's name and
+ * entries are `stride` bytes apart, so a plain array of strings (stride
+ * sizeof(char *)) or one field of an array of structs
+ * (&table[0].name, sizeof table[0]) both work. NULL names are skipped.
+ * Never fails; borrows everything for the call only. */
+COMMSCHED_EXPORT size_t commsched_name_suggest(const char *word, size_t len,
+                                               const char *const *names,
+                                               size_t count, size_t stride);
 
 #ifdef __cplusplus
 }

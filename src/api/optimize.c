@@ -83,37 +83,14 @@ void commsched_optimize_options_destroy(commsched_optimize_options *o)
     free(o);
 }
 
-/* Every comma-separated name in `list` is a pass (or "none", or empty).
- * The error lists the known passes, for C and Python callers alike. */
+/* Every comma-separated name in `list` is a pass (or "none", or empty);
+ * the pipeline's own message, under the option's key. */
 static commsched_status check_passes(const char *list, commsched_error *err)
 {
-    const char *p = list;
-    while (*p) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        int known = len == 0 || (len == 4 && strncmp(p, "none", 4) == 0);
-        for (size_t i = 0; !known && i < commsched_pass_count(); i++) {
-            const char *name = commsched_pass_name(i);
-            known = strlen(name) == len && strncmp(name, p, len) == 0;
-        }
-        if (!known) {
-            char names[COMMSCHED_ERROR_TEXT_LENGTH] = "";
-            size_t used = 0;
-            for (size_t i = 0; i < commsched_pass_count(); i++) {
-                int w = snprintf(names + used, sizeof names - used, "%s%s",
-                                 i ? ", " : "", commsched_pass_name(i));
-                if (w < 0 || (size_t)w >= sizeof names - used)
-                    break;
-                used += (size_t)w;
-            }
-            return commsched_error_set(err, COMMSCHED_EINVAL, "passes",
-                                       "unknown pass \"%.*s\" (known: %s)",
-                                       (int)len, p, names);
-        }
-        p += len;
-        if (*p == ',')
-            p++;
-    }
+    commsched_error local = {0};
+    commsched_status st = commsched_pipeline_check(list, &local);
+    if (st != COMMSCHED_OK)
+        return commsched_error_set(err, st, "passes", "%s", local.text);
     return COMMSCHED_OK;
 }
 

@@ -1,6 +1,7 @@
 /* commsched — status strings and the first-error-wins error struct. */
 #include "commsched/status.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,4 +68,69 @@ char *commsched_error_format(const commsched_error *err, const char *file,
     else
         snprintf(buf, size, "%s%s%s", f, sep, err->text);
     return buf;
+}
+
+/* Longest word or name the suggestion compares (every table name is far
+ * shorter; longer user input is not a misspelling of one). */
+#define SUGGEST_MAX 64
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+/* The optimal-string-alignment distance (Levenshtein plus adjacent swaps)
+ * between a[0..la) and b[0..lb), both at most SUGGEST_MAX long: three
+ * rows of the dynamic programme, on the stack. */
+static size_t edit_distance(const char *a, size_t la, const char *b,
+                            size_t lb)
+{
+    size_t rows[3][SUGGEST_MAX + 1];
+    size_t *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            int same = lower(a[i - 1]) == lower(b[j - 1]);
+            size_t d = prev[j - 1] + (same ? 0 : 1);
+            if (prev[j] + 1 < d)
+                d = prev[j] + 1;
+            if (cur[j - 1] + 1 < d)
+                d = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
+                lower(a[i - 2]) == lower(b[j - 1]) && prev2[j - 2] + 1 < d)
+                d = prev2[j - 2] + 1;
+            cur[j] = d;
+        }
+        size_t *t = prev2;
+        prev2 = prev;
+        prev = cur;
+        cur = t;
+    }
+    return prev[lb];
+}
+
+size_t commsched_name_suggest(const char *word, size_t len,
+                              const char *const *names, size_t count,
+                              size_t stride)
+{
+    if (!word || !names || len == 0 || len > SUGGEST_MAX ||
+        memchr(word, '\0', len))
+        return SIZE_MAX;
+    size_t limit = len / 3 > 1 ? len / 3 : 1, best = SIZE_MAX;
+    size_t best_d = SIZE_MAX;
+    for (size_t i = 0; i < count; i++) {
+        const char *name =
+            *(const char *const *)((const char *)names + i * stride);
+        size_t ln = name ? strlen(name) : 0;
+        if (ln == 0 || ln > SUGGEST_MAX)
+            continue;
+        size_t d = edit_distance(word, len, name, ln);
+        /* "gen" for "generate": a prefix is as good as one typo. */
+        if (d > 1 && len >= 3 && len < ln && strncmp(name, word, len) == 0)
+            d = 1;
+        if (d <= limit && d < best_d) {
+            best = i;
+            best_d = d;
+        }
+    }
+    return best;
 }

@@ -1278,6 +1278,73 @@ static void test_random_order_properties(void **state)
     }
 }
 
+/* "Did you mean" (commsched_name_suggest): typos, swaps, case and a
+ * prefix find the name; anything further gets no guess; a struct table is
+ * read through its stride. */
+static void test_name_suggest(void **state)
+{
+    (void)state;
+    static const char *const cmds[] = {"info", "optimize", "simulate",
+                                       "generate", NULL, "report"};
+    size_t n = sizeof cmds / sizeof cmds[0], st = sizeof cmds[0];
+    assert_int_equal(commsched_name_suggest("optimse", 7, cmds, n, st), 1);
+    assert_int_equal(commsched_name_suggest("simluate", 8, cmds, n, st), 2);
+    assert_int_equal(commsched_name_suggest("REPORT", 6, cmds, n, st), 5);
+    assert_int_equal(commsched_name_suggest("gen", 3, cmds, n, st), 3);
+    assert_int_equal(commsched_name_suggest("inof", 4, cmds, n, st), 0);
+    /* len bounds the word: "reprotXYZ" read as "reprot". */
+    assert_int_equal(commsched_name_suggest("reprotXYZ", 6, cmds, n, st), 5);
+    assert_int_equal(commsched_name_suggest("xyzzy", 5, cmds, n, st),
+                     SIZE_MAX);
+    assert_int_equal(commsched_name_suggest("oxtimxzx", 8, cmds, n, st),
+                     SIZE_MAX); /* three edits in eight letters; two pass */
+    assert_int_equal(commsched_name_suggest("optmzie", 7, cmds, n, st), 1);
+    assert_int_equal(commsched_name_suggest("", 0, cmds, n, st), SIZE_MAX);
+    assert_int_equal(commsched_name_suggest(NULL, 3, cmds, n, st), SIZE_MAX);
+    char long_word[100];
+    memset(long_word, 'a', sizeof long_word - 1);
+    long_word[sizeof long_word - 1] = '\0';
+    assert_int_equal(commsched_name_suggest(long_word, 99, cmds, n, st),
+                     SIZE_MAX);
+    struct row {
+        int id;
+        const char *name;
+    } rows[] = {{1, "summary"}, {2, "rows"}};
+    assert_int_equal(commsched_name_suggest("sumary", 6, &rows[0].name, 2,
+                                            sizeof rows[0]),
+                     0);
+    assert_int_equal(commsched_name_suggest("rosw", 4, &rows[0].name, 2,
+                                            sizeof rows[0]),
+                     1);
+}
+
+/* One message for a misspelt pass, from the check and from the runner. */
+static void test_pipeline_check(void **state)
+{
+    (void)state;
+    commsched_error err = {0};
+    assert_int_equal(commsched_pipeline_check(NULL, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_pipeline_check("none,,overlap", &err),
+                     COMMSCHED_OK);
+    assert_int_equal(commsched_pipeline_check("sink_waits,overlapp", &err),
+                     COMMSCHED_EINVAL);
+    assert_string_equal(err.text,
+                        "unknown pass \"overlapp\" (did you mean "
+                        "\"overlap\"?)");
+    commsched_error_clear(&err);
+    assert_int_equal(commsched_pipeline_check("nope", &err),
+                     COMMSCHED_EINVAL);
+    assert_non_null(strstr(err.text, "unknown pass \"nope\" (known: "));
+    assert_non_null(strstr(err.text, "sink_waits_iterative"));
+    commsched_knobs *k = NULL;
+    commsched_error_clear(&err);
+    assert_int_equal(commsched_knobs_create(&k, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_knobs_set(k, "overlap_peak_budgt", "1", &err),
+                     COMMSCHED_EINVAL);
+    assert_non_null(strstr(err.text, "did you mean \"overlap_peak_budget\""));
+    commsched_knobs_destroy(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1308,6 +1375,8 @@ int main(void)
         cmocka_unit_test(test_drop_violated_fake_edges),
         cmocka_unit_test(test_random_iterative_properties),
         cmocka_unit_test(test_random_order_properties),
+        cmocka_unit_test(test_name_suggest),
+        cmocka_unit_test(test_pipeline_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,10 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,6 +46,88 @@ int cli_usage_error(const char *sub, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, " (see 'commsched %s --help')\n", sub);
+    return EXIT_INPUT;
+}
+
+int cli_did_you_mean(FILE *f, const char *prefix, const char *word, size_t len,
+                     const char *const *names, size_t count, size_t stride)
+{
+    size_t i = commsched_name_suggest(word, len, names, count, stride);
+    if (i == SIZE_MAX)
+        return 0;
+    fprintf(f, " (did you mean \"%s%s\"?)", prefix,
+            *(const char *const *)((const char *)names + i * stride));
+    return 1;
+}
+
+int cli_bad_option(const char *sub, int argc, char **argv,
+                   const char *shortopts, const struct option *opts)
+{
+    size_t n = 0;
+    while (opts[n].name)
+        n++;
+    /* glibc leaves optind past a long option it refused (and past a short
+     * one that ended its word), and optopt at the option's value for a
+     * known option whose value was missing or unwanted, 0 for an unknown
+     * or ambiguous long option, the letter for an unknown short one. */
+    const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+    if (strncmp(arg, "--", 2) == 0 && arg[2]) {
+        const char *name = arg + 2;
+        size_t len = strcspn(name, "=");
+        size_t exact = SIZE_MAX, first = SIZE_MAX, matches = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (strncmp(opts[i].name, name, len) != 0)
+                continue;
+            if (strlen(opts[i].name) == len)
+                exact = i;
+            if (first == SIZE_MAX)
+                first = i;
+            matches++;
+        }
+        size_t k = exact != SIZE_MAX ? exact : matches == 1 ? first : SIZE_MAX;
+        if (k != SIZE_MAX) {
+            if (name[len] == '=' && opts[k].has_arg == no_argument)
+                return cli_usage_error(sub, "option --%s takes no value",
+                                       opts[k].name);
+            return cli_usage_error(sub, "option --%s needs a value",
+                                   opts[k].name);
+        }
+        if (matches > 1) {
+            fprintf(stderr, "commsched %s: option \"--%.*s\" is ambiguous:",
+                    sub, (int)len, name);
+            for (size_t i = 0; i < n; i++)
+                if (strncmp(opts[i].name, name, len) == 0)
+                    fprintf(stderr, " --%s", opts[i].name);
+            fprintf(stderr, "\n");
+            return EXIT_INPUT;
+        }
+        fprintf(stderr, "commsched %s: unknown option \"--%.*s\"", sub,
+                (int)len, name);
+        if (!cli_did_you_mean(stderr, "--", name, len, &opts[0].name, n,
+                              sizeof opts[0]))
+            fprintf(stderr, " (see 'commsched %s --help')", sub);
+        fprintf(stderr, "\n");
+        return EXIT_INPUT;
+    }
+    if (optopt > 0 && optopt != ':' && strchr(shortopts, optopt))
+        return cli_usage_error(sub, "option -%c needs a value", optopt);
+    /* An unknown letter; "-summary" is most likely --summary with one dash
+     * (getopt stops at its first unknown letter, optind still on it). */
+    const char *word = optind < argc && argv[optind][0] == '-' &&
+                               argv[optind][1] == optopt
+                           ? argv[optind]
+                       : arg[0] == '-' && arg[1] == optopt ? arg
+                                                          : NULL;
+    if (word)
+        fprintf(stderr, "commsched %s: unknown option \"%s\"", sub, word);
+    else
+        fprintf(stderr, "commsched %s: unknown option \"-%c\"", sub,
+                optopt > ' ' && optopt < 127 ? optopt : '?');
+    if (!word || strlen(word) < 3 ||
+        !cli_did_you_mean(stderr, "--", word + 1, strlen(word + 1),
+                          &opts[0].name, n, sizeof opts[0]))
+        fprintf(stderr, " (see 'commsched %s --help')", sub);
+    fprintf(stderr, "\n");
     return EXIT_INPUT;
 }
 

@@ -34,6 +34,22 @@ int cli_usage_error(const char *sub, const char *fmt, ...)
 #endif
     ;
 
+/* The message for what getopt_long refused (it returned '?' or ':'; main
+ * sets opterr = 0 so getopt itself prints nothing): names the argument --
+ * an unknown option with the closest one when it looks misspelt ("did you
+ * mean"), an ambiguous abbreviation with its candidates, a missing or an
+ * unexpected value. shortopts and opts: what was given to getopt_long.
+ * Returns EXIT_INPUT. */
+struct option;
+int cli_bad_option(const char *sub, int argc, char **argv,
+                   const char *shortopts, const struct option *opts);
+
+/* Prints " (did you mean \"PREFIXNAME\"?)" to f when commsched_name_suggest
+ * finds a name close to word[0..len) in the table (same arguments); returns
+ * 1 when it printed. */
+int cli_did_you_mean(FILE *f, const char *prefix, const char *word, size_t len,
+                     const char *const *names, size_t count, size_t stride);
+
 /* Loads a graph ("-" is stdin), printing a located error on failure.
  * Returns 0 or the exit code to use. */
 int cli_load(const char *path, unsigned flags, commsched_graph **out);

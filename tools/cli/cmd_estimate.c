@@ -51,7 +51,7 @@ int cmd_estimate(int argc, char **argv)
         case 'o': out_path = optarg; break;
         case O_TOPO: flags |= COMMSCHED_FINISH_TOPOSORT; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("estimate", "bad option");
+        default: return cli_bad_option("estimate", argc, argv, "o:h", opts);
         }
     }
     if (optind != argc - 1)

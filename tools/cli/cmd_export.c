@@ -57,7 +57,7 @@ int cmd_export(int argc, char **argv)
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("export", "bad option");
+        default: return cli_bad_option("export", argc, argv, "o:h", opts);
         }
     }
     if (optind != argc - 2 || strcmp(argv[optind], "chakra") != 0)

@@ -221,7 +221,7 @@ int cmd_generate(int argc, char **argv)
         case 'T': tokens = v; break;
         case 'o': out_path = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("generate", "bad option");
+        default: return cli_bad_option("generate", argc, argv, "o:h", opts);
         }
     }
     if (optind != argc - 1 || strcmp(argv[optind], "chain") != 0)

@@ -132,7 +132,7 @@ int cmd_import(int argc, char **argv)
             break;
         }
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("import", "bad option");
+        default: return cli_bad_option("import", argc, argv, "o:h", opts);
         }
     }
     if (optind != argc - 2)

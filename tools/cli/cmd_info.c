@@ -206,7 +206,7 @@ int cmd_info(int argc, char **argv)
             break;
         }
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("info", "bad option");
+        default: return cli_bad_option("info", argc, argv, "h", opts);
         }
     }
     if (optind != argc - 1 && !(measured && optind == argc))

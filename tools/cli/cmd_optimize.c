@@ -283,12 +283,19 @@ int cmd_optimize(int argc, char **argv)
             return EXIT_OK;
         default:
             commsched_knobs_destroy(knobs);
-            return cli_usage_error("optimize", "bad option");
+            return cli_bad_option("optimize", argc, argv, "o:h", opts);
         }
     }
     if (optind != argc - 1) {
         commsched_knobs_destroy(knobs);
         return cli_usage_error("optimize", "expected exactly one FILE");
+    }
+    /* A misspelt pass is the argument's fault: say so before loading
+     * (and blaming) the graph file. */
+    if (commsched_pipeline_check(passes, &err) != COMMSCHED_OK) {
+        commsched_knobs_destroy(knobs);
+        fprintf(stderr, "commsched optimize: --passes: %s\n", err.text);
+        return cli_exit_code(err.status);
     }
     const char *in_path = argv[optind];
     const char *in_name = strcmp(in_path, "-") == 0 ? "<stdin>" : in_path;

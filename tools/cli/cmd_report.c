@@ -489,7 +489,7 @@ int cmd_report(int argc, char **argv)
             break;
         case O_TOPO: flags |= COMMSCHED_FINISH_TOPOSORT; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("report", "bad option");
+        default: return cli_bad_option("report", argc, argv, "o:h", opts);
         }
     }
     if (optind == argc && n_traces > 0) {

@@ -278,7 +278,7 @@ int cmd_run(int argc, char **argv)
             ro.debug_corrupt_rank = (int)u;
             break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("run", "bad option");
+        default: return cli_bad_option("run", argc, argv, "o:h", opts);
         }
     }
     if (optind != argc - 1)

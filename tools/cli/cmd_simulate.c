@@ -26,8 +26,9 @@ static void usage(FILE *f)
             CLI_COST_HELP
             "  --comm-streams M  per-group (default) or single: one stream for\n"
             "                    every collective\n"
-            "  --format F        table (default on a terminal) or json\n"
-            "                    (docs/REPORTS.md)\n"
+            "  --format F        table or json (docs/REPORTS.md); default:\n"
+            "                    table on a terminal or with --summary or\n"
+            "                    --rows, else json\n"
             "  -o, --output OUT  write the report here (default: standard output)\n"
             "  --trace OUT.json  also write a Chrome trace (Perfetto,\n"
             "                    chrome://tracing): a track per stream, a memory\n"
@@ -109,16 +110,25 @@ int cmd_simulate(int argc, char **argv)
         case O_VERBOSE: verbose = 1; break;
         case O_TOPO: flags |= COMMSCHED_FINISH_TOPOSORT; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("simulate", "bad option");
+        default: return cli_bad_option("simulate", argc, argv, "o:h", opts);
         }
     }
     if (optind != argc - 1)
         return cli_usage_error("simulate", "expected exactly one FILE");
     int to_file = out_path && strcmp(out_path, "-") != 0;
+    /* --summary and --rows shape the table: asking for them is asking for
+     * the table, wherever it goes (`simulate g.json --summary | less`). */
+    int table_options = ctx.totals_only || ctx.max_rows;
     if (!format)
-        format = !to_file && isatty(STDOUT_FILENO) ? "table" : "json";
+        format = table_options || (!to_file && isatty(STDOUT_FILENO))
+                     ? "table"
+                     : "json";
     if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
         return cli_usage_error("simulate", "--format takes table or json");
+    if (table_options && strcmp(format, "table") != 0)
+        return cli_usage_error("simulate",
+                               "--summary and --rows shape the table; "
+                               "--format json has every row");
     if (trace_path && out_path && strcmp(trace_path, out_path) == 0)
         return cli_usage_error("simulate",
                                "--trace and --output name the same file");

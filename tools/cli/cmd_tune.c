@@ -401,7 +401,7 @@ int cmd_tune(int argc, char **argv)
             return EXIT_OK;
         default:
             free(cands);
-            return cli_usage_error("tune", "bad option");
+            return cli_bad_option("tune", argc, argv, "o:h", opts);
         }
     }
     if (optind != argc - 1) {

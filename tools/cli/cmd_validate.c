@@ -36,7 +36,7 @@ int cmd_validate(int argc, char **argv)
         case 't': flags |= COMMSCHED_FINISH_TOPOSORT; break;
         case 'r': races = 1; break;
         case 'h': usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("validate", "bad option");
+        default: return cli_bad_option("validate", argc, argv, "h", opts);
         }
     }
     if (optind != argc - 1)

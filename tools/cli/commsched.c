@@ -1,4 +1,5 @@
 /* commsched — the command-line tool: a table of subcommands. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: commsched <command> [options] [FILE]\n"
+            "       commsched --help | --version\n"
             "\n"
             "Orders a training step's compute, collective and wait nodes so\n"
             "communication hides behind compute without raising peak memory.\n"
@@ -52,10 +54,23 @@ int main(int argc, char **argv)
         printf("commsched %s\n", COMMSCHED_VERSION_STRING);
         return EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    size_t n = sizeof commands / sizeof commands[0];
+    /* Every refusal is worded by cli_bad_option, naming the argument. */
+    opterr = 0;
+    for (size_t i = 0; i < n; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "commsched: unknown command \"%s\"\n\n", argv[1]);
-    usage(stderr);
+    static const char *const top_options[] = {"help", "version"};
+    int dashes = strncmp(argv[1], "--", 2) == 0;
+    fprintf(stderr, "commsched: unknown %s \"%s\"",
+            dashes ? "option" : "command", argv[1]);
+    if (!(dashes ? cli_did_you_mean(stderr, "--", argv[1] + 2,
+                                    strlen(argv[1] + 2), top_options, 2,
+                                    sizeof top_options[0])
+                 : cli_did_you_mean(stderr, "", argv[1], strlen(argv[1]),
+                                    &commands[0].name, n,
+                                    sizeof commands[0])))
+        fprintf(stderr, " (see 'commsched --help')");
+    fprintf(stderr, "\n");
     return EXIT_INPUT;
 }

@@ -227,7 +227,7 @@ int gen_transformer_main(int argc, char **argv)
             break;
         case 'o': out_path = optarg; break;
         case 'h': usage(stdout); return EXIT_OK;
-        case '?': return cli_usage_error("generate", "bad option");
+        case '?': return cli_bad_option("generate", argc, argv, "o:h", opts);
         default: {
             char *end = NULL;
             long long v = strtoll(optarg, &end, 10);

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""What a first-time user trips over (issue 24), through the built CLI
+(python3 stdlib only).
+
+usage: newcomer_cli.py COMMSCHED SOURCE_DIR SCRATCH_DIR
+
+- a misspelt subcommand, option or pass exits 2 with "did you mean" and
+  the closest name, blaming the argument (never the graph file); a name
+  nothing resembles gets no guess;
+- an explicit table option (--summary, --rows) wins over the terminal
+  check: piped, `simulate --summary` still prints the summary.
+
+Each check prints what it ran when it fails; exit 1 on the first failure."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+CLI, SRC, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+GRAPH = os.path.join(SRC, "graphs", "examples", "fsdp_2layer.json")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(*args, code=0):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True)
+    if p.returncode != code:
+        fail("commsched %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s" %
+             (" ".join(args), p.returncode, code, p.stdout[-2000:],
+              p.stderr[-2000:]))
+    return p
+
+
+def refused(args, *want, absent=()):
+    """args exits 2 with one line on stderr holding every `want` and no
+    `absent`, and nothing on stdout."""
+    p = run(*args, code=2)
+    err = p.stderr
+    for w in want:
+        if w not in err:
+            fail("commsched %s: stderr lacks %r:\n%s" % (" ".join(args), w,
+                                                         err))
+    for a in absent:
+        if a in err:
+            fail("commsched %s: stderr has %r:\n%s" % (" ".join(args), a,
+                                                       err))
+    if err.count("\n") != 1:
+        fail("commsched %s: want one line on stderr:\n%s" %
+             (" ".join(args), err))
+    if p.stdout:
+        fail("commsched %s: wrote to stdout:\n%s" % (" ".join(args),
+                                                     p.stdout))
+    return err
+
+
+def did_you_mean():
+    # Subcommands: a typo, a swap, a prefix; no guess for nonsense.
+    refused(["optimse", GRAPH], 'unknown command "optimse"',
+            'did you mean "optimize"?')
+    refused(["simluate", GRAPH], 'did you mean "simulate"?')
+    refused(["gen"], 'did you mean "generate"?')
+    refused(["xyzzy", GRAPH], 'unknown command "xyzzy"', "commsched --help",
+            absent=["did you mean"])
+    refused(["--verison"], 'unknown option "--verison"',
+            'did you mean "--version"?')
+    # Options, in several subcommands (one helper behind all of them).
+    refused(["optimize", GRAPH, "--reprot"], "commsched optimize:",
+            'unknown option "--reprot"', 'did you mean "--report"?',
+            absent=[GRAPH])
+    refused(["simulate", GRAPH, "--sumary"], 'did you mean "--summary"?')
+    refused(["simulate", GRAPH, "-summary"], 'unknown option "-summary"',
+            'did you mean "--summary"?')
+    refused(["generate", "chain", "--layrs", "3"],
+            'did you mean "--layers"?')
+    refused(["generate", "fsdp", "--prest", "llama2-70b"],
+            'did you mean "--preset"?')
+    refused(["report", GRAPH, "--beofre", GRAPH], 'did you mean "--before"?')
+    refused(["info", GRAPH, "--zzzzzz"], 'unknown option "--zzzzzz"',
+            "commsched info --help", absent=["did you mean"])
+    # What getopt used to word itself: the option is named, not "bad".
+    refused(["simulate", GRAPH, "--rows"], "option --rows needs a value")
+    refused(["simulate", GRAPH, "--summary=3"],
+            "option --summary takes no value")
+    refused(["simulate", GRAPH, "-o"], "option -o needs a value")
+    refused(["optimize", GRAPH, "--s"], 'option "--s" is ambiguous',
+            "--set", "--stats")
+    # Passes: the argument is blamed, before the graph is even read (a
+    # missing graph file would otherwise be the first complaint).
+    missing = os.path.join(SCRATCH, "no-such-graph.json")
+    refused(["optimize", missing, "--passes", "overlapp"],
+            "commsched optimize: --passes:", 'unknown pass "overlapp"',
+            'did you mean "overlap"?', absent=[missing])
+    refused(["optimize", GRAPH, "--passes", "sink_waits,raise_coms"],
+            'unknown pass "raise_coms"', 'did you mean "raise_comms"?',
+            absent=[GRAPH])
+    refused(["optimize", GRAPH, "--passes", "nope"], 'unknown pass "nope"',
+            "known: ", "overlap", absent=["did you mean", GRAPH])
+    refused(["optimize", GRAPH, "--set", "overlap_peak_budgt=1"],
+            'unknown knob "overlap_peak_budgt"',
+            'did you mean "overlap_peak_budget"?')
+
+
+def explicit_output_wins():
+    # stdout is a pipe here, not a terminal: before, --summary was dropped
+    # for JSON.
+    s = run("simulate", GRAPH, "--summary").stdout
+    if s.lstrip().startswith("{") or "makespan" not in s:
+        fail("simulate --summary, piped: want the table's totals:\n" + s)
+    s = run("simulate", GRAPH, "--rows", "1").stdout
+    if s.lstrip().startswith("{"):
+        fail("simulate --rows 1, piped: want the table:\n" + s)
+    # No table option: a pipe still gets data.
+    json.loads(run("simulate", GRAPH).stdout)
+    refused(["simulate", GRAPH, "--summary", "--format", "json"],
+            "--summary and --rows shape the table")
+
+
+def main():
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+    did_you_mean()
+    explicit_output_wins()
+    print("ok")
+
+
+main()
