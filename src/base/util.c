@@ -5,10 +5,12 @@
  * open-addressing table with FNV-1a hashing and a load factor below 1/2. */
 #include "util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void *cs_calloc(size_t n, size_t size)
 {
@@ -245,4 +247,16 @@ int cs_utf8_valid(const char *s)
             return 0;
     }
     return 1;
+}
+
+FILE *cs_fopen_input(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        errno = EISDIR;
+        return NULL;
+    }
+    return f;
 }

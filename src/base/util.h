@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Allocation that reports failure (the library never aborts on OOM: it
  * returns COMMSCHED_ENOMEM). Overflow of n * size also returns NULL. */
@@ -24,6 +25,12 @@ static inline int cs_add_i64(int64_t *acc, int64_t v)
 /* 1 when the NUL-terminated s is well-formed UTF-8 (no overlong forms,
  * surrogates or code points past U+10FFFF: what JSON text may hold). */
 int cs_utf8_valid(const char *s);
+
+/* fopen(path, "rb") for a file the library reads whole: a directory
+ * (which fopen accepts on Linux) is refused with errno EISDIR, so every
+ * unopenable input is worded alike ("cannot open: Is a directory"). NULL
+ * with errno set on failure. */
+FILE *cs_fopen_input(const char *path);
 
 /* Grows *arr (of *cap elements of elem_size) to hold at least need
  * elements, doubling. Returns 0, or -1 on allocation failure (*arr kept). */

@@ -682,7 +682,7 @@ commsched_status commsched_graph_load_file(const char *path, unsigned flags,
     json_error_t je;
     *out = NULL;
     int is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    FILE *f = is_stdin ? stdin : cs_fopen_input(path);
     if (!f)
         return commsched_error_set(err, COMMSCHED_EIO, NULL,
                                    "cannot open: %s", strerror(errno));

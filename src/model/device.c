@@ -17,6 +17,8 @@
 #include <jansson.h>
 
 #include "json_util.h"
+#include "util.h"
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -506,9 +508,16 @@ commsched_status commsched_device_load_file(const char *path,
                                             commsched_error *err)
 {
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    /* Opened here, not by json_load_file, so an unopenable profile reads
+     * like every other unopenable input ("cannot open: ..."). */
+    FILE *f = cs_fopen_input(path);
+    if (!f)
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "cannot open: %s", strerror(errno));
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
     if (!root) {
-        /* jansson reports an unopenable file as a line-less error. */
+        /* A read error is a line-less error. */
         if (je.line <= 0)
             return commsched_error_set(err, COMMSCHED_EIO, NULL, "%s",
                                        je.text);

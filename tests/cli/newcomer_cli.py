@@ -8,7 +8,9 @@ usage: newcomer_cli.py COMMSCHED SOURCE_DIR SCRATCH_DIR
   the closest name, blaming the argument (never the graph file); a name
   nothing resembles gets no guess;
 - an explicit table option (--summary, --rows) wins over the terminal
-  check: piped, `simulate --summary` still prints the summary.
+  check: piped, `simulate --summary` still prints the summary;
+- a missing file or a directory reads "FILE: cannot open: <strerror>" in
+  every subcommand and importer.
 
 Each check prints what it ran when it fails; exit 1 on the first failure."""
 
@@ -120,11 +122,42 @@ def explicit_output_wins():
             "--summary and --rows shape the table")
 
 
+def one_wording_for_unopenable_files():
+    """Every subcommand and importer says "FILE: cannot open: <strerror>"
+    for a missing file and for a directory (report said "cannot read X",
+    astra "X: cannot read", a device profile jansson's "unable to open",
+    and a directory was "cannot read", "record 0 (byte 0)" or "gzip")."""
+    missing = os.path.join(SCRATCH, "missing.json")
+    directory = os.path.join(SCRATCH, "a-directory")
+    os.makedirs(directory, exist_ok=True)
+    uses = [
+        ["validate", "{}"], ["info", "{}"], ["optimize", "{}"],
+        ["simulate", "{}"], ["estimate", "{}"], ["report", "{}"],
+        ["tune", "{}"], ["run", "{}"],
+        ["export", "chakra", "{}", "-o", os.path.join(SCRATCH, "et")],
+        ["import", "astra", "{}"], ["import", "chakra", "{}"],
+        ["import", "kineto", "{}"], ["import", "pytorch-et", "{}"],
+        ["report", "--measured", "{}"], ["info", "--measured", "{}"],
+        ["info", GRAPH, "--device", "{}"],
+        ["report", GRAPH, "--before", "{}"],
+    ]
+    for use in uses:
+        for path, why in ((missing, "No such file or directory"),
+                          (directory, "Is a directory")):
+            args = [path if a == "{}" else a for a in use]
+            p = run(*args, code=2)
+            want = "commsched: %s: cannot open: %s\n" % (path, why)
+            if p.stderr != want:
+                fail("commsched %s: want %r, got %r" %
+                     (" ".join(args), want, p.stderr))
+
+
 def main():
     shutil.rmtree(SCRATCH, ignore_errors=True)
     os.makedirs(SCRATCH)
     did_you_mean()
     explicit_output_wins()
+    one_wording_for_unopenable_files()
     print("ok")
 
 

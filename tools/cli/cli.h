@@ -50,6 +50,16 @@ int cli_bad_option(const char *sub, int argc, char **argv,
 int cli_did_you_mean(FILE *f, const char *prefix, const char *word, size_t len,
                      const char *const *names, size_t count, size_t stride);
 
+/* Opens an input file for reading ("-": stdin), refusing a directory.
+ * On failure prints the one wording every subcommand uses for a missing
+ * or unreadable file, "commsched: FILE: cannot open: <strerror>", and
+ * returns NULL. */
+FILE *cli_open_input(const char *path);
+/* Reads a whole input file ("-": stdin) into a NUL-terminated malloc'ed
+ * buffer (*len: its length, without the NUL; len may be NULL). On failure
+ * prints why (cannot open, cannot read, out of memory) and returns NULL. */
+char *cli_read_file(const char *path, size_t *len);
+
 /* Loads a graph ("-" is stdin), printing a located error on failure.
  * Returns 0 or the exit code to use. */
 int cli_load(const char *path, unsigned flags, commsched_graph **out);

@@ -248,41 +248,6 @@ int cli_write_html(const char *path, int svg, const commsched_sim *after,
 
 /* ---- the command -------------------------------------------------------- */
 
-/* Reads a whole file ("-": stdin) into a NUL-terminated buffer. */
-static char *slurp(const char *path)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-        if (cap - len - 1 == 0) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
 /* Estimates and simulates g's own order with the memory curve. */
 static int simulate(const char *name, const commsched_graph *g,
                     const cli_cost *cost, commsched_comm_streams streams,
@@ -542,9 +507,7 @@ int cmd_report(int argc, char **argv)
 
     /* AFTER.json is read once: the graph from the text, and the schedule
      * object (pass statistics, the before peak) from the same text. */
-    if (!(text = slurp(after_path))) {
-        fprintf(stderr, "commsched: cannot read %s: %s\n", after_name,
-                strerror(errno));
+    if (!(text = cli_read_file(after_path, NULL))) {
         rc = EXIT_INPUT;
         goto done;
     }

@@ -465,40 +465,6 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
     return 0;
 }
 
-/* Reads the whole input ("-" is standard input). */
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, 2 * cap + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
 static int parse(astra *a, const char *text, size_t len)
 {
     token tok[MAX_TOKENS];
@@ -1227,12 +1193,9 @@ int import_astra(const char *path, const import_options *o,
     memset(&a, 0, sizeof a);
     a.file = strcmp(path, "-") == 0 ? "<stdin>" : path;
     size_t len = 0;
-    char *text = slurp(path, &len);
-    if (!text) {
-        fprintf(stderr, "commsched: %s: cannot read: %s\n", a.file,
-                strerror(errno));
+    char *text = cli_read_file(path, &len);
+    if (!text)
         return EXIT_INPUT;
-    }
     int rc = parse(&a, text, len);
     if (rc == 0)
         rc = build(&a, o, out);

@@ -290,11 +290,13 @@ int import_chakra(const char *path, const import_options *o,
 {
     int is_stdin = strcmp(path, "-") == 0;
     const char *file = is_stdin ? "<stdin>" : path;
-    FILE *in = is_stdin ? tmpfile() : fopen(path, "rb");
-    if (!in) {
-        fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
-                strerror(errno));
+    FILE *in = NULL;
+    if (!is_stdin && !(in = cli_open_input(path)))
         return EXIT_INPUT;
+    if (is_stdin && !(in = tmpfile())) {
+        fprintf(stderr, "commsched: %s: cannot spool: %s\n", file,
+                strerror(errno));
+        return EXIT_RUNTIME;
     }
     if (is_stdin) {
         /* Standard input cannot be rewound after the sniff: spool it. */

@@ -31,8 +31,15 @@ int trace_json_load(const char *path, json_t **out)
     int is_stdin = strcmp(path, "-") == 0;
     const char *file = is_stdin ? "<stdin>" : path;
     *out = NULL;
-    /* gzread passes uncompressed input through unchanged. */
-    gzFile gz = is_stdin ? gzdopen(dup(0), "rb") : gzopen(path, "rb");
+    /* gzread passes uncompressed input through unchanged. The file is
+     * opened by cli_open_input, which words a missing file or a directory
+     * as every subcommand does. */
+    FILE *f = cli_open_input(path);
+    if (!f)
+        return EXIT_INPUT;
+    gzFile gz = gzdopen(dup(fileno(f)), "rb");
+    if (f != stdin)
+        fclose(f);
     if (!gz) {
         fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
                 errno ? strerror(errno) : "out of memory");
