@@ -244,10 +244,15 @@ typedef struct commsched_tune_options {
     commsched_comm_model comm_model;
     commsched_comm_streams comm_streams;
     int verify;          /* check every order after every pass (slower) */
+    commsched_progress_fn progress; /* called as each candidate finishes
+                                       (done of the candidate count), from
+                                       whichever thread ran it, one call at
+                                       a time; NULL (default): none */
+    void *progress_arg;  /* passed to progress */
 } commsched_tune_options;
 
 /* Budget 1.0, OpenMP's default threads, the built-in set, h100, NCCL model,
- * one comm stream per group, no verification. */
+ * one comm stream per group, no verification, no progress callback. */
 COMMSCHED_EXPORT void commsched_tune_options_init(commsched_tune_options *o);
 
 /* One candidate, as commsched_optimize judged it. */

@@ -132,7 +132,10 @@ typedef struct commsched_run_options {
                                   compute and waits test requests; 0: spin */
     int preflight;             /* compare graphs and collective sequences
                                   across ranks before running (default 1) */
-    int progress;              /* rank 0 draws a progress bar on stderr */
+    commsched_progress_fn progress; /* rank 0 reports each finished pass
+                                  (calibration, warm-up, measured) of the
+                                  total; NULL: none (commsched/status.h) */
+    void *progress_arg;        /* passed to progress */
     int debug_kill_rank;       /* tests: this rank kills itself with SIGKILL
                                   before the first iteration; -1: none */
     uint32_t gpus;             /* CUDA: GPUs each process drives (each is a

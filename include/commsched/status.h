@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "commsched/export.h"
 
@@ -107,6 +108,17 @@ COMMSCHED_EXPORT char *commsched_error_format(const commsched_error *err,
 COMMSCHED_EXPORT size_t commsched_name_suggest(const char *word, size_t len,
                                                const char *const *names,
                                                size_t count, size_t stride);
+
+/* Progress of a long call: `done` of `total` units of its work have
+ * finished (done <= total, and done never decreases within one call).
+ * The calls that take one (commsched_tune, a runtime's execute: the
+ * `progress` and `progress_arg` fields of their options) invoke it from
+ * one of the threads doing the work, never two invocations at once, and
+ * print nothing themselves: showing progress is the caller's business.
+ * NULL (the options' default) reports nothing. The callback should return
+ * quickly and must not call the library on the objects the call uses. */
+typedef void (*commsched_progress_fn)(void *arg, uint64_t done,
+                                      uint64_t total);
 
 #ifdef __cplusplus
 }

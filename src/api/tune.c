@@ -395,14 +395,24 @@ commsched_status commsched_tune(const commsched_graph *g,
     long n = (long)r->n;
     int64_t budget = r->budget_bytes;
     cand *c = r->c;
+    uint64_t finished = 0;
 #if COMMSCHED_HAVE_OPENMP
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (long i = 0; i < n; i++)
+    for (long i = 0; i < n; i++) {
         evaluate(g, &c[i], budget);
+        /* One caller at a time and a count that only grows, as
+         * commsched_progress_fn promises. */
+#pragma omp critical(commsched_tune_progress)
+        if (o->progress)
+            o->progress(o->progress_arg, ++finished, (uint64_t)n);
+    }
 #else
-    for (long i = 0; i < n; i++)
+    for (long i = 0; i < n; i++) {
         evaluate(g, &c[i], budget);
+        if (o->progress)
+            o->progress(o->progress_arg, ++finished, (uint64_t)n);
+    }
 #endif
     for (size_t i = 0; i < r->n; i++) {
         c[i].pub.passes = c[i].passes;

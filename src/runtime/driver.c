@@ -4,7 +4,6 @@
 
 #include "driver.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -69,19 +68,11 @@ double cs_driver_median(double *v, uint32_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void progress_bar(const cs_driver *d, uint32_t done, uint32_t total)
+/* The library prints nothing: the caller's callback shows the passes. */
+static void report_progress(const cs_driver *d, uint32_t done, uint32_t total)
 {
-    if (!d->o->progress || cs_boot_rank(d->boot) != 0)
-        return;
-    enum { WIDTH = 30 };
-    unsigned fill = total ? (unsigned)((uint64_t)done * WIDTH / total) : WIDTH;
-    char bar[WIDTH + 1];
-    for (unsigned i = 0; i < WIDTH; i++)
-        bar[i] = i < fill ? '#' : '.';
-    bar[WIDTH] = '\0';
-    fprintf(stderr, "\rcommsched run: [%s] %u/%u %s", bar, done, total,
-            done == total ? "passes\n" : "passes");
-    fflush(stderr);
+    if (d->o->progress && cs_boot_rank(d->boot) == 0)
+        d->o->progress(d->o->progress_arg, done, total);
 }
 
 /* Every array the run records; [pass][local][node] for the measured
@@ -178,7 +169,7 @@ commsched_status cs_driver_run(const cs_driver *d, commsched_status setup,
                      r.c1, r.cp, r.cs);
         for (size_t i = 0; i < ln; i++)
             r.samples[i * C + c] = r.c1[i] - r.c0[i];
-        progress_bar(d, ++passes, total);
+        report_progress(d, ++passes, total);
     }
     /* Per node: the median of its passes on each local rank, summed over
      * them (the gather divides by the rank count). */
@@ -188,7 +179,7 @@ commsched_status cs_driver_run(const cs_driver *d, commsched_status setup,
     for (uint32_t w = 0; w < o->warmup; w++) {
         d->ops->pass(d->ctx, CS_PASS_WARMUP, "warm-up iteration", w, r.c0,
                      r.c1, r.cp, r.cs);
-        progress_bar(d, ++passes, total);
+        report_progress(d, ++passes, total);
     }
     /* The measured peaks are the measured iterations' own. */
     d->ops->measure_begin(d->ctx);
@@ -196,7 +187,7 @@ commsched_status cs_driver_run(const cs_driver *d, commsched_status setup,
         d->ops->pass(d->ctx, CS_PASS_MEASURE, "iteration", it,
                      r.t0 + it * ln, r.t1 + it * ln, r.tp + it * ln,
                      r.step + (size_t)it * L);
-        progress_bar(d, ++passes, total);
+        report_progress(d, ++passes, total);
     }
     d->ops->measure_end(d->ctx, r.peak,
                         d->has_pool_peak ? r.pool_peak : NULL);

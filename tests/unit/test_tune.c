@@ -1,8 +1,9 @@
 /* commsched unit tests — commsched_tune (src/tune.c): the same answer with
  * 1 and 2 threads (and OpenMP's default), the best fits the budget and is
  * never slower than the input order, failed candidates are recorded, bad
- * candidate texts are refused before anything runs, and the options that
- * reproduce a candidate give its figures again. */
+ * candidate texts are refused before anything runs, the options that
+ * reproduce a candidate give its figures again, and the progress callback
+ * counts the candidates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,6 +174,50 @@ static void test_failed_candidate_recorded(void **state)
     commsched_graph_destroy(g);
 }
 
+/* The progress callback: once per candidate, counting up to the
+ * candidate count, never two calls at once (2 threads). */
+typedef struct progress_log {
+    uint64_t calls, last, total;
+    int overlapped, busy;
+} progress_log;
+
+static void log_progress(void *arg, uint64_t done, uint64_t total)
+{
+    progress_log *l = arg;
+    if (l->busy++)
+        l->overlapped = 1;
+    if (done != l->last + 1)
+        l->overlapped = 1; /* out of order reads the same: a failure */
+    l->calls++;
+    l->last = done;
+    l->total = total;
+    l->busy--;
+}
+
+static void test_progress_callback(void **state)
+{
+    (void)state;
+    tu_graph_opts o = tu_random_opts(30);
+    commsched_graph *g = tu_random_graph(11, &o);
+    commsched_tune_options to;
+    commsched_tune_options_init(&to);
+    assert_null(to.progress);
+    progress_log log = {0};
+    to.threads = 2;
+    to.progress = log_progress;
+    to.progress_arg = &log;
+    commsched_tune_result *r = NULL;
+    commsched_error err = {0};
+    assert_int_equal(commsched_tune(g, &to, &r, &err), COMMSCHED_OK);
+    assert_true(commsched_tune_count(r) > 1);
+    assert_int_equal(log.calls, commsched_tune_count(r));
+    assert_int_equal(log.last, commsched_tune_count(r));
+    assert_int_equal(log.total, commsched_tune_count(r));
+    assert_false(log.overlapped);
+    commsched_tune_result_destroy(r);
+    commsched_graph_destroy(g);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -281,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_threads_same_answer_random),
         cmocka_unit_test(test_threads_same_answer_workload),
         cmocka_unit_test(test_failed_candidate_recorded),
+        cmocka_unit_test(test_progress_callback),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_tune_beats_transformer_blocks),
     };

@@ -219,6 +219,7 @@ int cli_out_open(cli_out *o, const char *path)
 {
     struct stat st;
     memset(o, 0, sizeof *o);
+    o->slot = -1;
     if (!path || strcmp(path, "-") == 0) {
         o->f = stdout;
         return 0;
@@ -253,6 +254,14 @@ int cli_out_open(cli_out *o, const char *path)
         free(o->tmp);
         o->tmp = NULL;
         return out_fail(o, EXIT_INPUT, "cannot create", path);
+    }
+    /* Removed by the signal handler should Ctrl-C come before commit or
+     * abort does it; refusing to write is better than leaving it behind. */
+    if ((o->slot = cli_tmp_register(o->tmp)) < 0) {
+        close(fd);
+        errno = ENAMETOOLONG;
+        return out_fail(o, EXIT_RUNTIME,
+                        "cannot protect the temporary file of", path);
     }
     /* mkstemp creates 0600: give a new file the mode a plain fopen would,
      * and a replaced one the mode it had. */
@@ -290,6 +299,8 @@ int cli_out_commit(cli_out *o)
     o->f = NULL;
     if (bad || (o->tmp && rename(o->tmp, o->path) != 0))
         return out_fail(o, EXIT_RUNTIME, "cannot write", o->path);
+    if (o->tmp) /* after the rename: no window without protection */
+        cli_tmp_release(o->slot);
     free(o->tmp);
     free(o->path);
     o->tmp = o->path = NULL;
@@ -300,11 +311,16 @@ void cli_out_abort(cli_out *o)
 {
     if (o->f && o->f != stdout)
         fclose(o->f);
-    if (o->tmp)
+    if (o->tmp) {
         unlink(o->tmp);
+        /* After the unlink, for the same reason; only a cli_out with a
+         * temporary file owns a slot (a `= {0}` one has slot 0). */
+        cli_tmp_release(o->slot);
+    }
     free(o->tmp);
     free(o->path);
     memset(o, 0, sizeof *o);
+    o->slot = -1;
 }
 
 int cli_utf8_valid(const char *s)

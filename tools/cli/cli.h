@@ -71,12 +71,22 @@ int cli_load(const char *path, unsigned flags, commsched_graph **out);
  * that way: a symlink to one has its target replaced (keeping the
  * target's mode), and anything else -- a device such as /dev/null, a FIFO,
  * a terminal, /dev/stdout or /dev/fd/N -- is opened and written in place,
- * since renaming over it would destroy it or bypass its reader. */
+ * since renaming over it would destroy it or bypass its reader.
+ * While the temporary file exists, SIGINT, SIGTERM and SIGHUP remove it
+ * before the process ends (tmpfiles.c). */
 typedef struct cli_out {
     FILE *f;
     char *path; /* where the data lands: a symlink's resolved target */
     char *tmp;  /* NULL when written in place */
+    int slot;   /* tmp's cli_tmp_register slot; -1: none */
 } cli_out;
+
+/* Registers a temporary file to be removed if a signal ends the process
+ * (tmpfiles.c); path is copied. Returns the slot for cli_tmp_release, or
+ * -1 when the path is too long or every slot is taken. */
+int cli_tmp_register(const char *path);
+/* Stops protecting a slot (after the file was renamed or removed). */
+void cli_tmp_release(int slot);
 
 int cli_out_open(cli_out *o, const char *path);
 /* Returns 0, or EXIT_RUNTIME after printing why. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "progress.h"
 
 static void usage(FILE *f)
 {
@@ -34,6 +35,7 @@ static void usage(FILE *f)
 typedef struct gen {
     commsched_builder *b;
     commsched_error err;
+    cli_progress *progress;
     int64_t world, hidden, tokens;
     char n[6][96]; /* scratch names */
 } gen;
@@ -114,6 +116,7 @@ static commsched_status build_chain(gen *g, long layers)
         st = commsched_builder_add_input(g->b, NAME(g, 0, "w%ld_shard", l),
                                          shard, 0, &g->err);
     for (long l = 1; st == COMMSCHED_OK && l <= layers; l++) {
+        cli_progress_set(g->progress, (uint64_t)(3 * (l - 1)));
         (void)((st = add_collective(g, NAME(g, 0, "fwd_ag%ld", l), "all_gather",
                                     NAME(g, 1, "w%ld_shard", l),
                                     NAME(g, 2, "fwd_ag%ld_out", l), weight)) ||
@@ -140,6 +143,8 @@ static commsched_status build_chain(gen *g, long layers)
         st = commsched_builder_add_node(g->b, &s, &g->err);
     }
     for (long l = layers; st == COMMSCHED_OK && l >= 1; l--) {
+        cli_progress_set(g->progress, (uint64_t)(3 * layers + 1 +
+                                                 6 * (layers - l)));
         (void)((st = add_collective(g, NAME(g, 0, "bwd_ag%ld", l), "all_gather",
                                     NAME(g, 1, "w%ld_shard", l),
                                     NAME(g, 2, "bwd_ag%ld_out", l), weight)) ||
@@ -238,24 +243,22 @@ int cmd_generate(int argc, char **argv)
     char name[64];
     snprintf(name, sizeof name, "chain-%ld-layers", layers);
     commsched_graph *graph = NULL;
-    cli_out out;
-    int rc;
-    if (commsched_builder_create(name, &g.b, &g.err) != COMMSCHED_OK ||
-        build_chain(&g, layers) != COMMSCHED_OK) {
-        commsched_builder_destroy(g.b);
-        return cli_report("generate", &g.err);
+    cli_progress progress;
+    g.progress = &progress;
+    cli_progress_begin(&progress, "nodes", (uint64_t)(9 * layers + 1),
+                       "commsched generate: building");
+    commsched_status st = commsched_builder_create(name, &g.b, &g.err);
+    if (st == COMMSCHED_OK && (st = build_chain(&g, layers)) == COMMSCHED_OK) {
+        cli_progress_end(&progress);
+        cli_progress_begin(&progress, NULL, 0, "commsched generate: checking");
+        st = commsched_builder_finish(g.b, 0, &graph, &g.err);
+        g.b = NULL; /* consumed */
     }
-    if (commsched_builder_finish(g.b, 0, &graph, &g.err) != COMMSCHED_OK)
+    cli_progress_end(&progress);
+    commsched_builder_destroy(g.b);
+    if (st != COMMSCHED_OK)
         return cli_report("generate", &g.err);
-    if ((rc = cli_out_open(&out, out_path)) == 0) {
-        if (commsched_graph_save_stream(graph, NULL, NULL, out.f, &g.err) !=
-            COMMSCHED_OK) {
-            cli_out_abort(&out);
-            rc = cli_report(out_path, &g.err);
-        } else {
-            rc = cli_out_commit(&out);
-        }
-    }
+    int rc = cli_write_graph(graph, NULL, NULL, out_path, "generate");
     commsched_graph_destroy(graph);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "progress.h"
 
 static void usage(FILE *f)
 {
@@ -155,17 +156,7 @@ int cmd_import(int argc, char **argv)
                                fmt);
     if (rc != 0)
         return rc;
-    cli_out out;
-    commsched_error err = {0};
-    if ((rc = cli_out_open(&out, out_path)) == 0) {
-        if (commsched_graph_save_stream(g, NULL, NULL, out.f, &err) !=
-            COMMSCHED_OK) {
-            cli_out_abort(&out);
-            rc = cli_report(out_path, &err);
-        } else {
-            rc = cli_out_commit(&out);
-        }
-    }
+    rc = cli_write_graph(g, NULL, NULL, out_path, "import");
     commsched_graph_destroy(g);
     return rc;
 }

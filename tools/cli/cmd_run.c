@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "commsched/runtime.h"
 #include "commsched/simulate.h"
 
@@ -344,8 +345,13 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     ro.runtime_ns = runtime;
-    ro.progress = progress >= 0 ? progress : rank == 0 && isatty(STDERR_FILENO);
+    cli_progress bar;
+    cli_progress_begin(&bar, "passes", 0, "commsched run:");
+    bar.on = rank == 0 && (progress >= 0 ? progress : bar.on);
+    ro.progress = cli_progress_fn;
+    ro.progress_arg = &bar;
     commsched_status st = ops->execute(rt, g, NULL, &ro, &m, &err);
+    cli_progress_end(&bar);
     if (st != COMMSCHED_OK) {
         /* Only the rank that saw the cause has a message (runtime.h). */
         if (err.text[0])

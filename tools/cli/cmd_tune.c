@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "commsched/commsched.h"
 #include "commsched/config.h"
 
@@ -421,8 +422,14 @@ int cmd_tune(int argc, char **argv)
     to.comm_model = cost.opts.comm_model;
     to.candidates = cands;
     to.n_candidates = n_cands;
+    cli_progress progress;
+    cli_progress_begin(&progress, "candidates", 0, "commsched tune: searching");
+    to.progress = cli_progress_fn;
+    to.progress_arg = &progress;
     double t0 = cli_now();
-    if (commsched_tune(g, &to, &r, &err) != COMMSCHED_OK) {
+    commsched_status st = commsched_tune(g, &to, &r, &err);
+    cli_progress_end(&progress);
+    if (st != COMMSCHED_OK) {
         rc = cli_report(in_name, &err);
         goto done;
     }

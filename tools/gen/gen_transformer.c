@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "gen_internal.h"
 
 /* Published configurations; docs/WORKLOADS.md cites each source. seq is
@@ -259,7 +260,6 @@ int gen_transformer_main(int argc, char **argv)
         return cli_usage_error("generate", "unknown preset \"%s\"", preset);
 
     commsched_graph *graph = NULL;
-    cli_out out;
     int rc = 0;
     const char *bad;
     g = calloc(1, sizeof *g);
@@ -309,15 +309,7 @@ int gen_transformer_main(int argc, char **argv)
         rc = cli_report("generate", &g->err);
         goto cleanup;
     }
-    if ((rc = cli_out_open(&out, out_path)) == 0) {
-        if (commsched_graph_save_stream(graph, NULL, NULL, out.f, &g->err) !=
-            COMMSCHED_OK) {
-            cli_out_abort(&out);
-            rc = cli_report(out_path, &g->err);
-        } else {
-            rc = cli_out_commit(&out);
-        }
-    }
+    rc = cli_write_graph(graph, NULL, NULL, out_path, "generate");
 cleanup:
     commsched_graph_destroy(graph);
     free(g->t);

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Progress lines and interrupted writes (issue 24; tools/cli/progress.c,
+tools/cli/tmpfiles.c).
+
+  progress_cli.py CLI SOURCE_DIR SCRATCH_DIR
+
+A terminal is a pseudo-terminal the test owns. Nothing here depends on how
+fast the machine is: the first frame of a stage is drawn when the stage
+begins, and the interrupt test freezes the command's terminal output
+(tcflow TCOOFF, as Ctrl-S does) as soon as it sees the write start, so the
+command is held inside the write, its temporary file present, until the
+signal comes.
+"""
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import termios
+import threading
+import time
+
+CLI, SRC, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+FAILED = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILED.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def read_until(master, proc, needle, limit_s=600):
+    """Reads the terminal until `needle` shows or the process ends."""
+    buf = b""
+    end = time.monotonic() + limit_s
+    while needle not in buf and time.monotonic() < end:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the terminal is gone
+                break
+            if not chunk:
+                break
+            buf += chunk
+        elif proc.poll() is not None:
+            break
+    return buf
+
+
+def on_terminal(args, stdout=subprocess.DEVNULL):
+    """Runs the CLI with standard error on a terminal; returns (status,
+    everything written to the terminal, stdout bytes or None)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([CLI] + args, stdin=subprocess.DEVNULL,
+                            stdout=stdout, stderr=slave)
+    os.close(slave)
+    got = []
+    reader = None
+    if stdout == subprocess.PIPE:  # read beside the terminal: no deadlock
+        reader = threading.Thread(target=lambda: got.append(proc.stdout.read()))
+        reader.start()
+    text = read_until(master, proc, b"\0never\0")
+    os.close(master)
+    if reader:
+        reader.join()
+    return proc.wait(), text, got[0] if got else None
+
+
+def leftovers(d, stem):
+    return sorted(f for f in os.listdir(d) if f.startswith(stem))
+
+
+shutil.rmtree(SCRATCH, ignore_errors=True)
+os.makedirs(SCRATCH)
+tty_json = os.path.join(SCRATCH, "tty.json")
+pipe_json = os.path.join(SCRATCH, "pipe.json")
+
+# 1. generate on a terminal: every stage's line, then a blank line.
+rc, text, _ = on_terminal(["generate", "chain", "--nodes", "300000",
+                           "-o", tty_json])
+check(rc == 0, f"generate on a terminal: exit {rc}")
+check(b"\rcommsched generate: building [" in text and b" nodes" in text,
+      "generate: no building line")
+check(b"\rcommsched generate: writing tty.json" in text,
+      "generate: no writing line")
+check(b"\n" not in text, "generate: progress printed a new line")
+last = text.rsplit(b"\r", 2)
+check(len(last) == 3 and last[2] == b"" and last[1].strip(b" ") == b""
+      and len(last[1]) > 0, f"generate: line not blanked at the end: "
+      f"{text[-120:]!r}")
+
+# 2. The same with standard error piped: nothing at all, the same bytes.
+p = subprocess.run([CLI, "generate", "chain", "--nodes", "300000",
+                    "-o", pipe_json], stdin=subprocess.DEVNULL,
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+check(p.returncode == 0 and p.stdout == b"" and p.stderr == b"",
+      f"generate piped: exit {p.returncode}, stderr {p.stderr[:200]!r}")
+with open(tty_json, "rb") as a, open(pipe_json, "rb") as b:
+    check(a.read() == b.read(), "generate: output differs with progress on")
+os.unlink(tty_json)
+os.unlink(pipe_json)
+
+# 3. tune reports through the library's callback; its table on standard
+# output stays clean.
+graph = os.path.join(SRC, "graphs", "examples", "fsdp_2layer.json")
+rc, text, out = on_terminal(["tune", graph], stdout=subprocess.PIPE)
+check(rc == 0, f"tune on a terminal: exit {rc}")
+check(b"\rcommsched tune: searching" in text, "tune: no progress line")
+check(b"\r" not in out and b"searching" not in out,
+      "tune: progress reached standard output")
+p = subprocess.run([CLI, "tune", graph], stdin=subprocess.DEVNULL,
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+# (The tables differ only in the candidates' wall times.)
+check(p.returncode == 0 and p.stderr == b"" and
+      p.stdout.count(b"\n") == out.count(b"\n"),
+      f"tune piped: exit {p.returncode}, stderr {p.stderr[:200]!r}")
+
+# 4. Ctrl-C (and SIGTERM) while the output is being written: the command
+# ends killed by the signal (a shell reports 128 + 2 = 130) and leaves
+# neither the output nor its temporary file.
+for sig in (signal.SIGINT, signal.SIGTERM):
+    out_json = os.path.join(SCRATCH, "int.json")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([CLI, "generate", "chain", "--nodes", "1000000",
+                             "-o", out_json], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=slave)
+    text = read_until(master, proc, b"writing int.json")
+    termios.tcflow(slave, termios.TCOOFF)  # its next frame blocks
+    during = leftovers(SCRATCH, "int.json")
+    check(b"writing int.json" in text and proc.poll() is None,
+          f"{sig.name}: never saw the write start ({text[-200:]!r})")
+    check(len(during) == 1 and during[0].startswith("int.json.tmp"),
+          f"{sig.name}: no temporary file while writing: {during}")
+    proc.send_signal(sig)
+    try:
+        rc = proc.wait(timeout=120)
+    finally:
+        termios.tcflow(slave, termios.TCOON)
+        os.close(slave)
+        os.close(master)
+    check(rc == -sig, f"{sig.name}: exit {rc}, expected killed by it")
+    check(leftovers(SCRATCH, "int.json") == [],
+          f"{sig.name}: left {leftovers(SCRATCH, 'int.json')}")
+
+# 5. A write that fails (past `ulimit -f`) leaves nothing either.
+p = subprocess.run(["sh", "-c", 'ulimit -f 1000 && exec "$@"', "sh", CLI,
+                    "generate", "chain", "--nodes", "300000", "-o",
+                    os.path.join(SCRATCH, "big.json")],
+                   stdin=subprocess.DEVNULL, capture_output=True)
+check(p.returncode in (1, 2) and b"big.json" in p.stderr,
+      f"ulimit -f: exit {p.returncode}, stderr {p.stderr[:200]!r}")
+check(leftovers(SCRATCH, "big.json") == [],
+      f"ulimit -f: left {leftovers(SCRATCH, 'big.json')}")
+
+if FAILED:
+    sys.exit(1)
+print("progress and interrupts: ok")
