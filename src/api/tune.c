@@ -398,15 +398,21 @@ commsched_status commsched_tune(const commsched_graph *g,
     uint64_t finished = 0;
 #if COMMSCHED_HAVE_OPENMP
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    /* One caller at a time and a count that only grows, as
+     * commsched_progress_fn promises. A lock of this call's own, not a
+     * named critical section: that would be a symbol the library exports. */
+    omp_lock_t lock;
+    omp_init_lock(&lock);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (long i = 0; i < n; i++) {
         evaluate(g, &c[i], budget);
-        /* One caller at a time and a count that only grows, as
-         * commsched_progress_fn promises. */
-#pragma omp critical(commsched_tune_progress)
-        if (o->progress)
+        if (o->progress) {
+            omp_set_lock(&lock);
             o->progress(o->progress_arg, ++finished, (uint64_t)n);
+            omp_unset_lock(&lock);
+        }
     }
+    omp_destroy_lock(&lock);
 #else
     for (long i = 0; i < n; i++) {
         evaluate(g, &c[i], budget);
