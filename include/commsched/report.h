@@ -33,6 +33,12 @@ COMMSCHED_EXPORT const char *commsched_format_bytes(double bytes, char *buf,
 COMMSCHED_EXPORT const char *commsched_format_time(double ns, char *buf,
                                                    size_t size);
 
+/* "s" unless n is 1, for a count followed by its noun:
+ * printf("%u node%s", n, COMMSCHED_PLURAL(n)) gives "1 node", "0 nodes",
+ * "2 nodes" -- the one rule every report and the CLI follow. A macro, so
+ * it takes any integer or floating type without a conversion. */
+#define COMMSCHED_PLURAL(n) ((n) == 1 ? "" : "s")
+
 /* What the report says about where its numbers came from. Every field may
  * be NULL / 0. Borrowed for the call. */
 typedef struct commsched_report_context {

@@ -77,9 +77,11 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
         ctx = &none;
 
     /* Names are cut so every line stays within 120 columns. */
-    fprintf(out, "%s: %u nodes, %u collectives, %u waits",
+    fprintf(out, "%s: %u node%s, %u collective%s, %u wait%s",
             fit(g->name ? g->name : "(unnamed)", 32, h, sizeof h), g->n_nodes,
-            t->n_collectives, t->n_waits);
+            COMMSCHED_PLURAL(g->n_nodes), t->n_collectives,
+            COMMSCHED_PLURAL(t->n_collectives), t->n_waits,
+            COMMSCHED_PLURAL(t->n_waits));
     if (ctx->device)
         fprintf(out, "; device %s", ctx->device);
     if (ctx->cost_model)
@@ -141,7 +143,8 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
                             f, sizeof f));
         }
         if (skipped)
-            fprintf(out, "... %u more collectives\n", skipped);
+            fprintf(out, "... %u more collective%s\n", skipped,
+                    COMMSCHED_PLURAL(skipped));
         fprintf(out, "(* sync collective: blocks the compute stream; "
                      "issue/wait: positions in the order)\n");
     }
@@ -285,9 +288,9 @@ commsched_status commsched_report_estimates_table(
     }
     if (nw > NAME_MAX_W)
         nw = NAME_MAX_W;
-    fprintf(out, "%s: %u nodes; device %s, %s model\n",
+    fprintf(out, "%s: %u node%s; device %s, %s model\n",
             fit(g->name ? g->name : "(unnamed)", 40, name, sizeof name),
-            g->n_nodes,
+            g->n_nodes, COMMSCHED_PLURAL(g->n_nodes),
             o && o->device ? o->device->name : "-",
             o ? commsched_comm_model_str(o->comm_model) : "-");
     fprintf(out, "runtime = latency + max(bandwidth, compute); mem: bytes "

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "commsched/cost.h"
+#include "commsched/report.h"
 #include "graph_internal.h"
 #include "report_writer.h"
 
@@ -338,10 +339,12 @@ commsched_status commsched_run_report_table(FILE *out,
     const commsched_run_options *o = &m->options;
     char a[32], b[32], c[32], d[32], e[32], f[32];
     fprintf(out,
-            "%s: %u nodes, %u collectives on %u ranks (%s, %s)\n"
+            "%s: %u node%s, %u collective%s on %u rank%s (%s, %s)\n"
             "compute %s x%g, sizes x%g, all-reduce %s; %u iterations after "
             "%u warm-up; prediction: %s\n\n",
-            g->name ? g->name : "(unnamed)", m->nodes, s.n_coll, m->ranks,
+            g->name ? g->name : "(unnamed)", m->nodes,
+            COMMSCHED_PLURAL(m->nodes), s.n_coll, COMMSCHED_PLURAL(s.n_coll),
+            m->ranks, COMMSCHED_PLURAL(m->ranks),
             m->runtime, m->library[0] ? m->library : "?",
             commsched_compute_mode_str(o->compute), o->time_scale,
             o->size_scale, commsched_allreduce_algo_str(o->allreduce), m->iters,

@@ -10,7 +10,8 @@ usage: newcomer_cli.py COMMSCHED SOURCE_DIR SCRATCH_DIR
 - an explicit table option (--summary, --rows) wins over the terminal
   check: piped, `simulate --summary` still prints the summary;
 - a missing file or a directory reads "FILE: cannot open: <strerror>" in
-  every subcommand and importer.
+  every subcommand and importer;
+- a count of one is singular ("1 node", "1 collective").
 
 Each check prints what it ran when it fails; exit 1 on the first failure."""
 
@@ -152,12 +153,68 @@ def one_wording_for_unopenable_files():
                      (" ".join(args), want, p.stderr))
 
 
+ONE_COLLECTIVE = {
+    "format": "commsched-graph", "version": 1, "name": "one",
+    "groups": [{"name": "dp", "size": 8}],
+    "inputs": [{"name": "w", "size": 1048576}], "outputs": ["full"],
+    "nodes": [
+        {"name": "ag", "kind": "collective", "op": "all_gather",
+         "group": "dp", "dtype": "bfloat16", "inputs": ["w"],
+         "outputs": [{"name": "ag_out", "size": 8388608}]},
+        {"name": "ag_wait", "kind": "wait", "op": "wait_tensor",
+         "inputs": ["ag_out"],
+         "outputs": [{"name": "full", "alias_of": "ag_out"}]}]}
+ONE_NODE = {
+    "format": "commsched-graph", "version": 1, "name": "single",
+    "inputs": [{"name": "x", "size": 1024}], "outputs": ["y"],
+    "nodes": [{"name": "relu", "kind": "compute", "op": "relu",
+               "inputs": ["x"], "outputs": [{"name": "y", "size": 1024}],
+               "bytes": 2048}]}
+
+
+def grammar():
+    """Counts of one read "1 node", "1 collective", ... in simulate's
+    table, estimate, info and optimize --stats / --report (one rule,
+    COMMSCHED_PLURAL); other counts keep their plural."""
+    coll = os.path.join(SCRATCH, "one_collective.json")
+    node = os.path.join(SCRATCH, "one_node.json")
+    for name, doc in ((coll, ONE_COLLECTIVE), (node, ONE_NODE)):
+        with open(name, "w") as f:
+            json.dump(doc, f)
+    checks = [
+        (["simulate", coll, "--summary"], ["2 nodes, 1 collective, 1 wait;"]),
+        (["simulate", node, "--summary"], ["1 node, 0 collectives, 0 waits;"]),
+        (["estimate", node, "--format", "table"], ["single: 1 node;"]),
+        (["info", coll], ["(1 graph input, 1 graph output)",
+                          "critical path: 2 nodes",
+                          "(h100, nccl): 1 node ("]),
+        (["info", node], ["critical path: 1 node ("]),
+        (["optimize", coll, "--stats", "-o", os.devnull],
+         ["overlap: 1 collective,"]),
+        (["optimize", coll, "--stats", "-o", os.devnull, "--passes",
+          "sink_waits_iterative"], ["sink_waits_iterative: 1 wait, 0 moves,"]),
+        (["optimize", node, "--report", "-o", os.devnull],
+         ["graph single: 1 node\n"]),
+    ]
+    for args, wants in checks:
+        p = run(*args)
+        out = p.stdout + p.stderr
+        for w in wants:
+            if w not in out:
+                fail("commsched %s: lacks %r:\n%s" % (" ".join(args), w, out))
+        for bad in ("1 nodes", "1 collectives", "1 waits", "1 graph inputs",
+                    "1 graph outputs"):
+            if bad in out:
+                fail("commsched %s: %r:\n%s" % (" ".join(args), bad, out))
+
+
 def main():
     shutil.rmtree(SCRATCH, ignore_errors=True)
     os.makedirs(SCRATCH)
     did_you_mean()
     explicit_output_wins()
     one_wording_for_unopenable_files()
+    grammar()
     print("ok")
 
 

@@ -137,7 +137,7 @@ static void test_report_table(void **state)
     setup_fix(&f, graph, 0);
     char *t = capture(commsched_report_table, &f);
     /* Header, one row per collective in issue order, the totals. */
-    assert_non_null(strstr(t, "rep: 5 nodes, 2 collectives, 1 waits"));
+    assert_non_null(strstr(t, "rep: 5 nodes, 2 collectives, 1 wait;"));
     assert_non_null(strstr(t, "device h100, nccl model"));
     const char *row_c = strstr(t, "c\"q ");
     const char *row_sy = strstr(t, "sy ");
@@ -170,7 +170,7 @@ static void test_report_table(void **state)
     f.ctx.totals_only = 0;
     f.ctx.max_rows = 1;
     t = capture(commsched_report_table, &f);
-    assert_non_null(strstr(t, "... 1 more collectives"));
+    assert_non_null(strstr(t, "... 1 more collective\n"));
     free(t);
     teardown_fix(&f);
 }

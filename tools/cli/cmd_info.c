@@ -47,7 +47,7 @@ static void print_derived(const commsched_graph *g)
         return;
     printf("in-place:     %u derived edge%s (each left node completes before "
            "the right one starts)\n",
-           total, total == 1 ? "" : "s");
+           total, COMMSCHED_PLURAL(total));
     uint32_t shown = 0;
     for (uint32_t v = 0; v < n_nodes && shown < SHOWN; v++) {
         const uint32_t *d;
@@ -94,9 +94,11 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
     printf("graph:        %s\n", name ? name : "(unnamed)");
     printf("nodes:        %u (compute %u, collective %u, wait %u)\n",
            n_nodes, kinds[0], kinds[1], kinds[2]);
-    printf("buffers:      %u (%u graph inputs, %u graph outputs)\n",
-           commsched_graph_buffer_count(g), commsched_graph_input_count(g),
-           commsched_graph_output_count(g));
+    uint32_t n_in = commsched_graph_input_count(g);
+    uint32_t n_out = commsched_graph_output_count(g);
+    printf("buffers:      %u (%u graph input%s, %u graph output%s)\n",
+           commsched_graph_buffer_count(g), n_in, COMMSCHED_PLURAL(n_in),
+           n_out, COMMSCHED_PLURAL(n_out));
     printf("groups:       %u\n", ng);
     print_derived(g);
     if (kinds[1]) {
@@ -150,7 +152,8 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
         rc = cli_report(NULL, &err);
         goto cleanup;
     }
-    printf("critical path: %.0f nodes (\"%s\" ... \"%s\")\n", length,
+    printf("critical path: %.0f node%s (\"%s\" ... \"%s\")\n", length,
+           COMMSCHED_PLURAL(length),
            commsched_graph_node_name(g, path[0]), commsched_graph_node_name(g, path[path_len - 1]));
     /* The same in time: runtimes from the cost model (or the file) as
      * weights over data and control edges. */
@@ -163,10 +166,11 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
         rc = cli_report(NULL, &err);
         goto cleanup;
     }
-    printf("               %s with the cost model (%s, %s): %u nodes "
+    printf("               %s with the cost model (%s, %s): %u node%s "
            "(\"%s\" ... \"%s\")\n",
            cli_time_ns(length, b1, sizeof b1), cost->device.name,
            commsched_comm_model_str(cost->opts.comm_model), path_len,
+           COMMSCHED_PLURAL(path_len),
            commsched_graph_node_name(g, path[0]), commsched_graph_node_name(g, path[path_len - 1]));
 cleanup:
     free(runtime);

@@ -102,9 +102,10 @@ static void print_report(FILE *f, const commsched_graph *g, const figures *b,
                          const char *model)
 {
     char x[32], y[32];
-    fprintf(f, "graph %s: %u nodes\n",
-            commsched_graph_name(g) ? commsched_graph_name(g) : "(unnamed)",
-            commsched_graph_node_count(g));
+    uint32_t n = commsched_graph_node_count(g);
+    fprintf(f, "graph %s: %u node%s\n",
+            commsched_graph_name(g) ? commsched_graph_name(g) : "(unnamed)", n,
+            COMMSCHED_PLURAL(n));
     fprintf(f, "%-14s %14s %14s\n", "", "before", "after");
     fprintf(f, "%-14s %14s %14s\n", "peak memory",
             cli_bytes((double)b->peak, x, sizeof x),

@@ -88,10 +88,11 @@ static void print_table(FILE *f, const commsched_graph *g,
     const commsched_sim_totals *in = commsched_tune_input(r);
     char x[32], y[32], z[32];
     size_t n = commsched_tune_count(r);
-    fprintf(f, "graph %s: %u nodes; input order: makespan %s, lower bound %s, "
-               "peak %s\n",
+    uint32_t nodes = commsched_graph_node_count(g);
+    fprintf(f, "graph %s: %u node%s; input order: makespan %s, lower bound "
+               "%s, peak %s\n",
             commsched_graph_name(g) ? commsched_graph_name(g) : "(unnamed)",
-            commsched_graph_node_count(g),
+            nodes, COMMSCHED_PLURAL(nodes),
             cli_time_ns(in->makespan_ns, x, sizeof x),
             cli_time_ns(in->lower_bound_ns, y, sizeof y),
             cli_bytes((double)in->peak_memory_step, z, sizeof z));

@@ -28,11 +28,12 @@ static void print_table(FILE *f, const commsched_graph *g,
         moves += p->nodes[i].moves;
     }
     if (!sink)
-        fprintf(f, "%s improved overlap by %.17g ns after %u reorders.\n",
-                p->pass, improvement, moves);
+        fprintf(f, "%s improved overlap by %.17g ns after %u reorder%s.\n",
+                p->pass, improvement, moves, COMMSCHED_PLURAL(moves));
     else
-        fprintf(f, "%s: %u waits, %u moves, exposed time down %.17g ns\n",
-                p->pass, p->n_nodes, moves, improvement);
+        fprintf(f, "%s: %u wait%s, %u move%s, exposed time down %.17g ns\n",
+                p->pass, p->n_nodes, COMMSCHED_PLURAL(p->n_nodes), moves,
+                COMMSCHED_PLURAL(moves), improvement);
     fprintf(f, "%-28s %12s %12s %12s %12s %12s %6s %7s  %s\n",
             sink ? "Wait node" : "Collective node", "comm_time(us)",
             "comp_time(us)", "init exp(us)", "final exp(us)", "improv(us)",
@@ -70,13 +71,15 @@ static void print_buckets(FILE *f, const commsched_graph *g,
         fprintf(f, "%s: no bucket formed\n", p->pass);
     else
         fprintf(f,
-                "%s: %u collectives into %u bucket%s, estimated %.3f us -> "
+                "%s: %u collective%s into %u bucket%s, estimated %.3f us -> "
                 "%.3f us\n",
-                p->pass, members, p->n_buckets, p->n_buckets == 1 ? "" : "s",
+                p->pass, members, COMMSCHED_PLURAL(members), p->n_buckets,
+                COMMSCHED_PLURAL(p->n_buckets),
                 before / 1e3, after / 1e3);
     if (p->fake_edges_dropped)
-        fprintf(f, " %u after_fake edges the new order breaks were dropped\n",
-                p->fake_edges_dropped);
+        fprintf(f, " %u after_fake edge%s the new order breaks %s dropped\n",
+                p->fake_edges_dropped, COMMSCHED_PLURAL(p->fake_edges_dropped),
+                p->fake_edges_dropped == 1 ? "was" : "were");
     if (p->n_buckets)
         fprintf(f, "%-24s %7s %12s %12s %12s %12s %-10s  %s\n", "Bucket",
                 "members", "bytes", "before(us)", "after(us)", "saved(us)",
@@ -125,11 +128,13 @@ static void print_overlap(FILE *f, const commsched_graph *g,
     else
         cli_bytes((double)p->overlap_budget_bytes, budget, sizeof budget);
     fprintf(f,
-            "overlap: %u collectives, exposed %.3f us -> %.3f us of %.3f us; "
-            "order: %s (%u candidates); peak budget %s\n",
-            p->n_overlap, before / 1e3, after / 1e3, comm / 1e3,
+            "overlap: %u collective%s, exposed %.3f us -> %.3f us of %.3f us; "
+            "order: %s (%u candidate%s); peak budget %s\n",
+            p->n_overlap, COMMSCHED_PLURAL(p->n_overlap), before / 1e3,
+            after / 1e3, comm / 1e3,
             p->overlap_variant ? p->overlap_variant : "input",
-            p->overlap_candidates, budget);
+            p->overlap_candidates, COMMSCHED_PLURAL(p->overlap_candidates),
+            budget);
     fprintf(f, "%-28s %12s %12s %12s %8s %15s %15s  %s\n", "Collective",
             "comm(us)", "exp before", "exp after", "hidden", "issue", "wait",
             "limited by");
