@@ -170,8 +170,25 @@ typedef struct commsched_measurement {
     double *post_ns;              /* collectives; equal to start otherwise */
     double *step_ns;              /* [iter * ranks + rank] */
     double *solo_ns;              /* [node] calibrated runtime alone: median
-                                     over the passes, mean over ranks; NULL
-                                     without calibration */
+                                     over the passes, mean over ranks, from
+                                     posting to completion; NULL without
+                                     calibration */
+    double *skew_ns;              /* [node] collectives: how long after the
+                                     mean rank the last rank of the group
+                                     arrived at it in the calibration passes
+                                     (per pass the mean over ranks of the
+                                     time waited for the others minus the
+                                     least of them; median over passes);
+                                     0 for other nodes; NULL with solo_ns */
+    double *wake_ns;              /* [node] collectives: after the last
+                                     rank arrived, how long until the
+                                     others, sleeping while they wait,
+                                     woke and let it start (per pass the
+                                     least wait over ranks; median over
+                                     passes); 0 for other nodes; NULL with
+                                     solo_ns. Adaptors that drive every
+                                     rank from one host thread (CUDA) see
+                                     no wait: both are 0 there */
     int64_t *peak_live;           /* [rank] peak of live buffer bytes
                                      (scaled), counted as the memory model
                                      counts (freeable inputs that are read
@@ -197,8 +214,11 @@ typedef struct commsched_measurement {
 COMMSCHED_EXPORT void commsched_measurement_destroy(commsched_measurement *m);
 
 /* The runtimes to simulate as the prediction, into runtime_ns[node count]:
- * collectives take their calibrated solo time when there is one, else the
- * cost model's (model_ns) x time_scale; compute nodes take their
+ * collectives take their calibrated solo time plus the calibrated skew and
+ * wake-up latency when there is one (a collective completes only once its
+ * last rank posted it and the waiting ranks woke up to progress it; the
+ * simulator's ranks are identical, so this is where that time goes), else
+ * the cost model's (model_ns) x time_scale; compute nodes take their
  * calibrated time when there is one (in sleep mode that includes how late
  * this machine wakes a sleeping rank; in touch mode what streaming costs
  * here), else model_ns x time_scale; waits 0. sources

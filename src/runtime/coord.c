@@ -1,7 +1,10 @@
 /* commsched — agreement, preflight and gathering over boot.h (coord.h). */
 #include "coord.h"
 
+#include "driver.h"
+
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +81,29 @@ done:
     return st;
 }
 
+void cs_coord_skew(const double *waits, uint32_t R, uint32_t n, uint32_t C,
+                   double *skew, double *wake, double *scratch)
+{
+    double *least = scratch, *late = scratch + C;
+    for (uint32_t v = 0; v < n; v++) {
+        for (uint32_t c = 0; c < C; c++) {
+            double lo = INFINITY, sum = 0;
+            for (uint32_t r = 0; r < R; r++) {
+                double w = waits[((size_t)r * n + v) * C + c];
+                sum += w;
+                lo = fmin(lo, w);
+            }
+            least[c] = lo;
+            late[c] = sum / R - lo;
+        }
+        wake[v] = cs_driver_median(least, C);
+        skew[v] = cs_driver_median(late, C);
+    }
+}
+
 /* Per process, one block of doubles: t0, t1, tp, steps, peaks, pool
- * peaks, --check counts, solo times; the first mismatch travels apart. */
+ * peaks, --check counts, solo times, calibration waits; the first mismatch
+ * travels apart. */
 commsched_status cs_coord_gather(cs_boot *b, const cs_plan *p,
                                  const commsched_run_options *o,
                                  const cs_coord_records *rec,
@@ -92,10 +116,12 @@ commsched_status cs_coord_gather(cs_boot *b, const cs_plan *p,
     uint32_t n = p->n, I = o->iters, G = rec->local,
              P = (uint32_t)cs_boot_size(b), R = G * P;
     size_t per = (size_t)I * G * n, tail = (size_t)I * G + 2u * G + 2u;
-    size_t block = 3 * per + tail + (rec->solo ? n : 0);
+    uint32_t C = rec->arrive_wait ? rec->passes : 0;
+    size_t waits = (size_t)G * n * C;
+    size_t block = 3 * per + tail + (rec->solo ? n : 0) + waits;
     enum { MIS = sizeof ((commsched_measurement *)0)->first_mismatch };
     commsched_measurement *m = NULL;
-    double *mine = malloc(block * sizeof *mine), *all = NULL;
+    double *mine = malloc(block * sizeof *mine), *all = NULL, *wr = NULL;
     char *mis = NULL;
     int ok = mine != NULL;
     if (me == 0) {
@@ -114,10 +140,16 @@ commsched_status cs_coord_gather(cs_boot *b, const cs_plan *p,
                                           : NULL;
             m->solo_ns = rec->solo ? calloc(n ? n : 1, sizeof *m->solo_ns)
                                    : NULL;
+            if (C) {
+                m->skew_ns = calloc(n ? n : 1, sizeof *m->skew_ns);
+                m->wake_ns = calloc(n ? n : 1, sizeof *m->wake_ns);
+                wr = malloc((waits * P + 2u * C) * sizeof *wr);
+            }
             ok = m->order && m->start_ns && m->end_ns && m->post_ns &&
                  m->step_ns && m->peak_live &&
                  (!rec->pool_peak || m->pool_peak) &&
-                 (!rec->solo || m->solo_ns);
+                 (!rec->solo || m->solo_ns) &&
+                 (!C || (m->skew_ns && m->wake_ns && wr));
         }
     }
     ok = ok && block * sizeof *mine <= (size_t)INT_MAX;
@@ -144,6 +176,8 @@ commsched_status cs_coord_gather(cs_boot *b, const cs_plan *p,
     t[2 * G + 1] = (double)rec->mismatches;
     if (rec->solo)
         memcpy(mine + 3 * per + tail, rec->solo, (size_t)n * sizeof *mine);
+    if (C)
+        memcpy(mine + block - waits, rec->arrive_wait, waits * sizeof *mine);
     char first[MIS];
     snprintf(first, sizeof first, "%s",
              rec->first_mismatch ? rec->first_mismatch : "");
@@ -181,7 +215,11 @@ commsched_status cs_coord_gather(cs_boot *b, const cs_plan *p,
             snprintf(m->first_mismatch, MIS, "%s", mis + (size_t)q * MIS);
         for (uint32_t v = 0; m->solo_ns && v < n; v++)
             m->solo_ns[v] += blk[3 * per + tail + v] / R;
+        if (C) /* [process][local][node][pass] = [rank][node][pass] */
+            memcpy(wr + waits * q, blk + block - waits, waits * sizeof *wr);
     }
+    if (C)
+        cs_coord_skew(wr, R, n, C, m->skew_ns, m->wake_ns, wr + waits * P);
     m->graph = p->g;
     int64_t other = 0;
     for (uint32_t i = 0; i < p->n_other; i++)
@@ -195,6 +233,7 @@ commsched_status cs_coord_gather(cs_boot *b, const cs_plan *p,
 done:
     free(mine);
     free(all);
+    free(wr);
     free(mis);
     return st;
 }

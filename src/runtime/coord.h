@@ -34,15 +34,30 @@ typedef struct cs_coord_records {
     const double *step;         /* [iter][local] */
     const double *solo;         /* [node], summed over the local ranks;
                                    NULL without calibration */
+    const double *arrive_wait;  /* [local][node][pass]: in each calibration
+                                   pass, how long the rank waited at a
+                                   collective for the rest of its group
+                                   before posting it (0 for other nodes);
+                                   NULL without calibration */
+    uint32_t passes;            /* calibration passes (0 without) */
     const int64_t *peak;        /* [local] */
     const int64_t *pool_peak;   /* [local], or NULL */
     uint64_t checked, mismatches;
     const char *first_mismatch; /* "" when none */
 } cs_coord_records;
 
+/* Per node, from waits[rank][node][pass] (R ranks, C >= 1 passes, 0
+ * for nodes that do not wait): skew = median over passes of (mean over
+ * ranks - least over ranks), wake = median over passes of the least over
+ * ranks. The least wait is the last rank to arrive: what it waited is how
+ * long the others took to wake up and answer; everyone else waited that
+ * plus how much earlier they came. scratch holds 2 C doubles. */
+void cs_coord_skew(const double *waits, uint32_t R, uint32_t n, uint32_t C,
+                   double *skew, double *wake, double *scratch);
+
 /* Collective: gathers every process's records into a measurement on
  * process 0 (*out, caller destroys; NULL elsewhere), solo times averaged
- * over all ranks, --check counts summed, the first mismatch of the lowest
+ * over all ranks, skew and wake-up per collective (cs_coord_skew), --check counts summed, the first mismatch of the lowest
  * process that saw one. The plan and graph are borrowed (the graph must
  * outlive the measurement). ENOMEM, agreed, when it does not fit. */
 commsched_status cs_coord_gather(cs_boot *b, const cs_plan *p,

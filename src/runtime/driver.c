@@ -4,6 +4,7 @@
 
 #include "driver.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -80,7 +81,7 @@ static void report_progress(const cs_driver *d, uint32_t done, uint32_t total)
 typedef struct records {
     double *t0, *t1, *tp, *step;
     double *c0, *c1, *cp, *cs;
-    double *samples, *solo;
+    double *samples, *solo, *waits;
     int64_t *peak, *pool_peak;
 } records;
 
@@ -96,6 +97,7 @@ static void records_fini(records *r)
     free(r->cs);
     free(r->samples);
     free(r->solo);
+    free(r->waits);
     free(r->peak);
     free(r->pool_peak);
 }
@@ -120,10 +122,12 @@ static commsched_status records_init(records *r, const cs_driver *d,
         r->solo = calloc(n + 1, sizeof *r->solo);
         r->samples = malloc(((size_t)o->calibrate * L * n + 1) *
                             sizeof *r->samples);
+        r->waits = malloc(((size_t)o->calibrate * L * n + 1) *
+                          sizeof *r->waits);
     }
     if (!r->t0 || !r->t1 || !r->tp || !r->step || !r->c0 || !r->c1 ||
         !r->cp || !r->cs || !r->peak || !r->pool_peak ||
-        (o->calibrate && (!r->solo || !r->samples)))
+        (o->calibrate && (!r->solo || !r->samples || !r->waits)))
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                    "out of memory");
     return COMMSCHED_OK;
@@ -167,8 +171,14 @@ commsched_status cs_driver_run(const cs_driver *d, commsched_status setup,
     for (uint32_t c = 0; c < C; c++) {
         d->ops->pass(d->ctx, CS_PASS_CALIBRATE, "calibration pass", c, r.c0,
                      r.c1, r.cp, r.cs);
-        for (size_t i = 0; i < ln; i++)
-            r.samples[i * C + c] = r.c1[i] - r.c0[i];
+        /* A calibrated collective starts (t0) when its rank reaches it
+         * and posts (tp) once the whole group has: its solo time runs from
+         * the post, the wait before it is the skew and wake-up that the
+         * gather works out across ranks. Other nodes post at t0. */
+        for (size_t i = 0; i < ln; i++) {
+            r.samples[i * C + c] = r.c1[i] - r.cp[i];
+            r.waits[i * C + c] = fmax(0, r.cp[i] - r.c0[i]);
+        }
         report_progress(d, ++passes, total);
     }
     /* Per node: the median of its passes on each local rank, summed over
@@ -197,6 +207,8 @@ commsched_status cs_driver_run(const cs_driver *d, commsched_status setup,
                             r.tp,
                             r.step,
                             C ? r.solo : NULL,
+                            C ? r.waits : NULL,
+                            C,
                             r.peak,
                             d->has_pool_peak ? r.pool_peak : NULL,
                             d->tally->checked,

@@ -16,7 +16,9 @@
 #include "plan.h"
 
 typedef enum cs_pass_kind {
-    CS_PASS_CALIBRATE, /* every node alone, timed for the prediction */
+    CS_PASS_CALIBRATE, /* every node alone, timed for the prediction; a
+                          collective starts (t0) where its rank reaches it
+                          and posts (tp) once its group is there too */
     CS_PASS_WARMUP,    /* unmeasured */
     CS_PASS_MEASURE    /* recorded */
 } cs_pass_kind;

@@ -128,6 +128,8 @@ void commsched_measurement_destroy(commsched_measurement *m)
     free(m->post_ns);
     free(m->step_ns);
     free(m->solo_ns);
+    free(m->skew_ns);
+    free(m->wake_ns);
     free(m->peak_live);
     free(m->pool_peak);
     free(m);

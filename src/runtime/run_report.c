@@ -41,7 +41,8 @@ void commsched_measurement_predict(const commsched_measurement *m,
         uint8_t measured = 0;
         if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
             if (m->solo_ns) {
-                r = m->solo_ns[v];
+                r = m->solo_ns[v] + (m->skew_ns ? m->skew_ns[v] : 0) +
+                    (m->wake_ns ? m->wake_ns[v] : 0);
                 measured = 1;
             } else {
                 r = model * ts;
@@ -379,7 +380,22 @@ commsched_status commsched_run_report_table(FILE *out,
                     fmt_time(s.exposed_node[v], f, sizeof f));
         }
         fprintf(out, "(predicted/measured: issue to completion; exp: time "
-                     "the compute stream was blocked on it; * sync)\n\n");
+                     "the compute stream was blocked on it; * sync)\n");
+        if (m->skew_ns && m->wake_ns && s.n_coll > 0) {
+            double skew = 0, wake = 0;
+            for (uint32_t v = 0; v < m->nodes; v++)
+                if (g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE) {
+                    skew += m->skew_ns[v];
+                    wake += m->wake_ns[v];
+                }
+            fprintf(out, "(calibration: per collective on average, the last "
+                         "rank arrives %s after the mean rank and the "
+                         "waiting ranks wake %s late; both are in the "
+                         "predicted times)\n",
+                    fmt_time(skew / s.n_coll, a, sizeof a),
+                    fmt_time(wake / s.n_coll, b, sizeof b));
+        }
+        fprintf(out, "\n");
     }
     fprintf(out, "%-22s %12s %12s %8s\n", "", "predicted", "measured", "error");
     fprintf(out, "%-22s %12s %12s %8s   (min %s, max %s)\n", "step time",
@@ -654,6 +670,8 @@ commsched_status commsched_run_report_json(FILE *out,
         key_num(w, "measured_ns", s.dur[v]);
         key_num(w, "exposed_ns", s.exposed_node[v]);
         key_num(w, "solo_ns", m->solo_ns ? m->solo_ns[v] : NAN);
+        key_num(w, "skew_ns", m->skew_ns ? m->skew_ns[v] : NAN);
+        key_num(w, "wake_ns", m->wake_ns ? m->wake_ns[v] : NAN);
         double pred = sn ? sn[v].end_ns - sn[v].issue_ns : NAN;
         key_num(w, "predicted_ns", pred);
         key_num(w, "error_pct", err_pct(s.dur[v], pred));

@@ -2,7 +2,8 @@
  * needs no MPI: where buffers are allocated and freed (a collective's
  * buffers live until its wait, unlike the memory model's per-step frees),
  * which wait completes which collective, the preflight's fingerprints and
- * sequence comparison. Expected values are derived in the comments. */
+ * sequence comparison, the prediction's runtimes and the calibrated skew.
+ * Expected values are derived in the comments. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include "commsched/graph.h"
 #include "commsched/runtime.h"
 #include "graph_internal.h"
+#include "coord.h"
 #include "plan.h"
 
 #define HDR "{\"format\": \"commsched-graph\", \"version\": 1, "
@@ -252,7 +254,42 @@ static void test_measurement_predict(void **state)
     m.options.compute = COMMSCHED_COMPUTE_TOUCH;
     commsched_measurement_predict(&m, model, out, src);
     assert_true(out[0] == 111 && out[4] == 333 && src[4] == 1);
+    /* The collective completes once its last rank posted it and the
+     * waiting ranks woke: skew and wake-up are added to it, and only to
+     * it (compute nodes have none, whatever the arrays say). */
+    double skew[5] = {5, 1000, 5, 0, 5}, wake[5] = {7, 30, 7, 0, 7};
+    m.skew_ns = skew;
+    m.wake_ns = wake;
+    commsched_measurement_predict(&m, model, out, src);
+    assert_true(out[1] == 77 + 1000 + 30 && out[0] == 111 && out[2] == 222 &&
+                src[1] == 1);
     commsched_graph_destroy(g);
+}
+
+/* The skew and wake-up latency from the calibration waits, per pass across
+ * ranks: waits[rank][node][pass], 4 ranks, 2 nodes, 3 passes.
+ * Node 0 (a collective): pass 0 ranks wait 10, 10, 10, 2 (rank 3 came
+ * last, 8 after the others; it waited 2 for them to wake) -> least 2, mean
+ * 8 -> skew 6; pass 1 waits 3, 3, 3, 3 (together) -> least 3, skew 0;
+ * pass 2 waits 21, 1, 1, 1 (rank 0 came first, 20 early) -> least 1, mean
+ * 6 -> skew 5. Medians: skew of {6, 0, 5} = 5, wake of {2, 3, 1} = 2.
+ * Node 1 (compute: never waits) -> 0 and 0. A per-rank median first
+ * (rank 0: 10, 3, 21 -> 10; the others 3, 3, 2 -> mean 4.5, least 2)
+ * would give a different skew (2.5): the ranks' lateness changes from
+ * pass to pass, so the cross-rank figure is taken within each pass. */
+static void test_coord_skew(void **state)
+{
+    (void)state;
+    const double waits[4][2][3] = {
+        {{10, 3, 21}, {0, 0, 0}},
+        {{10, 3, 1}, {0, 0, 0}},
+        {{10, 3, 1}, {0, 0, 0}},
+        {{2, 3, 1}, {0, 0, 0}},
+    };
+    double skew[2], wake[2], scratch[6];
+    cs_coord_skew(&waits[0][0][0], 4, 2, 3, skew, wake, scratch);
+    assert_true(skew[0] == 5 && wake[0] == 2);
+    assert_true(skew[1] == 0 && wake[1] == 0);
 }
 
 int main(void)
@@ -265,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_plan_seq_diff),
         cmocka_unit_test(test_runtime_registry),
         cmocka_unit_test(test_measurement_predict),
+        cmocka_unit_test(test_coord_skew),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

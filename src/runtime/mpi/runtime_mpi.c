@@ -814,12 +814,14 @@ static void run_node(exec *x, uint32_t v, int calibrating)
     const cs_node *nd = &x->g->nodes[v];
     for (uint32_t e = p->alloc_at.off[v]; e < p->alloc_at.off[v + 1]; e++)
         buf_alloc(x, p->alloc_at.idx[e], v, 1);
+    x->t0[v] = stamp(x);
     if (calibrating && nd->kind == COMMSCHED_NODE_COLLECTIVE) {
-        /* Alone: every rank of the group starts it together. */
+        /* Alone: every rank of the group starts it together. The time
+         * from t0 to the post is this rank's wait for the others to arrive
+         * and to wake up (the driver's skew and wake-up latency). */
         barrier(x, x->comm[x->colls[x->coll_of[v]].group],
                 "the barrier before a calibrated collective");
     }
-    x->t0[v] = stamp(x);
     switch (nd->kind) {
     case COMMSCHED_NODE_COMPUTE:
         run_compute(x, v);
