@@ -11,7 +11,9 @@ usage: newcomer_cli.py COMMSCHED SOURCE_DIR SCRATCH_DIR
   check: piped, `simulate --summary` still prints the summary;
 - a missing file or a directory reads "FILE: cannot open: <strerror>" in
   every subcommand and importer;
-- a count of one is singular ("1 node", "1 collective").
+- a count of one is singular ("1 node", "1 collective");
+- --help says what exists: --version, generate's kinds and presets (with
+  their shapes), import's formats and ASTRA-sim policies (each imports).
 
 Each check prints what it ran when it fails; exit 1 on the first failure."""
 
@@ -208,6 +210,88 @@ def grammar():
                 fail("commsched %s: %r:\n%s" % (" ".join(args), bad, out))
 
 
+def discoverability():
+    """--version in `commsched --help`; `generate --help` lists every kind
+    and every preset with its shape; `import --help` names formats and
+    ASTRA-sim policies that all import."""
+    top = run("--help").stdout
+    if "--version" not in top:
+        fail("commsched --help does not mention --version:\n" + top)
+    if not run("--version").stdout.startswith("commsched "):
+        fail("commsched --version")
+
+    gen = run("generate", "--help").stdout
+    for kind in ("chain", "fsdp", "ddp", "tp", "moe", "2d"):
+        if "\n  %s " % kind not in gen:
+            fail("generate --help lacks the kind %s:\n%s" % (kind, gen))
+    # Every preset row: name, layers, hidden; and each one generates.
+    rows = {}
+    for line in gen.split("\n"):
+        f = line.split()
+        if len(f) >= 8 and f[1].isdigit() and f[2].isdigit():
+            rows[f[0]] = (int(f[1]), int(f[2]))
+    for name in ("llama3-8b", "llama2-70b", "mixtral-8x7b", "gpt3-175b"):
+        if name not in rows:
+            fail("generate --help lacks the preset %s:\n%s" % (name, gen))
+    if rows["llama2-70b"] != (80, 8192):
+        fail("llama2-70b listed as %r, want 80 layers, hidden 8192" %
+             (rows["llama2-70b"],))
+    for name, (layers, hidden) in rows.items():
+        family = "moe" if "mixtral" in name else "fsdp"
+        g = json.loads(run("generate", family, "--preset", name,
+                           "--layers", "1").stdout)
+        if name not in g["name"]:
+            fail("generate %s --preset %s wrote %r" % (family, name,
+                                                       g["name"]))
+    if run("generate", "fsdp", "--help").stdout.count("llama2-70b") < 1:
+        fail("generate fsdp --help lacks the preset table")
+    refused(["generate", "fsbp"], 'unknown kind "fsbp"',
+            'did you mean "fsdp"?')
+    refused(["generate", "fsdp", "--preset", "llama2-7b"],
+            'unknown preset "llama2-7b"', 'did you mean "llama2-70b"?')
+
+    imp = run("import", "--help").stdout
+    usage = imp.split("\n")[0]
+    formats = usage.split()[3].split("|")
+    if formats != ["astra", "chakra", "kineto", "pytorch-et"]:
+        fail("import --help usage line: %r" % usage)
+    missing = os.path.join(SCRATCH, "missing.trace")
+    for fmt in formats:  # accepted (the file is what fails)
+        refused(["import", fmt, missing], "cannot open")
+    refused(["import", "astar", missing], 'did you mean "astra"?')
+    lines = imp.split("\n")
+    first = next(i for i, l in enumerate(lines) if l.startswith("  astra "))
+    last = next(i for i, l in enumerate(lines) if "comm types:" in l)
+    policies = [l.split()[0] for l in lines[first + 1:last]
+                if l.startswith(" " * 13)]
+    if len(policies) < 11 or "HYBRID_DLRM" not in policies:
+        fail("import --help lists policies %r" % policies)
+    # Each listed policy imports a real ASTRA-sim workload: one whose header
+    # names it, else a real one of the same shape with the header replaced.
+    dirs = [os.path.join(SRC, "tests", "import", "data", "astra-sim"),
+            os.path.join(SRC, "..", "shared", "data", "astra-sim")]
+    files = [os.path.join(d, n) for d in dirs if os.path.isdir(d)
+             for n in sorted(os.listdir(d)) if n.endswith(".txt")]
+    headers = {}
+    for path in files:
+        with open(path) as f:
+            headers.setdefault(f.readline().split()[0], path)
+    for policy in policies:
+        src = headers.get(policy)
+        if src is None:
+            base = headers["HYBRID_DLRM" if "DLRM" in policy
+                           else "HYBRID_MODEL_DATA"]
+            with open(base) as f:
+                text = f.read()
+            first = text.split()[0]
+            src = os.path.join(SCRATCH, policy + ".txt")
+            with open(src, "w") as f:
+                f.write(policy + text[len(first):])
+        out = os.path.join(SCRATCH, policy + ".json")
+        run("import", "astra", src, "-o", out)
+        run("validate", out)
+
+
 def main():
     shutil.rmtree(SCRATCH, ignore_errors=True)
     os.makedirs(SCRATCH)
@@ -215,6 +299,7 @@ def main():
     explicit_output_wins()
     one_wording_for_unopenable_files()
     grammar()
+    discoverability()
     print("ok")
 
 

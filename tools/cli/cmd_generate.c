@@ -17,13 +17,21 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: commsched generate chain [options]\n"
-            "       commsched generate fsdp|ddp|tp|moe|2d [--preset NAME] ...\n"
-            "               (transformer training steps: see\n"
-            "               'commsched generate fsdp --help')\n"
+            "usage: commsched generate KIND [options]\n"
             "\n"
-            "Writes an FSDP-like chain of layers (9 nodes a layer + 1).\n"
+            "Writes a synthetic graph. KIND is one of:\n"
+            "  chain  an FSDP-like chain of layers, 9 nodes a layer + 1, of\n"
+            "         any size (its options are below)\n");
+    gen_print_families(f);
+    fprintf(f,
+            "The transformer families write one training step of a model\n"
+            "preset; 'commsched generate fsdp --help' lists their options.\n"
             "\n"
+            "model presets (published shapes; --preset NAME):\n");
+    gen_print_presets(f);
+    fprintf(f,
+            "\n"
+            "chain options:\n"
             "  --layers N     layers (default 4)\n"
             "  --nodes N      pick the layer count for about N nodes instead\n"
             "  --world N      data-parallel group size (default 8)\n"
@@ -171,7 +179,6 @@ static commsched_status build_chain(gen *g, long layers)
  * of -o / --output. */
 static int is_transformer_family(int argc, char **argv)
 {
-    static const char *const fams[] = {"fsdp", "ddp", "tp", "moe", "2d"};
     static const char *const flags[] = {"--fine", "--sp", "--no-clip",
                                         "--help"};
     for (int i = 1; i < argc; i++) {
@@ -185,8 +192,8 @@ static int is_transformer_family(int argc, char **argv)
                 takes_value = 0;
         if (takes_value)
             continue; /* the value of an option, e.g. -o fsdp */
-        for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++)
-            if (strcmp(argv[i], fams[f]) == 0)
+        for (size_t f = 0; gen_family_name(f); f++)
+            if (strcmp(argv[i], gen_family_name(f)) == 0)
                 return 1;
     }
     return 0;
@@ -229,9 +236,24 @@ int cmd_generate(int argc, char **argv)
         default: return cli_bad_option("generate", argc, argv, "o:h", opts);
         }
     }
-    if (optind != argc - 1 || strcmp(argv[optind], "chain") != 0)
-        return cli_usage_error("generate", "expected the shape 'chain' or a "
-                                           "family: fsdp, ddp, tp, moe, 2d");
+    if (optind != argc - 1)
+        return cli_usage_error("generate", "expected one KIND: chain or a "
+                                           "transformer family");
+    if (strcmp(argv[optind], "chain") != 0) {
+        const char *kinds[8] = {"chain"};
+        size_t n = 1;
+        while (n < 8 && gen_family_name(n - 1)) {
+            kinds[n] = gen_family_name(n - 1);
+            n++;
+        }
+        fprintf(stderr, "commsched generate: unknown kind \"%s\"",
+                argv[optind]);
+        if (!cli_did_you_mean(stderr, "", argv[optind], strlen(argv[optind]),
+                              kinds, n, sizeof kinds[0]))
+            fprintf(stderr, " (see 'commsched generate --help')");
+        fprintf(stderr, "\n");
+        return EXIT_INPUT;
+    }
     if (nodes)
         layers = nodes > 10 ? (nodes - 1) / 9 : 1;
 

@@ -9,10 +9,27 @@
 #include "cli.h"
 #include "progress.h"
 
+/* The importers: `import FORMAT` runs the one named here; the usage line
+ * and the unknown-format message are printed from this table. */
+static const struct {
+    const char *name;
+    int (*run)(const char *path, const import_options *o,
+               commsched_graph **out);
+} formats[] = {
+    {"astra", import_astra},
+    {"chakra", import_chakra},
+    {"kineto", import_kineto},
+    {"pytorch-et", import_pytorch_et},
+};
+#define N_FORMATS (sizeof formats / sizeof formats[0])
+
 static void usage(FILE *f)
 {
+    fprintf(f, "usage: commsched import ");
+    for (size_t i = 0; i < N_FORMATS; i++)
+        fprintf(f, "%s%s", i ? "|" : "", formats[i].name);
     fprintf(f,
-            "usage: commsched import astra|chakra|kineto|pytorch-et [options] FILE\n"
+            " [options] FILE\n"
             "\n"
             "Converts a workload written by another tool into a commsched graph.\n"
             "\n"
@@ -137,23 +154,25 @@ int cmd_import(int argc, char **argv)
         }
     }
     if (optind != argc - 2)
-        return cli_usage_error("import", "expected a format (astra, chakra, "
-                                         "kineto, pytorch-et) and one FILE");
+        return cli_usage_error("import", "expected a FORMAT and one FILE");
     const char *fmt = argv[optind], *path = argv[optind + 1];
     commsched_graph *g = NULL;
-    int rc;
-    if (strcmp(fmt, "astra") == 0)
-        rc = import_astra(path, &io, &g);
-    else if (strcmp(fmt, "chakra") == 0)
-        rc = import_chakra(path, &io, &g);
-    else if (strcmp(fmt, "kineto") == 0)
-        rc = import_kineto(path, &io, &g);
-    else if (strcmp(fmt, "pytorch-et") == 0)
-        rc = import_pytorch_et(path, &io, &g);
-    else
-        return cli_usage_error("import", "unknown format \"%s\" (astra, "
-                                         "chakra, kineto, pytorch-et)",
-                               fmt);
+    size_t k = 0;
+    while (k < N_FORMATS && strcmp(fmt, formats[k].name) != 0)
+        k++;
+    if (k == N_FORMATS) {
+        fprintf(stderr, "commsched import: unknown format \"%s\"", fmt);
+        if (!cli_did_you_mean(stderr, "", fmt, strlen(fmt), &formats[0].name,
+                              N_FORMATS, sizeof formats[0])) {
+            fprintf(stderr, " (");
+            for (size_t i = 0; i < N_FORMATS; i++)
+                fprintf(stderr, "%s%s", i ? ", " : "", formats[i].name);
+            fprintf(stderr, ")");
+        }
+        fprintf(stderr, "\n");
+        return EXIT_INPUT;
+    }
+    int rc = formats[k].run(path, &io, &g);
     if (rc != 0)
         return rc;
     rc = cli_write_graph(g, NULL, NULL, out_path, "import");

@@ -56,6 +56,8 @@ const shape gen_presets[] = {
 };
 const size_t gen_preset_count = sizeof gen_presets / sizeof gen_presets[0];
 const char *const gen_family_names[] = {"fsdp", "ddp", "tp", "moe", "2d"};
+#define DEFAULT_PRESET "llama3-8b"
+#define DEFAULT_MOE_PRESET "mixtral-8x7b"
 const char *const gen_group_names[] = {"dp", "tp", "ep"};
 
 /* ---------------------------------------------------------------------- */
@@ -107,6 +109,57 @@ static const char *configure(gen *g, int asked_experts)
     return NULL;
 }
 
+/* What each family communicates, by enum family (gen_family_names). */
+static const char *const family_about[] = {
+    "per-layer all-gather of the parameter shard in forward and\n"
+    "         again in backward, reduce-scatter of gradients (group dp)",
+    "replicated parameters, one gradient all-reduce per\n"
+    "         parameter in backward (group dp)",
+    "Megatron tensor parallelism: all-reduce of activations\n"
+    "         per block (group tp); --sp: sequence parallel\n"
+    "         (all-gather + reduce-scatter)",
+    "FSDP for dense parameters (dp) and expert parallelism\n"
+    "         with all-to-all dispatch and combine (ep)",
+    "FSDP (dp) x tensor parallelism (tp)",
+};
+
+const char *gen_family_name(size_t i)
+{
+    return i < sizeof family_about / sizeof family_about[0]
+               ? gen_family_names[i]
+               : NULL;
+}
+
+void gen_print_families(FILE *f)
+{
+    for (size_t i = 0; gen_family_name(i); i++)
+        fprintf(f, "  %-6s %s\n", gen_family_names[i], family_about[i]);
+}
+
+void gen_print_presets(FILE *f)
+{
+    fprintf(f, "  %-13s %6s %6s %9s %6s %7s %5s %8s  %s\n", "preset",
+            "layers", "hidden", "heads/kv", "ffn", "vocab", "seq",
+            "experts", "recipe");
+    for (size_t i = 0; i < gen_preset_count; i++) {
+        const shape *s = &gen_presets[i];
+        char heads[32], experts[32];
+        snprintf(heads, sizeof heads, "%lld/%lld", (long long)s->heads,
+                 (long long)s->kv_heads);
+        if (s->experts > 0)
+            snprintf(experts, sizeof experts, "%lld top%lld",
+                     (long long)s->experts, (long long)s->topk);
+        else
+            snprintf(experts, sizeof experts, "-");
+        fprintf(f, "  %-13s %6lld %6lld %9s %6lld %7lld %5lld %8s  %s\n",
+                s->name, (long long)s->layers, (long long)s->hidden, heads,
+                (long long)s->ffn, (long long)s->vocab, (long long)s->seq,
+                experts, s->ac ? "full AC" : "-");
+    }
+    fprintf(f, "  default: %s (moe: %s); sources: docs/WORKLOADS.md\n",
+            DEFAULT_PRESET, DEFAULT_MOE_PRESET);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -115,24 +168,11 @@ static void usage(FILE *f)
             "Writes one training step (forward, backward, AdamW update) of a\n"
             "decoder-only transformer as one rank sees it (docs/WORKLOADS.md).\n"
             "\n"
-            "families:\n"
-            "  fsdp   per-layer all-gather of the parameter shard in forward and\n"
-            "         again in backward, reduce-scatter of gradients (group dp)\n"
-            "  ddp    replicated parameters, one gradient all-reduce per\n"
-            "         parameter in backward (group dp)\n"
-            "  tp     Megatron tensor parallelism: all-reduce of activations\n"
-            "         per block (group tp); --sp: sequence parallel\n"
-            "         (all-gather + reduce-scatter)\n"
-            "  moe    FSDP for dense parameters (dp) and expert parallelism\n"
-            "         with all-to-all dispatch and combine (ep)\n"
-            "  2d     FSDP (dp) x tensor parallelism (tp)\n"
-            "\n"
-            "presets (published shapes):");
-    for (size_t i = 0; i < gen_preset_count; i++)
-        fprintf(f, " %s", gen_presets[i].name);
+            "families:\n");
+    gen_print_families(f);
+    fprintf(f, "\nmodel presets (published shapes; --preset NAME):\n");
+    gen_print_presets(f);
     fprintf(f,
-            "\n"
-            "  default: llama3-8b (moe: mixtral-8x7b)\n"
             "\n"
             "  --layers N        transformer layers (default: the preset's)\n"
             "  --fine            one node per aten op of the post-grad graph\n"
@@ -147,8 +187,7 @@ static void usage(FILE *f)
             "  --dp N --tp N --ep N  group sizes (default 8 each, as used)\n"
             "  --sp              sequence parallelism (tp, 2d)\n"
             "  --ac none|full    activation checkpointing of every layer\n"
-            "                    (default: the preset's recipe: full for\n"
-            "                    llama2-70b and gpt3-175b, none otherwise)\n"
+            "                    (default: the preset's recipe, above)\n"
             "  --no-clip         no gradient-norm clipping (default: clip, as\n"
             "                    torchtitan does)\n"
             "  -o, --output OUT  write here (default: standard output)\n");
@@ -251,13 +290,20 @@ int gen_transformer_main(int argc, char **argv)
         return cli_usage_error("generate", "unknown family \"%s\"",
                                argv[optind]);
     if (!preset)
-        preset = family == FAM_MOE ? "mixtral-8x7b" : "llama3-8b";
+        preset = family == FAM_MOE ? DEFAULT_MOE_PRESET : DEFAULT_PRESET;
     const shape *base = NULL;
     for (size_t i = 0; i < gen_preset_count; i++)
         if (strcmp(preset, gen_presets[i].name) == 0)
             base = &gen_presets[i];
-    if (!base)
-        return cli_usage_error("generate", "unknown preset \"%s\"", preset);
+    if (!base) {
+        fprintf(stderr, "commsched generate: unknown preset \"%s\"", preset);
+        if (!cli_did_you_mean(stderr, "", preset, strlen(preset),
+                              &gen_presets[0].name, gen_preset_count,
+                              sizeof gen_presets[0]))
+            fprintf(stderr, " (see 'commsched generate fsdp --help')");
+        fprintf(stderr, "\n");
+        return EXIT_INPUT;
+    }
 
     commsched_graph *graph = NULL;
     int rc = 0;

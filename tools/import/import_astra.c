@@ -1081,6 +1081,15 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
     int rc = layout(a, o, &e, &npus);
     if (rc != 0)
         return rc;
+    /* MICRO's loop issues layer 0's weight-gradient collective and nothing
+     * else; with none (NONE) the workload is empty. Said here: before,
+     * the emitter looked up the group of a collective that is not issued
+     * (out of bounds: a crash). */
+    if (a->policy == P_MICRO && issued(&e, 0, WG) < 0)
+        return located(a->file, a->layers[0].line, 0,
+                       "MICRO issues only layer 0's weight-gradient "
+                       "collective, and this layer has none (NONE): nothing "
+                       "to import");
     char gname[256];
     snprintf(gname, sizeof gname, "astra-%s", a->policy_name);
     if (commsched_builder_create(gname, &e.c.b, &e.c.err) != COMMSCHED_OK)
