@@ -2,7 +2,7 @@
 """Progress lines and interrupted writes (issue 24; tools/cli/progress.c,
 tools/cli/tmpfiles.c).
 
-  progress_cli.py CLI SOURCE_DIR SCRATCH_DIR
+  progress_cli.py CLI SOURCE_DIR SCRATCH_DIR [SHARED_DATA_DIR]
 
 A terminal is a pseudo-terminal the test owns. Nothing here depends on how
 fast the machine is: the first frame of a stage is drawn when the stage
@@ -11,11 +11,13 @@ begins, and the interrupt test freezes the command's terminal output
 command is held inside the write, its temporary file present, until the
 signal comes.
 """
+import fcntl
 import os
 import pty
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import termios
@@ -23,6 +25,8 @@ import threading
 import time
 
 CLI, SRC, SCRATCH = sys.argv[1], sys.argv[2], sys.argv[3]
+DATA = sys.argv[4] if len(sys.argv) > 4 else os.path.join(SRC, "..", "shared",
+                                                         "data")
 FAILED = []
 
 
@@ -55,6 +59,8 @@ def on_terminal(args, stdout=subprocess.DEVNULL):
     """Runs the CLI with standard error on a terminal; returns (status,
     everything written to the terminal, stdout bytes or None)."""
     master, slave = pty.openpty()
+    # Wide enough for every frame whole (a line is cut to the width).
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
     proc = subprocess.Popen([CLI] + args, stdin=subprocess.DEVNULL,
                             stdout=stdout, stderr=slave)
     os.close(slave)
@@ -119,7 +125,30 @@ check(p.returncode == 0 and p.stderr == b"" and
       p.stdout.count(b"\n") == out.count(b"\n"),
       f"tune piped: exit {p.returncode}, stderr {p.stderr[:200]!r}")
 
-# 4. Ctrl-C (and SIGTERM) while the output is being written: the command
+# 4. Importers draw the bytes read against the file's size: a gzip'd
+# Kineto trace (the compressed offset) and a binary Chakra trace.
+for fmt, trace in (("kineto", "kineto/sampled_rank-1.json.gz"),
+                   ("chakra", "chakra-et/MLP_ModelParallel.0.et")):
+    path = os.path.join(DATA, trace)
+    if not os.path.exists(path):
+        print(f"note: {path} absent, import {fmt} not checked")
+        continue
+    imported = os.path.join(SCRATCH, "imp.json")
+    rc, text, _ = on_terminal(["import", fmt, path, "-o", imported])
+    name = os.path.basename(trace).encode()
+    check(rc == 0, f"import {fmt} on a terminal: exit {rc}")
+    check(b"\rcommsched import: reading " + name + b" [" in text
+          and b" MiB" in text, f"import {fmt}: no reading line")
+    check(b"\rcommsched import: writing imp.json" in text,
+          f"import {fmt}: no writing line")
+    p = subprocess.run([CLI, "import", fmt, path, "-o", imported],
+                       stdin=subprocess.DEVNULL, capture_output=True)
+    check(p.returncode == 0 and b"\r" not in p.stderr
+          and b"reading" not in p.stderr,
+          f"import {fmt} piped: exit {p.returncode}, {p.stderr[:200]!r}")
+    os.unlink(imported)
+
+# 5. Ctrl-C (and SIGTERM) while the output is being written: the command
 # ends killed by the signal (a shell reports 128 + 2 = 130) and leaves
 # neither the output nor its temporary file.
 for sig in (signal.SIGINT, signal.SIGTERM):
@@ -146,7 +175,7 @@ for sig in (signal.SIGINT, signal.SIGTERM):
     check(leftovers(SCRATCH, "int.json") == [],
           f"{sig.name}: left {leftovers(SCRATCH, 'int.json')}")
 
-# 5. A write that fails (past `ulimit -f`) leaves nothing either.
+# 6. A write that fails (past `ulimit -f`) leaves nothing either.
 p = subprocess.run(["sh", "-c", 'ulimit -f 1000 && exec "$@"', "sh", CLI,
                     "generate", "chain", "--nodes", "300000", "-o",
                     os.path.join(SCRATCH, "big.json")],

@@ -122,14 +122,9 @@ uint64_t cli_file_size(int fd)
                : 0;
 }
 
-/* A stream that passes every byte on to `to`, counting them for the
- * progress line: the library writes the graph through one FILE and knows
- * nothing of progress. */
-typedef struct counted {
-    FILE *to;
-    cli_progress *p;
-    uint64_t n;
-} counted;
+/* The library writes the graph through one FILE, and a reader reads
+ * through one, knowing nothing of progress: a stream passing every byte
+ * on counts them for the line. */
 
 static ssize_t counted_write(void *cookie, const char *buf, size_t size)
 {
@@ -138,6 +133,26 @@ static ssize_t counted_write(void *cookie, const char *buf, size_t size)
     c->n += put;
     cli_progress_set(c->p, c->n);
     return (ssize_t)put; /* short (0 on error): fopencookie's convention */
+}
+
+static ssize_t counted_read(void *cookie, char *buf, size_t size)
+{
+    counted *c = cookie;
+    size_t got = fread(buf, 1, size, c->to);
+    c->n += got;
+    cli_progress_set(c->p, c->n);
+    return got == 0 && ferror(c->to) ? -1 : (ssize_t)got;
+}
+
+FILE *cli_progress_reader(cli_progress *p, counted *c, FILE *in)
+{
+    if (!p->on)
+        return NULL;
+    c->to = in;
+    c->p = p;
+    c->n = 0;
+    cookie_io_functions_t io = {counted_read, NULL, NULL, NULL};
+    return fopencookie(c, "r", io);
 }
 
 int cli_write_graph(const commsched_graph *g, const uint32_t *order,

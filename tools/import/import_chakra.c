@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "chakra_common.h"
+#include "progress.h"
 
 static int fail_at(chakra *c, const char *path, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -313,8 +314,18 @@ int import_chakra(const char *path, const import_options *o,
     rewind(in);
     int json = looks_like_json(in);
     rewind(in);
-    int rc = json ? import_chakra_json(file, in, o, out)
-                  : import_chakra_et(file, in, o, out);
+    cli_progress progress;
+    counted count;
+    const char *slash = strrchr(file, '/');
+    cli_progress_begin(&progress, NULL, cli_file_size(fileno(in)),
+                       "commsched import: reading %s",
+                       slash ? slash + 1 : file);
+    FILE *via = cli_progress_reader(&progress, &count, in);
+    int rc = json ? import_chakra_json(file, via ? via : in, o, out)
+                  : import_chakra_et(file, via ? via : in, o, out);
+    if (via)
+        fclose(via);
+    cli_progress_end(&progress);
     fclose(in);
     return rc;
 }

@@ -1,13 +1,16 @@
 /* Plain or gzip JSON traces (trace_json.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "trace_json.h"
 
 /* A decompressed trace larger than this is refused rather than let a
@@ -26,82 +29,102 @@ int trace_fail(const char *file, const char *path, const char *fmt, ...)
     return cli_report(file, &err);
 }
 
+/* jansson pulls the decompressed text through this as it parses, so the
+ * trace is never held twice and the progress line follows the file. */
+typedef struct gz_feed {
+    gzFile gz;
+    cli_progress *progress;
+    size_t len;  /* decompressed bytes so far */
+    int failed;  /* 1: zlib's error, 2: past MAX_TRACE_BYTES */
+} gz_feed;
+
+static size_t gz_feed_read(void *buf, size_t size, void *arg)
+{
+    gz_feed *f = arg;
+    unsigned want = size > (1u << 30) ? 1u << 30 : (unsigned)size;
+    int got = gzread(f->gz, buf, want);
+    if (got < 0) {
+        f->failed = 1;
+        return (size_t)-1;
+    }
+    if ((size_t)got > MAX_TRACE_BYTES - f->len) {
+        f->failed = 2;
+        return (size_t)-1;
+    }
+    f->len += (size_t)got;
+    /* The compressed offset: what the file's size measures. */
+    z_off_t at = gzoffset(f->gz);
+    cli_progress_set(f->progress, at > 0 ? (uint64_t)at : f->len);
+    return (size_t)got;
+}
+
 int trace_json_load(const char *path, json_t **out)
 {
     int is_stdin = strcmp(path, "-") == 0;
     const char *file = is_stdin ? "<stdin>" : path;
     *out = NULL;
-    /* gzread passes uncompressed input through unchanged. The file is
-     * opened by cli_open_input, which words a missing file or a directory
-     * as every subcommand does. */
-    FILE *f = cli_open_input(path);
-    if (!f)
-        return EXIT_INPUT;
-    gzFile gz = gzdopen(dup(fileno(f)), "rb");
-    if (f != stdin)
-        fclose(f);
+    /* gzread passes uncompressed input through unchanged. */
+    int fd = is_stdin ? dup(0) : open(path, O_RDONLY);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        fd = -1;
+        errno = EISDIR;
+    }
+    gzFile gz = fd < 0 ? NULL : gzdopen(fd, "rb");
     if (!gz) {
         fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
                 errno ? strerror(errno) : "out of memory");
+        if (fd >= 0)
+            close(fd);
         return EXIT_INPUT;
     }
-    int compressed = 0;
-    size_t len = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
+    cli_progress progress;
+    const char *slash = strrchr(file, '/');
+    cli_progress_begin(&progress, NULL, cli_file_size(fd),
+                       "commsched import: reading %s",
+                       slash ? slash + 1 : file);
+    gz_feed feed = {gz, &progress, 0, 0};
+    json_error_t jerr;
+    *out = json_load_callback(gz_feed_read, &feed, JSON_REJECT_DUPLICATES,
+                              &jerr);
+    /* A damaged .gz can decompress to text the parser rejects before zlib
+     * sees the damage (the check is at the end): the file's real fault is
+     * the gzip error, so read on for it before blaming the JSON. */
+    char scratch[65536];
+    while (!*out && !feed.failed) {
+        size_t got = gz_feed_read(scratch, sizeof scratch, &feed);
+        if (got == 0 || got == (size_t)-1)
+            break;
+    }
+    cli_progress_end(&progress);
     int rc = 0;
-    for (;;) {
-        if (!buf) {
-            fprintf(stderr, "commsched: out of memory\n");
-            rc = EXIT_RUNTIME;
-            break;
-        }
-        if (len == cap) {
-            if (cap >= MAX_TRACE_BYTES) {
-                fprintf(stderr,
-                        "commsched: %s: more than %zu bytes of JSON\n", file,
-                        MAX_TRACE_BYTES);
-                rc = EXIT_INPUT;
-                break;
-            }
-            char *t = realloc(buf, cap * 2);
-            if (!t) {
-                free(buf);
-                buf = NULL;
-                continue;
-            }
-            buf = t;
-            cap *= 2;
-        }
-        unsigned want = (unsigned)((cap - len) > (1u << 30) ? (1u << 30)
-                                                             : (cap - len));
-        int got = gzread(gz, buf + len, want);
-        if (got < 0) {
-            int zerr;
-            const char *msg = gzerror(gz, &zerr);
-            fprintf(stderr, "commsched: %s: gzip: %s\n", file, msg);
-            rc = EXIT_INPUT;
-            break;
-        }
-        if (got == 0)
-            break;
-        len += (size_t)got;
+    if (feed.failed == 1) {
+        int zerr;
+        const char *msg = gzerror(gz, &zerr);
+        const char *fdname = strstr(msg, ">: "); /* "<fd:3>: " says nothing */
+        if (strncmp(msg, "<fd:", 4) == 0 && fdname)
+            msg = fdname + 3;
+        fprintf(stderr, "commsched: %s: gzip: %s\n", file, msg);
+        rc = EXIT_INPUT;
+    } else if (feed.failed == 2) {
+        fprintf(stderr, "commsched: %s: more than %zu bytes of JSON\n", file,
+                MAX_TRACE_BYTES);
+        rc = EXIT_INPUT;
+    } else if (!*out) {
+        if (jerr.line > 0)
+            fprintf(stderr, "commsched: %s:%d:%d: %s%s\n", file, jerr.line,
+                    jerr.column, jerr.text,
+                    gzdirect(gz) ? "" : " (line of the decompressed text)");
+        else
+            fprintf(stderr, "commsched: %s: %s\n", file, jerr.text);
+        rc = EXIT_INPUT;
     }
-    compressed = !gzdirect(gz);
+    if (rc != 0) {
+        json_decref(*out);
+        *out = NULL;
+    }
     gzclose(gz);
-    if (rc == 0) {
-        json_error_t jerr;
-        *out = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!*out) {
-            if (jerr.line > 0)
-                fprintf(stderr, "commsched: %s:%d:%d: %s%s\n", file,
-                        jerr.line, jerr.column, jerr.text,
-                        compressed ? " (line of the decompressed text)" : "");
-            else
-                fprintf(stderr, "commsched: %s: %s\n", file, jerr.text);
-            rc = EXIT_INPUT;
-        }
-    }
-    free(buf);
     return rc;
 }
 
