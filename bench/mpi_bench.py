@@ -20,8 +20,10 @@ usage: mpi_bench.py --cli PATH [--np 4] [--iters 15] [--repeat 3]
    order differs from Inductor's); and, when another candidate is faster
    at any memory, that one too.
 4. Run each schedule `repeat` times under mpirun; report the median of the
-   measured step medians, the predicted step (calibrated simulation) and
-   the error, and the speed-up over the input order.
+   measured step medians, their spread (the standard deviation over a
+   run's iterations, % of its mean; median over the runs), the predicted
+   step (calibrated simulation) and the error, and the speed-up over the
+   input order.
 With Open MPI everything runs twice: with its single-copy transfers (CMA:
 the receiving rank copies a whole message inside one MPI_Test, so compute
 nodes that test stretch by the copy) and with copy-in/copy-out through
@@ -310,16 +312,19 @@ def bench_workload(b, label, g, ratio, layer_colls, fwd_share):
                           fastest[2]))
     rows = []
     for name, p in schedules:
-        steps, preds, exposed, peaks = [], [], [], []
+        steps, preds, exposed, peaks, sds = [], [], [], [], []
         for _ in range(b.repeat):
             rep = b.run(p)
             steps.append(rep["step"]["median_ns"])
+            sds.append(100.0 * (rep["step"]["stddev_ns"] or 0) /
+                       rep["step"]["mean_ns"])
             preds.append(rep["step"]["predicted_ns"])
             exposed.append(rep["totals"]["exposed_ns"])
             peaks.append(rep["memory"]["peak"])
         rows.append({"workload": label, "schedule": name, "graph": p,
                      "measured_ns": statistics.median(steps),
                      "measured_all_ns": steps,
+                     "spread_pct": statistics.median(sds),
                      "predicted_ns": statistics.median(preds),
                      "exposed_ns": statistics.median(exposed),
                      "peak_bytes": max(peaks)})
@@ -393,15 +398,15 @@ def main():
         notes["fsdp, " + tname] = n
         notes["ddp, " + tname] = n2
     print()
-    print("| transport | workload | schedule | measured step | predicted | "
-          "error | speed-up (measured) | speed-up (predicted) | exposed comm "
-          "| peak memory |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| transport | workload | schedule | measured step | spread | "
+          "predicted | error | speed-up (measured) | speed-up (predicted) | "
+          "exposed comm | peak memory |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in all_rows:
-        print("| %s | %s | %s | %.2f ms | %.2f ms | %+.1f%% | %.2fx | %.2fx | "
-              "%.2f ms | %.1f MiB |" % (
+        print("| %s | %s | %s | %.2f ms | %.1f%% | %.2f ms | %+.1f%% | %.2fx | "
+              "%.2fx | %.2f ms | %.1f MiB |" % (
                   r["transport"], r["workload"], r["schedule"],
-                  r["measured_ns"] / 1e6,
+                  r["measured_ns"] / 1e6, r["spread_pct"],
                   r["predicted_ns"] / 1e6, r["error_pct"], r["speedup"],
                   r["predicted_speedup"], r["exposed_ns"] / 1e6,
                   r["peak_bytes"] / 2**20))
