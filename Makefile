@@ -45,8 +45,10 @@ run: release
 
 # Makes the torch environment, builds with asserts and runs every test
 # (ctest), then the fast tiers again under ASan + UBSan built with clang
-# and with gcc (`make sanitize`).
+# and with gcc (`make sanitize`). Installs Debian's chromium first: the
+# HTML report's browser test (report/browser) runs in it.
 test:
+	@sh tools/install-deps.sh chromium
 	@$(MAKE) venv
 	@$(MAKE) debug
 	@cd $(DEBUG) && ctest --output-on-failure -j $(JOBS)

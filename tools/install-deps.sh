@@ -2,6 +2,9 @@
 # Installs the Debian packages commsched needs, only if any is missing.
 # Runs `apt-get update` once before installing. Used by `make run`, `make
 # test` and `make bench`; safe to run again (it does nothing then).
+# Arguments name extra packages one target needs: `make test` adds
+# chromium, the headless browser the HTML report is tested in
+# (tests/report/browser_report.py), which a build does not need.
 set -eu
 # python3-pip: the Python binding's install test (pip install ./python; the
 # binding's build backend needs nothing else). python3-venv: the virtual
@@ -14,7 +17,7 @@ set -eu
 # runs the fast tiers under, and the libFuzzer harnesses (`make fuzz`).
 PKGS="build-essential cmake pkg-config python3 python3-pip python3-venv time libjansson-dev libigraph-dev libcmocka-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev protobuf-c-compiler zlib1g-dev clang libclang-rt-dev"
 missing=""
-for p in $PKGS; do
+for p in $PKGS "$@"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing="$missing $p"
   fi

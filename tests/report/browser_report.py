@@ -2,6 +2,7 @@
 """The HTML report in a real browser: headless Chromium (python3 stdlib).
 
 usage: browser_report.py COMMSCHED SOURCE_DIR SCRATCH_DIR SHOT_DIR FIND_BROWSER
+                         SHARED_DATA
 
 FIND_BROWSER prints a Chromium path, installing Debian's chromium with
 apt-get when none is present; when it exits 77 (no browser can be had)
@@ -15,8 +16,18 @@ gives the DOM after the page's script ran. Checked:
 - a zoomed view (#view=t0,t1) hides the first view and draws the window
   from the data block, on the example and on a graph large enough to be
   aggregated;
-- the timeline and table hover targets carry what the tooltip reads.
-Screenshots of the example (whole step and zoomed) go to SHOT_DIR."""
+- the timeline and table hover targets carry what the tooltip reads;
+- in a 1,400 px window (scrollbars shown, as a reader has them) nothing
+  scrolls sideways: not the page (document.scrollingElement) and not
+  one table, for the example, the widest table (before, both Inductor
+  passes' statistics, a measured run) and an imported Chakra trace
+  (SHARED_DATA/chakra, whose long kernel names must wrap);
+- the limiting-factor columns say something in words, never "None";
+- the memory panel of that Chakra trace, which has no sizes, says why
+  there is no curve instead of drawing an empty chart.
+Screenshots of the example (whole step and zoomed) and, 1,400 px wide
+and tall enough for the table, of the widest page and the Chakra page
+go to SHOT_DIR."""
 
 import concurrent.futures
 import json
@@ -30,7 +41,8 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import htmlcheck as hc  # noqa: E402
 
-CLI, SRC, SCRATCH, SHOTS, FIND = sys.argv[1:6]
+CLI, SRC, SCRATCH, SHOTS, FIND, DATA = sys.argv[1:7]
+CHAKRA = os.path.join(DATA, "chakra", "small_chakra.0.json")
 EXAMPLE = os.path.join(SRC, "graphs", "examples", "fsdp_2layer.json")
 SKIP = 77
 
@@ -68,14 +80,18 @@ def browser():
 
 
 def chromium(exe, url, *mode):
-    """Runs headless Chromium on url with a fresh profile; returns stdout."""
+    """Runs headless Chromium on url with a fresh profile; returns stdout.
+    Scrollbars are hidden unless mode asks for them ("scrollbars")."""
     profile = tempfile.mkdtemp(prefix="commsched-chromium-")
+    bars = "scrollbars" in mode
+    mode = [m for m in mode if m != "scrollbars"]
     try:
         p = subprocess.run(
             [exe, "--headless", "--no-sandbox", "--disable-gpu",
              "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--disable-extensions", "--hide-scrollbars",
+             "--disable-sync", "--disable-extensions",
+             *([] if bars else ["--hide-scrollbars"]),
              "--user-data-dir=" + profile, "--virtual-time-budget=5000",
              *mode, url],
             capture_output=True, text=True, timeout=120)
@@ -133,6 +149,76 @@ def check_shot(out):
     print("screenshot:", out)
 
 
+# Appended to a copy of a page, after its own script: records the widths
+# the layout came to (the page is otherwise the one the CLI wrote).
+MEASURE = """<script>(function () {
+  var se = document.scrollingElement, out = {page: [se.scrollWidth, se.clientWidth],
+    view: window.innerWidth, tables: []};
+  document.querySelectorAll('table').forEach(function (t) {
+    var w = t.parentElement;
+    out.tables.push({id: t.id, right: t.getBoundingClientRect().right,
+      wrap: [w.scrollWidth, w.clientWidth], table: t.scrollWidth});
+  });
+  document.documentElement.setAttribute('data-measure', JSON.stringify(out));
+}());</script>"""
+
+
+def measured_copy(page):
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    check(text.count("</body>") == 1, "%s: no single </body>" % page)
+    out = page[:-len(".html")] + ".measure.html"
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text.replace("</body>", MEASURE + "</body>"))
+    return out
+
+
+def check_width(name, root):
+    """Nothing scrolls sideways in the 1,400 px window."""
+    m = json.loads(root.find("html").get("data-measure") or "null")
+    check(m is not None, "%s: the measuring script did not run" % name)
+    check(m["view"] == 1400, "%s: window %r px, not 1400" % (name, m["view"]))
+    sw, cw = m["page"]
+    check(sw <= cw, "%s: the page scrolls sideways at 1,400 px (%d > %d)"
+          % (name, sw, cw))
+    check(m["tables"], "%s: no table measured" % name)
+    for t in m["tables"]:
+        check(t["wrap"][0] <= t["wrap"][1] and t["right"] <= cw + 0.5,
+              "%s: table %s scrolls sideways at 1,400 px (%r)"
+              % (name, t["id"], t))
+    print("%s at 1400 px: page %d/%d, tables %s" % (
+        name, sw, cw, ", ".join("%s %d/%d" % (t["id"], t["wrap"][0],
+                                              t["wrap"][1])
+                                for t in m["tables"])))
+
+
+def check_factors(name, root):
+    """The limiting-factor cells say what limited the node, in words."""
+    cells = [e for e in root.iter() if e.tag == "td" and "lf" in e.classes()]
+    said = [c for c in cells if c.get("title")]
+    check(said, "%s: no limiting factor shown" % name)
+    for c in cells:
+        t = c.all_text().strip()
+        check("None" not in t and "None" not in (c.get("title") or ""),
+              "%s: a limiting factor reads %r" % (name, t))
+        check(bool(t) == bool(c.get("title")),
+              "%s: a limiting-factor cell %r without words" % (name, t))
+
+
+def check_memory(name, root):
+    """The memory panel draws a curve or says why it cannot."""
+    sec = root.by_id("memory")
+    check(sec is not None, "%s: no memory section" % name)
+    text = " ".join(sec.all_text().split())
+    paths = [e for e in sec.iter() if e.tag == "path" and
+             "nan" not in (e.get("d") or "").lower()]
+    check(not any("nan" in " ".join(e.attrs.values()).lower()
+                  for e in sec.iter()), "%s: NaN in the memory chart" % name)
+    check(paths or "No memory to draw" in text,
+          "%s: the memory panel is blank: %r" % (name, text))
+    return text
+
+
 def main():
     exe = browser()
     shutil.rmtree(SCRATCH, ignore_errors=True)
@@ -153,8 +239,30 @@ def main():
                         big).stdout)["totals"]["makespan_ns"]
     big_frag = "#view=%d,%d" % (0.5 * mk, 0.51 * mk)
 
+    # The widest collectives table: before and after, the statistics of
+    # both Inductor passes (collective and wait columns), a measured run.
+    inductor = ("decide_global_ordering_of_comms,"
+                "reorder_communication_preserving_peak_memory,"
+                "sink_waits_iterative")
+    ind, sim, wide = path("ind.json"), path("sim.json"), path("wide.html")
+    run("optimize", EXAMPLE, "--passes", inductor, "-o", ind)
+    with open(sim, "w") as f:
+        f.write(run("simulate", "--format", "json", ind).stdout)
+    run("report", ind, "--before", EXAMPLE, "--measured", sim, "-o", wide)
+    widths = {"example": measured_copy(html), "wide": measured_copy(wide)}
+    chakra = None
+    if os.path.isfile(CHAKRA):
+        cg, chakra = path("chakra.json"), path("chakra.html")
+        run("import", "chakra", CHAKRA, "-o", cg)
+        run("optimize", cg, "-o", path("chakra.opt.json"), "--html", chakra)
+        widths["chakra"] = measured_copy(chakra)
+    else:
+        print("note: no %s (shared data): the Chakra page is not checked"
+              % CHAKRA)
+
     # Chromium's start-up dominates: the loads run side by side.
-    shots = [shot_path("example.png"), shot_path("example-zoomed.png")]
+    shots = [shot_path("example.png"), shot_path("example-zoomed.png"),
+             shot_path("wide-1400.png")]
     jobs = {
         "whole": (url_of(html), ["--dump-dom"]),
         "zoomed": (url_of(html, frag), ["--dump-dom"]),
@@ -163,7 +271,19 @@ def main():
                                 "--window-size=1400,1000"]),
         "shot-zoomed": (url_of(html, frag), ["--screenshot=" + shots[1],
                                              "--window-size=1400,1000"]),
+        "shot-wide": (url_of(wide), ["--screenshot=" + shots[2],
+                                     "--window-size=1400,2600",
+                                     "scrollbars"]),
     }
+    for k, page in widths.items():
+        jobs["width-" + k] = (url_of(page), ["--dump-dom",
+                                             "--window-size=1400,1000",
+                                             "scrollbars"])
+    if chakra:
+        shots.append(shot_path("chakra-1400.png"))
+        jobs["shot-chakra"] = (url_of(chakra), ["--screenshot=" + shots[3],
+                                                "--window-size=1400,1600",
+                                                "scrollbars"])
     with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
         futs = {k: pool.submit(chromium, exe, u, *m)
                 for k, (u, m) in jobs.items()}
@@ -214,6 +334,18 @@ def main():
 
     for s in shots:
         check_shot(s)
+
+    # A 1,400 px window: no sideways scrolling, factors in words, and a
+    # memory panel that is never blank.
+    for k in widths:
+        root = dom(jobs["width-" + k][0], out["width-" + k])
+        check_width(k, root)
+        check_factors(k, root)
+        text = check_memory(k, root)
+        if k == "chakra":
+            check("0 B" in text and "tensor_size" in text,
+                  "chakra: the memory panel does not say why it is empty: %r"
+                  % text)
 
     # A graph whose lanes are aggregated at the whole step (report/html
     # checks the bins) draws nodes one by one when zoomed in far enough.

@@ -125,6 +125,9 @@ static void test_report_html_page(void **state)
     assert_non_null(
         strstr(page, "data-run=\"after\" data-key=\"makespan_ns\""));
     assert_null(strstr(page, "data-run=\"before\""));
+    /* Counts read as English: 2 collectives, 1 wait. */
+    assert_non_null(strstr(page, "5 nodes \xC2\xB7 2 collectives \xC2\xB7 1 wait \xC2\xB7"));
+    assert_null(strstr(page, "1 waits"));
     /* The memory chart and its peak. */
     assert_non_null(strstr(page, "id=\"cs-mem\""));
     assert_non_null(strstr(page, "class=\"mdot after\""));
@@ -143,12 +146,15 @@ static void test_report_html_before_budget_stats(void **state)
          "peak memory\nsecond line", 3, 30, 10},
         {"sink_waits_iterative", "w", NULL, 2, 30, 0},
         {"reorder_communication_preserving_peak_memory", "unknown", "x", 1, 0,
-         0}};
+         0},
+        {"reorder_communication_preserving_peak_memory", "sy",
+         "peak memory new:1048576 vs base:524288", 1, 5, 5},
+        {"overlap", "sy", "none", 0, 5, 5}};
     o.before = f->sim;
     o.memory_budget = 1000;
     o.memory_budget_note = "a note";
     o.pass_rows = rows;
-    o.n_pass_rows = 3;
+    o.n_pass_rows = sizeof rows / sizeof rows[0];
     o.title = "T<1>";
     char *page = render(f->sim, &o, 0, COMMSCHED_OK);
     assert_int_equal(count(page, "class=\"bar"), 10);
@@ -158,10 +164,64 @@ static void test_report_html_before_budget_stats(void **state)
     assert_non_null(strstr(page, "Budget line: a note."));
     /* The limiting factor's first line, the moves, and the wait's. */
     assert_non_null(strstr(page, ">peak memory</td>"));
+    /* A factor said in words, never "None": the wait's sink pass stopped
+     * at nothing (and the wait stalls), the sync collective's last pass
+     * (overlap) at nothing, and it is hidden by nothing: it blocks. Each
+     * pass's own text stays in the title. */
+    assert_null(strstr(page, "None"));
+    assert_non_null(strstr(page, ">nothing: the wait reached the end of the "
+                                 "order</td>"));
+    assert_non_null(strstr(page, ">nothing stopped the pass</td>"));
+    assert_non_null(strstr(page, "1 move, memory budget: the peak would reach "
+                                 "1.00 MiB (base 512.00 KiB) (the pass says: "
+                                 "peak memory new:1048576 vs base:524288)"));
+    assert_non_null(strstr(page, "overlap: 0 moves, nothing stopped the pass"));
     assert_non_null(strstr(page, "<td data-v=\"3\">3</td>"));
     assert_non_null(strstr(page, "<td data-v=\"2\">2</td>"));
     assert_non_null(strstr(page, "<th>change</th>"));
     free(page);
+}
+
+/* A graph whose buffers have no size (a Chakra trace without
+ * tensor_size / comm_size imports so): the memory panel says why it draws
+ * nothing instead of an empty chart with NaN coordinates. */
+static void test_report_html_no_sizes(void **state)
+{
+    (void)state;
+    static const char *sizeless =
+        "{\"format\": \"commsched-graph\", \"version\": 1,"
+        "\"groups\": [{\"name\": \"dp\", \"size\": 8}], \"nodes\": ["
+        "{\"name\": \"c\", \"kind\": \"collective\", \"op\": "
+        "\"all_reduce\", \"group\": \"dp\", \"outputs\": [{\"name\": "
+        "\"c_out\", \"size\": 0}], \"runtime_ns\": 30},"
+        "{\"name\": \"a\", \"kind\": \"compute\", \"outputs\": "
+        "[{\"name\": \"a_out\", \"size\": 0}], \"runtime_ns\": 10},"
+        "{\"name\": \"w\", \"kind\": \"wait\", \"inputs\": [\"c_out\"],"
+        " \"outputs\": [{\"name\": \"wv\", \"alias_of\": \"c_out\"}]}]}";
+    commsched_graph *g = NULL;
+    commsched_sim *sim = NULL;
+    commsched_error err = {0};
+    double rt[3] = {30, 10, 0};
+    assert_int_equal(commsched_graph_load_string(sizeless, 0, &g, &err),
+                     COMMSCHED_OK);
+    commsched_sim_options so;
+    commsched_sim_options_init(&so);
+    so.flags |= COMMSCHED_SIM_MEMORY_CURVE;
+    assert_int_equal(commsched_sim_create(g, &sim, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_sim_run(sim, NULL, rt, &so, &err), COMMSCHED_OK);
+    commsched_html_options o;
+    commsched_html_options_init(&o);
+    o.memory_budget = 0; /* a budget of 0 B draws nothing either */
+    char *page = render(sim, &o, 0, COMMSCHED_OK);
+    assert_null(strstr(page, "nan"));
+    assert_null(strstr(page, "id=\"cs-mem\""));
+    assert_non_null(strstr(page, "id=\"cs-mem-none\">No memory to draw: the "
+                                 "peak is 0 B"));
+    assert_non_null(strstr(page, "\"mem\":null"));
+    assert_non_null(strstr(page, "3 nodes \xC2\xB7 1 collective \xC2\xB7 1 wait \xC2\xB7"));
+    free(page);
+    commsched_sim_destroy(sim);
+    commsched_graph_destroy(g);
 }
 
 static void test_report_html_svg(void **state)
@@ -335,6 +395,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_report_html_before_budget_stats,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_html_svg, setup, teardown),
+        cmocka_unit_test(test_report_html_no_sizes),
         cmocka_unit_test_setup_teardown(test_report_html_measured, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_report_html_measured_errors, setup,

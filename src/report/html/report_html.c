@@ -40,7 +40,6 @@
  * report_html_out.c escaping and formats; report_html_measured.c reads
  * measured runs. */
 #include "report_html_internal.h"
-#include "report_html_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -176,7 +175,9 @@ static commsched_status page_init(cs_html_page *p, FILE *out,
         y += cs_html_run_height(&p->runs[k]) + CS_HTML_RUN_GAP;
     }
     p->tl_height = y + 4;
-    /* Memory scale: every peak and the budget fit. */
+    /* Memory scale: every peak and the budget fit. With every peak 0 (no
+     * buffer has a size) there is nothing to draw: mem_max stays 0 and the
+     * memory section says why. */
     p->mem_max = 0;
     for (uint32_t k = 0; k < p->n_runs; k++)
         if (cs_html_has_curve(&p->runs[k]))
@@ -185,10 +186,7 @@ static commsched_status page_init(cs_html_page *p, FILE *out,
                 (double)commsched_sim_get_totals(p->runs[k].sim)->peak_memory);
     if (p->mem_max > 0 && o->memory_budget > 0)
         p->mem_max = fmax(p->mem_max, (double)o->memory_budget);
-    if (p->mem_max > 0)
-        p->mem_max *= 1.08;
-    else if (o->memory_budget > 0)
-        p->mem_max = (double)o->memory_budget * 1.08;
+    p->mem_max *= 1.08;
     for (uint32_t gi = 0; gi < p->n_graphs; gi++)
         if ((st = cs_html_choose_nodes(p, gi, err)))
             return st;
@@ -234,9 +232,11 @@ static void header_section(cs_html_page *p)
         cs_html_esc(w, g->name ? g->name : "(unnamed graph)");
     }
     cs_html_putf(w,
-         "</h1>\n<p class=\"meta\">%u nodes \xC2\xB7 %u collectives "
-         "\xC2\xB7 %u waits",
-         g->n_nodes, t->n_collectives, t->n_waits);
+         "</h1>\n<p class=\"meta\">%u node%s \xC2\xB7 %u collective%s "
+         "\xC2\xB7 %u wait%s",
+         g->n_nodes, COMMSCHED_PLURAL(g->n_nodes), t->n_collectives,
+         COMMSCHED_PLURAL(t->n_collectives), t->n_waits,
+         COMMSCHED_PLURAL(t->n_waits));
     if (p->ctx->device) {
         cs_html_put(w, " \xC2\xB7 device ");
         cs_html_esc(w, p->ctx->device);

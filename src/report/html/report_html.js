@@ -345,7 +345,7 @@
       h.textContent = 'exposed'; tip.appendChild(h);
       line(tip, 'time', fmtTime(+a('data-exp')));
     } else {
-      h.textContent = a('data-n') + ' nodes (aggregated)'; tip.appendChild(h);
+      h.textContent = a('data-n') + (a('data-n') === '1' ? ' node' : ' nodes') + ' (aggregated)'; tip.appendChild(h);
       line(tip, 'from', fmtTime(+a('data-t0'))); line(tip, 'to', fmtTime(+a('data-t1')));
       line(tip, 'busy', (a('data-busy') / 10).toFixed(1) + '%');
       if (a('data-exp')) { line(tip, 'exposed', fmtTime(+a('data-exp'))); }

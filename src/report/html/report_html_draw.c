@@ -267,7 +267,8 @@ static void emit_cols(cs_html_page *p, const cs_html_run *r, uint32_t lane, cons
             continue;
         }
         cs_html_put(w, "><title>");
-        cs_html_putf(w, "%u nodes, busy %.0f%%, ", n, 100.0 * busy / (double)(j - i));
+        cs_html_putf(w, "%u node%s, busy %.0f%%, ", n, COMMSCHED_PLURAL(n),
+                     100.0 * busy / (double)(j - i));
         cs_html_put(w, cs_html_fmt_time(i * units, tb, sizeof tb));
         cs_html_put(w, " to ");
         cs_html_put(w, cs_html_fmt_time(j * units, tb, sizeof tb));
@@ -554,6 +555,19 @@ void cs_html_memory_section(cs_html_page *p)
         cs_html_put(w, "<p class=\"note\">No memory curve was recorded for this "
                "page (simulate with COMMSCHED_SIM_MEMORY_CURVE).</p>"
                "</section>\n");
+        return;
+    }
+    if (!(p->mem_max > 0)) {
+        /* A curve at 0 B would draw an empty chart that looks broken. */
+        cs_html_put(w, "<p class=\"note\" id=\"cs-mem-none\">No memory to draw: the "
+               "peak is 0 B because no buffer this step allocates has a "
+               "size. Graphs imported from traces that record no sizes look "
+               "like this: a Chakra trace's nodes without "
+               "<code>tensor_size</code> / <code>comm_size</code> import with "
+               "0-byte buffers (docs/WORKLOADS.md, \xE2\x80\x9C"
+               "commsched import chakra FILE\xE2\x80\x9D). Give the outputs "
+               "sizes (docs/FORMAT.md, \xE2\x80\x9COutputs\xE2\x80\x9D) to "
+               "see memory over time.</p></section>\n");
         return;
     }
     double H = CS_HTML_MEM_TOP + CS_HTML_MEM_H + CS_HTML_MEM_BOTTOM;

@@ -153,6 +153,11 @@ commsched_status cs_html_timeline_static(cs_html_page *p, int titles,
 void cs_html_timeline_legend_svg(cs_html_page *p, double y);
 int cs_html_has_curve(const cs_html_run *r);
 void cs_html_memory_section(cs_html_page *p);
+/* report_html_limit.c: a pass's limiting factor (its statistics row's
+ * text, NULL or "None" when nothing stopped it) as words, escaped;
+ * hidden: the node ended up fully hidden. */
+void cs_html_limit_words(cs_html_out *w, const char *pass, const char *factor,
+                         int hidden);
 
 /* report_html_sections.c and report_html_data.c: the page's parts, in
  * the order report_html.c writes them. */

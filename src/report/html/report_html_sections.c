@@ -255,21 +255,21 @@ static void td_int(cs_html_out *w, double v)
 }
 
 /* The pass statistics of node v (after graph): moves summed over passes,
- * the last pass's limiting factor, every pass in the cell's title. */
-static void stats_cells(cs_html_page *p, uint32_t v)
+ * the last pass's limiting factor in words (report_html_limit.c), every
+ * pass with its own text in the cell's title. hidden: v ended up fully
+ * hidden (a collective) or never stalled (a wait). */
+static void stats_cells(cs_html_page *p, uint32_t v, int hidden)
 {
     cs_html_out *w = &p->w;
     const commsched_html_options *o = p->o;
     uint32_t moves = 0, any = 0;
-    const char *lf = NULL;
+    const commsched_html_pass_row *last = NULL;
     /* Rows are linked newest first: the head is the last pass. */
     for (uint32_t k = v == COMMSCHED_NONE ? COMMSCHED_NONE : p->stat_head[v];
          k != COMMSCHED_NONE; k = p->stat_next[k]) {
         moves += o->pass_rows[k].moves;
         if (!any)
-            lf = o->pass_rows[k].limiting_factor
-                     ? o->pass_rows[k].limiting_factor
-                     : "None";
+            last = &o->pass_rows[k];
         any = 1;
     }
     if (!any) {
@@ -289,13 +289,19 @@ static void stats_cells(cs_html_page *p, uint32_t v)
             k = p->stat_next[k];
         const commsched_html_pass_row *r = &o->pass_rows[k];
         cs_html_esc(w, r->pass);
-        cs_html_putf(w, ": %u moves, ", r->moves);
-        cs_html_esc(w, r->limiting_factor ? r->limiting_factor : "None");
+        cs_html_putf(w, ": %u move%s, ", r->moves, COMMSCHED_PLURAL(r->moves));
+        cs_html_limit_words(w, r->pass, r->limiting_factor, hidden);
+        if (r->limiting_factor && strcmp(r->limiting_factor, "None") != 0 &&
+            strcmp(r->limiting_factor, "none") != 0) {
+            cs_html_put(w, " (the pass says: ");
+            cs_html_esc(w, r->limiting_factor);
+            cs_html_put(w, ")");
+        }
         if (i)
             cs_html_put(w, "&#10;");
     }
     cs_html_put(w, "\">");
-    cs_html_esc_first_line(w, lf);
+    cs_html_limit_words(w, last->pass, last->limiting_factor, hidden);
     cs_html_put(w, "</td>");
 }
 
@@ -334,7 +340,13 @@ commsched_status cs_html_collectives_section(cs_html_page *p, commsched_error *e
         shown = max_rows;
     }
     qsort(picks, shown, sizeof *picks, by_pos);
-    if (shown < nc)
+    if (shown == 1 && nc > 1)
+        cs_html_putf(w,
+             "<p class=\"note\">%zu collectives; the most exposed (after) is "
+             "listed. <code>commsched simulate --format json</code> lists "
+             "them all.</p>\n",
+             nc);
+    else if (shown < nc)
         cs_html_putf(w,
              "<p class=\"note\">%zu collectives; the %zu most exposed (after) "
              "are listed, in issue order. <code>commsched simulate --format "
@@ -366,8 +378,12 @@ commsched_status cs_html_collectives_section(cs_html_page *p, commsched_error *e
         if (nd->is_sync)
             cs_html_put(w, " <span title=\"sync collective: blocks the compute "
                    "stream\">*</span>");
-        cs_html_putf(w, "</td><td class=\"txt\">%s</td><td class=\"txt\">",
-             commsched_coll_op_str((commsched_coll_op)nd->coll_op));
+        /* reduce_<wbr>scatter: op names may break after an underscore. */
+        cs_html_put(w, "</td><td class=\"txt\">");
+        for (const char *op = commsched_coll_op_str((commsched_coll_op)nd->coll_op);
+             *op; op++)
+            cs_html_put(w, *op == '_' ? "_<wbr>" : (char[2]){*op, 0});
+        cs_html_put(w, "</td><td class=\"txt\">");
         cs_html_esc(w, g->groups[nd->group].name);
         double bytes = commsched_cost_collective_bytes(g, v);
         cs_html_putf(w, "</td><td data-v=\"%.0f\">%s</td>", bytes,
@@ -404,8 +420,9 @@ commsched_status cs_html_collectives_section(cs_html_page *p, commsched_error *e
         td_int(w,
                r->wait == COMMSCHED_NONE ? NAN : (double)an[r->wait].position);
         if (p->has_stats) {
-            stats_cells(p, v);
-            stats_cells(p, r->wait);
+            stats_cells(p, v, !(r->exposed_ns > 1e-9 * fmax(r->end_ns - r->start_ns, 1)));
+            stats_cells(p, r->wait,
+                        r->wait != COMMSCHED_NONE && !(an[r->wait].exposed_ns > 0));
         }
         if (m) {
             td_time(w, isnan(m->start_ns[v]) ? NAN
@@ -499,7 +516,8 @@ void cs_html_measured_section(cs_html_page *p)
         cs_html_esc(w, m->options_note);
         cs_html_put(w, " \xC2\xB7 ");
     }
-    cs_html_putf(w, "%u of %u nodes timed", m->n_timed, p->after->g->n_nodes);
+    cs_html_putf(w, "%u of %u node%s timed", m->n_timed, p->after->g->n_nodes,
+                 COMMSCHED_PLURAL(p->after->g->n_nodes));
     if (m->timeline_from) {
         cs_html_put(w, " \xC2\xB7 timeline from ");
         cs_html_esc(w, m->timeline_from);
@@ -555,10 +573,11 @@ void cs_html_measured_section(cs_html_page *p)
         if (hi >= lo) {
             char b[48];
             cs_html_putf(w,
-                 "<p class=\"note\">Makespan from %s to %s across %u ranks "
+                 "<p class=\"note\">Makespan from %s to %s across %u rank%s "
                  "(the slowest rank sets the step).</p>\n",
                  cs_html_fmt_time(lo, a, sizeof a),
-                 cs_html_fmt_time(hi, b, sizeof b), m->n_ranks);
+                 cs_html_fmt_time(hi, b, sizeof b), m->n_ranks,
+                 COMMSCHED_PLURAL(m->n_ranks));
         }
         cs_html_put(w, "<div class=\"tablewrap\"><table class=\"sortable\" "
                "id=\"cs-ranks\"><thead><tr><th>rank</th><th>makespan</th>"
