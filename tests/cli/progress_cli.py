@@ -55,12 +55,17 @@ def read_until(master, proc, needle, limit_s=600):
     return buf
 
 
-def on_terminal(args, stdout=subprocess.DEVNULL):
-    """Runs the CLI with standard error on a terminal; returns (status,
-    everything written to the terminal, stdout bytes or None)."""
+def new_pty():
     master, slave = pty.openpty()
     # Wide enough for every frame whole (a line is cut to the width).
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    return master, slave
+
+
+def on_terminal(args, stdout=subprocess.DEVNULL):
+    """Runs the CLI with standard error on a terminal; returns (status,
+    everything written to the terminal, stdout bytes or None)."""
+    master, slave = new_pty()
     proc = subprocess.Popen([CLI] + args, stdin=subprocess.DEVNULL,
                             stdout=stdout, stderr=slave)
     os.close(slave)
@@ -153,7 +158,7 @@ for fmt, trace in (("kineto", "kineto/sampled_rank-1.json.gz"),
 # neither the output nor its temporary file.
 for sig in (signal.SIGINT, signal.SIGTERM):
     out_json = os.path.join(SCRATCH, "int.json")
-    master, slave = pty.openpty()
+    master, slave = new_pty()
     proc = subprocess.Popen([CLI, "generate", "chain", "--nodes", "1000000",
                              "-o", out_json], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=slave)
@@ -175,7 +180,43 @@ for sig in (signal.SIGINT, signal.SIGTERM):
     check(leftovers(SCRATCH, "int.json") == [],
           f"{sig.name}: left {leftovers(SCRATCH, 'int.json')}")
 
-# 6. A write that fails (past `ulimit -f`) leaves nothing either.
+# 6. export writes one file per rank, all or none, Ctrl-C included: the
+# signal waits while a file is written and, caught between files, removes
+# the ones written. Frozen output holds the command inside the export.
+graph8 = os.path.join(SCRATCH, "g8.json")
+subprocess.run([CLI, "generate", "chain", "--nodes", "20000", "--world", "8",
+                "-o", graph8], check=True)
+prefix = os.path.join(SCRATCH, "exp")
+rc, text, _ = on_terminal(["export", "chakra", graph8, "-o", prefix])
+check(rc == 0 and len(leftovers(SCRATCH, "exp.")) == 8,
+      f"export on a terminal: exit {rc}, {leftovers(SCRATCH, 'exp.')}")
+check(b"/8 files" in text and b"writing " in text, "export: no files line")
+for f in leftovers(SCRATCH, "exp."):
+    os.unlink(os.path.join(SCRATCH, f))
+master, slave = new_pty()
+proc = subprocess.Popen([CLI, "export", "chakra", graph8, "-o", prefix],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                        stderr=slave)
+text = read_until(master, proc, b"0/8 files")
+termios.tcflow(slave, termios.TCOOFF)  # its next frame, or its erasure
+check(b"0/8 files" in text and proc.poll() is None,
+      f"export: never saw it start ({text[-200:]!r})")
+proc.send_signal(signal.SIGINT)
+time.sleep(0.2)
+termios.tcflow(slave, termios.TCOON)
+stop_reading = time.monotonic() + 120
+while proc.poll() is None and time.monotonic() < stop_reading:
+    text += read_until(master, proc, b"\0never\0", 0.5)
+os.close(slave)
+os.close(master)
+rc = proc.wait(timeout=10)
+check(rc == -signal.SIGINT, f"export interrupted: exit {rc}")
+check(leftovers(SCRATCH, "exp.") == [],
+      f"export interrupted: left {leftovers(SCRATCH, 'exp.')}")
+check(b"interrupted: removing the" in text,
+      f"export interrupted: no message ({text[-300:]!r})")
+
+# 7. A write that fails (past `ulimit -f`) leaves nothing either.
 p = subprocess.run(["sh", "-c", 'ulimit -f 1000 && exec "$@"', "sh", CLI,
                     "generate", "chain", "--nodes", "300000", "-o",
                     os.path.join(SCRATCH, "big.json")],

@@ -720,6 +720,35 @@ def case_errors(env, np):
         fail("--runtime nope: exit %d" % r.returncode)
 
 
+def case_progress(env, np):
+    """--progress draws rank 0's passes through the library's callback
+    (the library prints nothing itself); without it, piped, nothing."""
+    path = overlap_graph(np, True).write(env.path("progress.json"))
+    args = ["--iters", "3", "--warmup", "1", "--calibrate", "1", "-o",
+            env.path("progress.txt"), path]
+    for forced in (True, False):
+        # Bytes, not text: universal newlines would turn '\r' into '\n'.
+        cmd, e = env.command(np, (["--progress"] if forced else []) + args)
+        p = subprocess.run(cmd, capture_output=True, timeout=60, env=e)
+        print("$ run %s: exit %d" % ("--progress" if forced else "(piped)",
+                                     p.returncode))
+        err = p.stderr
+        if p.returncode != 0:
+            fail("exit %d:\n%r" % (p.returncode, err[-1000:]))
+        if not forced:
+            if b"\r" in err or b"passes" in err:
+                fail("progress drawn on a pipe:\n%r" % err[-500:])
+            continue
+        if b"\rcommsched run: [" not in err or b"/5 passes" not in err:
+            fail("--progress: no pass count on stderr:\n%r" % err[-500:])
+        if err.count(b"/5 passes") > 5:
+            fail("--progress: more frames than passes:\n%r" % err)
+        last = err.rsplit(b"\r", 2)
+        if len(last) != 3 or last[2] != b"" or last[1].strip(b" ") != b"":
+            fail("--progress: the line is not blanked at the end: %r" %
+                 err[-200:])
+
+
 def main():
     if len(sys.argv) < 4:
         print(__doc__)
@@ -769,6 +798,8 @@ def main():
         case_check_corrupt(env, np_)
     elif name == "skew":
         case_skew(env, np_)
+    elif name == "progress":
+        case_progress(env, np_)
     else:
         print("unknown case " + case)
         return 2

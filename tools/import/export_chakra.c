@@ -24,12 +24,14 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chakra_common.h"
+#include "progress.h"
 #include "chakra_et.pb-c.h"
 #include "commsched/cost.h"
 
@@ -274,6 +276,16 @@ done:
     return rc;
 }
 
+/* 1 when SIGINT, SIGTERM or SIGHUP (blocked) has arrived. */
+static int interrupted(void)
+{
+    sigset_t pending;
+    return sigpending(&pending) == 0 &&
+           (sigismember(&pending, SIGINT) == 1 ||
+            sigismember(&pending, SIGTERM) == 1 ||
+            sigismember(&pending, SIGHUP) == 1);
+}
+
 /* Copies the finished rank-0 file into another rank's output. */
 static int copy_file(const char *from, FILE *to)
 {
@@ -339,7 +351,26 @@ int export_chakra(const commsched_graph *g, const double *runtime,
         fprintf(stderr, "commsched: out of memory\n");
         rc = EXIT_RUNTIME;
     }
+    /* All or nothing holds against Ctrl-C too: the signals wait while a
+     * file is written and are looked for between files, so an interrupt
+     * removes the ranks already written before it ends the process (once
+     * unblocked below). One file's write is the longest wait. */
+    sigset_t stop, saved;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    sigprocmask(SIG_BLOCK, &stop, &saved);
+    cli_progress progress;
+    const char *base = strrchr(prefix, '/');
+    cli_progress_begin(&progress, "files", (uint64_t)ranks,
+                       "commsched export: writing %s.<rank>.et",
+                       base ? base + 1 : prefix);
     for (long r = 0; r < ranks && rc == 0; r++) {
+        if (interrupted()) {
+            rc = EXIT_RUNTIME;
+            break;
+        }
         snprintf(path, plen, "%s.%ld.et", prefix, r);
         cli_out out;
         if ((rc = cli_out_open(&out, path)) != 0)
@@ -358,13 +389,23 @@ int export_chakra(const commsched_graph *g, const double *runtime,
         if (r == 0)
             snprintf(first, plen, "%s", path);
         done = r + 1;
+        cli_progress_set(&progress, (uint64_t)done);
+    }
+    cli_progress_end(&progress);
+    /* Once more, as late as can be: the last file, the line's erasure. */
+    if (interrupted()) {
+        fprintf(stderr, "commsched export: interrupted: removing the %ld "
+                        "file%s already written\n",
+                done, done == 1 ? "" : "s");
+        rc = EXIT_RUNTIME;
     }
     if (rc != 0) /* all or nothing: remove the ranks already written */
         for (long r = 0; r < done; r++) {
             snprintf(path, plen, "%s.%ld.et", prefix, r);
             remove(path);
         }
-    else
+    sigprocmask(SIG_SETMASK, &saved, NULL); /* a pending signal ends us */
+    if (rc == 0)
         fprintf(stderr,
                 "commsched export: note: %ld file%s %s.<rank>.et, %u nodes "
                 "each\n",
