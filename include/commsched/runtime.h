@@ -186,9 +186,11 @@ typedef struct commsched_measurement {
                                      woke and let it start (per pass the
                                      least wait over ranks; median over
                                      passes); 0 for other nodes; NULL with
-                                     solo_ns. Adaptors that drive every
-                                     rank from one host thread (CUDA) see
-                                     no wait: both are 0 there */
+                                     solo_ns. CUDA: the wait is the device
+                                     barrier before the collective in the
+                                     calibration program, so skew is how
+                                     late the last GPU reaches it and wake
+                                     the barrier's own time */
     int64_t *peak_live;           /* [rank] peak of live buffer bytes
                                      (scaled), counted as the memory model
                                      counts (freeable inputs that are read
