@@ -92,21 +92,32 @@ commsched_status cs_sprog_build(cs_sprog *sp, const cs_plan *p,
                                ? 1u : 1u + g->nodes[v].group;
 
     /* Freeable inputs exist before the step; every device starts it
-     * together. */
+     * together. --check's values go in once per step: the run-long inputs
+     * again (an in-place collective may have changed them), every other
+     * buffer when it is allocated. */
+    for (uint32_t i = 0; check && i < p->n_other; i++)
+        if (p->bytes[p->other[i]] > 0)
+            emit(&b, CS_SOP_FILL, 0, p->other[i]);
     for (uint32_t i = 0; i < p->n_baseline; i++)
-        if (p->bytes[p->baseline[i]] > 0) /* empty ones are never freed */
+        if (p->bytes[p->baseline[i]] > 0) { /* empty ones are never freed */
             emit(&b, CS_SOP_ALLOC, 0, p->baseline[i]);
+            if (check)
+                emit(&b, CS_SOP_FILL, 0, p->baseline[i]);
+        }
     emit(&b, CS_SOP_BARRIER, 0, CS_SPROG_WORLD);
     emit(&b, CS_SOP_RECORD, 0, sp->ev_iter_start);
 
     for (uint32_t k = 0; k < p->n && !b.failed; k++) {
         uint32_t v = p->order[k];
         const cs_node *nd = &g->nodes[v];
-        emit_row(&b, &p->alloc_at, v, CS_SOP_ALLOC);
+        for (uint32_t e = p->alloc_at.off[v]; e < p->alloc_at.off[v + 1];
+             e++) {
+            emit(&b, CS_SOP_ALLOC, 0, p->alloc_at.idx[e]);
+            if (check)
+                emit(&b, CS_SOP_FILL, 0, p->alloc_at.idx[e]);
+        }
         int coll = nd->kind == COMMSCHED_NODE_COLLECTIVE;
         int has_result = coll && nd->coll_op != COMMSCHED_COLL_BARRIER;
-        if (check && has_result)
-            emit(&b, CS_SOP_FILL, 0, v);
         emit(&b, CS_SOP_RECORD, 0, cs_sprog_event(v, CS_EV_START));
         switch (nd->kind) {
         case COMMSCHED_NODE_COMPUTE:
@@ -193,7 +204,8 @@ typedef struct vstate {
     uint32_t *work_on;   /* per node: the stream its work must run on */
     uint8_t *work;       /* per node: COMPUTE / COLL operations seen */
     uint32_t *coll_at;   /* per node: (stream, index + 1) of its COLL */
-    uint32_t *fill_at;   /* per node: (stream, index + 1) of its FILL */
+    uint32_t *fill_at;   /* per buffer: (stream, index + 1) of its FILL */
+    uint8_t *coll_used;  /* per buffer: a collective ran on it */
 } vstate;
 
 /* A node's work is bracketed by its events: a compute or wait node's by
@@ -270,11 +282,17 @@ static commsched_status work(vstate *st, const cs_plan *p, uint32_t v,
         return violation(err, at, op,
                          "runs outside its node's events (or twice):",
                          nd->name);
-    if (coll && st->fill_at[v * 2 + 1] &&
-        !ordered_before(st, st->fill_at + v * 2, s))
-        return violation(err, at, op,
-                         "may run before --check has staged its inputs:",
-                         nd->name);
+    for (int side = 0; coll && side < 2; side++) {
+        uint32_t b = side ? p->coll[v].recv : p->coll[v].send;
+        if (b == COMMSCHED_NONE)
+            continue;
+        if (st->fill_at[b * 2 + 1] && !ordered_before(st, st->fill_at + b * 2, s))
+            return violation(err, at, op,
+                             "may run before --check has filled its "
+                             "buffers:",
+                             nd->name);
+        st->coll_used[b] = 1;
+    }
     st->phase[v] = P_WORKED;
     st->work[v]++;
     if (coll) {
@@ -352,7 +370,8 @@ static commsched_status step(vstate *st, const cs_sprog *sp, const cs_plan *p,
     if (s >= S)
         return violation(err, at, op, "names a stream that does not exist:",
                          "");
-    uint32_t limit = op->kind == CS_SOP_ALLOC || op->kind == CS_SOP_FREE
+    uint32_t limit = op->kind == CS_SOP_ALLOC || op->kind == CS_SOP_FREE ||
+                             op->kind == CS_SOP_FILL
                          ? g->n_buffers
                      : op->kind == CS_SOP_RECORD || op->kind == CS_SOP_WAIT
                          ? sp->n_events
@@ -412,21 +431,26 @@ static commsched_status step(vstate *st, const cs_sprog *sp, const cs_plan *p,
         st->state[b] = B_FREED;
         break;
     }
-    case CS_SOP_FILL:
+    case CS_SOP_FILL: {
+        uint32_t b = op->arg;
+        if (st->coll_used[b])
+            return violation(err, at, op,
+                             "fills a buffer after a collective used it:",
+                             g->buffers[b].name);
+        commsched_status rc = use(st, p, b, s, at, op, err);
+        if (rc != COMMSCHED_OK)
+            return rc;
+        st->fill_at[b * 2] = s;
+        st->fill_at[b * 2 + 1] = mine[s] + 1;
+        break;
+    }
     case CS_SOP_FETCH: {
         uint32_t v = op->arg;
         if (g->nodes[v].kind != COMMSCHED_NODE_COLLECTIVE)
-            return violation(err, at, op, "stages or fetches a node that is "
-                                          "not a collective:",
+            return violation(err, at, op, "fetches a node that is not a "
+                                          "collective:",
                              g->nodes[v].name);
-        if (op->kind == CS_SOP_FILL) {
-            if (st->work[v])
-                return violation(err, at, op,
-                                 "stages inputs after the collective ran:",
-                                 g->nodes[v].name);
-            st->fill_at[v * 2] = s;
-            st->fill_at[v * 2 + 1] = mine[s] + 1;
-        } else if (!ordered_before(st, st->coll_at + v * 2, s)) {
+        if (!ordered_before(st, st->coll_at + v * 2, s)) {
             return violation(err, at, op,
                              "may copy a result before the collective has "
                              "finished:",
@@ -477,7 +501,8 @@ commsched_status cs_sprog_verify(const cs_sprog *sp, const cs_plan *p,
     st.work_on = calloc(nn, sizeof *st.work_on);
     st.work = calloc(nn, 1);
     st.coll_at = calloc((size_t)nn * 2, sizeof *st.coll_at);
-    st.fill_at = calloc((size_t)nn * 2, sizeof *st.fill_at);
+    st.fill_at = calloc((size_t)nb * 2, sizeof *st.fill_at);
+    st.coll_used = calloc(nb, 1);
     st.vc = calloc((size_t)S * S, sizeof *st.vc);
     st.ev = calloc((size_t)sp->n_events * S, sizeof *st.ev);
     st.ev_seen = calloc(sp->n_events ? sp->n_events : 1, 1);
@@ -487,7 +512,7 @@ commsched_status cs_sprog_verify(const cs_sprog *sp, const cs_plan *p,
     commsched_status rc = COMMSCHED_OK;
     if (!st.vc || !st.ev || !st.ev_seen || !st.alloc_at || !st.last_use ||
         !st.state || !st.phase || !st.work_on || !st.work || !st.coll_at ||
-        !st.fill_at) {
+        !st.fill_at || !st.coll_used) {
         rc = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto done;
     }
@@ -555,5 +580,6 @@ done:
     free(st.work);
     free(st.coll_at);
     free(st.fill_at);
+    free(st.coll_used);
     return rc;
 }

@@ -37,8 +37,10 @@ typedef enum cs_sop_kind {
     CS_SOP_COLL,    /* arg: node; the collective */
     CS_SOP_BARRIER, /* arg: group, or CS_SPROG_WORLD: a device-side barrier
                        (a one-element all-reduce) */
-    CS_SOP_FILL,    /* arg: node; --check stages the collective's inputs
-                       and clears its result */
+    CS_SOP_FILL,    /* arg: root buffer; --check writes its values
+                       (check_ref.h: per buffer, once per step) right after
+                       its allocation, or at the step's start for a buffer
+                       that lives for the whole run */
     CS_SOP_FETCH    /* arg: node; --check copies its result to the host */
 } cs_sop_kind;
 
@@ -73,7 +75,8 @@ static inline uint32_t cs_sprog_event(uint32_t node, cs_sprog_ev which)
 /* Lowers one iteration of plan p: streams as commsched_run_streams says
  * (per-group or single; concurrent is EINVAL: NCCL gives no order between
  * streams of one communicator, so ranks could deadlock); check adds FILL
- * and FETCH; calibrating runs every node alone (a device barrier on the
+ * (every buffer, after its allocation; the run-long inputs at the step's
+ * start: the adaptor skips those no collective touches) and FETCH; calibrating runs every node alone (a device barrier on the
  * group before each collective, whose completion the compute stream then
  * waits for) to time it for the prediction. wait_runtime (may be NULL):
  * per node, nonzero when a wait node also plays a runtime. The plan is
@@ -93,8 +96,9 @@ void cs_sprog_fini(cs_sprog *sp);
  * end (and a collective's post) is recorded exactly once; every compute
  * node and collective runs exactly once (a wait's runtime at most once),
  * on its stream, between its opening event (start; a collective's post)
- * and its end; --check stages a collective's inputs before it runs and
- * fetches its result only once it is ordered after it; collectives appear
+ * and its end; --check fills a buffer after its allocation and before
+ * any collective that uses it (never after one has), and fetches a result
+ * only once it is ordered after its collective; collectives appear
  * in the plan's order; every operand names something that exists.
  * EINTERNAL naming the first violation. */
 commsched_status cs_sprog_verify(const cs_sprog *sp, const cs_plan *p,

@@ -496,16 +496,35 @@ static void test_check_fill_fetch(void **state)
         cs_sprog sp;
         build(&sp, &f.p, modes[m], 1, 0, NULL);
         verify_ok(&sp, &f.p);
-        /* FILL before START for every non-barrier collective, on stream 0,
-         * after the allocation of its output. */
+        /* Values per buffer, once per step (check_ref.h): every
+         * allocation is followed at once by its FILL on stream 0, and the
+         * run-long inputs are filled before the iteration starts; nothing
+         * is filled per collective. */
+        size_t allocs = 0, others = 0;
+        for (size_t i = 0; i < sp.n_ops; i++)
+            if (sp.ops[i].kind == CS_SOP_ALLOC) {
+                allocs++;
+                assert_true(i + 1 < sp.n_ops);
+                assert_int_equal(sp.ops[i + 1].kind, CS_SOP_FILL);
+                assert_int_equal(sp.ops[i + 1].stream, 0);
+                assert_int_equal(sp.ops[i + 1].arg, sp.ops[i].arg);
+                assert_int_equal(count(&sp, CS_SOP_FILL, ANY, sp.ops[i].arg),
+                                 1);
+            }
+        size_t iter_start = find1(&sp, CS_SOP_RECORD, 0, sp.ev_iter_start);
+        for (uint32_t i = 0; i < f.p.n_other; i++)
+            if (f.p.bytes[f.p.other[i]] > 0) {
+                others++;
+                assert_true(find1(&sp, CS_SOP_FILL, 0, f.p.other[i]) <
+                            iter_start);
+            }
+        assert_int_equal(count(&sp, CS_SOP_FILL, ANY, ANY), allocs + others);
         const uint32_t colls[] = {AR, AG, SR, AG2};
         for (size_t i = 0; i < 4; i++) {
             uint32_t v = colls[i];
-            size_t fill = find1(&sp, CS_SOP_FILL, ANY, v);
+            size_t fill = find1(&sp, CS_SOP_FILL, 0, f.p.coll[v].recv);
             size_t start = find1(&sp, CS_SOP_RECORD, 0, ev(v, CS_EV_START));
-            assert_int_equal(sp.ops[fill].stream, 0);
             assert_true(fill < start);
-            assert_true(fill > find1(&sp, CS_SOP_ALLOC, 0, f.p.coll[v].recv));
             assert_int_equal(count(&sp, CS_SOP_FETCH, ANY, v), 1);
             assert_int_equal(sp.ops[find1(&sp, CS_SOP_FETCH, ANY, v)].stream,
                              0);
@@ -528,10 +547,8 @@ static void test_check_fill_fetch(void **state)
             assert_true(fetch_ag2 >
                         find1(&sp, CS_SOP_WAIT, 0, sp.ev_iter_end + s));
         assert_true(fetch_ag2 < find1(&sp, CS_SOP_FREE, 0, buf(&f, "z")));
-        /* The barrier has no result: neither. */
-        assert_int_equal(count(&sp, CS_SOP_FILL, ANY, BAR), 0);
+        /* The barrier has no result to fetch. */
         assert_int_equal(count(&sp, CS_SOP_FETCH, ANY, BAR), 0);
-        assert_int_equal(count(&sp, CS_SOP_FILL, ANY, ANY), 4);
         assert_int_equal(count(&sp, CS_SOP_FETCH, ANY, ANY), 4);
         cs_sprog_fini(&sp);
     }
@@ -993,11 +1010,38 @@ static void test_verify_mutations_calibrating(void **state)
                      "may copy a result before the collective has finished: "
                      "\"ar\"");
     mutant_fini(&mu);
-    /* FILL of ar moved before the allocation of ao. */
+    /* The FILL of ar's output moved before its allocation. */
+    uint32_t ao = f.p.coll[AR].recv;
     mutant_init(&mu, &sp);
-    mut_move_before(&mu, find1(&sp, CS_SOP_FILL, 0, AR),
-                    find1(&sp, CS_SOP_ALLOC, 0, f.p.coll[AR].recv));
+    mut_move_before(&mu, find1(&sp, CS_SOP_FILL, 0, ao),
+                    find1(&sp, CS_SOP_ALLOC, 0, ao));
     expect_violation(&mu, p, "uses a buffer never allocated: \"ao\"");
+    mutant_fini(&mu);
+    /* ... or after ar ran on it: its values would overwrite the result. */
+    mutant_init(&mu, &sp);
+    {
+        size_t i = find1(&sp, CS_SOP_FILL, 0, ao);
+        cs_sop op = mu.m.ops[i];
+        mut_delete(&mu, i);
+        mut_insert(&mu, find_from(&mu.m, 0, CS_SOP_WAIT, 0, ev(AR, CS_EV_END)) + 1,
+                   op);
+    }
+    expect_violation(&mu, p, "fills a buffer after a collective used it: "
+                             "\"ao\"");
+    mutant_fini(&mu);
+    /* ... or after the event ar's stream waits for: the fill is then not
+     * ordered before the collective on the other stream. */
+    mutant_init(&mu, &sp);
+    {
+        size_t i = find1(&sp, CS_SOP_FILL, 0, ao);
+        cs_sop op = mu.m.ops[i];
+        mut_delete(&mu, i);
+        mut_insert(&mu, find_from(&mu.m, 0, CS_SOP_RECORD, 0,
+                                  ev(AR, CS_EV_START)) + 1,
+                   op);
+    }
+    expect_violation(&mu, p, "may run before --check has filled its buffers: "
+                             "\"ar\"");
     mutant_fini(&mu);
     /* FETCH of ag2 moved after the end-of-iteration frees. */
     mutant_init(&mu, &sp);

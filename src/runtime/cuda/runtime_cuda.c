@@ -49,6 +49,7 @@
 #include "commsched/runtime.h"
 #include "boot.h"
 #include "check.h"
+#include "check_ref.h"
 #include "driver.h"
 #include "cuda_kernels.h"
 #include "graph_internal.h"
@@ -135,9 +136,10 @@ typedef struct xcoll {
 /* A collective on one rank: its private buffers. */
 typedef struct dcoll {
     void *scratch;       /* send/recv partner, in-place all-to-all copy */
-    void *host_in;       /* --check: pinned input image */
-    void *host_out;      /* --check: pinned copy of the result */
-    size_t in_bytes, out_bytes;
+    void *host_in;       /* --check: pinned image of the private buffer
+                            (what a send's ring shift receives into, what
+                            a recv's sends), written before every pass */
+    void *host_out;      /* --check: pinned copy of the result region */
     int fetched;         /* --check: copied back this pass */
 } dcoll;
 
@@ -153,6 +155,9 @@ typedef struct dev {
     int *grank, *gsize;      /* per group */
     void *barrier_buf;       /* one float, the device barrier's operand */
     dcoll *colls;
+    cs_check_ref *ref;       /* --check: what this rank must see */
+    void **image;            /* --check: per root buffer a collective
+                                touches, its pinned values; else NULL */
     double cycles_per_ns;    /* the spin kernel's calibration */
     int64_t live, peak;
 #if COMMSCHED_HAVE_CUBLAS
@@ -303,56 +308,6 @@ static void coll_bufs(exec *x, dev *dv, const xcoll *c, char **sb, char **rb)
     *rb = bufp(x, dv, x->plan.coll[c->node].out);
 }
 
-static cs_check_coll check_desc(const xcoll *c, const dev *dv)
-{
-    cs_check_coll cc = {c->op, c->ek, c->rk, c->shape.count,
-                        dv->gsize[c->group], dv->grank[c->group]};
-    return cc;
-}
-
-/* Where --check's input image goes and where the result is read, in
- * NCCL's conventions (in-place all-gather reads its piece at rank * count,
- * in-place reduce-scatter writes there). */
-static void check_ptrs(exec *x, dev *dv, const xcoll *c, char **in,
-                       char **result, char **clear)
-{
-    char *sb, *rb;
-    coll_bufs(x, dv, c, &sb, &rb);
-    dcoll *dc = &dv->colls[x->coll_of[c->node]];
-    size_t piece = c->shape.count * c->es * (size_t)dv->grank[c->group];
-    int ip = c->shape.in_place;
-    *in = ip ? rb : sb;
-    *result = rb;
-    *clear = !ip ? rb : NULL; /* starts wrong, so a no-op cannot pass */
-    switch (c->op) {
-    case COMMSCHED_COLL_ALL_GATHER:
-        if (ip)
-            *in = rb + piece;
-        break;
-    case COMMSCHED_COLL_REDUCE_SCATTER:
-        if (ip)
-            *result = rb + piece;
-        break;
-    case COMMSCHED_COLL_BROADCAST:
-        /* The root's data, or zeros that must be overwritten. */
-        *in = dv->grank[c->group] == 0 ? (ip ? rb : sb) : rb;
-        *clear = dv->grank[c->group] == 0 && !ip ? rb : NULL;
-        break;
-    case COMMSCHED_COLL_SEND:
-        *in = sb;
-        *result = dc->scratch;
-        *clear = dc->scratch;
-        break;
-    case COMMSCHED_COLL_RECV:
-        *in = dc->scratch;
-        *result = rb;
-        *clear = rb;
-        break;
-    default:
-        break;
-    }
-}
-
 /* ---- operations -------------------------------------------------------------------- */
 
 static void nccl_collective(exec *x, dev *dv, const xcoll *c, cudaStream_t st)
@@ -465,43 +420,40 @@ static void run_compute(exec *x, dev *dv, uint32_t v, cudaStream_t st)
                    v, dv);
 }
 
-static void fill(exec *x, dev *dv, uint32_t v, cudaStream_t st)
+/* --check writes root buffer b's values (check_ref.h: per buffer, once
+ * per step), right after its allocation or, for a run-long input, at the
+ * step's start. Buffers no collective touches keep what they hold. */
+static void fill(exec *x, dev *dv, uint32_t b, cudaStream_t st)
 {
-    const xcoll *c = &x->colls[x->coll_of[v]];
-    dcoll *dc = &dv->colls[x->coll_of[v]];
-    char *in, *result, *clear;
-    check_ptrs(x, dv, c, &in, &result, &clear);
-    if (clear && clear != x->dummy) {
-        /* The whole buffer: the scratch, or the one the result lands in
-         * (the input when the collective writes no buffer of its own). */
-        size_t bytes = clear == dc->scratch
-                           ? c->shape.scratch_bytes
-                           : (size_t)x->plan.bytes[x->plan.coll[v].out];
-        check_cuda(x, cudaMemsetAsync(clear, 0, bytes, st), "cudaMemsetAsync",
-                   v, dv);
-    }
-    if (dc->in_bytes && in != x->dummy)
-        check_cuda(x,
-                   cudaMemcpyAsync(in, dc->host_in, dc->in_bytes,
-                                   cudaMemcpyHostToDevice, st),
-                   "cudaMemcpyAsync", v, dv);
-    dc->fetched = 0;
+    if (!dv->image[b])
+        return;
+    check_cuda(x,
+               cudaMemcpyAsync(bufp(x, dv, b), dv->image[b],
+                               (size_t)x->plan.bytes[b],
+                               cudaMemcpyHostToDevice, st),
+               "cudaMemcpyAsync (--check)", COMMSCHED_NONE, dv);
 }
 
+/* Copies collective v's result region (cs_check_ref_region) to the host
+ * once the program has ordered it after the collective. */
 static void fetch(exec *x, dev *dv, uint32_t v, cudaStream_t st)
 {
-    const xcoll *c = &x->colls[x->coll_of[v]];
     dcoll *dc = &dv->colls[x->coll_of[v]];
-    char *in, *result, *clear;
-    check_ptrs(x, dv, c, &in, &result, &clear);
-    if (dc->out_bytes && result != x->dummy)
+    uint32_t b;
+    size_t off, len;
+    cs_check_ref_region(dv->ref, v, &b, &off, &len);
+    if (len) {
+        const char *src = b == COMMSCHED_NONE ? (const char *)dc->scratch
+                                              : bufp(x, dv, b) + off;
         check_cuda(x,
-                   cudaMemcpyAsync(dc->host_out, result, dc->out_bytes,
+                   cudaMemcpyAsync(dc->host_out, src, len,
                                    cudaMemcpyDeviceToHost, st),
-                   "cudaMemcpyAsync", v, dv);
+                   "cudaMemcpyAsync (--check)", v, dv);
+    }
     dc->fetched = 1;
 }
 
+/* After the pass: every fetched result against the host reference. */
 static void verify(exec *x, dev *dv)
 {
     for (uint32_t i = 0; i < x->n_colls; i++) {
@@ -509,10 +461,13 @@ static void verify(exec *x, dev *dv)
         if (!dc->fetched)
             continue;
         dc->fetched = 0;
-        cs_check_coll cc = check_desc(&x->colls[i], dv);
+        uint32_t v = x->colls[i].node, b;
+        size_t off, len;
+        cs_check_ref_region(dv->ref, v, &b, &off, &len);
         double want = 0, got = 0;
-        long at = dc->out_bytes ? cs_check_verify(&cc, dc->host_out, &want, &got)
-                                : -1;
+        long at = len ? cs_check_ref_verify(dv->ref, v, dc->host_out, &want,
+                                            &got)
+                      : -1;
         x->tally.checked++;
         if (at < 0)
             continue;
@@ -520,9 +475,8 @@ static void verify(exec *x, dev *dv)
             snprintf(x->tally.first_mismatch, sizeof x->tally.first_mismatch,
                      "\"%s\" (%s) on rank %d, %s %u, element %ld: expected "
                      "%.17g, got %.17g",
-                     node_name(x, x->colls[i].node),
-                     commsched_coll_op_str(x->colls[i].op), dv->rank,
-                     x->phase, x->iter, at, want, got);
+                     node_name(x, v), commsched_coll_op_str(x->colls[i].op),
+                     dv->rank, x->phase, x->iter, at, want, got);
     }
 }
 
@@ -654,6 +608,24 @@ static void run_pass(exec *x, const cs_sprog *sp, double *t0, double *t1,
 {
     if (x->rt->base.size > 1)
         cs_boot_barrier(x->rt->base.boot); /* hosts start enqueuing together */
+    /* --check: the private buffers' pre-state, on the compute stream
+     * before the program (so before every collective, which its events
+     * order after the compute stream's start). */
+    for (int d = 0; x->o->check && d < x->ndev; d++) {
+        dev *dv = &x->devs[d];
+        if (x->ndev > 1)
+            check_cuda(x, cudaSetDevice(dv->ordinal), "cudaSetDevice",
+                       COMMSCHED_NONE, dv);
+        for (uint32_t i = 0; i < x->n_colls; i++)
+            if (dv->colls[i].host_in)
+                check_cuda(x,
+                           cudaMemcpyAsync(dv->colls[i].scratch,
+                                           dv->colls[i].host_in,
+                                           x->colls[i].shape.scratch_bytes,
+                                           cudaMemcpyHostToDevice,
+                                           dv->streams[0]),
+                           "cudaMemcpyAsync (--check)", x->colls[i].node, dv);
+    }
     for (size_t i = 0; i < sp->n_ops; i++)
         run_op(x, &sp->ops[i]);
     finish_pass(x, sp);
@@ -856,7 +828,58 @@ static commsched_status setup_device(exec *x, dev *dv, commsched_error *err)
     return calibrate_spin(dv, err);
 }
 
-/* What needs group ranks: scratch and --check's pinned images. */
+/* --check's host reference for this GPU's rank (NCCL's in-place
+ * reduce-scatter leaves the block at rank * count) and its pinned images:
+ * every touched buffer's values, every private buffer's pre-state, room
+ * for every result region. */
+static commsched_status setup_check(exec *x, dev *dv, commsched_error *err)
+{
+    const cs_plan *p = &x->plan;
+    uint8_t *ek = calloc(p->n ? p->n : 1, 1);
+    dv->image = calloc(x->g->n_buffers ? x->g->n_buffers : 1,
+                       sizeof *dv->image);
+    if (!ek || !dv->image) {
+        free(ek);
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    }
+    for (uint32_t i = 0; i < x->n_colls; i++)
+        ek[x->colls[i].node] = (uint8_t)x->colls[i].ek;
+    commsched_status st = cs_check_ref_build(&dv->ref, p, x->ranks, dv->rank,
+                                             ek, CS_REF_RS_AT_RANK, err);
+    free(ek);
+    if (st != COMMSCHED_OK)
+        return st;
+    cudaError_t rc = cudaSuccess;
+    for (uint32_t b = 0; b < x->g->n_buffers; b++) {
+        if (p->bytes[b] <= 0 || !cs_check_ref_touched(dv->ref, b))
+            continue;
+        if ((rc = cudaMallocHost(&dv->image[b], (size_t)p->bytes[b])) !=
+            cudaSuccess)
+            return cuda_fail(err, rc, "cudaMallocHost (--check)", dv);
+        cs_check_ref_fill(dv->ref, b, dv->image[b], (size_t)p->bytes[b]);
+    }
+    for (uint32_t i = 0; i < x->n_colls; i++) {
+        const xcoll *c = &x->colls[i];
+        dcoll *dc = &dv->colls[i];
+        uint32_t b;
+        size_t off, len;
+        cs_check_ref_region(dv->ref, c->node, &b, &off, &len);
+        if (len && (rc = cudaMallocHost(&dc->host_out, len)) != cudaSuccess)
+            return cuda_fail(err, rc, "cudaMallocHost (--check)", dv);
+        if (c->shape.scratch_bytes && (c->op == COMMSCHED_COLL_SEND ||
+                                       c->op == COMMSCHED_COLL_RECV)) {
+            if ((rc = cudaMallocHost(&dc->host_in, c->shape.scratch_bytes)) !=
+                cudaSuccess)
+                return cuda_fail(err, rc, "cudaMallocHost (--check)", dv);
+            cs_check_ref_fill_scratch(dv->ref, c->node, dc->host_in,
+                                      c->shape.scratch_bytes);
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+/* What needs group ranks: scratch and --check's reference and images. */
 static commsched_status setup_colls(exec *x, dev *dv, commsched_error *err)
 {
     cudaError_t rc = cudaSetDevice(dv->ordinal);
@@ -868,18 +891,11 @@ static commsched_status setup_colls(exec *x, dev *dv, commsched_error *err)
         if (c->shape.scratch_bytes &&
             (rc = cudaMalloc(&dc->scratch, c->shape.scratch_bytes)) != cudaSuccess)
             return cuda_fail(err, rc, "cudaMalloc (collective scratch)", dv);
-        if (!x->o->check || c->op == COMMSCHED_COLL_BARRIER)
-            continue;
-        cs_check_coll cc = check_desc(c, dv);
-        dc->in_bytes = cs_check_input_elems(&cc) * c->es;
-        dc->out_bytes = cs_check_result_elems(&cc) * c->es;
-        if ((dc->in_bytes &&
-             (rc = cudaMallocHost(&dc->host_in, dc->in_bytes)) != cudaSuccess) ||
-            (dc->out_bytes &&
-             (rc = cudaMallocHost(&dc->host_out, dc->out_bytes)) != cudaSuccess))
-            return cuda_fail(err, rc, "cudaMallocHost (--check)", dv);
-        if (dc->in_bytes)
-            cs_check_fill(&cc, dc->host_in);
+    }
+    if (x->o->check) {
+        commsched_status st = setup_check(x, dv, err);
+        if (st != COMMSCHED_OK)
+            return st;
     }
 #if COMMSCHED_HAVE_CUBLAS
     if (x->gemm_max) {
@@ -996,6 +1012,10 @@ static void exec_fini(exec *x)
             cudaFreeHost(dv->colls[i].host_in);
             cudaFreeHost(dv->colls[i].host_out);
         }
+        for (uint32_t b = 0; dv->image && b < x->g->n_buffers; b++)
+            cudaFreeHost(dv->image[b]);
+        free(dv->image);
+        cs_check_ref_free(dv->ref);
         for (uint32_t b = 0; dv->mem && b < x->g->n_buffers; b++)
             if (dv->mem[b])
                 cudaFree(dv->mem[b]);
