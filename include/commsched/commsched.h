@@ -207,8 +207,8 @@ COMMSCHED_EXPORT const commsched_run *
 commsched_result_run(const commsched_result *r);
 
 /* The simulator's totals for g's own order (before) and for the new order
- * (after), with memory peaks (peak_memory_step is DESIGN.md §3's per-step
- * peak). Borrowed until the result is destroyed. */
+ * (after), with memory peaks (peak_memory_step is the per-step peak of
+ * docs/FORMAT.md, "Memory model (in brief)"). Borrowed until the result is destroyed. */
 COMMSCHED_EXPORT const commsched_sim_totals *
 commsched_result_before(const commsched_result *r);
 COMMSCHED_EXPORT const commsched_sim_totals *
@@ -228,8 +228,9 @@ commsched_result_runtimes(const commsched_result *r);
  * commsched_tune_options_init and set what you need; strings and arrays are
  * borrowed for the call. */
 typedef struct commsched_tune_options {
-    double budget;       /* a candidate fits when its per-step peak (DESIGN.md
-                            §3) is <= budget x the input order's; INFINITY:
+    double budget;       /* a candidate fits when its per-step peak
+                            (docs/FORMAT.md, "Memory model (in brief)")
+                            is <= budget x the input order's; INFINITY:
                             any peak fits. Default 1.0. */
     int threads;         /* OpenMP threads; 0: OpenMP's default (the
                             OMP_NUM_THREADS environment variable, else one per

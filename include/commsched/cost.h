@@ -1,5 +1,5 @@
 /* commsched — runtime estimates: device profiles and the cost model
- * (DESIGN.md §4, docs/COST.md).
+ * (docs/COST.md).
  *
  * Precedence for every node: the node's own runtime_ns ("file"); otherwise
  * the model ("model"); a node the model has nothing to go on for (a compute
@@ -10,8 +10,9 @@
  *   modes: COMMSCHED_COMM_MODEL_NCCL (default) prices Ring and Tree with the
  *   LL, LL128 and Simple protocols and keeps the fastest, as NCCL's tuner
  *   does; COMMSCHED_COMM_MODEL_INDUCTOR is Inductor's canonical single-protocol
- *   estimate (Ring, LL, two channels), which reproduces the worked values of
- *   reference/inductor-overlap-passes.md §5 to the digit.
+ *   estimate (Ring, LL, two channels), which reproduces Inductor's own
+ *   figures to the digit (docs/COST.md, "Mode `inductor`: the canonical
+ *   single-protocol estimate").
  *
  * Every estimate is also available as the cost tuple of tensorcraft (seed
  * 000): latency, bandwidth term, computation, memory delta, with

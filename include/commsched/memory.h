@@ -1,5 +1,5 @@
 /* commsched — the memory model (Inductor's memory.py, with its incremental
- * tracking made exact; DESIGN.md §3).
+ * tracking made exact; docs/FORMAT.md, "Memory model (in brief)").
  *
  * Per node, in schedule order:
  *     cur += size_alloc; post_alloc = cur; peak = max(peak, cur);

@@ -1,5 +1,5 @@
 /* commsched — scheduling passes, their knobs and the pipeline that runs
- * them (DESIGN.md §6).
+ * them (docs/PASSES.md).
  *
  * Passes are data: a table of (name, function, description), listed by
  * commsched_pass_count/commsched_pass_name. A pipeline is a comma-separated
@@ -96,7 +96,7 @@ typedef struct commsched_bucket_stats {
     const char *const *members; /* the former collectives' names, in wait
                                    order (copies owned by the run) */
     int64_t bytes;            /* the merged collective's bytes: the larger
-                                 of its flat input and output (DESIGN §4) */
+                                 of its flat input and output (docs/COST.md) */
     double time_before_ns;    /* the members' runtimes, summed */
     double time_after_ns;     /* merged collective + copy-in (cost model) */
     const char *closed_by;    /* why it took no further member: "cap",
@@ -109,7 +109,7 @@ typedef struct commsched_bucket_stats {
 
 /* One collective as the overlap pass left it (docs/PASSES.md, overlap).
  * Positions are indices in the pass's input order (before) and output order
- * (after); times come from the simulator (DESIGN.md §5) with the pipeline's
+ * (after); times come from the simulator (simulate.h) with the pipeline's
  * runtimes, one comm stream per process group. */
 typedef struct commsched_overlap_stats {
     uint32_t node;                     /* the collective */

@@ -1,7 +1,7 @@
-/* commsched — overlap reports from a simulation (DESIGN.md §7,
- * docs/REPORTS.md): an aligned text table, a JSON document with stable keys,
- * a Chrome trace event file that Perfetto and chrome://tracing open, and a
- * self-contained HTML page (timelines per stream, memory curve, sortable
+/* commsched — overlap reports from a simulation (docs/REPORTS.md): an
+ * aligned text table, a JSON document with stable keys, a Chrome trace
+ * event file that Perfetto and chrome://tracing open, and a self-contained
+ * HTML page (timelines per stream, memory curve, sortable
  * per-collective table) or its timeline alone as SVG.
  *
  * Every writer streams: it never holds more than one row or one event in

@@ -1,5 +1,5 @@
 /* commsched — runtimes: executing a schedule on real ranks and measuring it
- * against the simulator's prediction (DESIGN.md §8, docs/RUNTIME.md).
+ * against the simulator's prediction (docs/RUNTIME.md).
  *
  * A runtime is an adaptor behind a versioned table of operations, looked up
  * by name (QBE's Target table): the core never includes mpi.h or CUDA

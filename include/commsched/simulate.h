@@ -1,4 +1,5 @@
-/* commsched — the simulator: the judge of every schedule (DESIGN.md §5).
+/* commsched — the simulator: the judge of every schedule (docs/REPORTS.md,
+ * "What the figures mean").
  *
  * The host issues nodes in schedule order onto one compute stream and one
  * comm stream per process group (or a single shared comm stream):
@@ -12,7 +13,7 @@
  *   occupies both until it ends; exposed = its end - the compute-stream
  *   time at its issue.
  * Reported: per-node issue/start/end, per-collective exposed and overlapped
- * compute, makespan, totals, overlap, the lower bound of DESIGN.md §5 and
+ * compute, makespan, totals, overlap, the lower bound (docs/REPORTS.md) and
  * efficiency = bound / makespan, and memory over simulated time (allocate
  * at a node's start, free at the end of the buffer's last reader in time)
  * beside the per-step peak of §3.
@@ -93,7 +94,7 @@ typedef struct commsched_sim_totals {
     int64_t memory_baseline; /* freeable graph inputs that are read */
     int64_t peak_memory;     /* over simulated time */
     double peak_memory_at_ns;
-    int64_t peak_memory_step; /* DESIGN.md §3 per-step peak, same order */
+    int64_t peak_memory_step; /* per-step peak (docs/FORMAT.md), same order */
 } commsched_sim_totals;
 
 /* One point of the memory curve: live bytes from time_ns on. */

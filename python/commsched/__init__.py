@@ -380,8 +380,8 @@ class Graph:
 class SimTotals:
     """The simulator's totals for one order (commsched_sim_totals; times in
     ns, memory in bytes). ``peak_memory_step`` is the per-step peak of the
-    memory model (DESIGN.md §3), ``peak_memory`` the peak over simulated
-    time."""
+    memory model (docs/FORMAT.md, "Memory model (in brief)"),
+    ``peak_memory`` the peak over simulated time."""
 
     makespan_ns: float
     compute_ns: float

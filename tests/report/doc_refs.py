@@ -6,15 +6,19 @@ usage: doc_refs.py COMMSCHED SOURCE_DIR SCRATCH_DIR SHARED_DATA
 Collects the text of `commsched --help`, every subcommand's --help and
 the HTML pages and SVG timelines the CLI writes (the example optimized
 with pass statistics, with a measured run, a report of a graph without
-collectives, an imported Chakra trace without sizes), extracts each
-reference to a Markdown file (`docs/REPORTS.md`, `README.md`, ...) and
-checks, relative to SOURCE_DIR:
+collectives, an imported Chakra trace without sizes), and what those
+point on to: docs/*.md, the installed headers include/commsched/*.h and
+the Python package's docstrings. Extracts each reference to a Markdown
+file (`docs/REPORTS.md`, `FORMAT.md` from docs/, ...) and checks:
 - the file is in the repository (a user has the repository, not the
-  design notes it was built from);
+  design notes it was built from), relative to the citing file's folder
+  or to SOURCE_DIR;
 - a cited section exists as a heading of that file: a quoted title
   (`docs/REPORTS.md "Measured runs"`, curly quotes too), a numbered
   section (`§3`, `section 3`: a heading numbered 3) or an anchor
-  (`#measured-runs`, GitHub's slug of a heading).
+  (`#measured-runs`, GitHub's slug of a heading). A quoted title may be
+  the start of a longer heading ("Fuzzing" for "Fuzzing (issue 21)").
+EXTERNAL lists the sources outside the repository docs still cite.
 Also checks that the collection found the references it must (so the
 extraction cannot silently find nothing)."""
 
@@ -28,6 +32,13 @@ import sys
 CLI, SRC, SCRATCH, DATA = sys.argv[1:5]
 EXAMPLE = os.path.join(SRC, "graphs", "examples", "fsdp_2layer.json")
 CHAKRA = os.path.join(DATA, "chakra", "small_chakra.0.json")
+
+# Cited by docs/ as the origin of constants and scenarios, outside the
+# repository: the project's reference notes and the shared test data's
+# README (tests read that data from COMMSCHED_SHARED_DATA). Only docs/ may
+# cite them; --help, pages, headers and docstrings may not.
+EXTERNAL = {"reference/inductor-overlap-passes.md",
+            "reference/overlap-landscape.md", "../shared/data/README.md"}
 
 # A Markdown file, then optionally a section: "Title", “Title”, §3 (or a
 # list: §3/§5, §3 and §5), section 3, #anchor.
@@ -72,10 +83,23 @@ def headings(path):
     return out
 
 
+def resolve(where, name):
+    """The cited file: beside the citing file, else from the repository's
+    root; None outside the repository or missing."""
+    root = os.path.realpath(SRC)
+    for base in (os.path.dirname(os.path.join(SRC, where)), SRC):
+        path = os.path.realpath(os.path.join(base, name))
+        if path.startswith(root + os.sep) and os.path.isfile(path):
+            return path
+    return None
+
+
 def check_ref(where, ref, errors):
     name, quoted, curly, paras, section, anchor = ref
-    path = os.path.join(SRC, name)
-    if not os.path.isfile(path):
+    if name in EXTERNAL and where.startswith("docs/"):
+        return
+    path = resolve(where, name)
+    if path is None:
         errors.append("%s cites %s, which is not in the repository"
                       % (where, name))
         return
@@ -83,7 +107,10 @@ def check_ref(where, ref, errors):
     want = []
     if quoted or curly:
         title = quoted or curly
-        if not any(norm(h) == norm(title) for h in hs):
+        t = norm(title)
+        if not any(norm(h) == t or (norm(h).startswith(t) and
+                                    not norm(h)[len(t)].isalnum())
+                   for h in hs):
             errors.append("%s cites %s \"%s\": no such heading (%s has: %s)"
                           % (where, name, title, name,
                              "; ".join(hs)))
@@ -145,6 +172,17 @@ def main():
         if f.endswith((".html", ".svg")):
             texts[f] = page_text(p(f))
 
+    # What the CLI's texts point to, and the API's own documentation.
+    for sub, ext in (("docs", ".md"), ("include/commsched", ".h"),
+                     ("python/commsched", ".py")):
+        for f in sorted(os.listdir(os.path.join(SRC, sub))):
+            if f.endswith(ext):
+                with open(os.path.join(SRC, sub, f), encoding="utf-8") as fh:
+                    text = fh.read()
+                if ext == ".h":  # a title may wrap inside a comment
+                    text = re.sub(r"^\s*\*+ ?", "", text, flags=re.M)
+                texts[sub + "/" + f] = text
+
     errors, seen = [], set()
     for where, text in texts.items():
         for m in REF.finditer(text):
@@ -154,7 +192,8 @@ def main():
     for where, name in (("commsched --help", "docs/FORMAT.md"),
                         ("commsched report --help", "docs/REPORTS.md"),
                         ("commsched info --help", "docs/FORMAT.md"),
-                        ("ex.html", "docs/REPORTS.md")):
+                        ("ex.html", "docs/REPORTS.md"),
+                        ("docs/API.md", "FORMAT.md")):
         if (where, name) not in seen:
             errors.append("found no reference to %s in %s" % (name, where))
     for e in errors:
