@@ -314,6 +314,11 @@ class Errors(unittest.TestCase):
             'passes: unknown pass "nope" (known: '), str(e))
         for name, _ in commsched.passes():
             self.assertIn(name, str(e))
+        # A misspelling gets the library's "did you mean", in Python too.
+        self.check(lambda: commsched.optimize(g, "sink_waits,overlapp"),
+                   "EINVAL",
+                   'passes: unknown pass "overlapp" (did you mean '
+                   '"overlap"?)', path="passes")
         self.check(lambda: commsched.optimize(
             g, reorder_iterative_peak_memory_budget="lots"), "EINVAL",
             'reorder_iterative_peak_memory_budget: bad value "lots" '
