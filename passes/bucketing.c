@@ -62,91 +62,8 @@
 #include "commsched/cost.h"
 #include "commsched/memory.h"
 #include "commsched/simulate.h"
-#include "heap.h"
-#include "kernel.h"
-#include "passes_internal.h"
+#include "bucketing_internal.h"
 
-/* A collective of the pass's op, in wait order. */
-typedef struct cand {
-    uint32_t coll, wait;
-    uint32_t in, out;           /* the buffers it reads and writes */
-    int64_t in_bytes, out_bytes; /* root sizes */
-    int64_t bytes;              /* max of the two, as Inductor counts */
-    int eligible;               /* may join a bucket at all */
-    int in_place;               /* output is an alias of the input */
-} cand;
-
-typedef struct bucket {
-    uint32_t first, n;     /* members: mem[first .. first + n) */
-    int64_t bytes;
-    uint32_t name_k;       /* "bucket_<tag>_<name_k>" */
-    const char *closed_by;
-} bucket;
-
-/* Names of one bucket's nodes and buffers. */
-typedef struct bnames {
-    char coll[48], copy_in[64], wait[64], in[64], out[64];
-} bnames;
-
-/* One rewritten graph. */
-typedef struct built {
-    commsched_graph *g;
-    double *runtime;
-    uint32_t *bucket_node; /* per bucket: copy-in, collective, wait */
-    uint32_t fake_dropped;
-} built;
-
-typedef struct bk_pass {
-    cs_pass_ctx *ctx;
-    const commsched_graph *g;
-    commsched_coll_op op;
-    const char *tag;
-    int by_block;          /* the key also holds the node's block run */
-    uint32_t *block_run;   /* by_block: node -> its run of consecutive
-                              nodes (input order) of one block */
-    uint32_t n;
-    uint32_t *order, *pos;
-    cand *cands;
-    size_t n_cands;
-    uint32_t *mem;         /* member candidate indices */
-    size_t n_mem;
-    bucket *bk;            /* closed buckets of two or more */
-    size_t n_bk, cap_bk;
-    /* lazy descendant marks of the open bucket */
-    uint32_t *mark, epoch;
-    cs_heap desc;
-    uint32_t *via;         /* buffer -> the candidate whose output is on its
-                              alias chain, or NONE */
-    uint32_t *cand_bucket; /* candidate -> its bucket while mapped */
-    /* materialize scratch */
-    uint32_t *vmap;        /* old node -> itself or its bucket node's id */
-    bnames *names;
-    size_t cap_names;
-    const char **s_in, **s_after, **s_fake;
-    size_t cap_in, cap_after, cap_fake;
-    commsched_output_spec *s_out;
-    size_t cap_out;
-    uint32_t *seen, seen_stamp;
-    size_t cap_seen;
-} bk_pass;
-
-static commsched_status oom(commsched_error *err)
-{
-    return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
-}
-
-/* A node in the one heap (heap.h), ordered by its key; ties, if a caller
- * makes any, go to the lower node id. Every heap here was reserved for all
- * its nodes, so a push cannot fail. */
-/* Both heaps are reserved for every node up front and hold a node at
- * most once, so a push cannot need memory. */
-static void push_node(cs_heap *h, uint64_t key, uint32_t v)
-{
-    cs_heap_item x = {key, 0.0, v, v};
-    int rc = cs_heap_push(h, x);
-    assert(rc == 0);
-    (void)rc;
-}
 
 /* ---- candidates ------------------------------------------------------------ */
 
@@ -192,7 +109,7 @@ static commsched_status collect(bk_pass *p)
     const commsched_graph *g = p->g;
     p->cands = cs_malloc_array(p->n, sizeof *p->cands);
     if (!p->cands)
-        return oom(p->ctx->err);
+        return bk_oom(p->ctx->err);
     for (uint32_t k = 0; k < p->n; k++) {
         uint32_t w = p->order[k], coll = COMMSCHED_NONE;
         if (!cs_is_wait(g, w))
@@ -227,7 +144,7 @@ static commsched_status chains(bk_pass *p)
     p->via = cs_malloc_array(g->n_buffers, sizeof *p->via);
     p->cand_bucket = cs_malloc_array(p->n_cands + 1, sizeof *p->cand_bucket);
     if (!p->via || !p->cand_bucket)
-        return oom(p->ctx->err);
+        return bk_oom(p->ctx->err);
     for (uint32_t b = 0; b < g->n_buffers; b++)
         p->via[b] = COMMSCHED_NONE;
     for (size_t ci = 0; ci < p->n_cands; ci++) {
@@ -271,17 +188,6 @@ static int same_key(const bk_pass *p, const cand *a, const cand *b)
 
 /* ---- the rewritten graph ------------------------------------------------- */
 
-static const bucket *bucket_at(const bk_pass *p, const bucket *extra,
-                               size_t i)
-{
-    return i < p->n_bk ? &p->bk[i] : extra;
-}
-
-static const cand *member(const bk_pass *p, const bucket *b, uint32_t i)
-{
-    assert(i < b->n && b->first + i < p->n_mem + 1);
-    return &p->cands[p->mem[b->first + i]];
-}
 
 static int name_taken(const commsched_graph *g, const bnames *nm)
 {
@@ -378,7 +284,7 @@ static commsched_status add_old_node(bk_pass *p, commsched_builder *b,
     if (grow_names(&p->s_in, &p->cap_in, n_in) != 0 ||
         cs_grow((void **)&p->s_out, &p->cap_out, nd->n_out ? nd->n_out : 1,
                 sizeof *p->s_out) != 0)
-        return oom(err);
+        return bk_oom(err);
     for (uint32_t i = 0; i < n_in; i++)
         p->s_in[i] = g->buffers[CS_ROW_BEGIN(g->reads, v)[i]].name;
     for (uint32_t i = 0; i < nd->n_out; i++) {
@@ -398,7 +304,7 @@ static commsched_status add_old_node(bk_pass *p, commsched_builder *b,
                              CS_ROW_LEN(g->after_fake, v), v, v, newidx, 1,
                              dropped);
     if (n_after == (size_t)-1 || n_fake == (size_t)-1)
-        return oom(err);
+        return bk_oom(err);
     sp.name = nd->name;
     sp.kind = (commsched_node_kind)nd->kind;
     sp.op = nd->op;
@@ -426,43 +332,14 @@ static commsched_status add_old_node(bk_pass *p, commsched_builder *b,
  * into the smallest itemsize). */
 static commsched_dtype bucket_dtype(const bk_pass *p, const bucket *bk)
 {
-    uint8_t best = p->g->nodes[member(p, bk, 0)->coll].dtype;
+    uint8_t best = p->g->nodes[bk_member(p, bk, 0)->coll].dtype;
     for (uint32_t i = 1; i < bk->n; i++) {
-        uint8_t d = p->g->nodes[member(p, bk, i)->coll].dtype;
+        uint8_t d = p->g->nodes[bk_member(p, bk, i)->coll].dtype;
         if (commsched_dtype_size((commsched_dtype)d) <
             commsched_dtype_size((commsched_dtype)best))
             best = d;
     }
     return (commsched_dtype)best;
-}
-
-/* What a bucket allocates. An all-gather gathers in place: its copy-in
- * allocates the whole flat output and writes this rank's slice of it, as
- * Inductor's _pre_bucket_all_gather does, so the bucket costs its output
- * and no separate flat input. An all-reduce whose members all were in
- * place is in place on the flat input too. */
-typedef struct flat {
-    int64_t copy_size; /* the copy-in's buffer ("_in") */
-    int64_t out_size;  /* the collective's own buffer ("_out"), if real */
-    int out_alias;     /* "_out" is an alias of "_in" */
-    double copied;     /* bytes the copy-in reads (and writes) */
-} flat;
-
-static flat flat_of(const bk_pass *p, const bucket *bk)
-{
-    int64_t in_sum = 0, out_sum = 0;
-    int all_in_place = 1;
-    for (uint32_t i = 0; i < bk->n; i++) {
-        in_sum += member(p, bk, i)->in_bytes;
-        out_sum += member(p, bk, i)->out_bytes;
-        all_in_place &= member(p, bk, i)->in_place;
-    }
-    flat f;
-    f.out_alias = p->op == COMMSCHED_COLL_ALL_GATHER || all_in_place;
-    f.copy_size = p->op == COMMSCHED_COLL_ALL_GATHER ? out_sum : in_sum;
-    f.out_size = f.out_alias ? 0 : out_sum;
-    f.copied = (double)in_sum;
-    return f;
 }
 
 /* The three nodes of bucket `bi` (kind 0 copy-in, 1 collective, 2 wait). */
@@ -478,14 +355,14 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
     commsched_node_spec sp;
     memset(&sp, 0, sizeof sp);
     sp.runtime_ns = sp.flops = sp.bytes = -1.0;
-    flat f = flat_of(p, bk);
+    flat f = cs_bk_flat_of(p, bk);
     commsched_output_spec one;
     size_t n_after = 0, n_fake = 0;
     if (kind == 0) {
         if (grow_names(&p->s_in, &p->cap_in, bk->n) != 0)
-            return oom(err);
+            return bk_oom(err);
         for (uint32_t i = 0; i < bk->n; i++)
-            p->s_in[i] = g->buffers[member(p, bk, i)->in].name;
+            p->s_in[i] = g->buffers[bk_member(p, bk, i)->in].name;
         one.name = nm->in;
         one.size = f.copy_size;
         one.alias_of = NULL;
@@ -497,12 +374,12 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
     } else {
         const char *in_name = kind == 1 ? nm->in : nm->out;
         if (grow_names(&p->s_in, &p->cap_in, 1) != 0)
-            return oom(err);
+            return bk_oom(err);
         p->s_in[0] = in_name;
         sp.n_inputs = 1;
         next_stamp(p);
         for (uint32_t i = 0; i < bk->n; i++) {
-            const cand *c = member(p, bk, i);
+            const cand *c = bk_member(p, bk, i);
             uint32_t v = kind == 1 ? c->coll : c->wait;
             n_after = add_refs(p, &p->s_after, &p->cap_after, n_after,
                                CS_ROW_BEGIN(g->after, v),
@@ -511,11 +388,11 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
                                kind == 1 ? self_wait : self_coll, newidx, 0,
                                dropped);
             if (n_after == (size_t)-1)
-                return oom(err);
+                return bk_oom(err);
         }
         next_stamp(p);
         for (uint32_t i = 0; i < bk->n; i++) {
-            const cand *c = member(p, bk, i);
+            const cand *c = bk_member(p, bk, i);
             uint32_t v = kind == 1 ? c->coll : c->wait;
             n_fake = add_refs(p, &p->s_fake, &p->cap_fake, n_fake,
                               CS_ROW_BEGIN(g->after_fake, v),
@@ -524,7 +401,7 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
                               kind == 1 ? self_wait : self_coll, newidx, 1,
                               dropped);
             if (n_fake == (size_t)-1)
-                return oom(err);
+                return bk_oom(err);
         }
         sp.after = p->s_after;
         sp.n_after = n_after;
@@ -532,7 +409,7 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
         sp.n_after_fake = n_fake;
     }
     if (kind == 1) {
-        const cs_node *first = &g->nodes[member(p, bk, 0)->coll];
+        const cs_node *first = &g->nodes[bk_member(p, bk, 0)->coll];
         one.name = nm->out;
         one.size = f.out_size;
         one.alias_of = f.out_alias ? nm->in : NULL;
@@ -546,13 +423,13 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
     if (kind == 2) {
         size_t n_out = 0;
         for (uint32_t i = 0; i < bk->n; i++)
-            n_out += g->nodes[member(p, bk, i)->wait].n_out;
+            n_out += g->nodes[bk_member(p, bk, i)->wait].n_out;
         if (cs_grow((void **)&p->s_out, &p->cap_out, n_out ? n_out : 1,
                     sizeof *p->s_out) != 0)
-            return oom(err);
+            return bk_oom(err);
         n_out = 0;
         for (uint32_t i = 0; i < bk->n; i++) {
-            const cand *c = member(p, bk, i);
+            const cand *c = bk_member(p, bk, i);
             const cs_node *w = &g->nodes[c->wait];
             for (uint32_t k = 0; k < w->n_out; k++) {
                 const cs_buffer *o = &g->buffers[w->out_first + k];
@@ -567,7 +444,7 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
         }
         sp.name = nm->wait;
         sp.kind = COMMSCHED_NODE_WAIT;
-        sp.op = g->nodes[member(p, bk, 0)->wait].op;
+        sp.op = g->nodes[bk_member(p, bk, 0)->wait].op;
         sp.outputs = p->s_out;
         sp.n_outputs = n_out;
     } else {
@@ -586,170 +463,26 @@ static void built_free(built *bt)
     memset(bt, 0, sizeof *bt);
 }
 
-/* Points the members of the buckets at their bucket: vmap (member nodes ->
- * the bucket's collective or wait) and cand_bucket. unmap undoes it. */
-static void map_buckets(bk_pass *p, const bucket *extra, size_t nb, int on)
+/* Points the members of bucket bi at it: vmap (member nodes -> the
+ * bucket's collective or wait) and cand_bucket; on = 0 undoes it. A closed
+ * bucket stays mapped from the moment it closes (close_open); only the
+ * open one (`extra`) is mapped for the time of one pricing, so a pricing
+ * costs its own members, not every member so far. */
+static void map_bucket(bk_pass *p, const bucket *bk, size_t bi, int on)
 {
-    for (size_t bi = 0; bi < nb; bi++) {
-        const bucket *bk = bucket_at(p, extra, bi);
-        for (uint32_t i = 0; i < bk->n; i++) {
-            uint32_t ci = p->mem[bk->first + i];
-            const cand *c = &p->cands[ci];
-            p->vmap[c->coll] = on ? (uint32_t)(p->n + 3 * bi + 1) : c->coll;
-            p->vmap[c->wait] = on ? (uint32_t)(p->n + 3 * bi + 2) : c->wait;
-            p->cand_bucket[ci] = on ? (uint32_t)bi : COMMSCHED_NONE;
-        }
+    for (uint32_t i = 0; i < bk->n; i++) {
+        uint32_t ci = p->mem[bk->first + i];
+        const cand *c = &p->cands[ci];
+        p->vmap[c->coll] = on ? (uint32_t)(p->n + 3 * bi + 1) : c->coll;
+        p->vmap[c->wait] = on ? (uint32_t)(p->n + 3 * bi + 2) : c->wait;
+        p->cand_bucket[ci] = on ? (uint32_t)bi : COMMSCHED_NONE;
     }
 }
 
-/* The new order over virtual ids (old nodes, then copy-in, collective and
- * wait of each bucket). Keys: an old node its position; a bucket's copy-in
- * and collective the later of its first member's issue point and its
- * inputs' producers (after the node there); its wait the first member
- * wait's position. A stable topological sort by key places every node as
- * close to its key as the dependencies allow. Buckets must be mapped. */
-typedef struct placement {
-    size_t nb, V;
-    uint32_t *vorder, *newidx;
-    uint32_t placed;
-} placement;
-
-static void placement_free(placement *pl)
+static void map_extra(bk_pass *p, const bucket *extra, int on)
 {
-    free(pl->vorder);
-    free(pl->newidx);
-    memset(pl, 0, sizeof *pl);
-}
-
-static commsched_status place(bk_pass *p, const bucket *extra,
-                              placement *pl)
-{
-    const commsched_graph *g = p->g;
-    commsched_error *err = p->ctx->err;
-    uint32_t n = p->n;
-    size_t nb = p->n_bk + (extra ? 1 : 0);
-    size_t V = (size_t)n + 3 * nb, removed = 0;
-    commsched_status st = COMMSCHED_OK;
-    uint32_t *rows = NULL, *vals = NULL, *indeg = NULL;
-    uint64_t *key = NULL;
-    cs_csr users = {0};
-    cs_heap h = {0};
-    memset(pl, 0, sizeof *pl);
-    pl->nb = nb;
-    pl->V = V;
-    if (V >= UINT32_MAX)
-        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
-                                   "bucketing: too many nodes");
-    size_t m = g->deps.off[n] + 2 * nb;
-    for (size_t bi = 0; bi < nb; bi++) {
-        const bucket *bk = bucket_at(p, extra, bi);
-        for (uint32_t i = 0; i < bk->n; i++) {
-            const cand *c = member(p, bk, i);
-            m += 1 + CS_ROW_LEN(g->after, c->coll) +
-                 CS_ROW_LEN(g->after, c->wait);
-        }
-        removed += 2 * (size_t)bk->n;
-    }
-    rows = cs_malloc_array(m ? m : 1, sizeof *rows);
-    vals = cs_malloc_array(m ? m : 1, sizeof *vals);
-    indeg = cs_calloc(V, sizeof *indeg);
-    key = cs_malloc_array(V, sizeof *key);
-    pl->newidx = cs_malloc_array(V, sizeof *pl->newidx);
-    pl->vorder = cs_malloc_array(V, sizeof *pl->vorder);
-    int heap_failed = cs_heap_reserve(&h, V) != 0;
-    if (!rows || !vals || !indeg || !key || !pl->newidx || !pl->vorder ||
-        heap_failed)
-        goto oom;
-    size_t k = 0;
-    for (uint32_t v = 0; v < n; v++) {
-        key[v] = (uint64_t)(p->pos[v] + 1) << 32;
-        if (p->vmap[v] != v)
-            continue;
-        for (uint32_t e = g->deps.off[v]; e < g->deps.off[v + 1]; e++) {
-            rows[k] = p->vmap[g->deps.idx[e]];
-            vals[k++] = v;
-        }
-    }
-    for (size_t bi = 0; bi < nb; bi++) {
-        const bucket *bk = bucket_at(p, extra, bi);
-        uint32_t cp = (uint32_t)(n + 3 * bi), co = cp + 1, wa = cp + 2;
-        /* A bucket depends only on buckets whose waits come earlier, so
-         * their keys are known here. */
-        uint64_t at = UINT64_MAX, wait_at = UINT64_MAX;
-        for (uint32_t i = 0; i < bk->n; i++) {
-            const cand *c = member(p, bk, i);
-            uint64_t a = (uint64_t)(p->pos[c->coll] + 1);
-            uint64_t w = (uint64_t)(p->pos[c->wait] + 1);
-            at = a < at ? a : at;
-            wait_at = w < wait_at ? w : wait_at;
-        }
-        for (uint32_t i = 0; i < bk->n; i++) {
-            const cand *c = member(p, bk, i);
-            uint32_t pr = g->buffers[c->in].producer;
-            if (pr != COMMSCHED_NONE) {
-                rows[k] = p->vmap[pr];
-                vals[k++] = cp;
-                if (key[p->vmap[pr]] >> 32 > at)
-                    at = key[p->vmap[pr]] >> 32;
-            }
-            for (uint32_t e = g->after.off[c->coll];
-                 e < g->after.off[c->coll + 1]; e++) {
-                uint32_t d = p->vmap[g->after.idx[e]];
-                rows[k] = d;
-                vals[k++] = co;
-                if (key[d] >> 32 > at)
-                    at = key[d] >> 32;
-            }
-            for (uint32_t e = g->after.off[c->wait];
-                 e < g->after.off[c->wait + 1]; e++) {
-                uint32_t d = p->vmap[g->after.idx[e]];
-                if (d == co || d == wa)
-                    continue;
-                rows[k] = d;
-                vals[k++] = wa;
-            }
-        }
-        rows[k] = cp;
-        vals[k++] = co;
-        rows[k] = co;
-        vals[k++] = wa;
-        key[cp] = at << 32 | (uint64_t)(1 + 2 * bi);
-        key[co] = at << 32 | (uint64_t)(2 + 2 * bi);
-        key[wa] = wait_at << 32;
-    }
-    if (cs_csr_from_pairs(&users, (uint32_t)V, rows, vals, k) != 0)
-        goto oom;
-    for (size_t e = 0; e < k; e++)
-        indeg[vals[e]]++;
-    for (uint32_t v = 0; v < V; v++)
-        if ((v >= n || p->vmap[v] == v) && indeg[v] == 0)
-            push_node(&h, key[v], v);
-    while (h.n > 0) {
-        uint32_t v = cs_heap_pop(&h).v;
-        assert(pl->placed < V - removed); /* each node once */
-        pl->newidx[v] = pl->placed;
-        pl->vorder[pl->placed++] = v;
-        for (uint32_t e = users.off[v]; e < users.off[v + 1]; e++)
-            if (--indeg[users.idx[e]] == 0)
-                push_node(&h, key[users.idx[e]], users.idx[e]);
-    }
-    if (pl->placed != V - removed)
-        st = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
-                                 "bucketing: the merged graph has a "
-                                 "dependency cycle");
-    goto cleanup;
-oom:
-    st = oom(err);
-cleanup:
-    cs_csr_free(&users);
-    free(rows);
-    free(vals);
-    free(indeg);
-    free(key);
-    cs_heap_fini(&h);
-    if (st != COMMSCHED_OK)
-        placement_free(pl);
-    return st;
+    if (extra)
+        map_bucket(p, extra, p->n_bk, on);
 }
 
 /* Builds the graph with the closed buckets and `extra` (may be NULL)
@@ -769,15 +502,15 @@ static commsched_status materialize(bk_pass *p, const bucket *extra,
                 sizeof *p->names) != 0 ||
         cs_grow((void **)&p->seen, &p->cap_seen, (size_t)n + 3 * nb,
                 sizeof *p->seen) != 0)
-        return oom(err);
+        return bk_oom(err);
     /* cs_grow leaves new entries uninitialised: every stamp starts below
      * the first one handed out. */
     memset(p->seen, 0, p->cap_seen * sizeof *p->seen);
     p->seen_stamp = 0;
     for (size_t bi = 0; bi < nb; bi++)
-        fill_names(p, bucket_at(p, extra, bi)->name_k, &p->names[bi]);
-    map_buckets(p, extra, nb, 1);
-    if ((st = place(p, extra, &pl)) != COMMSCHED_OK)
+        fill_names(p, bk_bucket_at(p, extra, bi)->name_k, &p->names[bi]);
+    map_extra(p, extra, 1);
+    if ((st = cs_bk_place(p, extra, &pl)) != COMMSCHED_OK)
         goto cleanup;
     out->bucket_node = cs_malloc_array(3 * nb + 1, sizeof *out->bucket_node);
     if (!out->bucket_node)
@@ -798,7 +531,7 @@ static commsched_status materialize(bk_pass *p, const bucket *extra,
         if (v < n)
             st = add_old_node(p, b, v, pl.newidx, &out->fake_dropped);
         else
-            st = add_bucket_node(p, b, bucket_at(p, extra, (v - n) / 3),
+            st = add_bucket_node(p, b, bk_bucket_at(p, extra, (v - n) / 3),
                                  (v - n) / 3, (int)((v - n) % 3), pl.newidx,
                                  &out->fake_dropped);
     }
@@ -833,240 +566,13 @@ static commsched_status materialize(bk_pass *p, const bucket *extra,
         out->bucket_node[i] = pl.newidx[n + i];
     goto cleanup;
 oom:
-    st = oom(err);
+    st = bk_oom(err);
 cleanup:
-    map_buckets(p, extra, nb, 0);
+    map_extra(p, extra, 0);
     commsched_builder_destroy(b);
-    placement_free(&pl);
+    cs_bk_placement_free(&pl);
     if (st != COMMSCHED_OK)
         built_free(out);
-    return st;
-}
-
-/* ---- pricing a merge ------------------------------------------------------- */
-
-/* Peak memory of a graph in its own order, and (makespan not NULL) the
- * simulated step, with the library's own memory model and simulator. */
-static commsched_status price(const commsched_graph *g, const uint32_t *order,
-                              const double *runtime, int64_t *peak,
-                              double *makespan, commsched_error *err)
-{
-    commsched_schedule *s = NULL;
-    commsched_memory *mem = NULL;
-    commsched_sim *sim = NULL;
-    commsched_status st = commsched_schedule_create(g, order, &s, err);
-    if (st == COMMSCHED_OK)
-        st = commsched_memory_create(s, &mem, err);
-    if (st == COMMSCHED_OK)
-        *peak = commsched_memory_peak(mem, s, NULL);
-    if (st == COMMSCHED_OK && makespan) {
-        commsched_sim_options so;
-        commsched_sim_options_init(&so);
-        so.flags = 0; /* the timeline is all we need */
-        if ((st = commsched_sim_create(g, &sim, err)) == COMMSCHED_OK &&
-            (st = commsched_sim_run(sim, order, runtime, &so, err)) ==
-                COMMSCHED_OK)
-            *makespan = commsched_sim_get_totals(sim)->makespan_ns;
-    }
-    commsched_sim_destroy(sim);
-    commsched_memory_destroy(mem);
-    commsched_schedule_destroy(s);
-    return st;
-}
-
-/* The new nodes' runtimes exactly as commsched_cost_node prices the nodes
- * materialize writes: the copy-in from its bytes (flops absent), the
- * collective from the larger of its root input and output. */
-static commsched_status new_runtimes(const bk_pass *p, const bucket *bk,
-                                     const flat *f, double *copy, double *coll)
-{
-    const commsched_cost_options *o = p->ctx->cost;
-    const cs_group *gr = &p->g->groups[p->g->nodes[member(p, bk, 0)->coll].group];
-    double in = (double)f->copy_size;
-    double out = f->out_alias ? in : (double)f->out_size;
-    commsched_coll_cost cc;
-    commsched_status st = commsched_cost_collective(
-        o->device, o->comm_model, p->op, in > out ? in : out, gr->size,
-        gr->hosts, &cc, p->ctx->err);
-    *copy = commsched_cost_compute(o->device, -1.0, 2.0 * f->copied, NULL);
-    *coll = cc.time_ns;
-    return st;
-}
-
-/* Buffer x's root in the merged graph: the flat buffer of the first
- * bucketed member whose output is on x's alias chain (a chain runs through
- * several outputs only across in-place collectives), else its root. */
-static uint32_t new_root(const bk_pass *p, const flat *fl, uint32_t x)
-{
-    uint32_t c = p->via[x];
-    while (c != COMMSCHED_NONE && p->cand_bucket[c] == COMMSCHED_NONE)
-        c = p->cands[c].in_place ? p->via[p->cands[c].in] : COMMSCHED_NONE;
-    if (c == COMMSCHED_NONE)
-        return p->g->buffers[x].root;
-    uint32_t bi = p->cand_bucket[c];
-    return (uint32_t)(p->g->n_buffers + 2 * (size_t)bi +
-                      (fl[bi].out_alias ? 0 : 1));
-}
-
-/* The peak and the simulated step of the merged graph without building
- * it: the model's kernel (kernel.h: the memory step and the streams'
- * clocks, as the memory model and the simulator step through them, with
- * per-group comm streams) over the placement, so the figures are
- * identical; verify mode compares them with the real ones for every merge
- * priced. Buckets must be mapped. */
-static commsched_status virtual_price(bk_pass *p, const bucket *extra,
-                                      const placement *pl, int64_t *peak_out,
-                                      double *makespan_out)
-{
-    const commsched_graph *g = p->g;
-    uint32_t n = p->n, nbuf = g->n_buffers;
-    size_t nb = pl->nb, NB = (size_t)nbuf + 2 * nb;
-    commsched_status st = COMMSCHED_OK;
-    flat *fl = cs_malloc_array(nb + 1, sizeof *fl);
-    double *rt_new = cs_malloc_array(2 * nb + 1, sizeof *rt_new);
-    uint32_t *last = cs_malloc_array(NB, sizeof *last);
-    uint8_t *keep = cs_calloc(NB, 1);
-    int64_t *alloc = cs_calloc(pl->placed + 1, sizeof *alloc);
-    int64_t *fr = cs_calloc(pl->placed + 1, sizeof *fr);
-    double *coll_end = NULL, *stream_free = NULL;
-    if (!fl || !rt_new || !last || !keep || !alloc || !fr)
-        goto oom;
-    for (size_t bi = 0; bi < nb; bi++) {
-        fl[bi] = flat_of(p, bucket_at(p, extra, bi));
-        if ((st = new_runtimes(p, bucket_at(p, extra, bi), &fl[bi],
-                               &rt_new[2 * bi], &rt_new[2 * bi + 1])) !=
-            COMMSCHED_OK)
-            goto cleanup;
-    }
-#define FLAT_ROOT(bi) ((uint32_t)(nbuf + 2 * (bi) + (fl[bi].out_alias ? 0 : 1)))
-#define NEW_ROOT(x) new_root(p, fl, x)
-
-    /* Last reader of every root, and what each position allocates. */
-    for (size_t i = 0; i < NB; i++)
-        last[i] = COMMSCHED_NONE;
-    for (uint32_t k = 0; k < pl->placed; k++) {
-        uint32_t v = pl->vorder[k];
-        if (v < n) {
-            for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1]; e++)
-                last[NEW_ROOT(g->reads.idx[e])] = k;
-            continue;
-        }
-        size_t bi = (v - n) / 3;
-        const bucket *bk = bucket_at(p, extra, bi);
-        switch ((v - n) % 3) {
-        case 0:
-            for (uint32_t i = 0; i < bk->n; i++)
-                last[NEW_ROOT(member(p, bk, i)->in)] = k;
-            alloc[k] += fl[bi].copy_size;
-            break;
-        case 1:
-            last[nbuf + 2 * bi] = k;
-            alloc[k] += fl[bi].out_size;
-            break;
-        default:
-            last[FLAT_ROOT(bi)] = k;
-            break;
-        }
-    }
-    for (uint32_t i = 0; i < g->n_outputs; i++)
-        keep[NEW_ROOT(g->outputs[i])] = 1;
-
-    int64_t base = 0;
-    for (uint32_t b = 0; b < nbuf; b++) {
-        const cs_buffer *x = &g->buffers[b];
-        if (x->alias_of != COMMSCHED_NONE ||
-            (p->via[b] != COMMSCHED_NONE &&
-             p->cand_bucket[p->via[b]] != COMMSCHED_NONE))
-            continue; /* an alias, or a member's output: gone */
-        uint32_t at;
-        if (x->is_input) {
-            if (!x->freeable || last[b] == COMMSCHED_NONE)
-                continue;
-            base += x->size;
-            at = COMMSCHED_NONE;
-        } else {
-            at = pl->newidx[p->vmap[x->producer]];
-            alloc[at] += x->size;
-        }
-        if (!keep[b])
-            fr[last[b] != COMMSCHED_NONE ? last[b] : at] += x->size;
-    }
-    for (size_t bi = 0; bi < nb; bi++) {
-        uint32_t in = (uint32_t)(nbuf + 2 * bi);
-        if (!keep[in])
-            fr[last[in]] += fl[bi].copy_size;
-        if (!fl[bi].out_alias && !keep[in + 1])
-            fr[last[in + 1]] += fl[bi].out_size;
-    }
-    int64_t cur = base, peak = base;
-    int overflow = 0; /* the builder's limits keep sums far from 2^63 */
-    for (uint32_t k = 0; k < pl->placed; k++) {
-        int64_t level = cs_mem_step(&cur, alloc[k], fr[k], &overflow);
-        if (level > peak)
-            peak = level;
-    }
-    *peak_out = peak;
-
-    if (makespan_out) {
-        const double *rt = p->ctx->runtime_ns;
-        coll_end = cs_malloc_array(pl->V, sizeof *coll_end);
-        stream_free = cs_calloc(g->n_groups + 1, sizeof *stream_free);
-        if (!coll_end || !stream_free)
-            goto oom;
-        cs_clock clk = {0.0, stream_free};
-        for (uint32_t k = 0; k < pl->placed; k++) {
-            uint32_t v = pl->vorder[k];
-            const cs_node *nd = v < n ? &g->nodes[v] : NULL;
-            int kind = v < n ? nd->kind
-                       : (v - n) % 3 == 0 ? COMMSCHED_NODE_COMPUTE
-                       : (v - n) % 3 == 1 ? COMMSCHED_NODE_COLLECTIVE
-                                          : COMMSCHED_NODE_WAIT;
-            double r = v < n ? rt[v]
-                       : kind == COMMSCHED_NODE_WAIT
-                           ? 0.0
-                           : rt_new[2 * ((v - n) / 3) + ((v - n) % 3)];
-            if (kind == COMMSCHED_NODE_COMPUTE) {
-                cs_clock_compute(&clk, r);
-            } else if (kind == COMMSCHED_NODE_COLLECTIVE) {
-                uint32_t grp =
-                    nd ? nd->group
-                       : g->nodes[member(p, bucket_at(p, extra, (v - n) / 3), 0)
-                                      ->coll]
-                             .group;
-                coll_end[v] =
-                    cs_clock_collective(&clk, grp, r, nd && nd->is_sync) + r;
-            } else {
-                double t = clk.now;
-                if (nd) {
-                    for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1];
-                         e++) {
-                        uint32_t pr = g->buffers[g->reads.idx[e]].producer;
-                        if (pr != COMMSCHED_NONE && cs_is_collective(g, pr) &&
-                            coll_end[p->vmap[pr]] > t)
-                            t = coll_end[p->vmap[pr]];
-                    }
-                } else if (coll_end[v - 1] > t) {
-                    t = coll_end[v - 1];
-                }
-                cs_clock_wait(&clk, t, r);
-            }
-        }
-        *makespan_out = cs_clock_makespan(&clk, g->n_groups);
-    }
-#undef NEW_ROOT
-#undef FLAT_ROOT
-    goto cleanup;
-oom:
-    st = oom(p->ctx->err);
-cleanup:
-    free(fl);
-    free(rt_new);
-    free(last);
-    free(keep);
-    free(alloc);
-    free(fr);
-    free(coll_end);
-    free(stream_free);
     return st;
 }
 
@@ -1076,22 +582,33 @@ cleanup:
 static commsched_status evaluate(bk_pass *p, const bucket *extra,
                                  int64_t *peak, double *makespan)
 {
-    size_t nb = p->n_bk + (extra ? 1 : 0);
     placement pl;
-    map_buckets(p, extra, nb, 1);
-    commsched_status st = place(p, extra, &pl);
-    if (st == COMMSCHED_OK)
-        st = virtual_price(p, extra, &pl, peak, makespan);
-    map_buckets(p, extra, nb, 0);
-    placement_free(&pl);
+    commsched_status st = COMMSCHED_OK;
+    map_extra(p, extra, 1);
+    int fast = !makespan && extra && cs_bk_incr_peak(p, extra, peak);
+    if (!fast || p->ctx->verify) {
+        int64_t full = 0;
+        st = cs_bk_place(p, extra, &pl);
+        if (st == COMMSCHED_OK)
+            st = cs_bk_virtual_price(p, extra, &pl, &full, makespan);
+        cs_bk_placement_free(&pl);
+        if (st == COMMSCHED_OK && fast && full != *peak)
+            st = commsched_error_set(
+                p->ctx->err, COMMSCHED_EINTERNAL, NULL,
+                "bucketing: priced a merge incrementally at peak %lld; the "
+                "full placement has %lld",
+                (long long)*peak, (long long)full);
+        *peak = full;
+    }
+    map_extra(p, extra, 0);
     if (st != COMMSCHED_OK || !p->ctx->verify)
         return st;
     built bt;
     int64_t real_peak = 0;
     double real_makespan = 0;
     if ((st = materialize(p, extra, &bt)) == COMMSCHED_OK)
-        st = price(bt.g, NULL, bt.runtime, &real_peak,
-                   makespan ? &real_makespan : NULL, p->ctx->err);
+        st = cs_bk_price(bt.g, NULL, bt.runtime, &real_peak,
+                         makespan ? &real_makespan : NULL, p->ctx->err);
     built_free(&bt);
     if (st == COMMSCHED_OK &&
         (real_peak != *peak || (makespan && real_makespan != *makespan)))
@@ -1126,7 +643,7 @@ static void desc_add(bk_pass *p, uint32_t v)
 {
     if (p->mark[v] != p->epoch) {
         p->mark[v] = p->epoch;
-        push_node(&p->desc, p->pos[v], v);
+        bk_push_node(&p->desc, p->pos[v], v);
     }
 }
 
@@ -1155,6 +672,7 @@ static void open_with(bk_pass *p, open_bucket *ob, size_t ci)
     p->mem[p->n_mem++] = (uint32_t)ci;
     desc_reset(p);
     desc_add(p, p->cands[ci].wait);
+    cs_bk_incr_opened(p);
 }
 
 static commsched_status close_open(bk_pass *p, open_bucket *ob,
@@ -1163,8 +681,10 @@ static commsched_status close_open(bk_pass *p, open_bucket *ob,
     if (ob->b.n >= 2) {
         if (cs_grow((void **)&p->bk, &p->cap_bk, p->n_bk + 1,
                     sizeof *p->bk) != 0)
-            return oom(p->ctx->err);
+            return bk_oom(p->ctx->err);
         ob->b.closed_by = why;
+        map_bucket(p, &ob->b, p->n_bk, 1); /* mapped from now on */
+        cs_bk_incr_closed(p, &ob->b);
         p->bk[p->n_bk++] = ob->b;
     } else {
         p->n_mem = ob->b.first; /* a bucket of one is no bucket */
@@ -1197,7 +717,7 @@ static commsched_status walk(bk_pass *p)
     int64_t cap = cap_bytes(k->bucket_cap_mb), peak0 = 0, peak = 0;
     double makespan = 0, tried = 0;
     commsched_status st;
-    if ((st = price(p->g, p->order, p->ctx->runtime_ns, &peak0,
+    if ((st = cs_bk_price(p->g, p->order, p->ctx->runtime_ns, &peak0,
                     cost_mode ? &makespan : NULL, err)) != COMMSCHED_OK)
         return st;
     double limit = (double)peak0 * (1.0 + k->bucket_peak_memory_budget);
@@ -1206,7 +726,7 @@ static commsched_status walk(bk_pass *p)
     for (size_t ci = 0; ci < p->n_cands; ci++) {
         const cand *c = &p->cands[ci];
         if (ob.b.n && (!c->eligible ||
-                       !same_key(p, member(p, &ob.b, 0), c))) {
+                       !same_key(p, bk_member(p, &ob.b, 0), c))) {
             if ((st = close_open(p, &ob, ob.skipped ? ob.skipped : "key")) !=
                 COMMSCHED_OK)
                 return st;
@@ -1252,6 +772,7 @@ static commsched_status walk(bk_pass *p)
         ob.skipped = NULL;
         if (cost_mode)
             makespan = tried;
+        cs_bk_incr_accept(p);
         desc_add(p, c->wait);
     }
     if (ob.b.n)
@@ -1266,13 +787,13 @@ static const char *const *member_names(const bk_pass *p, const bucket *bk)
 {
     size_t bytes = bk->n * sizeof(char *);
     for (uint32_t i = 0; i < bk->n; i++)
-        bytes += strlen(p->g->nodes[member(p, bk, i)->coll].name) + 1;
+        bytes += strlen(p->g->nodes[bk_member(p, bk, i)->coll].name) + 1;
     char **names = malloc(bytes);
     if (!names)
         return NULL;
     char *text = (char *)(names + bk->n);
     for (uint32_t i = 0; i < bk->n; i++) {
-        const char *s = p->g->nodes[member(p, bk, i)->coll].name;
+        const char *s = p->g->nodes[bk_member(p, bk, i)->coll].name;
         size_t len = strlen(s) + 1;
         memcpy(text, s, len);
         names[i] = text;
@@ -1289,16 +810,16 @@ static commsched_status record(bk_pass *p, const built *bt)
         const bucket *bk = &p->bk[bi];
         commsched_bucket_stats *row = cs_record_bucket(rec);
         if (!row)
-            return oom(p->ctx->err);
+            return bk_oom(p->ctx->err);
         row->copy_in = bt->bucket_node[3 * bi];
         row->node = bt->bucket_node[3 * bi + 1];
         row->wait = bt->bucket_node[3 * bi + 2];
         row->n_members = bk->n;
         if (!(row->members = member_names(p, bk)))
-            return oom(p->ctx->err);
+            return bk_oom(p->ctx->err);
         row->bytes = (int64_t)commsched_cost_collective_bytes(bt->g, row->node);
         for (uint32_t i = 0; i < bk->n; i++)
-            row->time_before_ns += p->ctx->runtime_ns[member(p, bk, i)->coll];
+            row->time_before_ns += p->ctx->runtime_ns[bk_member(p, bk, i)->coll];
         row->time_after_ns =
             bt->runtime[row->copy_in] + bt->runtime[row->node];
         row->closed_by = bk->closed_by;
@@ -1325,6 +846,7 @@ static void pass_free(bk_pass *p)
     free(p->s_fake);
     free(p->s_out);
     free(p->seen);
+    cs_bk_incr_destroy(p);
 }
 
 static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
@@ -1350,7 +872,7 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
     p.vmap = cs_malloc_array(p.n, sizeof *p.vmap);
     if (!p.order || !p.pos || !p.mem || !p.mark || desc_failed ||
         !p.vmap) {
-        st = oom(ctx->err);
+        st = bk_oom(ctx->err);
         goto cleanup;
     }
     if ((st = commsched_schedule_to_array(ctx->s, p.order, ctx->err)) !=
@@ -1362,7 +884,7 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
     }
     if (p.by_block) {
         if (!(p.block_run = cs_malloc_array(p.n, sizeof *p.block_run))) {
-            st = oom(ctx->err);
+            st = bk_oom(ctx->err);
             goto cleanup;
         }
         uint32_t run = 0;
@@ -1374,6 +896,8 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
         }
     }
     if ((st = collect(&p)) != COMMSCHED_OK || (st = chains(&p)) != COMMSCHED_OK ||
+        (ctx->k->bucket_mode != CS_BUCKET_COST &&
+         (st = cs_bk_incr_create(&p)) != COMMSCHED_OK) ||
         (st = walk(&p)) != COMMSCHED_OK)
         goto cleanup;
     if (p.n_bk == 0)
