@@ -46,7 +46,10 @@
  * priced with the memory model's and the simulator's arithmetic
  * (virtual_price), since building a graph through the builder for every
  * candidate cost ten times more; verify mode builds each one anyway and
- * requires the same figures. O(V log V + E) per priced merge.
+ * requires the same figures. O(V log V + E) per priced merge; the peak
+ * alone (greedy mode) is priced incrementally instead, over the open
+ * bucket's window of the schedule (bucketing_incr.c), which gives the
+ * same figure.
  *
  * Dependency test: a candidate depends on the open bucket when its
  * collective or its wait is reachable from a member's wait. Descendants are
