@@ -132,4 +132,21 @@ p = run("optimize", EXAMPLE, "--set", "bucket_mode=fast", code=2)
 if "expected greedy or cost" not in p.stderr:
     fail("bad bucket_mode message: %s" % p.stderr)
 
+# ---- incremental pricing (issue 22) ------------------------------------------
+# Greedy mode prices each merge's peak incrementally (passes/bucketing_incr.c);
+# --verify-memory prices every merge the full way as well and fails on any
+# difference. Generated graphs with many buckets, some closed on memory, in
+# their input order and after overlap (collectives issued early).
+run("generate", "chain", "--nodes", "700", "-o", path("chain.json"))
+run("generate", "fsdp", "--preset", "llama3-8b", "--fine", "--layers", "2",
+    "-o", path("fine.json"))
+for graph in (path("chain.json"), path("fine.json")):
+    for pre in ("", "overlap,"):
+        for knob in ("bucket_cap_mb=2000", "bucket_cap_mb=100",
+                     "bucket_peak_memory_budget=0.05", "bucket_max_ops=5"):
+            p = run("optimize", graph, "--passes", pre + PASSES, "--set", knob,
+                    "--verify-memory", "--stats=json", "-o", path("v.json"))
+            if not any(st.get("buckets") for st in json.loads(p.stdout)):
+                fail("%s %s%s: no bucket formed" % (graph, pre, knob))
+
 print("ok")
