@@ -19,8 +19,9 @@
  *     node ends is fed with its most urgent collective whose inputs are
  *     ready (or one cheap compute step away: the copy-in/cast feeding an
  *     all-gather is pulled along), if the memory budget allows;
- *  4. the frame node's waits (each as late as its first consumer allows)
- *     and the frame node itself.
+ *  4. the frame node's waits (each as late as its first consumer allows),
+ *     step 3 again if they unlocked collectives (a fake edge from a wait
+ *     to the next all-gather), and the frame node itself.
  *
  * The budget test must see the future: a prefetched all-gather holds its
  * output from its issue until its consumers run. The pass keeps the input

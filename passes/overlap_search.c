@@ -774,11 +774,19 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
                         S->flags[b->wcoll.idx[x]] |= F_NOCOMP;
                 }
             }
+            uint32_t k_forced = S->k;
             force(S, f);
             if (S->oom) /* a heap could not grow: the state is short of
                            what force pushed; stop here */
                 return -1;
-            sched_node(S, f);
+            /* The waits just placed may have unlocked collectives (an
+             * Inductor fake edge from the previous all-gather's wait to
+             * the next all-gather): feed the streams again, or they stay
+             * idle while f runs. */
+            if (S->k != k_forced)
+                prefetch(S, S->now + b->rt[f]);
+            if (!S->sched[f]) /* a prefetch may pull f along */
+                sched_node(S, f);
         }
         if (S->k == k0)
             return 1;
