@@ -220,6 +220,18 @@ const char *cs_fmt_time(double ns, int ms_decimals, const char *us, char *buf,
     return buf;
 }
 
+const char *cs_fmt_change(double value, const char *unit, char *buf,
+                          size_t size)
+{
+    if (!isfinite(value))
+        snprintf(buf, size, "-");
+    else if (value > -0.05 && value < 0.05)
+        snprintf(buf, size, "0.0%s", unit);
+    else
+        snprintf(buf, size, "%+.1f%s", value, unit);
+    return buf;
+}
+
 int cs_utf8_valid(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;

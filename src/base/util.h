@@ -76,5 +76,11 @@ uint32_t cs_strmap_get(const cs_strmap *m, const char *key);
 const char *cs_fmt_bytes(double bytes, char *buf, size_t size);
 const char *cs_fmt_time(double ns, int ms_decimals, const char *us, char *buf,
                         size_t size);
+/* A signed change with one decimal and its unit ("%" or " pt"): "+2.5%",
+ * "-28.0 pt"; whatever rounds to zero prints "0.0%" (never "-0.0%", which
+ * sums formed in another order would otherwise give); a non-finite value
+ * prints "-". Writes at most size bytes and returns buf. */
+const char *cs_fmt_change(double value, const char *unit, char *buf,
+                          size_t size);
 
 #endif /* COMMSCHED_UTIL_H */

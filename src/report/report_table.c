@@ -5,6 +5,7 @@
 #include "commsched/report.h"
 #include "commsched/memory.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -197,25 +198,16 @@ static void compare_row(FILE *out, const char *what, const char *x,
 static const char *pct_change(double before, double after, char *buf,
                               size_t size)
 {
-    double pct = before == 0 ? 0 : 100.0 * (after - before) / before;
     if (before == 0 && after != 0)
-        snprintf(buf, size, "-");
-    else if (pct > -0.05 && pct < 0.05) /* sums in another order: no "-0.0" */
-        snprintf(buf, size, "0.0%%");
-    else
-        snprintf(buf, size, "%+.1f%%", pct);
-    return buf;
+        return cs_fmt_change(NAN, "%", buf, size);
+    double pct = before == 0 ? 0 : 100.0 * (after - before) / before;
+    return cs_fmt_change(pct, "%", buf, size);
 }
 
 static const char *pt_change(double before, double after, char *buf,
                              size_t size)
 {
-    double pt = 100.0 * (after - before);
-    if (pt > -0.05 && pt < 0.05)
-        snprintf(buf, size, "0.0 pt");
-    else
-        snprintf(buf, size, "%+.1f pt", pt);
-    return buf;
+    return cs_fmt_change(100.0 * (after - before), " pt", buf, size);
 }
 
 commsched_status commsched_report_compare(FILE *out,

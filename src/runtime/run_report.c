@@ -293,14 +293,13 @@ static double err_pct(double measured, double predicted)
     return predicted > 0 ? 100.0 * (measured - predicted) / predicted : NAN;
 }
 
-static const char *fmt_pct(double p, char *buf, size_t size)
+/* err_pct as text: "+2.5%", or "-" without a prediction. */
+static const char *fmt_err(double measured, double predicted, char *buf,
+                           size_t size)
 {
-    if (isfinite(p))
-        snprintf(buf, size, "%+.1f%%", p);
-    else
-        snprintf(buf, size, "-");
-    return buf;
+    return cs_fmt_change(err_pct(measured, predicted), "%", buf, size);
 }
+
 
 static const char *prediction_source(const commsched_measurement *m,
                                      const commsched_run_prediction *p)
@@ -375,7 +374,7 @@ commsched_status commsched_run_report_table(FILE *out,
                                   o->size_scale,
                               a, sizeof a),
                     fmt_time(pred, b, sizeof b), fmt_time(s.dur[v], c, sizeof c),
-                    fmt_pct(err_pct(s.dur[v], pred), d, sizeof d),
+                    fmt_err(s.dur[v], pred, d, sizeof d),
                     fmt_time(pexp, e, sizeof e),
                     fmt_time(s.exposed_node[v], f, sizeof f));
         }
@@ -401,7 +400,7 @@ commsched_status commsched_run_report_table(FILE *out,
     fprintf(out, "%-22s %12s %12s %8s   (min %s, max %s)\n", "step time",
             fmt_time(st ? st->makespan_ns : NAN, a, sizeof a),
             fmt_time(s.step_med, b, sizeof b),
-            fmt_pct(err_pct(s.step_med, st ? st->makespan_ns : NAN), c, sizeof c),
+            fmt_err(s.step_med, st ? st->makespan_ns : NAN, c, sizeof c),
             fmt_time(s.step_min, d, sizeof d), fmt_time(s.step_max, e, sizeof e));
     fprintf(out, "%-22s %12s %12s %8s   (mean of %u iterations; standard "
                  "deviation %s, %.1f%% of the mean)\n",
@@ -411,15 +410,15 @@ commsched_status commsched_run_report_table(FILE *out,
     fprintf(out, "%-22s %12s %12s %8s\n", "compute",
             fmt_time(st ? st->compute_ns : NAN, a, sizeof a),
             fmt_time(s.compute, b, sizeof b),
-            fmt_pct(err_pct(s.compute, st ? st->compute_ns : NAN), c, sizeof c));
+            fmt_err(s.compute, st ? st->compute_ns : NAN, c, sizeof c));
     fprintf(out, "%-22s %12s %12s %8s\n", "comm",
             fmt_time(st ? st->comm_ns : NAN, a, sizeof a),
             fmt_time(s.comm, b, sizeof b),
-            fmt_pct(err_pct(s.comm, st ? st->comm_ns : NAN), c, sizeof c));
+            fmt_err(s.comm, st ? st->comm_ns : NAN, c, sizeof c));
     fprintf(out, "%-22s %12s %12s %8s\n", "exposed comm",
             fmt_time(st ? st->exposed_ns : NAN, a, sizeof a),
             fmt_time(s.exposed, b, sizeof b),
-            fmt_pct(err_pct(s.exposed, st ? st->exposed_ns : NAN), c, sizeof c));
+            fmt_err(s.exposed, st ? st->exposed_ns : NAN, c, sizeof c));
     snprintf(a, sizeof a, "%.1f%%", st ? 100 * st->overlap : NAN);
     snprintf(b, sizeof b, "%.1f%%", 100 * s.overlap);
     fprintf(out, "%-22s %12s %12s\n", "overlap", st ? a : "-", b);

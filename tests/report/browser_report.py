@@ -342,6 +342,12 @@ def main():
         check_width(k, root)
         check_factors(k, root)
         text = check_memory(k, root)
+        # A change that rounds to zero reads "0.0%", never "-0.0%" (the
+        # Chakra page's unchanged makespan printed "\u22120.0%").
+        page = root.all_text()
+        check("\u22120.0%" not in page and "-0.0%" not in page
+              and "\u22120.0 pt" not in page and "-0.0 pt" not in page,
+              "%s: a change of -0.0 on the page" % k)
         if k == "chakra":
             check("0 B" in text and "tensor_size" in text,
                   "chakra: the memory panel does not say why it is empty: %r"

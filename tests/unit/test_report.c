@@ -23,6 +23,7 @@
 #include "commsched/simulate.h"
 #include "graph_internal.h"
 #include "testutil.h"
+#include "util.h"
 
 /* The "exposed collective" graph of test_simulate.c plus a sync
  * collective on a second group, and a name that needs JSON escaping. */
@@ -485,6 +486,23 @@ static void test_report_compare(void **state)
     free(buf);
 }
 
+/* Every report's signed change: one decimal, a sign, and no "-0.0" for a
+ * change that rounds to zero (sums formed in another order). */
+static void test_format_change(void **state)
+{
+    (void)state;
+    char buf[32];
+    assert_string_equal(cs_fmt_change(-0.01, "%", buf, sizeof buf), "0.0%");
+    assert_string_equal(cs_fmt_change(-0.049, " pt", buf, sizeof buf),
+                        "0.0 pt");
+    assert_string_equal(cs_fmt_change(0.0, "%", buf, sizeof buf), "0.0%");
+    assert_string_equal(cs_fmt_change(-0.06, "%", buf, sizeof buf), "-0.1%");
+    assert_string_equal(cs_fmt_change(12.34, "%", buf, sizeof buf),
+                        "+12.3%");
+    assert_string_equal(cs_fmt_change(NAN, "%", buf, sizeof buf), "-");
+    assert_string_equal(cs_fmt_change(INFINITY, "%", buf, sizeof buf), "-");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_report_trace_random),
         cmocka_unit_test(test_report_estimates),
         cmocka_unit_test(test_report_compare),
+        cmocka_unit_test(test_format_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

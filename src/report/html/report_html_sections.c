@@ -52,34 +52,33 @@ static const char *fmt_fig(fig_kind k, double v, char *buf, size_t size)
     }
 }
 
+/* A signed change ("+22.9 pt", "\u221228.0%", "0.0%") with a minus sign,
+ * not a hyphen, which reads better in a number column. */
+static void put_change(cs_html_out *w, double value, const char *unit)
+{
+    char buf[48];
+    cs_fmt_change(value, unit, buf, sizeof buf);
+    cs_html_put(w, buf[0] == '-' && buf[1] ? "\xE2\x88\x92" : "");
+    cs_html_put(w, buf[0] == '-' && buf[1] ? buf + 1 : buf);
+}
+
 /* "-28.0%" / "+22.9 pt", classed good or bad when direction matters. */
 static void change_cell(cs_html_out *w, const figure *f, double x, double y)
 {
-    char buf[48];
     const char *cls = "";
     double d = y - x;
     /* Sums formed in another order differ in the last bits: no change. */
     if (fabs(d) <= 1e-9 * fmax(fabs(x), fabs(y)))
         d = 0;
-    if (d == 0) {
-        snprintf(buf, sizeof buf, f->kind == F_PCT ? "0.0 pt" : "0.0%%");
-    } else if (f->kind == F_PCT) {
-        snprintf(buf, sizeof buf, "%+.1f pt", 100.0 * d);
-    } else if (x != 0) {
-        snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * d / fabs(x));
-    } else {
-        snprintf(buf, sizeof buf, d == 0 ? "0.0%%" : "new");
-    }
     if (f->lower_is_better && fabs(d) > 1e-12 * fmax(fabs(x), 1))
         cls = (d < 0) == (f->lower_is_better > 0) ? " good" : " bad";
-    /* A minus sign, not a hyphen, reads better in a number column. */
     cs_html_putf(w, "<td class=\"chg%s\" data-v=\"%.17g\">", cls, d);
-    if (buf[0] == '-') {
-        cs_html_put(w, "\xE2\x88\x92");
-        cs_html_put(w, buf + 1);
-    } else {
-        cs_html_put(w, buf);
-    }
+    if (f->kind == F_PCT)
+        put_change(w, 100.0 * d, " pt");
+    else if (x != 0 || d == 0)
+        put_change(w, x != 0 ? 100.0 * d / fabs(x) : 0, "%");
+    else
+        cs_html_put(w, "new");
     cs_html_put(w, "</td>");
 }
 
@@ -97,9 +96,10 @@ void cs_html_summary_section(cs_html_page *p)
         cs_html_put(w, cs_html_fmt_time(B->makespan_ns, a, sizeof a));
         cs_html_put(w, "</b> \xE2\x86\x92 <b>");
         cs_html_put(w, cs_html_fmt_time(A->makespan_ns, a, sizeof a));
-        cs_html_putf(w, "</b> (%s%.1f%%), exposed comm <b>",
-             dm <= 0 ? "\xE2\x88\x92" : "+",
-             B->makespan_ns > 0 ? 100.0 * fabs(dm) / B->makespan_ns : 0.0);
+        cs_html_put(w, "</b> (");
+        put_change(w, B->makespan_ns > 0 ? 100.0 * dm / B->makespan_ns : 0.0,
+                   "%");
+        cs_html_put(w, "), exposed comm <b>");
         cs_html_put(w, cs_html_fmt_time(B->exposed_ns, a, sizeof a));
         cs_html_put(w, "</b> \xE2\x86\x92 <b>");
         cs_html_put(w, cs_html_fmt_time(A->exposed_ns, a, sizeof a));
@@ -468,16 +468,11 @@ static void td_error(cs_html_out *w, fig_kind k, double pred, double meas)
         cs_html_put(w, "<td>\xE2\x80\x94</td>");
         return;
     }
-    char buf[48];
     if (fabs(d) <= 1e-9 * fmax(fabs(meas), fabs(pred)))
         d = 0;
-    if (k == F_PCT)
-        snprintf(buf, sizeof buf, "%+.1f pt", 100.0 * d);
-    else
-        snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * d / pred);
     cs_html_put(w, "<td>");
-    cs_html_put(w, buf[0] == '-' ? "\xE2\x88\x92" : "");
-    cs_html_put(w, buf[0] == '-' ? buf + 1 : buf);
+    put_change(w, k == F_PCT ? 100.0 * d : 100.0 * d / pred,
+               k == F_PCT ? " pt" : "%");
     cs_html_put(w, "</td>");
 }
 
