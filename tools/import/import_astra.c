@@ -747,7 +747,7 @@ static void issue(emitter *e, long i, int phase, const char *name,
         COMMSCHED_COLL_ALL_TO_ALL,     COMMSCHED_COLL_ALL_REDUCE};
     const layer *l = &e->a->layers[i];
     int g = issued(e, i, phase), comm = l->comm[phase];
-    char out[512];
+    char out[512 + sizeof ".out"]; /* callers' names fit in 512 bytes */
     snprintf(out, sizeof out, "%s.out", name);
     const char *inputs[1] = {in};
     commsched_output_spec o = {
@@ -822,7 +822,10 @@ static void forward(emitter *e, long from, long to, char *act,
 {
     const astra *a = e->a;
     int dlrm = e->policy == P_DLRM || e->policy == P_DLRM_ENHANCED;
-    char name[512], buf[512], coll[512], alias[512], emb[512] = "";
+    /* buf: "fwd_comm" (the longest word) and the recompute suffix
+     * (backward's suffix[32]). */
+    char name[512], buf[sizeof "fwd_comm" + 32], coll[512], alias[512];
+    char emb[512] = "";
     for (long i = from; i < to; i++) {
         if (!recompute)
             memcpy(e->inputs[i], act, 512);
