@@ -6,7 +6,10 @@
 # the bench's sections of docs/PERFORMANCE.md.
 # bench/io_bench.py measures load (against jansson's parse alone) and save
 # in MB/s and peak RSS (docs/PERFORMANCE.md, "Load and save");
-# bench/et_bench.py a 1M-node Chakra .et import (CPU, wall, peak RSS).
+# bench/et_bench.py a 1M-node Chakra .et import (CPU, wall, peak RSS);
+# bench/growth.py time and peak RSS per size and per stage (every pass of
+# the default pipeline, the bucketing passes, simulate, tune) with the
+# growth per 10x nodes (docs/PERFORMANCE.md, "growth per pass").
 # Usage: bench/run.sh BUILD_DIR [bench.py options, e.g. --sizes 10000]
 set -eu
 build=${1:-build/release}
@@ -15,5 +18,7 @@ python3 "$(dirname "$0")/mpi_bench.py" --cli "$build/tools/commsched" --json "$b
 here=$(dirname "$0")
 python3 "$here/io_bench.py" --build "$build" || echo "bench/run.sh: the load/save benchmark failed" >&2
 python3 "$here/et_bench.py" --build "$build" || echo "bench/run.sh: the Chakra .et import benchmark failed" >&2
+python3 "$here/growth.py" --cli "$build/tools/commsched" --json "$build/growth.json" \
+    --update-doc "$here/../docs/PERFORMANCE.md" || echo "bench/run.sh: the growth benchmark failed" >&2
 exec python3 "$here/bench.py" --cli "$build/tools/commsched" \
     --update-doc "$here/../docs/PERFORMANCE.md" "$@"
