@@ -31,7 +31,10 @@ makespan), the share of the gap to the input's lower bound closed and peak
 memory for: the input order; raise_comms,sink_waits;
 reorder_compute_for_overlap; Inductor's recommended pipeline at per-pass
 budgets 0, 0.05, 0.1 and 0.2 (its default); overlap and `commsched tune` at
-memory budgets 1.0, 1.25, 1.5 and inf x the input's peak; and every other
+memory budgets 1.0, 1.25, 1.5 and inf x the input's peak; on the graphs a
+real torch.compile made (graphs/torch), torch 2.13's FX overlap scheduler
+(torch-fx-overlap: the order graphs/torch/make_torch_graphs.py computed
+under torch, stored in graphs/torch/anchors/); and every other
 pass beyond the seed's that `optimize --list-passes` shows (each alone), so
 later schedulers join the table by existing. A second table puts, per
 workload and budget, overlap and tune beside the fastest of Inductor's
@@ -396,7 +399,12 @@ def quality(cli, files, cap, tmp):
                 row["args"] = extra
             target = f
             try:
-                if passes == "@tune":
+                if passes and passes.startswith("@order:"):
+                    # an order made outside commsched (torch-fx-overlap)
+                    target = os.path.join(tmp, "q.json")
+                    overlap_bench.apply_order(f, passes[len("@order:"):],
+                                              target)
+                elif passes == "@tune":
                     target = os.path.join(tmp, "q.json")
                     dt, _, data, _ = run([cli, "tune", f, "--format", "json",
                                           "-o", target] + extra, cap)

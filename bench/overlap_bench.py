@@ -14,12 +14,16 @@ through the CLI:
   overlap B=Y              the overlap pass with overlap_peak_budget=Y
                            (1.0, 1.25, 1.5, inf)
   tune B=Y                 `commsched tune --budget Y` (best pipeline found)
+  torch-fx-overlap         on graphs/torch only: torch 2.13's FX overlap
+                           scheduler's order of the same program
+                           (anchors/*.torch-fx-overlap.order)
 
 and reports, per memory budget (1.0, 1.25, 1.5 and unbounded x the input
 order's per-step peak): the makespan, the share of the gap to the lower
 bound closed, (input - x) / (input - lower bound), and the peak, for the
 input order, the best anchor that fits the budget (the Inductor variants,
-raise_comms,sink_waits, reorder_compute_for_overlap), overlap and tune.
+raise_comms,sink_waits, reorder_compute_for_overlap, simple_overlap,
+the bucketed ones, torch-fx-overlap), overlap and tune.
 The lower bound is the input order's (DESIGN.md §5).
 
 Prints the tables, writes JSON (--json), and with --update-doc rewrites
@@ -114,10 +118,53 @@ def anchors(cli=None, graph=None):
     if cap is not None:
         out.append(("pre-bucketed+simple_overlap", BUCKETED_SIMPLE,
                     ["bucket_cap_mb=%.6g" % cap]))
+    order = torch_order_file(graph) if graph else None
+    if order:
+        out.append((TORCH_FX, "@order:" + order, []))
     return out
 
 
-ANCHOR_NAMES = {a[0] for a in anchors()} | {"pre-bucketed+simple_overlap"}
+# torch 2.13's FX overlap scheduler on a graph a real torch.compile made
+# (graphs/torch): its order, computed by graphs/torch/make_torch_graphs.py
+# under torch, lies beside the graph as anchors/<graph>.torch-fx-overlap.order
+# (node names, one a line; '#' lines are comments). The bench itself needs
+# no torch: it only applies that order.
+TORCH_FX = "torch-fx-overlap"
+
+
+def torch_order_file(graph):
+    d, base = os.path.split(graph)
+    path = os.path.join(d, "anchors", base[:-5] + ".torch-fx-overlap.order")
+    return path if base.endswith(".json") and os.path.exists(path) else None
+
+
+def apply_order(graph, order_path, out):
+    """Writes graph with its nodes in the order order_path lists (every
+    node exactly once) to out, less the after_fake edges that order breaks
+    (as `optimize` drops them: Inductor derives them from the order it
+    lowers in, commsched.fx says more); the simulator checks the rest is
+    topological."""
+    with open(graph) as fh:
+        g = json.load(fh)
+    with open(order_path) as fh:
+        names = [x.strip() for x in fh if x.strip() and
+                 not x.startswith("#")]
+    by = {n["name"]: n for n in g["nodes"]}
+    if sorted(names) != sorted(by):
+        raise ValueError("%s does not list each node of %s once"
+                         % (order_path, graph))
+    g["nodes"] = [by[n] for n in names]
+    pos = {n: k for k, n in enumerate(names)}
+    for n in g["nodes"]:
+        if "after_fake" in n:
+            n["after_fake"] = [d for d in n["after_fake"]
+                               if pos[d] < pos[n["name"]]]
+    with open(out, "w") as fh:
+        json.dump(g, fh)
+
+
+ANCHOR_NAMES = {a[0] for a in anchors()} | {"pre-bucketed+simple_overlap",
+                                            TORCH_FX}
 
 
 def simulate(cli, path):
@@ -136,6 +183,9 @@ def run_case(cli, graph, name, passes, sets, tmp, extra=None):
     t0 = time.perf_counter()
     if passes is None:
         target = graph
+    elif passes.startswith("@order:"):
+        apply_order(graph, passes[len("@order:"):], out)
+        target = out
     elif passes == "@tune":
         cmd = [cli, "tune", graph, "--format", "json", "-o", out] + extra
         p = subprocess.run(cmd, check=True, stdout=subprocess.PIPE)
@@ -340,8 +390,11 @@ def update_doc(path, lines, totals, command):
              "simple_overlap alone, after 500 MiB buckets and after "
              "pre-bucketing to the bandwidth-saturating size "
              "(clipped to [50, 2000] MiB), and the hand-written "
-             "transformer-block plan (bucket_transformer_blocks) whose peak "
-             "fits the budget." % (machine_line(),
+             "transformer-block plan (bucket_transformer_blocks), and on "
+             "the graphs a real torch.compile made (graphs/torch) torch "
+             "2.13's FX overlap scheduler (torch-fx-overlap: its order of "
+             "the same program, made by graphs/torch/make_torch_graphs.py), "
+             "whose peak fits the budget." % (machine_line(),
                                          time.strftime("%Y-%m-%d"),
                                          ", ".join(INDUCTOR_BUDGETS)),
              "", md_table(lines), "", totals, "", END]

@@ -10,6 +10,14 @@ Each program is compiled forward and backward (AOTAutograd gives Inductor
 two graphs); every graph the plugin is handed is exported in Inductor's
 order (commsched.inductor.export). Inductor estimates no runtime on CPU,
 so the files carry none: commsched's cost model prices them (h100).
+
+Beside each graph, anchors/<graph>.torch-fx-overlap.order is the order
+torch 2.13's own FX overlap scheduler (torch._inductor.fx_passes.
+overlap_scheduling, as config.aten_distributed_optimizations.
+enable_overlap_scheduling runs it) gives the same compile's post-grad FX
+graph, timed by the same cost model and mapped onto the graph's nodes
+(commsched.fx: torch_overlap_order, the mapping rule in its
+documentation). `make bench` simulates it as the torch-fx-overlap anchor.
 """
 import os
 import sys
@@ -20,6 +28,7 @@ import torch.distributed._functional_collectives as funcol
 from torch.testing._internal.distributed.fake_pg import FakeStore
 import torch._inductor.config as icfg
 
+import commsched.fx as cfx
 import commsched.inductor as ci
 
 WORLD = 8
@@ -79,24 +88,53 @@ def moe_step(x, *params):
     return h
 
 
+def write_order(path, graph, snodes):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write("# torch-fx-overlap order of %s.json: torch %s's FX overlap "
+                 "scheduler\n# (schedule_overlap_bucketing, no bucketing) on "
+                 "the same compile's FX graph,\n# commsched's runtimes, "
+                 "mapped onto the scheduler nodes by commsched.fx.\n"
+                 "# Made by make_torch_graphs.py.\n"
+                 % (graph, torch.__version__.split("+")[0]))
+        for sn in snodes:
+            fh.write(sn.get_name() + "\n")
+
+
 def main(outdir):
     dist.init_process_group("fake", store=FakeStore(), rank=0,
                             world_size=WORLD)
     made = []
+    captured = []   # the FX graphs torch would hand its overlap scheduler
 
     def plugin(snodes):
         snodes = list(snodes)
-        path = os.path.join(outdir, "%s-%d.json" % (plugin.name,
-                                                     plugin.count))
+        base = "%s-%d" % (plugin.name, plugin.count)
         plugin.count += 1
-        ci.export(snodes, path, name=os.path.basename(path)[:-5])
+        path = os.path.join(outdir, base + ".json")
+        ci.export(snodes, path, name=base)
         made.append(path)
+        # this compile's FX graph: captured in its post-grad passes, the
+        # only one since the previous graph's scheduler nodes
+        assert len(captured) == len(made), "one FX graph per graph"
+        order, _ = cfx.torch_overlap_order(captured[-1], snodes)
+        write_order(os.path.join(outdir, "anchors",
+                                 base + ".torch-fx-overlap.order"),
+                    base, order)
         return ci.reorder(snodes)
     icfg.force_disable_caches = True
     icfg.compile_threads = 1
     icfg.reorder_for_compute_comm_overlap = True
     icfg.reorder_for_compute_comm_overlap_passes = [plugin]
+    with cfx.capture_overlap_input(captured):
+        compile_all(plugin)
+    for p in made:
+        print(p)
+    dist.destroy_process_group()
 
+
+def compile_all(plugin):
+    """Compiles each program; plugin.name names its graphs."""
     plugin.name, plugin.count = "fsdp-mlp-4L", 0
     x = torch.randn(TOKENS, HIDDEN)
     shards = [torch.randn(HIDDEN // WORLD, HIDDEN, requires_grad=True)
@@ -127,9 +165,6 @@ def main(outdir):
     for _ in range(LAYERS):
         ps += [torch.randn(HIDDEN, HIDDEN), torch.randn(HIDDEN, HIDDEN)]
     torch.compile(moe_step)(x, *ps)
-    for p in made:
-        print(p)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
