@@ -92,7 +92,12 @@ rules, commsched's peak for Inductor's order equals
 on FSDP-like, TP-like, 2D and MoE programs compiled by torch 2.13
 (tests/python/test_torch_compile.py). Known difference: a multi-output
 kernel (``MultiOutputLayout``), whose bytes Inductor allocates with the
-kernel and frees per output, is counted at allocation only.
+kernel and frees per output (each ``MultiOutput`` after its own last
+use), is counted with the kernel's buffer, freed after its last reader
+(the ``MultiOutput`` nodes), the outputs at 0: commsched's peak is exactly
+``estimate_peak_memory`` with the kernel buffer's ``size_free`` set to its
+``size_alloc`` and the outputs' to 0 (tested on ``torch.linalg.qr``,
+where it is 32 KiB against Inductor's 48 KiB + 4 B).
 
 ``COMMSCHED_DUMP_DIR=DIR`` writes every graph ``reorder`` is handed to
 ``DIR/inductor-<pid>-<k>.json`` (Inductor's order), and ``export(snodes,
