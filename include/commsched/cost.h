@@ -216,7 +216,8 @@ typedef struct commsched_node_cost {
 } commsched_node_cost;
 
 /* Bytes a collective moves: the larger of what it reads and writes, over
- * root buffers (an in-place all_reduce counts its input once). */
+ * root buffers, each root written counted once (an in-place all_reduce
+ * counts its buffer once, however many aliases of it it lists). */
 COMMSCHED_EXPORT double commsched_cost_collective_bytes(
     const commsched_graph *g, uint32_t node);
 

@@ -352,9 +352,28 @@ double commsched_cost_collective_bytes(const commsched_graph *g,
     double in = 0, out = 0;
     for (uint32_t k = g->reads.off[node]; k < g->reads.off[node + 1]; k++)
         in += (double)g->buffers[g->buffers[g->reads.idx[k]].root].size;
+    /* Each root written once: Inductor's in-place all_reduce lists two
+     * aliases of the one buffer it reduces (the kernel and its
+     * MultiOutput), and moves that buffer once. A real output is its own
+     * root; an alias of one of the node's outputs adds nothing; an in-place
+     * alias counts unless an earlier one has the same root (a scan only
+     * over in-place outputs, which are few). */
     const cs_node *n = &g->nodes[node];
-    for (uint32_t k = 0; k < n->n_out; k++)
-        out += (double)g->buffers[g->buffers[n->out_first + k].root].size;
+    uint32_t first = n->out_first, end = n->out_first + n->n_out;
+    for (uint32_t b = first; b < end; b++) {
+        uint32_t r = g->buffers[b].root;
+        if (g->buffers[b].alias_of == COMMSCHED_NONE) {
+            out += (double)g->buffers[b].size;
+            continue;
+        }
+        if (r >= first && r < end)
+            continue;
+        uint32_t j = first;
+        while (j < b && g->buffers[j].root != r)
+            j++;
+        if (j == b)
+            out += (double)g->buffers[r].size;
+    }
     return in > out ? in : out;
 }
 
