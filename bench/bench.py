@@ -59,6 +59,8 @@ import tempfile
 import threading
 import time
 
+from benchdoc import cpu_name, replace_block
+
 INDUCTOR = ("decide_global_ordering_of_comms,"
             "reorder_communication_preserving_peak_memory,"
             "sink_waits_iterative,"
@@ -139,14 +141,9 @@ def median_run(cmd, repeat, cap=None):
 
 
 def machine():
-    cpu = platform.processor() or platform.machine()
+    cpu = cpu_name()
     mem = ""
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemTotal"):
@@ -643,19 +640,7 @@ def update_doc(path, results, speed_lines, moves_lines, scal, qual_lines,
                   "that budget.", "", md_table(equal_lines), "",
                   equal_totals, ""]
     parts += [END]
-    text = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            text = f.read()
-    block = "\n".join(parts) + "\n"
-    if BEGIN in text and END in text:
-        pre = text[:text.index(BEGIN)]
-        post = text[text.index(END) + len(END):].lstrip("\n")
-        text = pre + block + ("\n" + post if post else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    with open(path, "w") as f:
-        f.write(text)
+    replace_block(path, BEGIN, END, parts)
 
 
 def main():

@@ -42,6 +42,8 @@ import sys
 import tempfile
 import time
 
+from benchdoc import cpu_name, replace_block
+
 INDUCTOR = ("decide_global_ordering_of_comms,"
             "reorder_communication_preserving_peak_memory,"
             "sink_waits_iterative,"
@@ -360,15 +362,7 @@ def md_table(lines):
 
 
 def machine_line():
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_name()
     return "%s, %d cores, %s %s" % (cpu, os.cpu_count(), platform.system(),
                                     platform.release())
 
@@ -398,16 +392,7 @@ def update_doc(path, lines, totals, command):
                                          time.strftime("%Y-%m-%d"),
                                          ", ".join(INDUCTOR_BUDGETS)),
              "", md_table(lines), "", totals, "", END]
-    text = open(path).read() if os.path.exists(path) else ""
-    block = "\n".join(parts) + "\n"
-    if BEGIN in text and END in text:
-        pre = text[:text.index(BEGIN)]
-        post = text[text.index(END) + len(END):].lstrip("\n")
-        text = pre + block + ("\n" + post if post else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    with open(path, "w") as f:
-        f.write(text)
+    replace_block(path, BEGIN, END, parts)
 
 
 def main():
