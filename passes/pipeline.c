@@ -562,32 +562,14 @@ static commsched_status peak_of(const commsched_schedule *s, int64_t *peak,
 /* The invariants every pass must keep, checked between passes in debug
  * builds and under COMMSCHED_PIPELINE_VERIFY: the order respects every
  * non-fake edge (data, `after`, in-place write order) and no two nodes in
- * flight at once race on a buffer. A pass that breaks one is a bug in the
- * pass, not in the user's graph: the error is EINTERNAL and names the pass,
- * followed by what the check found. */
-static commsched_status check_after_pass(const commsched_schedule *s,
-                                         const char *pass_name,
-                                         commsched_error *err)
-{
-    commsched_error found = {0};
-    commsched_status st = commsched_schedule_check(s, 0, &found);
-    if (st == COMMSCHED_OK)
-        st = commsched_schedule_check_races(s, &found);
-    if (st == COMMSCHED_OK)
-        return COMMSCHED_OK;
-    if (st == COMMSCHED_ENOMEM)
-        return commsched_error_set(err, st, NULL, "%s", found.text);
-    return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
-                               "pass %s broke the order (a bug in the pass): "
-                               "%s%s%s",
-                               pass_name, found.path, found.path[0] ? ": " : "",
-                               found.text);
-}
-
-/* The same invariants on the order the caller hands the pipeline: one that
- * already breaks them is the caller's error (EORDER, or what the check
- * found), and must not be blamed on the first pass, which may keep it. */
-static commsched_status check_input(const commsched_schedule *s,
+ * flight at once race on a buffer. After a pass (pass_name), a broken
+ * invariant is a bug in the pass, not in the user's graph: EINTERNAL naming
+ * the pass, followed by what the check found. On the order the caller hands
+ * the pipeline (pass_name NULL) it is the caller's error (EORDER, or what
+ * the check found), and must not be blamed on the first pass, which may
+ * keep it. */
+static commsched_status check_order(const commsched_schedule *s,
+                                    const char *pass_name,
                                     commsched_error *err)
 {
     commsched_error found = {0};
@@ -598,9 +580,15 @@ static commsched_status check_input(const commsched_schedule *s,
         return COMMSCHED_OK;
     if (st == COMMSCHED_ENOMEM)
         return commsched_error_set(err, st, NULL, "%s", found.text);
-    return commsched_error_set(err, st, found.path,
-                               "the order given to the pipeline is not valid "
-                               "(before any pass ran): %s",
+    if (!pass_name)
+        return commsched_error_set(err, st, found.path,
+                                   "the order given to the pipeline is not "
+                                   "valid (before any pass ran): %s",
+                                   found.text);
+    return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                               "pass %s broke the order (a bug in the pass): "
+                               "%s%s%s",
+                               pass_name, found.path, found.path[0] ? ": " : "",
                                found.text);
 }
 
@@ -657,7 +645,7 @@ static commsched_status run_pipeline(commsched_graph **gp,
 #else
     int check = (flags & COMMSCHED_PIPELINE_VERIFY) != 0;
 #endif
-    if (check && (st = check_input(*sp, err)) != COMMSCHED_OK) {
+    if (check && (st = check_order(*sp, NULL, err)) != COMMSCHED_OK) {
         free(ids);
         commsched_run_destroy(run);
         commsched_knobs_destroy(own_knobs);
@@ -686,7 +674,7 @@ static commsched_status run_pipeline(commsched_graph **gp,
         if (st == COMMSCHED_OK)
             st = peak_of(ctx.s, &rec->pub.peak_after, err);
         if (st == COMMSCHED_OK && check)
-            st = check_after_pass(ctx.s, ps->name, err);
+            st = check_order(ctx.s, ps->name, err);
     }
     free(ids);
     commsched_knobs_destroy(own_knobs);
