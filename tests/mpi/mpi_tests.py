@@ -643,12 +643,19 @@ def case_watchdog_stop(env, np):
     # be past the one after C (C needs its part). A stale or wrong slot
     # (another rank's, the first collective, the reporter's own) falls
     # outside that window of 3 of the chain's 4 x iterations positions.
+    # A rank stopped between iterations leaves the others at the barrier
+    # before the next one: that verdict counts as waiting at position 0 of
+    # that iteration (rank 2 last entered the previous one's last
+    # collective).
     verdict = re.compile(
-        r'waited [0-9.e+-]+ s for "ar(\d)" \(all_reduce on group "world"\) '
-        r'in iteration (\d+); rank (\d+) is silent \(no sign of life for '
-        r'[0-9.e+-]+ s\); the collective it last entered is "ar(\d)" '
-        r'\(all_reduce on group "world"\) in iteration (\d+)')
-    found = verdict.findall(err)
+        r'(?:waited [0-9.e+-]+ s for "ar(\d)" \(all_reduce on group '
+        r'"world"\) in iteration (\d+)|the barrier before an iteration did '
+        r'not complete within [0-9.e+-]+ s \(iteration (\d+)\)); '
+        r'rank (\d+) is silent \(no sign of life for [0-9.e+-]+ s\); the '
+        r'collective it last entered is "ar(\d)" \(all_reduce on group '
+        r'"world"\) in iteration (\d+)')
+    found = [(c or "0", ci or bi, rank, last, li)
+             for c, ci, bi, rank, last, li in verdict.findall(err)]
     if not found:
         fail("the watchdog should name rank 2 and the collective it last "
              "entered:\n" + err)
