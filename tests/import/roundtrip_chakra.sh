@@ -3,6 +3,10 @@
 # files (one per rank) imports back equal to itself, field for field; and
 # read by its Chakra fields alone (what ASTRA-sim sees) it still has the
 # same collectives (op and group), in the same order, moving the same bytes.
+# A .et names a collective's group (pg_name) but not its size: the
+# fields-only import is told each group's size with --group-size, as a
+# user would, and must then give every all-gather and reduce-scatter its
+# sizes back (comm_size is what each rank puts in, as ASTRA-sim reads it).
 #
 #   roundtrip_chakra.sh CLI GRAPH SCRATCH_DIR
 set -u
@@ -29,9 +33,19 @@ cmp -s "$scratch/t.0.et" "$scratch/t.1.et" ||
     fail "the ranks' files differ (the step is SPMD)"
 "$cli" import chakra "$scratch/t.0.et" -o "$scratch/back.json" \
     2> "$scratch/notes" || fail "import: $(cat "$scratch/notes")"
-"$cli" import chakra --chakra-fields-only "$scratch/t.0.et" \
+sizes=$(python3 - "$graph" <<'PY'
+import json
+import sys
+for g in json.load(open(sys.argv[1])).get("groups", []):
+    print("--group-size=%s=%d" % (g["name"], g["size"]))
+PY
+) || fail "cannot read the groups of $graph"
+# shellcheck disable=SC2086 # one option a line; group names hold no blank
+"$cli" import chakra --chakra-fields-only $sizes "$scratch/t.0.et" \
     -o "$scratch/plain.json" 2> "$scratch/notes" ||
     fail "import --chakra-fields-only: $(cat "$scratch/notes")"
+! grep -q "warning" "$scratch/notes" ||
+    fail "a group size was assumed: $(cat "$scratch/notes")"
 python3 - "$graph" "$scratch/back.json" "$scratch/plain.json" <<'PY' || exit 1
 import json
 import sys

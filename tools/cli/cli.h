@@ -196,6 +196,12 @@ void gen_print_presets(FILE *f);
 /* Importers behind `commsched import` (tools/import_*.c). Each reads FILE
  * ("-": standard input), prints located errors itself and returns 0 with
  * the graph in *out (caller destroys), or the exit code. */
+/* One `--group-size NAME=K`: the size of a process group the trace names
+ * but does not size (chakra, pytorch-et). */
+typedef struct import_group_size {
+    const char *name; /* borrowed from argv */
+    long size;
+} import_group_size;
 typedef struct import_options {
     double clock_ghz; /* astra: cycles per nanosecond (default 1) */
     long npus, mp;    /* astra: 0 = from the file, else the default */
@@ -204,6 +210,12 @@ typedef struct import_options {
     int chakra_fields_only; /* chakra: ignore commsched's own attributes */
     long rank;        /* kineto: the device to keep; -1: the only one */
     const char *et;   /* kineto: the run's PyTorch execution trace, or NULL */
+    /* chakra, pytorch-et: group sizes given on the command line (they win
+     * over the trace's), and ASTRA-sim's comm-group file (chakra), or
+     * NULL. */
+    const import_group_size *group_sizes;
+    size_t n_group_sizes;
+    const char *comm_groups;
 } import_options;
 int import_astra(const char *path, const import_options *o,
                  commsched_graph **out);

@@ -61,6 +61,13 @@ static void usage(FILE *f)
             "  --ranks N         chakra, kineto, pytorch-et: ranks of the\n"
             "                    collectives' groups\n"
             "                    (default: the trace's ngpus, else 8)\n"
+            "  --group-size NAME=K\n"
+            "                    chakra, pytorch-et: group NAME (its pg_name)\n"
+            "                    has K ranks; repeatable; wins over --ranks\n"
+            "                    and the trace\n"
+            "  --comm-group FILE chakra: ASTRA-sim's comm-group file\n"
+            "                    ({\"<pg_name>\": [NPU ids], ...}): a group's\n"
+            "                    size is its NPU count\n"
             "  --chakra-fields-only\n"
             "                    chakra: read a file commsched exported by its\n"
             "                    Chakra fields alone, ignoring the exact graph\n"
@@ -76,8 +83,8 @@ static void usage(FILE *f)
             "\n"
             "Errors are located (FILE:LINE[:COL] for ASTRA-sim text, a JSON path\n"
             "or \"record N (byte B)\" for Chakra) and exit with status 2.\n"
-            "Notes about what the input does not say (missing sizes) go to\n"
-            "standard error.\n");
+            "Notes about what the input does not say (missing sizes, a group\n"
+            "size assumed) go to standard error.\n");
 }
 
 static int positive(const char *s, long *out)
@@ -90,10 +97,43 @@ static int positive(const char *s, long *out)
     return 0;
 }
 
+/* NAME=K, K in 1..COMMSCHED_MAX_GROUP_SIZE (the last '=' separates: a
+ * group name may hold one). */
+static int group_size_arg(char *arg, import_group_size *out)
+{
+    char *eq = strrchr(arg, '=');
+    long k = 0;
+    if (!eq || eq == arg || positive(eq + 1, &k) != 0 ||
+        k > (long)COMMSCHED_MAX_GROUP_SIZE)
+        return cli_usage_error("import",
+                               "--group-size expects NAME=K (K ranks, 1..%u), "
+                               "got \"%s\"",
+                               (unsigned)COMMSCHED_MAX_GROUP_SIZE, arg);
+    *eq = '\0';
+    out->name = arg;
+    out->size = k;
+    return 0;
+}
+
+static int run_import(int argc, char **argv, import_group_size *sizes);
+
 int cmd_import(int argc, char **argv)
 {
+    /* each --group-size takes one argument at least */
+    import_group_size *sizes = malloc((size_t)argc * sizeof *sizes);
+    if (!sizes) {
+        fprintf(stderr, "commsched: out of memory\n");
+        return EXIT_RUNTIME;
+    }
+    int rc = run_import(argc, argv, sizes);
+    free(sizes);
+    return rc;
+}
+
+static int run_import(int argc, char **argv, import_group_size *sizes)
+{
     enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS, O_RANK,
-           O_ET };
+           O_ET, O_GROUP_SIZE, O_COMM_GROUP };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"clock-ghz", required_argument, 0, O_CLOCK},
@@ -104,14 +144,22 @@ int cmd_import(int argc, char **argv)
         {"chakra-fields-only", no_argument, 0, O_FIELDS},
         {"rank", required_argument, 0, O_RANK},
         {"et", required_argument, 0, O_ET},
+        {"group-size", required_argument, 0, O_GROUP_SIZE},
+        {"comm-group", required_argument, 0, O_COMM_GROUP},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    import_options io = {1.0, 0, 0, 0, 0, 0, -1, NULL};
+    import_options io = {1.0, 0, 0, 0, 0, 0, -1, NULL, sizes, 0, NULL};
     const char *out_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': out_path = optarg; break;
+        case O_GROUP_SIZE:
+            if (group_size_arg(optarg, &sizes[io.n_group_sizes]) != 0)
+                return EXIT_INPUT;
+            io.n_group_sizes++;
+            break;
+        case O_COMM_GROUP: io.comm_groups = optarg; break;
         case O_CLOCK: {
             char *end = NULL;
             io.clock_ghz = strtod(optarg, &end);

@@ -26,10 +26,11 @@
  *   with no kernel blocks the host: a sync collective. --gpu-only drops
  *   every CPU op.
  * - Every node writes one buffer that its data dependents read, sized
- *   tensor_size (compute) or comm_size (collectives); absent sizes are 0
- *   bytes and the note says how many.
- * - Collectives use their process group (pg_name), else "world"; every
- *   group has --ranks ranks (default: the trace's ngpus, else 8).
+ *   tensor_size (compute) or from comm_size (collectives: coll_output);
+ *   absent sizes are 0 bytes and the note says how many.
+ * - Collectives use their process group (pg_name), else "world", sized by
+ *   size_groups (--group-size, --comm-group, --ranks, ngpus); a size none
+ *   of them gives is assumed with a warning.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@
 #include <string.h>
 
 #include "chakra_common.h"
+#include "trace_json.h"
 
 static void where(const chakra *c, size_t rec, const char *field, char *dst,
                   size_t size)
@@ -561,23 +563,179 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* One group per process-group name the kept collectives use (sorted, so
- * the graph does not depend on record order). */
-static int add_groups(chakra *c, commsched_builder *b, long ranks)
+/* The process groups of the kept collectives (names sorted, so the graph
+ * does not depend on record order) and their sizes. */
+typedef struct groups {
+    const char **name;
+    long *size;
+    size_t n;
+} groups;
+
+static void groups_free(groups *g)
+{
+    free(g->name);
+    free(g->size);
+}
+
+/* ASTRA-sim's default group: no pg_name, or "0" (its extract_comm_group
+ * runs both over every NPU). */
+static int default_group(const char *name)
+{
+    return strcmp(name, "world") == 0 || strcmp(name, "0") == 0;
+}
+
+/* ASTRA-sim's comm-group file ({"<pg_name>": [NPU ids], ...}, what its
+ * --comm-group-configuration reads): the size of group `name`, 0 when the
+ * file does not list it, or -1 after printing why the file is bad. */
+static long comm_group_size(json_t *doc, const char *file, const char *name)
+{
+    json_t *v = json_object_get(doc, name);
+    if (!v)
+        return 0;
+    size_t n = json_array_size(v);
+    if (!json_is_array(v) || n == 0 || n > COMMSCHED_MAX_GROUP_SIZE) {
+        trace_fail(file, name, "expected a list of 1 to %u NPU ids",
+                   (unsigned)COMMSCHED_MAX_GROUP_SIZE);
+        return -1;
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        if (!json_is_integer(x) || json_integer_value(x) < 0) {
+            char path[COMMSCHED_ERROR_PATH_LENGTH];
+            snprintf(path, sizeof path, "%.120s[%zu]", name, i);
+            trace_fail(file, path, "expected an NPU id (an integer >= 0)");
+            return -1;
+        }
+    }
+    return (long)n;
+}
+
+/* Sizes each group, in this order: --group-size NAME=K; --comm-group's
+ * NPU count; --ranks; the trace's ngpus for the default group. A group
+ * none of these sizes takes the default group's size (ngpus, else 8), and
+ * a warning names it: a wrong size would scale every all-gather and
+ * reduce-scatter on it, so it is never assumed silently. */
+static int size_groups(chakra *c, const import_options *o, long ngpus,
+                       groups *g)
+{
+    json_t *doc = NULL;
+    if (o->comm_groups) {
+        int rc = trace_json_load(o->comm_groups, &doc);
+        if (rc != 0)
+            return rc;
+        if (!json_is_object(doc)) {
+            json_decref(doc);
+            return trace_fail(o->comm_groups, "",
+                              "expected an object {\"<pg_name>\": [NPU ids]}");
+        }
+    }
+    long fallback = ngpus > 0 ? ngpus : 8;
+    int rc = 0;
+    for (size_t i = 0; i < g->n && rc == 0; i++) {
+        const char *name = g->name[i];
+        long k = 0;
+        const char *why = NULL;
+        for (size_t j = o->n_group_sizes; j-- > 0 && k == 0;)
+            if (strcmp(o->group_sizes[j].name, name) == 0)
+                k = o->group_sizes[j].size;
+        if (k == 0 && doc && (k = comm_group_size(doc, o->comm_groups,
+                                                  name)) < 0) {
+            rc = EXIT_INPUT;
+            break;
+        }
+        if (k == 0 && o->ranks > 0)
+            k = o->ranks;
+        if (k == 0 && ngpus > 0 && default_group(name))
+            k = ngpus;
+        if (k == 0) {
+            k = fallback;
+            why = ngpus > 0 ? "the trace's ngpus" : "no ngpus in the trace";
+            fprintf(stderr,
+                    "commsched import: warning: %s: the trace does not give "
+                    "the size of group \"%s\": %ld ranks assumed (%s); give "
+                    "it with --group-size %s=K, --comm-group FILE or "
+                    "--ranks N\n",
+                    c->file, name, k, why, name);
+        }
+        g->size[i] = k;
+    }
+    json_decref(doc);
+    return rc;
+}
+
+static int find_group(const groups *g, const char *name)
+{
+    size_t lo = 0, hi = g->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int d = strcmp(g->name[mid], name);
+        if (d == 0)
+            return (int)mid;
+        if (d < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* One group per process-group name the kept collectives use. */
+static int add_groups(chakra *c, const import_options *o, long ngpus,
+                      commsched_builder *b, groups *g)
 {
     size_t m = 0;
-    const char **names = malloc((c->count ? c->count : 1) * sizeof *names);
-    if (!names)
+    g->name = malloc((c->count ? c->count : 1) * sizeof *g->name);
+    g->size = malloc((c->count ? c->count : 1) * sizeof *g->size);
+    if (!g->name || !g->size)
         return oom();
     for (size_t i = 0; i < c->count; i++)
         if (c->n[i].keep && c->n[i].coll >= 0)
-            names[m++] = c->n[i].pg ? c->n[i].pg : "world";
-    qsort(names, m, sizeof *names, cmp_str);
+            g->name[m++] = c->n[i].pg ? c->n[i].pg : "world";
+    if (m > 1) /* qsort's base must not be NULL */
+        qsort(g->name, m, sizeof *g->name, cmp_str);
+    g->n = 0;
     for (size_t i = 0; i < m; i++)
-        if (i == 0 || strcmp(names[i], names[i - 1]) != 0)
-            (void)commsched_builder_add_group(b, names[i], ranks, 0, &c->err);
-    free(names);
-    return 0;
+        if (i == 0 || strcmp(g->name[i], g->name[i - 1]) != 0)
+            g->name[g->n++] = g->name[i];
+    int rc = size_groups(c, o, ngpus, g);
+    for (size_t i = 0; i < g->n && rc == 0; i++)
+        (void)commsched_builder_add_group(b, g->name[i], g->size[i], 0,
+                                          &c->err);
+    return rc;
+}
+
+/* The bytes a collective writes from its comm_size, as ASTRA-sim reads
+ * comm_size: the bytes each NPU puts in (its Ring and HalvingDoubling
+ * phases end with comm_size x k for an all-gather and comm_size / k for a
+ * reduce-scatter; every other collective ends with what it started with).
+ * -1 after printing why the record cannot be such a collective. */
+static int64_t coll_output(chakra *c, size_t rec, const cnode *x, long k)
+{
+    if (x->size <= 0)
+        return 0;
+    if (x->coll == COMMSCHED_COLL_ALL_GATHER) {
+        if (x->size > COMMSCHED_MAX_SIZE / k) {
+            chakra_fail(c, rec, "comm_size",
+                        "%lld bytes gathered from %ld ranks is beyond the "
+                        "format's limit of 2^53 bytes",
+                        (long long)x->size, k);
+            return -1;
+        }
+        return x->size * k;
+    }
+    if (x->coll == COMMSCHED_COLL_REDUCE_SCATTER) {
+        if (x->size % k != 0) {
+            chakra_fail(c, rec, "comm_size",
+                        "%lld bytes do not scatter evenly over the %ld ranks "
+                        "of group \"%s\" (a reduce_scatter's comm_size is "
+                        "what each rank reduces: k times what it keeps)",
+                        (long long)x->size, k, x->pg ? x->pg : "world");
+            return -1;
+        }
+        return x->size / k;
+    }
+    return x->size;
 }
 
 /* Grows the name arrays to hold n entries. */
@@ -637,6 +795,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
     const char **inp = NULL;
     int rc = 0;
     long missing = 0, kept = 0, dropped_cpu = 0, colls = 0, folded;
+    groups grp = {NULL, NULL, 0};
     if (!order || !seen || !stack || !src) {
         rc = oom();
         goto cleanup;
@@ -663,12 +822,11 @@ static int build(chakra *c, const import_options *o, long ngpus,
         rc = EXIT_INPUT;
         goto cleanup;
     }
-    long ranks = o->ranks > 0 ? o->ranks : ngpus > 0 ? ngpus : 8;
     if (commsched_builder_create(graph_name, &b, &c->err) != COMMSCHED_OK) {
         rc = cli_report(c->file, &c->err);
         goto cleanup;
     }
-    if ((rc = add_groups(c, b, ranks)) != 0)
+    if ((rc = add_groups(c, o, ngpus, b, &grp)) != 0)
         goto cleanup;
     for (size_t pos = 0; pos < n; pos++) {
         uint32_t v = order[pos];
@@ -701,6 +859,14 @@ static int build(chakra *c, const import_options *o, long ngpus,
         }
         commsched_output_spec os = {x->node_name, x->size > 0 ? x->size : 0,
                                     NULL};
+        if (x->coll >= 0) {
+            int gi = find_group(&grp, x->pg ? x->pg : "world");
+            os.size = coll_output(c, v, x, gi >= 0 ? grp.size[gi] : 1);
+            if (os.size < 0) {
+                rc = EXIT_INPUT;
+                goto cleanup;
+            }
+        }
         commsched_node_spec s = {0};
         s.name = x->node_name;
         s.inputs = inp;
@@ -741,9 +907,11 @@ static int build(chakra *c, const import_options *o, long ngpus,
     }
     b = NULL;
     fprintf(stderr,
-            "commsched import: note: %s: %ld nodes imported (%ld collectives "
-            "on %ld ranks",
-            c->file, kept, colls, ranks);
+            "commsched import: note: %s: %ld nodes imported (%ld collectives",
+            c->file, kept, colls);
+    for (size_t i = 0; i < grp.n; i++)
+        fprintf(stderr, "%s group \"%s\" of %ld ranks", i ? "," : ";",
+                grp.name[i], grp.size[i]);
     if (folded)
         fprintf(stderr,
                 "; %ld CPU-side collective ops folded into their GPU kernel",
@@ -763,6 +931,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
             missing);
 cleanup:
     commsched_builder_destroy(b);
+    groups_free(&grp);
     free(src);
     free(order);
     free(seen);

@@ -8,8 +8,9 @@
  * - compute: COMP_NODE (MEM_LOAD / MEM_STORE for ops mem_load /
  *   mem_store), duration_micros from the file's runtime or the cost model,
  *   tensor_size the bytes of its (non-alias) outputs;
- * - collective: COMM_COLL_NODE with comm_type and comm_size (the bytes the
- *   cost model charges), pg_name = its group; send / recv: COMM_SEND_NODE
+ * - collective: COMM_COLL_NODE with comm_type and comm_size as ASTRA-sim
+ *   reads it, the bytes each rank puts in (comm_size_of), pg_name = its
+ *   group; send / recv: COMM_SEND_NODE
  *   / COMM_RECV_NODE. duration_micros only when the graph says how long
  *   (ASTRA-sim simulates collectives itself);
  * - wait: a COMP_NODE of duration 0 that depends on its collective (in
@@ -127,11 +128,27 @@ static void add_ids(json_t *names, json_t *table, uint64_t *ids, size_t *n)
     }
 }
 
+/* comm_size as ASTRA-sim reads it: what each NPU puts in. Its collective
+ * phases end with comm_size x k bytes for an all-gather and comm_size / k
+ * for a reduce-scatter (Ring, HalvingDoubling), the others with comm_size.
+ * From the bytes the cost model charges (the larger side): an all-gather
+ * puts in 1/k of what it writes, every other collective what it charges.
+ * `import chakra` inverts it. */
+static int64_t comm_size_of(const commsched_graph *g, uint32_t node,
+                            commsched_coll_op op, json_int_t k)
+{
+    double bytes = commsched_cost_collective_bytes(g, node);
+    if (op == COMMSCHED_COLL_ALL_GATHER && k > 1)
+        bytes = floor(bytes / (double)k);
+    return (int64_t)bytes;
+}
+
 /* Writes the whole trace to f. */
 static int write_trace(FILE *f, const commsched_graph *g, json_t *doc,
                        const double *runtime)
 {
     json_t *nodes = json_incref(json_object_get(doc, "nodes"));
+    json_t *grps = json_object_get(doc, "groups"); /* in index order */
     json_t *producer = json_object(), *by_name = json_object();
     uint8_t *buf = NULL;
     size_t cap = 0;
@@ -214,8 +231,10 @@ static int write_trace(FILE *f, const commsched_graph *g, json_t *doc,
             }
             attr_init(&a[na], "comm_size");
             a[na].value_case = COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_INT64_VAL;
-            a[na].int64_val =
-                (int64_t)commsched_cost_collective_bytes(g, (uint32_t)i);
+            a[na].int64_val = comm_size_of(
+                g, (uint32_t)i, op,
+                json_integer_value(json_object_get(
+                    json_array_get(grps, group), "size")));
             na++;
             attr_init(&a[na], "pg_name");
             a[na].value_case = COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_STRING_VAL;
