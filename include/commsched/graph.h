@@ -222,6 +222,28 @@ COMMSCHED_EXPORT commsched_status commsched_graph_save_stream(
     const commsched_graph *g, const uint32_t *order, const char *schedule_json,
     FILE *out, commsched_error *err);
 
+/* Writes the "schedule" value of a saved graph: called once, from inside
+ * commsched_graph_save_stream_with, with `out` positioned right after
+ * "schedule":. It must write exactly one JSON object (compact, or the
+ * file is no longer one node per line) and nothing else; the library does
+ * not check what it writes. Returns COMMSCHED_OK, or a status with err
+ * set, which the save then returns (the output is incomplete). */
+typedef commsched_status (*commsched_schedule_writer)(FILE *out, void *ctx,
+                                                      commsched_error *err);
+
+/* commsched_graph_save_stream with the "schedule" object written by the
+ * caller's write_schedule (NULL: no schedule) instead of parsed from text:
+ * for a schedule that is built at once as it is written (the passes'
+ * per-collective statistics, commsched_run_stats_write_json), with no text
+ * held in between and nothing parsed. ctx is handed to write_schedule;
+ * neither is kept after the call. Fails as commsched_graph_save_stream
+ * does, or with write_schedule's status; a failed save has written part of
+ * the graph (the CLI writes through a temporary file for that reason). */
+COMMSCHED_EXPORT commsched_status commsched_graph_save_stream_with(
+    const commsched_graph *g, const uint32_t *order,
+    commsched_schedule_writer write_schedule, void *ctx, FILE *out,
+    commsched_error *err);
+
 /* Frees the graph. NULL is allowed. */
 COMMSCHED_EXPORT void commsched_graph_destroy(commsched_graph *g);
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "commsched/cost.h"
+#include "commsched/passes.h"
 #include "commsched/simulate.h"
 
 #ifdef __cplusplus
@@ -73,6 +74,26 @@ COMMSCHED_EXPORT commsched_status commsched_report_json(
 COMMSCHED_EXPORT commsched_status commsched_report_trace(
     FILE *out, const commsched_sim *sim, const commsched_report_context *ctx,
     commsched_error *err);
+
+/* ---- the passes' statistics -------------------------------------------- */
+
+#define COMMSCHED_STATS_JSON_TIMING 1u /* each pass's "wall_ms" */
+#define COMMSCHED_STATS_JSON_INDENT 2u /* one item a line, indented one
+                                          space a level (jansson's
+                                          JSON_INDENT(1)); else compact */
+
+/* The statistics of every pass of run (NULL: none) as one JSON array,
+ * one object per pass (keys in docs/PASSES.md: pass, peak
+ * memory before and after, fake edges added, the per-node rows, and the
+ * buckets or per-collective rows of bucketing and overlap passes), with
+ * node names from g (or from the graph a pass built). Streams row by row:
+ * the "stats" member of a saved schedule (commsched_graph_save_stream_with)
+ * and `optimize --stats=json`. Borrows everything for the call. ENOMEM,
+ * EIO when the stream fails, EINVAL for a non-finite figure (the output is
+ * then incomplete). */
+COMMSCHED_EXPORT commsched_status commsched_run_stats_write_json(
+    FILE *out, const commsched_graph *g, const commsched_run *run,
+    unsigned flags, commsched_error *err);
 
 /* Two runs side by side (optimize --report): makespan, lower bound,
  * efficiency, compute, comm, exposed, overlap, both memory peaks, with the

@@ -57,6 +57,37 @@ void cs_jw_layout(cs_jw *w, const char *sep, const char *colon)
     w->levels[w->depth].colon = colon;
 }
 
+void cs_jw_indent(cs_jw *w, int width)
+{
+    if (width < 1 || width > 31)
+        fail(w, CS_JW_ENEST);
+    else
+        w->levels[w->depth].indent = (unsigned char)width;
+}
+
+/* A newline and `depth` levels of l's indent. */
+static void put_indent(cs_jw *w, const cs_jw_level *l, int depth)
+{
+    static const char spaces[] = "                                ";
+    size_t n = (size_t)l->indent * (size_t)depth;
+    put_c(w, '\n');
+    for (; n > sizeof spaces - 1; n -= sizeof spaces - 1)
+        put(w, spaces, sizeof spaces - 1);
+    put(w, spaces, n);
+}
+
+/* What goes before an item of the innermost container: a comma after the
+ * first, then its separator, or with an indent a new line every time. */
+static void put_item_sep(cs_jw *w, const cs_jw_level *l)
+{
+    if (l->has_items)
+        put_c(w, ',');
+    if (l->indent)
+        put_indent(w, l, w->depth);
+    else if (l->has_items)
+        put_s(w, l->sep);
+}
+
 void cs_jw_raw(cs_jw *w, const char *s)
 {
     if (!w->error)
@@ -79,14 +110,12 @@ static int begin_value(cs_jw *w)
         l->after_key = 0;
         return 1;
     }
-    if (l->has_items) {
-        if (w->depth == 0) {
-            fail(w, CS_JW_ENEST); /* one value per document */
-            return 0;
-        }
-        put_c(w, ',');
-        put_s(w, l->sep);
+    if (w->depth == 0 && l->has_items) {
+        fail(w, CS_JW_ENEST); /* one value per document */
+        return 0;
     }
+    if (w->depth > 0)
+        put_item_sep(w, l);
     l->has_items = 1;
     return 1;
 }
@@ -103,6 +132,7 @@ static void open_container(cs_jw *w, char c, unsigned char is_object)
     cs_jw_level *l = &w->levels[++w->depth];
     l->sep = up->sep;
     l->colon = up->colon;
+    l->indent = up->indent;
     l->is_object = is_object;
     l->has_items = 0;
     l->after_key = 0;
@@ -121,6 +151,8 @@ void cs_jw_end(cs_jw *w)
         fail(w, CS_JW_ENEST);
         return;
     }
+    if (l->indent && l->has_items)
+        put_indent(w, l, w->depth - 1);
     put_c(w, l->is_object ? '}' : ']');
     w->depth--;
 }
@@ -207,10 +239,7 @@ void cs_jw_key(cs_jw *w, const char *key)
         fail(w, CS_JW_ENEST);
         return;
     }
-    if (l->has_items) {
-        put_c(w, ',');
-        put_s(w, l->sep);
-    }
+    put_item_sep(w, l);
     l->has_items = 1;
     put_string(w, key);
     put_s(w, l->colon);
@@ -381,6 +410,14 @@ void cs_jw_json(cs_jw *w, const json_t *v, const char *sep,
     case JSON_FALSE: cs_jw_bool(w, 0); break;
     case JSON_NULL: cs_jw_null(w); break;
     }
+}
+
+FILE *cs_jw_value_stream(cs_jw *w)
+{
+    if (!begin_value(w))
+        return NULL;
+    flush(w);
+    return w->error ? NULL : w->f;
 }
 
 commsched_status cs_jw_finish(cs_jw *w)

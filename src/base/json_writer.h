@@ -53,6 +53,7 @@ typedef enum cs_jw_error {
 typedef struct cs_jw_level {
     const char *sep;   /* written after each comma */
     const char *colon; /* between a key and its value */
+    unsigned char indent; /* 0, or spaces per level (cs_jw_indent) */
     unsigned char is_object, has_items, after_key;
 } cs_jw_level;
 
@@ -75,6 +76,13 @@ void cs_jw_init(cs_jw *w, FILE *f);
  * container (the top level when none is open). Both strings are borrowed
  * and must stay valid while the container is open (string literals). */
 void cs_jw_layout(cs_jw *w, const char *sep, const char *colon);
+
+/* jansson's JSON_INDENT(width) from the innermost open container inward
+ * (width 1..31; the containers opened inside inherit it): each item on a
+ * line of its own, indented width spaces per level, the closing bracket on
+ * a line of its own, empty containers as [] and {}. Replaces the sep of
+ * cs_jw_layout; the colon still comes from it (": " for jansson's). */
+void cs_jw_indent(cs_jw *w, int width);
 
 /* Text written as is (whitespace between items). Never a value: the comma
  * state does not change. */
@@ -111,6 +119,13 @@ void cs_jw_number_g_or_null(cs_jw *w, double d, int precision);
  * colon ("" / ":" is JSON_COMPACT). */
 void cs_jw_json(cs_jw *w, const json_t *v, const char *sep,
                 const char *colon);
+
+/* For a value the caller writes itself, straight onto the stream (another
+ * library's output, a caller's callback): places it like any value
+ * (comma, separator), flushes the buffer and returns the stream, or NULL
+ * when the writer has already failed. The writer counts the value as
+ * written and goes on after whatever the caller put on the stream. */
+FILE *cs_jw_value_stream(cs_jw *w);
 
 /* Flushes the buffer. Returns COMMSCHED_OK, COMMSCHED_EIO when a write
  * failed or COMMSCHED_EINVAL for anything the document could not hold

@@ -850,35 +850,20 @@ static void inputs_json(cs_jw *w, const commsched_graph *g)
     cs_jw_end(w);
 }
 
-/* The layout is the one jansson gave the file: the header fields compact
- * (JSON_COMPACT) one per line, then one node per line with jansson's
- * default ", " and ": " inside. The writer is on the heap: it holds its
- * 64 KiB buffer. */
-commsched_status commsched_graph_save_stream(const commsched_graph *g,
-                                             const uint32_t *order,
-                                             const char *schedule_json,
-                                             FILE *f, commsched_error *err)
+/* The graph, with its "schedule" value (if any) written from `sched` (a
+ * parsed object) or by the caller's write_schedule. The layout is the one
+ * jansson gave the file: the header fields compact (JSON_COMPACT) one per
+ * line, then one node per line with jansson's default ", " and ": "
+ * inside. The writer is on the heap: it holds its 64 KiB buffer. */
+static commsched_status save(const commsched_graph *g, const uint32_t *order,
+                             const json_t *sched,
+                             commsched_schedule_writer write_schedule,
+                             void *ctx, FILE *f, commsched_error *err)
 {
-    /* The schedule is the caller's text: parsed once (it must be an
-     * object) so the file gets it compact and checked. It is small (the
-     * pipeline's figures), never a per-node structure. */
-    json_t *sched = NULL;
-    if (schedule_json) {
-        json_error_t je;
-        sched = json_loads(schedule_json, 0, &je);
-        if (!sched || !json_is_object(sched)) {
-            json_decref(sched);
-            return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
-                                       "schedule object does not parse: %s",
-                                       je.text);
-        }
-    }
     cs_jw *w = malloc(sizeof *w);
-    if (!w) {
-        json_decref(sched);
+    if (!w)
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                    "out of memory");
-    }
     cs_jw_init(w, f);
     cs_jw_object(w);
     cs_jw_key(w, "format");
@@ -903,7 +888,17 @@ commsched_status commsched_graph_save_stream(const commsched_graph *g,
     if (sched) {
         cs_jw_key(w, "schedule");
         cs_jw_json(w, sched, "", ":");
-        json_decref(sched);
+    } else if (write_schedule) {
+        /* The caller's value goes straight onto the stream, after what the
+         * writer has buffered so far. */
+        cs_jw_key(w, "schedule");
+        FILE *sf = cs_jw_value_stream(w);
+        commsched_status sst =
+            sf ? write_schedule(sf, ctx, err) : COMMSCHED_OK;
+        if (sst != COMMSCHED_OK) {
+            free(w);
+            return sst;
+        }
     }
     cs_jw_key(w, "nodes");
     cs_jw_array(w);
@@ -927,4 +922,35 @@ commsched_status commsched_graph_save_stream(const commsched_graph *g,
                                    "a name is not valid UTF-8");
     return commsched_error_set(err, COMMSCHED_EIO, NULL,
                                "could not write the graph");
+}
+
+commsched_status commsched_graph_save_stream(const commsched_graph *g,
+                                             const uint32_t *order,
+                                             const char *schedule_json,
+                                             FILE *f, commsched_error *err)
+{
+    if (!schedule_json)
+        return save(g, order, NULL, NULL, NULL, f, err);
+    /* The caller's text, parsed once (it must be an object) so the file
+     * gets it compact and checked. A caller with a large schedule writes
+     * it itself instead (commsched_graph_save_stream_with). */
+    json_error_t je;
+    json_t *sched = json_loads(schedule_json, 0, &je);
+    if (!sched || !json_is_object(sched)) {
+        json_decref(sched);
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "schedule object does not parse: %s",
+                                   je.text);
+    }
+    commsched_status st = save(g, order, sched, NULL, NULL, f, err);
+    json_decref(sched);
+    return st;
+}
+
+commsched_status commsched_graph_save_stream_with(
+    const commsched_graph *g, const uint32_t *order,
+    commsched_schedule_writer write_schedule, void *ctx, FILE *f,
+    commsched_error *err)
+{
+    return save(g, order, NULL, write_schedule, ctx, f, err);
 }

@@ -520,6 +520,65 @@ static void test_graph_save_schedule_object(void **state)
     commsched_graph_destroy(g);
 }
 
+/* A schedule the caller writes itself: the same bytes as the same object
+ * given as text, and the caller's failure is the save's. */
+static commsched_status write_passes(FILE *out, void *ctx,
+                                     commsched_error *err)
+{
+    (void)err;
+    fputs(ctx, out);
+    return COMMSCHED_OK;
+}
+
+static commsched_status write_fails(FILE *out, void *ctx, commsched_error *err)
+{
+    (void)out;
+    (void)ctx;
+    return commsched_error_set(err, COMMSCHED_EIO, NULL, "refused");
+}
+
+static void test_graph_save_schedule_writer(void **state)
+{
+    (void)state;
+    commsched_graph *g = tu_graph_from_json(every_field);
+    const char *sched = "{\"passes\":[\"sink_waits\"],\"n\":1.5}";
+    char *text = NULL, *ref = NULL;
+    size_t len = 0, ref_len = 0;
+    commsched_error err = {0};
+    FILE *f = open_memstream(&ref, &ref_len);
+    assert_non_null(f);
+    assert_int_equal(commsched_graph_save_stream(g, NULL, sched, f, &err),
+                     COMMSCHED_OK);
+    fclose(f);
+    f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(commsched_graph_save_stream_with(
+                         g, NULL, write_passes, (void *)sched, f, &err),
+                     COMMSCHED_OK);
+    fclose(f);
+    assert_string_equal(text, ref);
+    free(text);
+    free(ref);
+    /* no writer: no schedule, as with NULL text */
+    f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(
+        commsched_graph_save_stream_with(g, NULL, NULL, NULL, f, &err),
+        COMMSCHED_OK);
+    fclose(f);
+    assert_null(strstr(text, "\"schedule\""));
+    free(text);
+    f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(
+        commsched_graph_save_stream_with(g, NULL, write_fails, NULL, f, &err),
+        COMMSCHED_EIO);
+    assert_string_equal(err.text, "refused");
+    fclose(f);
+    free(text);
+    commsched_graph_destroy(g);
+}
+
 /* ---- equality --------------------------------------------------------- */
 
 /* Replaces the first occurrence of `from` in every_field. */
@@ -1109,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_graph_builder_rejects_what_json_cannot_hold),
         cmocka_unit_test(test_graph_save_permuted_order),
         cmocka_unit_test(test_graph_save_schedule_object),
+        cmocka_unit_test(test_graph_save_schedule_writer),
         cmocka_unit_test(test_graph_equal_reports_differences),
         cmocka_unit_test(test_graph_status_strings),
         cmocka_unit_test(test_graph_error_first_wins),

@@ -349,6 +349,85 @@ static void test_jansson_value(void **state)
     json_decref(j);
 }
 
+/* A jansson value through the indented layout: jansson's JSON_INDENT(w)
+ * byte for byte (nested and empty containers, keys, reals). */
+typedef struct indented {
+    const json_t *v;
+    int width;
+} indented;
+
+static void body_indented(cs_jw *w, const void *arg)
+{
+    const indented *in = arg;
+    cs_jw_layout(w, "", ": ");
+    cs_jw_indent(w, in->width);
+    cs_jw_json(w, in->v, "", ": ");
+}
+
+static void test_indent_like_jansson(void **state)
+{
+    (void)state;
+    const char *docs[] = {
+        "[{\"pass\":\"x\",\"nodes\":[],\"m\":{},\"r\":[{\"a\":1.5,"
+        "\"b\":null,\"c\":[1,[2,[]]]}],\"w\":0.0}]",
+        "[]", "{}", "{\"k\":[[]]}", "[1,2,{\"x\":{\"y\":\"z\"}}]"};
+    for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++)
+        for (int width = 1; width <= 3; width += 2) {
+            json_t *j = json_loads(docs[d], 0, NULL);
+            assert_non_null(j);
+            indented in = {j, width};
+            commsched_status st;
+            char *text = write_with(body_indented, &in, &st);
+            char *ref = json_dumps(j, JSON_INDENT(width));
+            assert_int_equal(st, COMMSCHED_OK);
+            assert_string_equal(text, ref);
+            free(text);
+            free(ref);
+            json_decref(j);
+        }
+}
+
+/* A value the caller writes straight onto the stream sits where the
+ * writer's own would, with the writer's buffered text before it. */
+static void body_value_stream(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_object(w);
+    cs_jw_key(w, "a");
+    cs_jw_int(w, 1);
+    cs_jw_key(w, "b");
+    FILE *f = cs_jw_value_stream(w);
+    assert_non_null(f);
+    fputs("{\"own\":[2]}", f);
+    cs_jw_key(w, "c");
+    cs_jw_array(w);
+    cs_jw_int(w, 3);
+    fputs("4", cs_jw_value_stream(w));
+    cs_jw_end(w);
+    cs_jw_end(w);
+}
+
+static void body_value_stream_misplaced(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    cs_jw_object(w);
+    assert_null(cs_jw_value_stream(w)); /* no key */
+    cs_jw_end(w);
+}
+
+static void test_value_stream(void **state)
+{
+    (void)state;
+    commsched_status st;
+    char *text = write_with(body_value_stream, NULL, &st);
+    assert_int_equal(st, COMMSCHED_OK);
+    assert_string_equal(text, "{\"a\": 1, \"b\": {\"own\":[2]}, \"c\": [3, 4]}");
+    free(text);
+    text = write_with(body_value_stream_misplaced, NULL, &st);
+    assert_int_equal(st, COMMSCHED_EINVAL);
+    free(text);
+}
+
 static void body_layout(cs_jw *w, const void *arg)
 {
     (void)arg;
@@ -488,6 +567,8 @@ int main(void)
         cmocka_unit_test(test_nesting),
         cmocka_unit_test(test_jansson_value),
         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_indent_like_jansson),
+        cmocka_unit_test(test_value_stream),
         cmocka_unit_test(test_misuse),
         cmocka_unit_test(test_io_failure),
     };

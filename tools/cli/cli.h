@@ -104,15 +104,25 @@ const char *cli_bytes(double bytes, char *buf, size_t size);
 /* "1.234 ms", "56.7 µs", "890 ns" into buf. */
 const char *cli_time_ns(double ns, char *buf, size_t size);
 
-/* The passes' statistics: the seed's tables, one per pass, or a JSON
- * array (a new reference; NULL on OOM). with_timing adds each pass's
- * wall_ms (left out of output files, which must be deterministic). */
+/* The passes' statistics as the seed's tables, one per pass (as JSON:
+ * commsched_run_stats_write_json). */
 struct json_t;
 #include "commsched/passes.h"
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run);
-struct json_t *cli_pass_stats_json(const commsched_graph *g,
-                                   const commsched_run *run, int with_timing);
+
+/* The "schedule" object of a saved graph (DESIGN.md §2): head's members
+ * (passes, peaks, ... as the command builds them), then "stats" (run's
+ * statistics, streamed by the library, never held as text), then tail's
+ * members (may be NULL). Everything borrowed. */
+typedef struct cli_schedule {
+    const struct json_t *head, *tail;
+    const commsched_graph *g;
+    const commsched_run *run;
+} cli_schedule;
+/* A commsched_schedule_writer: ctx is a cli_schedule. */
+commsched_status cli_schedule_write(FILE *out, void *ctx,
+                                    commsched_error *err);
 
 /* The cost model as the CLI configures it: --device NAME|FILE and
  * --cost-model nccl|inductor. `device` holds the profile; opts.device points

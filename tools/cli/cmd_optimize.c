@@ -129,28 +129,20 @@ static json_t *knobs_json(const commsched_knobs *k)
     return o;
 }
 
-static char *schedule_json(const char *passes, const commsched_knobs *k,
-                           const figures *b, const figures *a,
-                           const commsched_graph *g, const commsched_run *run,
-                           const char **dropped, uint32_t n_dropped)
+/* The schedule's members before its "stats" (passes, peaks, dropped fake
+ * edges); the knobs go after them (knobs_json). NULL on OOM. */
+static json_t *schedule_head(const char *passes, const figures *b,
+                             const figures *a, const char **dropped,
+                             uint32_t n_dropped)
 {
     json_t *d = json_array();
     for (uint32_t i = 0; d && i < n_dropped; i++)
         json_array_append_new(d, json_pack("{s:s, s:s}", "from", dropped[2 * i],
                                            "to", dropped[2 * i + 1]));
-    json_t *o = json_pack("{s:s, s:{s:I}, s:{s:I}, s:o, s:o}", "passes",
-                          passes, "before", "peak_memory", (json_int_t)b->peak,
-                          "after", "peak_memory", (json_int_t)a->peak,
-                          "dropped_fake_edges", d ? d : json_array(), "stats",
-                          run ? cli_pass_stats_json(g, run, 0) : json_array());
-    json_t *kj = knobs_json(k);
-    if (o && kj)
-        json_object_set_new(o, "knobs", kj);
-    else
-        json_decref(kj);
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return text;
+    return json_pack("{s:s, s:{s:I}, s:{s:I}, s:o}", "passes", passes,
+                     "before", "peak_memory", (json_int_t)b->peak, "after",
+                     "peak_memory", (json_int_t)a->peak, "dropped_fake_edges",
+                     d ? d : json_array());
 }
 
 /* Runs the pipeline. A pass that rewrites the graph (bucketing) leaves *g
@@ -315,7 +307,7 @@ int cmd_optimize(int argc, char **argv)
     double *runtime = NULL;
     const char **dropped = NULL;
     uint32_t n_dropped = 0;
-    char *sched = NULL;
+    json_t *head = NULL, *knobs_j = NULL; /* before and after "stats" */
     figures before, after;
     cli_out out = {0};
     commsched_sim *sim = NULL;
@@ -368,16 +360,17 @@ int cmd_optimize(int argc, char **argv)
                                                  &err) != COMMSCHED_OK ||
         commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
         goto fail;
-    sched = schedule_json(passes, knobs, &before, &after, g, run, dropped,
-                          n_dropped);
-    if (!sched) {
+    head = schedule_head(passes, &before, &after, dropped, n_dropped);
+    knobs_j = json_pack("{s:o}", "knobs", knobs_json(knobs));
+    if (!head || !knobs_j) {
         commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto fail;
     }
     if ((rc = cli_out_open(&out, out_path)) != 0)
         goto done;
-    if (commsched_graph_save_stream(g, order, sched, out.f, &err) !=
-        COMMSCHED_OK) {
+    cli_schedule sched = {head, knobs_j, g, run};
+    if (commsched_graph_save_stream_with(g, order, cli_schedule_write, &sched,
+                                         out.f, &err) != COMMSCHED_OK) {
         cli_out_abort(&out);
         goto fail;
     }
@@ -386,11 +379,14 @@ int cmd_optimize(int argc, char **argv)
         goto done;
     FILE *tables = to_stdout ? stderr : stdout;
     if (stats && strcmp(stats, "json") == 0) {
-        json_t *j = cli_pass_stats_json(g, run, 1);
-        if (j)
-            json_dumpf(j, tables, JSON_INDENT(1));
+        if (commsched_run_stats_write_json(
+                tables, g, run,
+                COMMSCHED_STATS_JSON_TIMING | COMMSCHED_STATS_JSON_INDENT,
+                &err) != COMMSCHED_OK) {
+            rc = cli_report(NULL, &err);
+            goto done;
+        }
         fputc('\n', tables);
-        json_decref(j);
     } else if (stats) {
         cli_print_pass_stats(tables, g, run);
     }
@@ -430,7 +426,8 @@ int cmd_optimize(int argc, char **argv)
 fail:
     rc = cli_report(in_name, &err);
 done:
-    free(sched);
+    json_decref(head);
+    json_decref(knobs_j);
     free(rows);
     free(sources);
     commsched_sim_destroy(html_before);

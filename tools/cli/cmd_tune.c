@@ -207,9 +207,12 @@ static json_t *result_json(const commsched_tune_result *r, double budget,
 }
 
 /* The "schedule" object of the written file: what optimize records, and
- * which tune candidate it was. */
-static char *schedule_json(const commsched_tune_candidate *c, size_t index,
-                           double budget, const commsched_result *res)
+ * which tune candidate it was. Its members before "stats" go to *head,
+ * the "tune" member after them to *tail; 0, or -1 on OOM (both then
+ * NULL). */
+static int schedule_json(const commsched_tune_candidate *c, size_t index,
+                         double budget, const commsched_result *res,
+                         json_t **head, json_t **tail)
 {
     commsched_error err = {0};
     commsched_knobs *k = NULL;
@@ -235,20 +238,22 @@ static char *schedule_json(const commsched_tune_candidate *c, size_t index,
                                     json_string(buf));
     }
     commsched_knobs_destroy(k);
-    json_t *o = json_pack(
-        "{s:s, s:{s:I}, s:{s:I}, s:o, s:o, s:{s:I, s:o}}", "passes", c->passes,
-        "before", "peak_memory",
+    *head = json_pack(
+        "{s:s, s:{s:I}, s:{s:I}, s:o}", "passes", c->passes, "before",
+        "peak_memory",
         (json_int_t)commsched_result_before(res)->peak_memory_step, "after",
         "peak_memory",
         (json_int_t)commsched_result_after(res)->peak_memory_step, "knobs",
-        kj ? kj : json_object(), "stats",
-        cli_pass_stats_json(commsched_result_graph(res),
-                            commsched_result_run(res), 0),
-        "tune", "candidate", (json_int_t)index, "budget",
-        isinf(budget) ? json_string("inf") : json_real(budget));
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return text;
+        kj ? kj : json_object());
+    *tail = json_pack("{s:{s:I, s:o}}", "tune", "candidate",
+                      (json_int_t)index, "budget",
+                      isinf(budget) ? json_string("inf") : json_real(budget));
+    if (*head && *tail)
+        return 0;
+    json_decref(*head);
+    json_decref(*tail);
+    *head = *tail = NULL;
+    return -1;
 }
 
 /* Runs the best candidate again (deterministic) and writes its order. */
@@ -259,7 +264,7 @@ static int write_best(const char *out_path, const commsched_graph *g,
     commsched_error err = {0};
     commsched_optimize_options *opts = NULL;
     commsched_result *res = NULL;
-    char *sched = NULL;
+    json_t *head = NULL, *tail = NULL;
     cli_out out = {0};
     int rc = 0;
     size_t best = commsched_tune_best(r);
@@ -274,9 +279,8 @@ static int write_best(const char *out_path, const commsched_graph *g,
         rc = cli_report(NULL, &err);
         goto done;
     }
-    sched = schedule_json(commsched_tune_candidate_at(r, best), best, budget,
-                          res);
-    if (!sched) {
+    if (schedule_json(commsched_tune_candidate_at(r, best), best, budget, res,
+                      &head, &tail) != 0) {
         fprintf(stderr, "commsched: out of memory\n");
         rc = EXIT_RUNTIME;
         goto done;
@@ -284,16 +288,19 @@ static int write_best(const char *out_path, const commsched_graph *g,
     if ((rc = cli_out_open(&out, out_path)) != 0)
         goto done;
     *to_stdout = out.f == stdout;
-    if (commsched_graph_save_stream(commsched_result_graph(res),
-                                    commsched_result_order(res), sched, out.f,
-                                    &err) != COMMSCHED_OK) {
+    cli_schedule sched = {head, tail, commsched_result_graph(res),
+                          commsched_result_run(res)};
+    if (commsched_graph_save_stream_with(
+            commsched_result_graph(res), commsched_result_order(res),
+            cli_schedule_write, &sched, out.f, &err) != COMMSCHED_OK) {
         cli_out_abort(&out);
         rc = cli_report(NULL, &err);
         goto done;
     }
     rc = cli_out_commit(&out);
 done:
-    free(sched);
+    json_decref(head);
+    json_decref(tail);
     commsched_result_destroy(res);
     commsched_optimize_options_destroy(opts);
     return rc;

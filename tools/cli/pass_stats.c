@@ -1,8 +1,10 @@
 /* commsched CLI — the passes' statistics as the seed prints them
  * (_format_and_log_reordering_stats / _format_and_log_sink_waits_stats):
- * an aligned table per pass, or one JSON document for all passes. */
+ * an aligned table per pass; and the "schedule" object that carries them
+ * (as JSON, from the library) into a saved graph. */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -179,115 +181,39 @@ void cli_print_pass_stats(FILE *f, const commsched_graph *g,
     }
 }
 
-static json_t *row_json(const commsched_graph *g, const commsched_node_stats *r,
-                        int sink)
+commsched_status cli_schedule_write(FILE *out, void *ctx,
+                                   commsched_error *err)
 {
-    json_t *o = json_pack(
-        "{s:s, s:f, s:f, s:f, s:f, s:f, s:s, s:i, s:i, s:s, s:s}", "node",
-        commsched_graph_node_name(g, r->node), "comm_time_ns", r->comm_time,
-        "comp_time_ns", r->comp_time, "initial_exposed_ns", r->initial_exposed,
-        "final_exposed_ns", r->final_exposed, "improvement_ns",
-        r->initial_exposed - r->final_exposed, "limiting_factor",
-        r->limiting_factor ? r->limiting_factor : "None", "moves",
-        (json_int_t)r->moves, "grouped", (json_int_t)r->grouped,
-        "grouped_info", r->grouped_info ? r->grouped_info : "",
-        "overlap_info", r->overlap_info ? r->overlap_info : "");
-    if (o && sink)
-        json_object_set_new(o, "moves_info",
-                            json_string(r->moves_info ? r->moves_info : ""));
-    return o;
-}
-
-static json_t *pos_json(uint32_t p)
-{
-    return p == COMMSCHED_NONE ? json_null() : json_integer(p);
-}
-
-static json_t *overlap_json(const commsched_graph *g,
-                            const commsched_overlap_stats *o)
-{
-    json_t *j = json_pack(
-        "{s:s, s:f, s:f, s:f, s:f, s:f, s:s}", "node",
-        commsched_graph_node_name(g, o->node), "comm_ns", o->comm_ns,
-        "exposed_before_ns", o->exposed_before_ns, "exposed_after_ns",
-        o->exposed_after_ns, "hidden_before", o->hidden_before, "hidden_after",
-        o->hidden_after, "limit", o->limit);
-    if (j) {
-        json_object_set_new(j, "wait",
-                            o->wait == COMMSCHED_NONE
-                                ? json_null()
-                                : json_string(commsched_graph_node_name(
-                                      g, o->wait)));
-        json_object_set_new(j, "issue_before", pos_json(o->issue_before));
-        json_object_set_new(j, "issue_after", pos_json(o->issue_after));
-        json_object_set_new(j, "wait_before", pos_json(o->wait_before));
-        json_object_set_new(j, "wait_after", pos_json(o->wait_after));
+    const cli_schedule *c = ctx;
+    /* head and tail are a few hundred bytes (passes, peaks, knobs): dumped
+     * compact, the head without its closing brace and the tail without its
+     * opening one, around the statistics the library streams. */
+    char *head = json_dumps(c->head, JSON_COMPACT);
+    char *tail = c->tail && json_object_size(c->tail)
+                     ? json_dumps(c->tail, JSON_COMPACT)
+                     : NULL;
+    commsched_status st = COMMSCHED_OK;
+    if (!head || (c->tail && json_object_size(c->tail) && !tail)) {
+        st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                 "out of memory");
+        goto done;
     }
-    return j;
-}
-
-static json_t *bucket_json(const commsched_graph *g,
-                           const commsched_bucket_stats *b)
-{
-    json_t *members = json_array();
-    for (uint32_t i = 0; members && i < b->n_members; i++)
-        json_array_append_new(members, json_string(b->members[i]));
-    return json_pack("{s:s, s:s, s:s, s:o, s:I, s:f, s:f, s:s}", "node",
-                     commsched_graph_node_name(g, b->node), "copy_in",
-                     commsched_graph_node_name(g, b->copy_in), "wait",
-                     commsched_graph_node_name(g, b->wait), "members",
-                     members ? members : json_array(), "bytes",
-                     (json_int_t)b->bytes, "time_before_ns", b->time_before_ns,
-                     "time_after_ns", b->time_after_ns, "closed_by",
-                     b->closed_by);
-}
-
-json_t *cli_pass_stats_json(const commsched_graph *g, const commsched_run *run,
-                            int with_timing)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; arr && i < commsched_run_pass_count(run); i++) {
-        const commsched_pass_stats *p = commsched_run_pass(run, i);
-        const commsched_graph *pg = p->graph ? p->graph : g;
-        json_t *rows = json_array();
-        for (uint32_t k = 0; rows && k < p->n_nodes; k++)
-            json_array_append_new(
-                rows, row_json(pg, &p->nodes[k], p->kind == COMMSCHED_STATS_SINK));
-        json_t *o = json_pack("{s:s, s:I, s:I, s:i, s:o}", "pass", p->pass,
-                              "peak_memory_before", (json_int_t)p->peak_before,
-                              "peak_memory_after", (json_int_t)p->peak_after,
-                              "fake_edges_added",
-                              (json_int_t)p->fake_edges_added, "nodes",
-                              rows ? rows : json_array());
-        if (o && p->kind == COMMSCHED_STATS_BUCKET) {
-            json_t *bk = json_array();
-            for (uint32_t k = 0; bk && k < p->n_buckets; k++)
-                json_array_append_new(bk, bucket_json(pg, &p->buckets[k]));
-            json_object_set_new(o, "buckets", bk ? bk : json_array());
-            json_object_set_new(o, "fake_edges_dropped",
-                                json_integer(p->fake_edges_dropped));
-        }
-        if (o && p->kind == COMMSCHED_STATS_OVERLAP) {
-            json_t *cl = json_array();
-            for (uint32_t k = 0; cl && k < p->n_overlap; k++)
-                json_array_append_new(cl, overlap_json(pg, &p->overlap[k]));
-            json_object_set_new(o, "collectives", cl ? cl : json_array());
-            json_object_set_new(
-                o, "variant",
-                json_string(p->overlap_variant ? p->overlap_variant : "input"));
-            json_object_set_new(o, "budget_bytes",
-                                p->overlap_budget_bytes < 0
-                                    ? json_null()
-                                    : json_integer(p->overlap_budget_bytes));
-            json_object_set_new(o, "candidates",
-                                json_integer(p->overlap_candidates));
-        }
-        if (o && with_timing)
-            json_object_set_new(o, "wall_ms", json_real(p->wall_ms));
-        if (!o || json_array_append_new(arr, o) != 0) {
-            json_decref(arr);
-            return NULL;
-        }
+    size_t n = strlen(head) - 1; /* without '}' */
+    if (fwrite(head, 1, n, out) != n ||
+        fputs(json_object_size(c->head) ? ",\"stats\":" : "\"stats\":",
+              out) == EOF) {
+        st = commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                 "could not write the graph");
+        goto done;
     }
-    return arr;
+    st = commsched_run_stats_write_json(out, c->g, c->run, 0, err);
+    if (st == COMMSCHED_OK &&
+        (tail ? fputc(',', out) == EOF || fputs(tail + 1, out) == EOF
+              : fputc('}', out) == EOF))
+        st = commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                 "could not write the graph");
+done:
+    free(head);
+    free(tail);
+    return st;
 }

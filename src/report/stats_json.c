@@ -1,0 +1,167 @@
+/* commsched — the passes' statistics as JSON (report.h,
+ * commsched_run_stats_write_json): the "stats" array of a saved schedule
+ * and `optimize --stats=json`. Written straight through the one JSON
+ * writer, row by row: on a 36K-node step the per-collective rows are a
+ * megabyte of text, which used to be built as a jansson tree, dumped to
+ * text and parsed again by the save. Keys and number styles are the ones
+ * that tree had (reals as jansson writes them, "0.0"; counts as integers;
+ * absent positions as null), so saved files are unchanged. */
+#include "report_writer.h"
+
+#include "commsched/passes.h"
+#include "commsched/report.h"
+
+static void key_real(cs_jw *w, const char *key, double v)
+{
+    cs_jw_key(w, key);
+    cs_jw_real(w, v, 0);
+}
+
+static void key_int(cs_jw *w, const char *key, int64_t v)
+{
+    cs_jw_key(w, key);
+    cs_jw_int(w, v);
+}
+
+static void key_string(cs_jw *w, const char *key, const char *s)
+{
+    cs_jw_key(w, key);
+    cs_jw_string(w, s);
+}
+
+/* A position, or null for none. */
+static void key_pos(cs_jw *w, const char *key, uint32_t p)
+{
+    cs_jw_key(w, key);
+    if (p == COMMSCHED_NONE)
+        cs_jw_null(w);
+    else
+        cs_jw_uint(w, p);
+}
+
+/* One row of a reordering or sink pass (the seed's per-node stats). */
+static void node_row(cs_jw *w, const commsched_graph *g,
+                     const commsched_node_stats *r, int sink)
+{
+    cs_jw_object(w);
+    key_string(w, "node", commsched_graph_node_name(g, r->node));
+    key_real(w, "comm_time_ns", r->comm_time);
+    key_real(w, "comp_time_ns", r->comp_time);
+    key_real(w, "initial_exposed_ns", r->initial_exposed);
+    key_real(w, "final_exposed_ns", r->final_exposed);
+    key_real(w, "improvement_ns", r->initial_exposed - r->final_exposed);
+    key_string(w, "limiting_factor",
+               r->limiting_factor ? r->limiting_factor : "None");
+    key_int(w, "moves", r->moves);
+    key_int(w, "grouped", r->grouped);
+    key_string(w, "grouped_info", r->grouped_info ? r->grouped_info : "");
+    key_string(w, "overlap_info", r->overlap_info ? r->overlap_info : "");
+    if (sink)
+        key_string(w, "moves_info", r->moves_info ? r->moves_info : "");
+    cs_jw_end(w);
+}
+
+static void overlap_row(cs_jw *w, const commsched_graph *g,
+                        const commsched_overlap_stats *o)
+{
+    cs_jw_object(w);
+    key_string(w, "node", commsched_graph_node_name(g, o->node));
+    key_real(w, "comm_ns", o->comm_ns);
+    key_real(w, "exposed_before_ns", o->exposed_before_ns);
+    key_real(w, "exposed_after_ns", o->exposed_after_ns);
+    key_real(w, "hidden_before", o->hidden_before);
+    key_real(w, "hidden_after", o->hidden_after);
+    key_string(w, "limit", o->limit);
+    key_string(w, "wait", o->wait == COMMSCHED_NONE
+                              ? NULL
+                              : commsched_graph_node_name(g, o->wait));
+    key_pos(w, "issue_before", o->issue_before);
+    key_pos(w, "issue_after", o->issue_after);
+    key_pos(w, "wait_before", o->wait_before);
+    key_pos(w, "wait_after", o->wait_after);
+    cs_jw_end(w);
+}
+
+static void bucket_row(cs_jw *w, const commsched_graph *g,
+                       const commsched_bucket_stats *b)
+{
+    cs_jw_object(w);
+    key_string(w, "node", commsched_graph_node_name(g, b->node));
+    key_string(w, "copy_in", commsched_graph_node_name(g, b->copy_in));
+    key_string(w, "wait", commsched_graph_node_name(g, b->wait));
+    cs_jw_key(w, "members");
+    cs_jw_array(w);
+    for (uint32_t i = 0; i < b->n_members; i++)
+        cs_jw_string(w, b->members[i]);
+    cs_jw_end(w);
+    key_int(w, "bytes", b->bytes);
+    key_real(w, "time_before_ns", b->time_before_ns);
+    key_real(w, "time_after_ns", b->time_after_ns);
+    key_string(w, "closed_by", b->closed_by);
+    cs_jw_end(w);
+}
+
+static void pass_object(cs_jw *w, const commsched_graph *g,
+                        const commsched_pass_stats *p, unsigned flags)
+{
+    /* Node indices are the pass's own graph's (bucketing makes one). */
+    const commsched_graph *pg = p->graph ? p->graph : g;
+    cs_jw_object(w);
+    key_string(w, "pass", p->pass);
+    key_int(w, "peak_memory_before", p->peak_before);
+    key_int(w, "peak_memory_after", p->peak_after);
+    key_int(w, "fake_edges_added", p->fake_edges_added);
+    cs_jw_key(w, "nodes");
+    cs_jw_array(w);
+    for (uint32_t k = 0; k < p->n_nodes; k++)
+        node_row(w, pg, &p->nodes[k], p->kind == COMMSCHED_STATS_SINK);
+    cs_jw_end(w);
+    if (p->kind == COMMSCHED_STATS_BUCKET) {
+        cs_jw_key(w, "buckets");
+        cs_jw_array(w);
+        for (uint32_t k = 0; k < p->n_buckets; k++)
+            bucket_row(w, pg, &p->buckets[k]);
+        cs_jw_end(w);
+        key_int(w, "fake_edges_dropped", p->fake_edges_dropped);
+    }
+    if (p->kind == COMMSCHED_STATS_OVERLAP) {
+        cs_jw_key(w, "collectives");
+        cs_jw_array(w);
+        for (uint32_t k = 0; k < p->n_overlap; k++)
+            overlap_row(w, pg, &p->overlap[k]);
+        cs_jw_end(w);
+        key_string(w, "variant",
+                   p->overlap_variant ? p->overlap_variant : "input");
+        cs_jw_key(w, "budget_bytes");
+        if (p->overlap_budget_bytes < 0)
+            cs_jw_null(w);
+        else
+            cs_jw_int(w, p->overlap_budget_bytes);
+        key_int(w, "candidates", p->overlap_candidates);
+    }
+    if (flags & COMMSCHED_STATS_JSON_TIMING)
+        key_real(w, "wall_ms", p->wall_ms);
+    cs_jw_end(w);
+}
+
+commsched_status commsched_run_stats_write_json(FILE *out,
+                                                const commsched_graph *g,
+                                                const commsched_run *run,
+                                                unsigned flags,
+                                                commsched_error *err)
+{
+    cs_jw *w = cs_report_writer(out, err);
+    if (!w)
+        return COMMSCHED_ENOMEM;
+    if (flags & COMMSCHED_STATS_JSON_INDENT) {
+        cs_jw_layout(w, "", ": ");
+        cs_jw_indent(w, 1);
+    } else {
+        cs_jw_layout(w, "", ":");
+    }
+    cs_jw_array(w);
+    for (size_t i = 0; run && i < commsched_run_pass_count(run); i++)
+        pass_object(w, g, commsched_run_pass(run, i), flags);
+    cs_jw_end(w);
+    return cs_report_finish(w, "statistics", err);
+}
