@@ -16,11 +16,15 @@
  *   operator inside it names one (c10d::allreduce_, nccl:all_reduce,
  *   record_param_comms with the collective's name among its arguments);
  *   record_param_comms, c10d:: and nccl: inside it are that one collective.
- *   Bytes: the largest tensor among them. On CUDA tensors it is async, and
- *   its wait goes before the first operator that reads a storage it wrote.
+ *   Arguments that are outputs (split_outputs) are written, not read; one
+ *   that writes only in place aliases the buffer it reads. On CUDA tensors
+ *   it is async, and its wait goes before the first operator that reads a
+ *   storage it wrote.
  * - Runtimes come from the cost model: bytes = the tensor bytes read and
  *   written, flops for mm / addmm / bmm / matmul / linear from the shapes.
- * - Group: "world" of --ranks ranks (default 8). */
+ * - Groups: the trace's "## process_group:init ##" record (read_groups,
+ *   pg_of, group_for); a size neither it nor the options give is assumed
+ *   with a warning. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,10 +50,20 @@ typedef struct etnode {
     size_t src; /* its index in the file's "nodes" (for messages) */
 } etnode;
 
+/* A process group from the trace's "## process_group:init ##" record. */
+typedef struct pgroup {
+    const char *name; /* pg_name, borrowed from pg_docs */
+    int64_t backend;  /* backend_id, or -1 */
+    long size;        /* group_size, else its ranks' count; 0: unknown */
+} pgroup;
+
 struct et {
     const char *file;
     etnode *n;
     size_t count;
+    pgroup *pg;
+    size_t n_pg;
+    json_t *pg_docs; /* the parsed configs, owning the names */
     int64_t (*rf)[2]; /* (rf_id, node index), sorted; import kineto --et */
     size_t n_rf;
     json_t *root;
@@ -138,8 +152,11 @@ static int check_tensor(et *e, size_t i, const char *which, size_t k,
         return trace_fail(e->file, path,
                           "numel x itemsize is beyond the format's limit of "
                           "2^53 bytes");
+    out->id = (int64_t)json_integer_value(json_array_get(t, 0));
     out->storage = (int64_t)json_integer_value(json_array_get(t, 1));
+    out->offset = (int64_t)json_integer_value(json_array_get(t, 2));
     out->bytes = (int64_t)(numel * item);
+    out->out = 0;
     const char *dev = json_string_value(json_array_get(t, 5));
     out->cuda = dev && strncmp(dev, "cuda", 4) == 0;
     return 0;
@@ -191,23 +208,78 @@ static int walk(et *e, size_t i, const char *which, size_t k, json_t *v,
     return 0;
 }
 
-/* Every tensor of one side, into *ts (grown; *n entries). */
+/* Whether argument k of an op_schema ("c10d::allgather_(Tensor[][]
+ * output_tensors, Tensor[] input_tensors, ...) -> ...") is named as an
+ * output (output, output_tensors, out): c10d's collectives take the
+ * tensors they write as arguments, and an ET lists every argument among
+ * the inputs. The keyword-only marker "*" is not an argument. */
+static int schema_output_arg(const char *schema, size_t k)
+{
+    const char *p = schema ? strchr(schema, '(') : NULL;
+    if (!p)
+        return 0;
+    size_t arg = 0;
+    int depth = 0;
+    const char *start = ++p;
+    for (; *p; p++) {
+        if (*p == '(' || *p == '[' || *p == '<')
+            depth++;
+        else if ((*p == ')' || *p == ']' || *p == '>') && depth > 0)
+            depth--;
+        else if ((*p == ',' || *p == ')') && depth == 0) {
+            /* the argument's text: "Type name" or "Type name=default" */
+            const char *end = start;
+            while (end < p && *end != '=')
+                end++;
+            while (end > start && end[-1] == ' ')
+                end--;
+            const char *name = end;
+            while (name > start && name[-1] != ' ')
+                name--;
+            int star = end - start == 1 && *start == '*';
+            while (*start == ' ')
+                start++;
+            star |= end - start == 1 && *start == '*';
+            if (!star) {
+                if (arg == k)
+                    return end - name >= 3 && strncmp(name, "out", 3) == 0;
+                arg++;
+            }
+            if (*p == ')')
+                return 0;
+            start = p + 1;
+        }
+    }
+    return 0;
+}
+
+/* Every tensor of one side, into *ts (grown; *n entries); on the inputs
+ * side, those of arguments the op's schema names as outputs are marked
+ * `out`. */
 static int tensors(et *e, size_t i, const char *which, json_t *vals,
                    json_t *types, tensor **ts, size_t *n, size_t *cap)
 {
     *n = 0;
     size_t k;
     json_t *v;
+    const char *schema = strcmp(which, "inputs") == 0
+                             ? json_string_value(field(e->n[i].node,
+                                                       "op_schema"))
+                             : NULL;
     json_array_foreach(vals, k, v) {
         const char *t = json_string_value(json_array_get(types, k));
         if (!t || !strstr(t, "Tensor("))
             continue;
         /* "Tensor(float)": the value is the tensor itself (depth 0);
          * "GenericList[...]": lists of them */
+        size_t from = *n;
         int rc = walk(e, i, which, k, v, strncmp(t, "Tensor(", 7) == 0 ? 0 : 1,
                       ts, n, cap);
         if (rc)
             return rc;
+        if (schema_output_arg(schema, k))
+            for (size_t j = from; j < *n; j++)
+                (*ts)[j].out = 1;
     }
     return 0;
 }
@@ -443,6 +515,230 @@ static double gemm_flops(const char *name, json_t *shapes)
     return f > 0 && f < COMMSCHED_MAX_WORK ? f : -1;
 }
 
+/* The process groups PyTorch records at the start of an execution trace:
+ * a "## process_group:init ##" node whose first input is a JSON string,
+ * [{"pg_name": "0", "backend_id": 82149104, "ranks": [], "group_size": 2,
+ * ...}, ...] (what ASTRA-sim's issue_pytorch_pg_metadata reads too).
+ * "ranks": [] is every rank: group_size says how many. */
+static int read_groups(et *e)
+{
+    e->pg_docs = json_array();
+    if (!e->pg_docs)
+        return oom();
+    for (size_t i = 0; i < e->count; i++) {
+        const char *name =
+            json_string_value(json_object_get(e->n[i].node, "name"));
+        if (!strstr(name, "process_group:init"))
+            continue;
+        char path[96];
+        snprintf(path, sizeof path, "nodes[%zu].inputs[0]", e->n[i].src);
+        const char *text = json_string_value(json_array_get(e->n[i].in_vals, 0));
+        json_error_t jerr;
+        json_t *doc = text ? json_loads(text, JSON_REJECT_DUPLICATES, &jerr)
+                           : NULL;
+        if (!json_is_array(doc)) {
+            json_decref(doc);
+            return trace_fail(e->file, path,
+                              "expected the process groups as a JSON string "
+                              "[{\"pg_name\": ..., \"group_size\": ...}]");
+        }
+        json_array_append_new(e->pg_docs, doc);
+        pgroup *t = realloc(e->pg, (e->n_pg + json_array_size(doc) + 1) *
+                                       sizeof *t);
+        if (!t)
+            return oom();
+        e->pg = t;
+        size_t k;
+        json_t *g;
+        json_array_foreach(doc, k, g) {
+            const char *pn = json_string_value(json_object_get(g, "pg_name"));
+            json_t *gs = json_object_get(g, "group_size");
+            json_t *rk = json_object_get(g, "ranks");
+            json_t *be = json_object_get(g, "backend_id");
+            json_int_t size = json_is_integer(gs) ? json_integer_value(gs)
+                              : json_is_array(rk)
+                                  ? (json_int_t)json_array_size(rk)
+                                  : 0;
+            if (!pn || size < 0 || size > COMMSCHED_MAX_GROUP_SIZE ||
+                (gs && !json_is_integer(gs)) || (rk && !json_is_array(rk)))
+                return trace_fail(e->file, path,
+                                  "process group %zu: expected a string "
+                                  "pg_name, a group_size in 1..%u and a list "
+                                  "of ranks",
+                                  k, (unsigned)COMMSCHED_MAX_GROUP_SIZE);
+            e->pg[e->n_pg].name = pn;
+            e->pg[e->n_pg].backend =
+                json_is_integer(be) ? (int64_t)json_integer_value(be) : -1;
+            e->pg[e->n_pg].size = (long)size;
+            e->n_pg++;
+        }
+    }
+    return 0;
+}
+
+static size_t pg_by_name(const et *e, const char *name)
+{
+    for (size_t g = 0; name && g < e->n_pg; g++)
+        if (strcmp(e->pg[g].name, name) == 0)
+            return g;
+    return SIZE_MAX;
+}
+
+/* The process group collective `top` runs on: a "pg_name" its records
+ * carry, else the backend id or pg_name among record_param_comms'
+ * arguments, else the only group of the trace; SIZE_MAX when none says. */
+static size_t pg_of(const et *e, size_t top)
+{
+    for (size_t c = top; c < e->count; c++) {
+        const etnode *x = &e->n[c];
+        if (x->top_of != (uint32_t)top)
+            continue;
+        size_t g = pg_by_name(e, json_string_value(field(x->node, "pg_name")));
+        if (g != SIZE_MAX)
+            return g;
+        const char *name = json_string_value(json_object_get(x->node, "name"));
+        if (strcmp(name, "record_param_comms") != 0)
+            continue;
+        size_t k;
+        json_t *v;
+        json_array_foreach(x->in_vals, k, v) {
+            json_t *inner = json_is_array(v) ? json_array_get(v, 0) : v;
+            if ((g = pg_by_name(e, json_string_value(inner))) != SIZE_MAX)
+                return g;
+            for (g = 0; json_is_integer(v) && g < e->n_pg; g++)
+                if (e->pg[g].backend >= 0 &&
+                    e->pg[g].backend == (int64_t)json_integer_value(v))
+                    return g;
+        }
+    }
+    return e->n_pg == 1 ? 0 : SIZE_MAX;
+}
+
+/* The groups the collectives use, sized in this order: --group-size,
+ * --ranks, the trace's process-group record (its default group's size
+ * for "every rank"); otherwise 8 is assumed and a warning says so. */
+typedef struct et_groups {
+    const char **name; /* room for e->n_pg + 1: one per process group, */
+    long *size;        /* and "world" for collectives no group claims */
+    size_t n;
+} et_groups;
+
+static const char *group_for(const et *e, const import_options *o,
+                             size_t pg, et_groups *gs)
+{
+    /* the default group keeps the name every other importer gives it */
+    const char *name = pg == SIZE_MAX || strcmp(e->pg[pg].name, "0") == 0
+                           ? "world"
+                           : e->pg[pg].name;
+    for (size_t i = 0; i < gs->n; i++)
+        if (strcmp(gs->name[i], name) == 0)
+            return name;
+    long k = 0;
+    for (size_t j = o->n_group_sizes; j-- > 0 && k == 0;)
+        if (strcmp(o->group_sizes[j].name, name) == 0)
+            k = o->group_sizes[j].size;
+    if (k == 0 && o->ranks > 0)
+        k = o->ranks;
+    if (k == 0 && pg != SIZE_MAX) {
+        k = e->pg[pg].size;
+        size_t d = pg_by_name(e, "0");
+        if (k == 0 && d != SIZE_MAX)
+            k = e->pg[d].size;
+    }
+    if (k == 0) {
+        k = 8;
+        fprintf(stderr,
+                "commsched import: warning: %s: the trace does not give the "
+                "size of group \"%s\": %ld ranks assumed; give it with "
+                "--group-size %s=K or --ranks N\n",
+                e->file, name, k, name);
+    }
+    gs->name[gs->n] = name;
+    gs->size[gs->n++] = k;
+    return name;
+}
+
+/* A collective's tensors when its top op lists none it can read (a
+ * TensorList typed otherwise): those of its record_param_comms (inputs:
+ * what it sends, outputs: what it receives) or nccl: record. */
+static int child_tensors(et *e, size_t i, tensor **ins, size_t *n_in,
+                         size_t *cap_in, tensor **outs, size_t *n_out,
+                         size_t *cap_out)
+{
+    for (size_t c = i + 1; c < e->count && *n_in + *n_out == 0; c++) {
+        etnode *y = &e->n[c];
+        if (y->top_of != (uint32_t)i || y->comm < 0)
+            continue;
+        int rc = tensors(e, c, "inputs", y->in_vals, y->in_types, ins, n_in,
+                         cap_in);
+        if (rc == 0)
+            rc = tensors(e, c, "outputs", y->out_vals, y->out_types, outs,
+                         n_out, cap_out);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* A collective's input tensors that are really outputs move to *outs: the
+ * arguments its schema names as outputs (c10d::allgather_'s
+ * output_tensors), and, for the ops whose output is a tensor apart from
+ * their input (all-gather, reduce-scatter, all-to-all), an input whose
+ * storage is among the op's outputs (a trace without op_schema). Outputs
+ * listed twice (as argument and as result) count once. */
+static int split_outputs(int coll, tensor *ins, size_t *n_in, tensor **outs,
+                         size_t *n_out, size_t *cap_out)
+{
+    int apart = coll == COMMSCHED_COLL_ALL_GATHER ||
+                coll == COMMSCHED_COLL_REDUCE_SCATTER ||
+                coll == COMMSCHED_COLL_ALL_TO_ALL;
+    size_t kept = 0, n_res = *n_out;
+    for (size_t k = 0; k < *n_in; k++) {
+        int out = ins[k].out;
+        for (size_t j = 0; apart && !out && j < n_res; j++)
+            out = (*outs)[j].storage == ins[k].storage;
+        if (!out) {
+            ins[kept++] = ins[k];
+            continue;
+        }
+        int dup = 0;
+        for (size_t j = 0; j < *n_out && !dup; j++)
+            dup = (*outs)[j].id == ins[k].id &&
+                  (*outs)[j].storage == ins[k].storage &&
+                  (*outs)[j].offset == ins[k].offset;
+        if (dup)
+            continue;
+        if (*n_out == *cap_out) {
+            size_t nc = *cap_out ? 2 * *cap_out : 16;
+            tensor *t = realloc(*outs, nc * sizeof *t);
+            if (!t)
+                return oom();
+            *outs = t;
+            *cap_out = nc;
+        }
+        (*outs)[(*n_out)++] = ins[k];
+    }
+    *n_in = kept;
+    return 0;
+}
+
+/* A builder error, located at the trace's node it comes from:
+ * "nodes[30]: ... (generated nodes[7].outputs)". */
+static int report_build_error(const char *file, commsched_error *err,
+                              const size_t *src, size_t n_src)
+{
+    size_t k;
+    if (sscanf(err->path, "nodes[%zu]", &k) != 1 || k >= n_src)
+        return cli_report(file, err);
+    commsched_error e = *err;
+    char path[COMMSCHED_ERROR_PATH_LENGTH];
+    snprintf(path, sizeof path, "nodes[%zu]", src[k]);
+    commsched_error_clear(err);
+    commsched_error_set(err, e.status, path, "%s (generated %s)", e.text,
+                        e.path);
+    return cli_report(file, err);
+}
+
 static int build(et *e, const import_options *o, commsched_graph **out)
 {
     smap writer = {NULL, NULL, 0, 0};
@@ -453,15 +749,23 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     size_t cap_r = 0;
     commsched_builder *b = NULL;
     commsched_error err = {0};
-    long ops = 0, colls = 0, ranks = o->ranks > 0 ? o->ranks : 8;
+    et_groups gs = {malloc((e->n_pg + 1) * sizeof *gs.name),
+                    malloc((e->n_pg + 1) * sizeof *gs.size), 0};
+    long ops = 0, colls = 0;
     int rc = 0;
-    if (commsched_builder_create("pytorch-et", &b, &err) != COMMSCHED_OK)
-        return cli_report(e->file, &err);
-    for (size_t i = 0; i < e->count; i++)
-        if (e->n[i].top && e->n[i].coll >= 0) {
-            (void)commsched_builder_add_group(b, "world", ranks, 0, &err);
-            break;
-        }
+    /* the file's node each graph node comes from (a collective and its
+     * wait share one), so errors the builder finds name the source */
+    size_t *src = malloc(2 * e->count * sizeof *src), n_src = 0;
+    if (!gs.name || !gs.size || !src) {
+        free(gs.name);
+        free(gs.size);
+        free(src);
+        return oom();
+    }
+    if (commsched_builder_create("pytorch-et", &b, &err) != COMMSCHED_OK) {
+        rc = cli_report(e->file, &err);
+        goto done;
+    }
     for (size_t i = 0; i < e->count && rc == 0; i++) {
         etnode *x = &e->n[i];
         if (!x->top)
@@ -473,6 +777,14 @@ static int build(et *e, const import_options *o, commsched_graph **out)
                           &n_in, &cap_in)) != 0 ||
             (rc = tensors(e, i, "outputs", x->out_vals, x->out_types, &outs,
                           &n_out, &cap_out)) != 0)
+            break;
+        if (x->coll >= 0 && n_in + n_out == 0 &&
+            (rc = child_tensors(e, i, &ins, &n_in, &cap_in, &outs, &n_out,
+                                &cap_out)) != 0)
+            break;
+        if (x->coll >= 0 &&
+            (rc = split_outputs(x->coll, ins, &n_in, &outs, &n_out,
+                                &cap_out)) != 0)
             break;
         if (n_in + 1 > cap_r) {
             size_t nc = 2 * (n_in + 1);
@@ -491,11 +803,10 @@ static int build(et *e, const import_options *o, commsched_graph **out)
         /* reads: the last writers of its input storages */
         size_t nr = 0;
         double bytes = 0;
-        int64_t created = 0, biggest = 0;
+        int64_t created = 0;
+        const char *in_place = NULL; /* a read it writes over */
         for (size_t k = 0; k < n_in; k++) {
             bytes += (double)ins[k].bytes;
-            if (ins[k].bytes > biggest)
-                biggest = ins[k].bytes;
             x->cuda |= ins[k].cuda;
             uint32_t w = smap_get(&writer, ins[k].storage);
             if (w == UINT32_MAX || w == (uint32_t)i)
@@ -504,6 +815,7 @@ static int build(et *e, const import_options *o, commsched_graph **out)
             char want[128];
             if (d->coll >= 0 && d->cuda) {
                 if (!d->waited) {
+                    src[n_src++] = d->src;
                     import_add_wait(b, d->name, &err);
                     d->waited = 1;
                 }
@@ -511,19 +823,20 @@ static int build(et *e, const import_options *o, commsched_graph **out)
             } else {
                 snprintf(want, sizeof want, "%s", d->name);
             }
-            int dup = 0;
-            for (size_t j = 0; j < nr && !dup; j++)
-                dup = strcmp(reads[j], want) == 0;
-            if (!dup) {
+            size_t j = 0;
+            while (j < nr && strcmp(reads[j], want) != 0)
+                j++;
+            if (j == nr) {
                 memcpy(reads[nr], want, sizeof want);
                 inp[nr] = reads[nr];
                 nr++;
             }
+            for (size_t m = 0; m < n_out && !in_place; m++)
+                if (outs[m].storage == ins[k].storage)
+                    in_place = reads[j];
         }
         for (size_t k = 0; k < n_out; k++) {
             bytes += (double)outs[k].bytes;
-            if (outs[k].bytes > biggest)
-                biggest = outs[k].bytes;
             x->cuda |= outs[k].cuda;
             int inplace = 0;
             for (size_t j = 0; j < n_in && !inplace; j++)
@@ -542,26 +855,15 @@ static int build(et *e, const import_options *o, commsched_graph **out)
         s.flops = -1;
         s.bytes = bytes;
         if (x->coll >= 0) {
-            /* its record_param_comms / nccl: children may hold the
-             * tensors when the top op lists them as a TensorList */
-            for (size_t c = i + 1; c < e->count; c++) {
-                if (e->n[c].top_of != (uint32_t)i || e->n[c].comm < 0)
-                    continue;
-                size_t nn = 0;
-                if ((rc = tensors(e, c, "inputs", e->n[c].in_vals,
-                                  e->n[c].in_types, &outs, &nn, &cap_out)) !=
-                    0)
-                    break;
-                for (size_t k = 0; k < nn; k++)
-                    if (outs[k].bytes > biggest)
-                        biggest = outs[k].bytes;
-            }
-            if (rc)
-                break;
-            os.size = biggest;
+            /* What it writes: the output tensors it does not write in
+             * place (an all-gather's output_tensors, k times its input);
+             * an in-place one (all_reduce_, broadcast_) aliases the
+             * buffer it reduces into, as Inductor's graphs do. */
+            if (created == 0 && in_place)
+                os.alias_of = in_place;
             s.kind = COMMSCHED_NODE_COLLECTIVE;
             s.op = commsched_coll_op_str((commsched_coll_op)x->coll);
-            s.group = "world";
+            s.group = group_for(e, o, pg_of(e, i), &gs);
             s.is_sync = !x->cuda;
             s.bytes = -1;
             colls++;
@@ -571,6 +873,7 @@ static int build(et *e, const import_options *o, commsched_graph **out)
             s.flops = gemm_flops(name, x->in_shapes);
             s.gemm_like = s.flops > 0;
         }
+        src[n_src++] = x->src;
         (void)commsched_builder_add_node(b, &s, &err);
         ops++;
         /* it now wrote its outputs, and a collective its inputs too */
@@ -584,9 +887,12 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     for (size_t i = 0; i < e->count && rc == 0; i++)
         if (e->n[i].top && e->n[i].coll >= 0 && e->n[i].cuda &&
             !e->n[i].waited) {
+            src[n_src++] = e->n[i].src;
             import_add_wait(b, e->n[i].name, &err);
             e->n[i].waited = 1;
         }
+    for (size_t g = 0; g < gs.n && rc == 0; g++)
+        (void)commsched_builder_add_group(b, gs.name[g], gs.size[g], 0, &err);
     if (rc == 0 && ops == 0) {
         fprintf(stderr, "commsched: %s: no operator in the trace\n", e->file);
         rc = EXIT_INPUT;
@@ -594,17 +900,26 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     if (rc == 0) {
         rc = commsched_builder_finish(b, 0, out, &err) == COMMSCHED_OK
                  ? 0
-                 : cli_report(e->file, &err);
+                 : report_build_error(e->file, &err, src, n_src);
         b = NULL;
     }
-    if (rc == 0)
+    if (rc == 0) {
         fprintf(stderr,
                 "commsched import: note: %s: %zu nodes, %ld top-level "
-                "operators imported (%ld collectives on %ld ranks); runtimes "
-                "from the cost model (an execution trace has no durations: "
-                "import its Kineto trace for measured ones)\n",
-                e->file, e->count, ops, colls, ranks);
+                "operators imported (%ld collectives",
+                e->file, e->count, ops, colls);
+        for (size_t g = 0; g < gs.n; g++)
+            fprintf(stderr, "%s group \"%s\" of %ld ranks", g ? "," : ";",
+                    gs.name[g], gs.size[g]);
+        fprintf(stderr,
+                "); runtimes from the cost model (an execution trace has no "
+                "durations: import its Kineto trace for measured ones)\n");
+    }
+done:
     commsched_builder_destroy(b);
+    free(src);
+    free(gs.name);
+    free(gs.size);
     free(writer.key);
     free(writer.val);
     free(ins);
@@ -655,6 +970,8 @@ void pytorch_et_destroy(pytorch_et *e)
         return;
     free(e->n);
     free(e->rf);
+    free(e->pg);
+    json_decref(e->pg_docs);
     json_decref(e->root);
     free(e);
 }
@@ -693,17 +1010,21 @@ int pytorch_et_tensors(pytorch_et *e, size_t i, int outputs, et_tensor **ts,
 int import_pytorch_et(const char *path, const import_options *o,
                       commsched_graph **out)
 {
-    et e = {strcmp(path, "-") == 0 ? "<stdin>" : path, NULL, 0, NULL, 0,
-            NULL};
+    et e = {strcmp(path, "-") == 0 ? "<stdin>" : path, NULL, 0, NULL, 0, NULL,
+            NULL, 0, NULL};
     json_t *root = NULL;
     int rc = trace_json_load(path, &root);
     if (rc == 0)
         rc = read_nodes(&e, root);
     if (rc == 0) {
         classify(&e);
-        rc = build(&e, o, out);
+        rc = read_groups(&e);
     }
+    if (rc == 0)
+        rc = build(&e, o, out);
     free(e.n);
+    free(e.pg);
+    json_decref(e.pg_docs);
     json_decref(root);
     return rc;
 }

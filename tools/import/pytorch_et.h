@@ -10,8 +10,9 @@
 typedef struct et pytorch_et;
 
 typedef struct et_tensor {
-    int64_t storage, bytes;
+    int64_t id, storage, offset, bytes;
     int cuda;
+    int out; /* a collective's output passed as an argument */
 } et_tensor;
 
 /* Reads ET.json[.gz]. Prints located errors; returns 0 with *out
