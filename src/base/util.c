@@ -114,39 +114,58 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-void cs_strmap_init(cs_strmap *m) { memset(m, 0, sizeof *m); }
+void cs_strmap_init(cs_strmap *m, const void *base, size_t stride,
+                    size_t offset)
+{
+    memset(m, 0, sizeof *m);
+    m->base = base;
+    m->stride = stride;
+    m->offset = offset;
+}
 
 void cs_strmap_fini(cs_strmap *m)
 {
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = m->count = 0;
+}
+
+static const char *strmap_key(const cs_strmap *m, uint32_t v)
+{
+    const char *const *k =
+        (const char *const *)(const void *)(m->base + (size_t)v * m->stride +
+                                            m->offset);
+    return *k;
 }
 
 static int strmap_rehash(cs_strmap *m, size_t ncap)
 {
-    const char **keys = cs_calloc(ncap, sizeof *keys);
-    uint32_t *vals = cs_malloc_array(ncap, sizeof *vals);
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
+    uint32_t *slots = cs_malloc_array(ncap, sizeof *slots);
+    if (!slots)
         return -1;
-    }
+    memset(slots, 0xff, ncap * sizeof *slots); /* all UINT32_MAX */
     for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i])
+        if (m->slots[i] == UINT32_MAX)
             continue;
-        size_t j = (size_t)hash_str(m->keys[i]) & (ncap - 1);
-        while (keys[j])
+        size_t j =
+            (size_t)hash_str(strmap_key(m, m->slots[i])) & (ncap - 1);
+        while (slots[j] != UINT32_MAX)
             j = (j + 1) & (ncap - 1);
-        keys[j] = m->keys[i];
-        vals[j] = m->vals[i];
+        slots[j] = m->slots[i];
     }
-    free(m->keys);
-    free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
+    free(m->slots);
+    m->slots = slots;
     m->cap = ncap;
     return 0;
+}
+
+/* At most half full, so probes stay short. */
+int cs_strmap_reserve(cs_strmap *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 64;
+    while (n * 2 > cap)
+        cap *= 2;
+    return cap == m->cap ? 0 : strmap_rehash(m, cap);
 }
 
 int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
@@ -156,16 +175,15 @@ int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
         strmap_rehash(m, m->cap ? m->cap * 2 : 64) != 0)
         return -1;
     size_t j = (size_t)hash_str(key) & (m->cap - 1);
-    while (m->keys[j]) {
-        if (strcmp(m->keys[j], key) == 0) {
+    while (m->slots[j] != UINT32_MAX) {
+        if (strcmp(strmap_key(m, m->slots[j]), key) == 0) {
             if (existing)
-                *existing = m->vals[j];
+                *existing = m->slots[j];
             return 0;
         }
         j = (j + 1) & (m->cap - 1);
     }
-    m->keys[j] = key;
-    m->vals[j] = val;
+    m->slots[j] = val;
     m->count++;
     return 1;
 }
@@ -175,9 +193,9 @@ uint32_t cs_strmap_get(const cs_strmap *m, const char *key)
     if (m->cap == 0)
         return UINT32_MAX;
     size_t j = (size_t)hash_str(key) & (m->cap - 1);
-    while (m->keys[j]) {
-        if (strcmp(m->keys[j], key) == 0)
-            return m->vals[j];
+    while (m->slots[j] != UINT32_MAX) {
+        if (strcmp(strmap_key(m, m->slots[j]), key) == 0)
+            return m->slots[j];
         j = (j + 1) & (m->cap - 1);
     }
     return UINT32_MAX;

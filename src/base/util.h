@@ -48,19 +48,31 @@ void cs_arena_fini(cs_arena *a);
 /* Copies s (NULL gives NULL). Returns NULL on allocation failure. */
 const char *cs_arena_strdup(cs_arena *a, const char *s);
 
-/* Name -> uint32 index table (open addressing, linear probing). Keys are
- * borrowed: they must outlive the table (arena strings do). */
+/* Name -> uint32 index table (open addressing, linear probing) over an
+ * array of records that each hold their name: value v's key is the
+ * `const char *` at byte `offset` of record v of `base` (stride bytes
+ * apart), so a slot holds the 4-byte value alone, not a key pointer too
+ * (a million-node graph's name tables were a quarter of it). Keys are
+ * borrowed: they must outlive the table (arena strings do), and record
+ * v's name must be set before v is put. */
 typedef struct cs_strmap {
-    const char **keys;
-    uint32_t *vals;
-    size_t cap;   /* power of two, or 0 */
+    uint32_t *slots; /* values; UINT32_MAX is an empty slot */
+    size_t cap;      /* power of two, or 0 */
     size_t count;
+    const char *base; /* the records (may be NULL while count is 0) */
+    size_t stride, offset;
 } cs_strmap;
 
-void cs_strmap_init(cs_strmap *m);
+/* An empty table over the records at base (cs_strmap_init(&m, g->nodes,
+ * sizeof *g->nodes, offsetof(cs_node, name))). */
+void cs_strmap_init(cs_strmap *m, const void *base, size_t stride,
+                    size_t offset);
 void cs_strmap_fini(cs_strmap *m);
+/* Room for n keys without growing. Returns 0, or -1 on OOM. */
+int cs_strmap_reserve(cs_strmap *m, size_t n);
 /* Inserts key -> val unless key is present. Returns 1 if inserted, 0 if the
- * key existed (*existing, when not NULL, receives its value), -1 on OOM. */
+ * key existed (*existing, when not NULL, receives its value), -1 on OOM.
+ * key must be record val's name. */
 int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
                   uint32_t *existing);
 /* The value for key, or UINT32_MAX. */

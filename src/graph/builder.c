@@ -15,6 +15,7 @@
 #include "graph_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -49,8 +50,17 @@ typedef struct bnode {
     type *name;                                                                \
     size_t n_##name, cap_##name
 
+/* Distinct op texts remembered for reuse: a step has a handful of ops
+ * ("mm", "wait_tensor", ...) over a million nodes. */
+#define OP_CACHE 8
+
 struct commsched_builder {
-    cs_arena arena;
+    cs_arena arena;   /* strings the graph keeps: names, ops */
+    cs_arena scratch; /* names that only refer (inputs, after, after_fake,
+                         group, alias_of, graph outputs): resolved by
+                         finish, then freed with the builder */
+    const char *ops[OP_CACHE]; /* recent op copies in arena */
+    unsigned next_op;
     const char *name;
     VEC(bgroup, groups);
     VEC(binput, inputs);
@@ -127,6 +137,7 @@ commsched_status commsched_builder_create(const char *name,
     if (!b)
         return oom(err);
     cs_arena_init(&b->arena);
+    cs_arena_init(&b->scratch);
     if (bad_text(err, name, "name")) {
         commsched_builder_destroy(b);
         return COMMSCHED_ESCHEMA;
@@ -151,6 +162,7 @@ void commsched_builder_destroy(commsched_builder *b)
     free(b->outs);
     free(b->refs);
     cs_arena_fini(&b->arena);
+    cs_arena_fini(&b->scratch);
     free(b);
 }
 
@@ -266,7 +278,7 @@ static commsched_status add_output(commsched_builder *b, const char *buffer,
     if (bad_text(err, buffer, "outputs[%zu]", b->n_outputs))
         return COMMSCHED_ESCHEMA;
     const char **o = PUSH(b, outputs, err);
-    if (!o || !(*o = cs_arena_strdup(&b->arena, buffer)))
+    if (!o || !(*o = cs_arena_strdup(&b->scratch, buffer)))
         return oom(err);
     return COMMSCHED_OK;
 }
@@ -299,7 +311,7 @@ static commsched_status push_refs(commsched_builder *b, const char *const *names
         if (bad_text(err, names[k], "nodes[%zu].%s[%zu]", node, field, k))
             return COMMSCHED_ESCHEMA;
         const char **r = PUSH(b, refs, err);
-        if (!r || !(*r = cs_arena_strdup(&b->arena, names[k])))
+        if (!r || !(*r = cs_arena_strdup(&b->scratch, names[k])))
             return oom(err);
     }
     return COMMSCHED_OK;
@@ -313,6 +325,20 @@ static int lookup_coll_op(const char *s, uint8_t *op)
             return 1;
         }
     return 0;
+}
+
+/* The arena's copy of op, shared with earlier nodes of the same op. */
+static const char *intern_op(commsched_builder *b, const char *op)
+{
+    for (unsigned i = 0; i < OP_CACHE && b->ops[i]; i++)
+        if (strcmp(b->ops[i], op) == 0)
+            return b->ops[i];
+    const char *copy = cs_arena_strdup(&b->arena, op);
+    if (copy) {
+        b->ops[b->next_op] = copy;
+        b->next_op = (b->next_op + 1) % OP_CACHE;
+    }
+    return copy;
 }
 
 static commsched_status add_node(commsched_builder *b,
@@ -400,9 +426,9 @@ static commsched_status add_node(commsched_builder *b,
         return oom(err);
     if (s->kind == COMMSCHED_NODE_COLLECTIVE)
         n->op = commsched_coll_op_str((commsched_coll_op)coll_op);
-    else if (s->op && !(n->op = cs_arena_strdup(&b->arena, s->op)))
+    else if (s->op && !(n->op = intern_op(b, s->op)))
         return oom(err);
-    if (s->group && !(n->group = cs_arena_strdup(&b->arena, s->group)))
+    if (s->group && !(n->group = cs_arena_strdup(&b->scratch, s->group)))
         return oom(err);
     n->kind = (uint8_t)s->kind;
     n->coll_op = coll_op;
@@ -445,7 +471,7 @@ static commsched_status add_node(commsched_builder *b,
             return oom(err);
         }
         bo->name = cs_arena_strdup(&b->arena, o->name);
-        bo->alias_of = o->alias_of ? cs_arena_strdup(&b->arena, o->alias_of)
+        bo->alias_of = o->alias_of ? cs_arena_strdup(&b->scratch, o->alias_of)
                                    : NULL;
         bo->size = o->alias_of ? 0 : o->size;
         if (!bo->name || (o->alias_of && !bo->alias_of)) {
@@ -576,6 +602,8 @@ static commsched_status check_groups_and_inputs(commsched_graph *g,
     g->groups = cs_calloc(b->n_groups, sizeof *g->groups);
     if (!g->groups)
         return oom(err);
+    cs_strmap_init(&g->group_by_name, g->groups, sizeof *g->groups,
+                   offsetof(cs_group, name));
     for (uint32_t i = 0; i < g->n_groups; i++) {
         uint32_t first;
         g->groups[i].name = b->groups[i].name;
@@ -830,8 +858,10 @@ static commsched_status resolve_outputs(commsched_graph *g,
     if (!g->outputs)
         return oom(err);
     for (uint32_t i = 0; i < g->n_outputs; i++) {
-        snprintf(path, sizeof path, "outputs[%u]", i);
         uint32_t bi = cs_strmap_get(&g->buffer_by_name, b->outputs[i]);
+        /* The path only on error: per output it was a fifth of finish. */
+        if (bi == UINT32_MAX || g->buffers[bi].is_output)
+            snprintf(path, sizeof path, "outputs[%u]", i);
         if (bi == UINT32_MAX)
             return failf(err, COMMSCHED_EGRAPH, path, "unknown buffer \"%s\"",
                          b->outputs[i]);
@@ -1036,6 +1066,14 @@ static commsched_status build(commsched_graph *g, const commsched_builder *b,
     g->buffers = cs_calloc(g->n_buffers, sizeof *g->buffers);
     if (!g->nodes || !g->buffers)
         return oom(err);
+    /* Sized once: growing a table rehashes every name again. */
+    cs_strmap_init(&g->node_by_name, g->nodes, sizeof *g->nodes,
+                   offsetof(cs_node, name));
+    cs_strmap_init(&g->buffer_by_name, g->buffers, sizeof *g->buffers,
+                   offsetof(cs_buffer, name));
+    if (cs_strmap_reserve(&g->node_by_name, g->n_nodes) != 0 ||
+        cs_strmap_reserve(&g->buffer_by_name, g->n_buffers) != 0)
+        return oom(err);
     if ((st = check_groups_and_inputs(g, b, err)) != COMMSCHED_OK ||
         (st = define_nodes(g, b, err)) != COMMSCHED_OK ||
         (st = check_total_size(g, err)) != COMMSCHED_OK ||
@@ -1057,9 +1095,10 @@ static commsched_graph *graph_new(commsched_builder *b)
     g->arena = b->arena;
     cs_arena_init(&b->arena);
     g->name = b->name;
-    cs_strmap_init(&g->group_by_name);
-    cs_strmap_init(&g->buffer_by_name);
-    cs_strmap_init(&g->node_by_name);
+    /* Empty until build() knows the records they index. */
+    cs_strmap_init(&g->group_by_name, NULL, 0, 0);
+    cs_strmap_init(&g->buffer_by_name, NULL, 0, 0);
+    cs_strmap_init(&g->node_by_name, NULL, 0, 0);
     return g;
 }
 
