@@ -84,6 +84,7 @@ typedef struct layer {
     int64_t compute[3]; /* cycles: fwd, ig, wg */
     int comm[3];
     int64_t bytes[3];
+    int bytes_col[3]; /* their columns, for errors found once k is known */
     int64_t update;
     int policy; /* HYBRID_CUSTOMIZED: this layer's own policy; else -1 */
     int checkpoint, initiates; /* HYBRID_TRANSFORMER_FWD_IN_BCKWD */
@@ -424,6 +425,7 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
                            "ALLREDUCEALLTOALL)",
                            what[k + 1], (int)t->len, t->s);
         l->bytes[phase] = tok_int(b, &ok);
+        l->bytes_col[phase] = b->col;
         if (!ok || l->bytes[phase] < 0)
             return located(a->file, line_no, b->col,
                            "%s: expected a non-negative integer, got "
@@ -722,16 +724,18 @@ static long group_ranks(const emitter *e, int g)
     return e->granks[g];
 }
 
-/* The size of the tensor a collective of `bytes` reads: an all-gather
- * reads one rank's share, everything else the full count. */
-static int64_t coll_input(int comm, int64_t bytes, long ranks)
-{
-    return comm == C_ALLGATHER ? (bytes + ranks - 1) / ranks : bytes;
-}
-
+/* A layer's comm bytes are what each NPU puts in, as ASTRA-sim reads
+ * them: Layer.cc hands them to generate_all_gather / _reduce_scatter /
+ * _all_reduce, whose phases (Ring.cc, HalvingDoubling.cc) end with bytes x
+ * k for an all-gather, bytes / k for a reduce-scatter and bytes for the
+ * others. So a collective reads `bytes` (the tensor its producer writes:
+ * phase_compute) and writes coll_output (k: its group's size; check_sizes
+ * has made sure it fits). */
 static int64_t coll_output(int comm, int64_t bytes, long ranks)
 {
-    return comm == C_REDUCESCATTER ? (bytes + ranks - 1) / ranks : bytes;
+    return comm == C_ALLGATHER       ? bytes * ranks
+           : comm == C_REDUCESCATTER ? bytes / ranks
+                                     : bytes;
 }
 
 /* Issues layer i's phase collective (named `name`) reading `in`. */
@@ -806,8 +810,7 @@ static void phase_compute(emitter *e, long i, int phase, const char *op,
         const layer *cl = &e->a->layers[coll_layer];
         int g = issued(e, coll_layer, coll_phase);
         if (g >= 0)
-            sz = coll_input(cl->comm[coll_phase], cl->bytes[coll_phase],
-                            group_ranks(e, g));
+            sz = cl->bytes[coll_phase];
     }
     e->c.line = e->a->layers[i].line;
     compute(&e->c, out, op, in, n_in, out, sz,
@@ -1013,10 +1016,8 @@ static void micro(emitter *e)
     const layer *l = &e->a->layers[0];
     e->c.line = l->line;
     lname(grad, e, 0, "wg");
-    (void)commsched_builder_add_input(
-        e->c.b, grad,
-        coll_input(l->comm[WG], l->bytes[WG], group_ranks(e, D_ALL)), 1,
-        &e->c.err);
+    (void)commsched_builder_add_input(e->c.b, grad, l->bytes[WG], 1,
+                                      &e->c.err);
     lname(coll, e, 0, "wg_comm");
     lname(alias, e, 0, "wgrad");
     issue(e, 0, WG, coll, grad);
@@ -1073,6 +1074,30 @@ static int layout(const astra *a, const import_options *o, emitter *e,
     return 0;
 }
 
+/* An all-gather's k x bytes within the format's limit, a reduce-scatter's
+ * bytes a multiple of k (what each rank keeps is bytes / k): checked at
+ * the field once the group sizes are known. */
+static int check_sizes(const emitter *e, long i, int ph, int g)
+{
+    static const char *const what[3] = {"forward", "input-gradient",
+                                        "weight-gradient"};
+    const layer *l = &e->a->layers[i];
+    long k = e->granks[g];
+    if (l->comm[ph] == C_ALLGATHER && l->bytes[ph] > COMMSCHED_MAX_SIZE / k)
+        return located(e->a->file, l->line, l->bytes_col[ph],
+                       "%s comm bytes: %lld bytes gathered from each of the "
+                       "%ld NPUs of group %s is beyond the format's limit of "
+                       "2^53",
+                       what[ph], (long long)l->bytes[ph], k, e->gname[g]);
+    if (l->comm[ph] == C_REDUCESCATTER && l->bytes[ph] % k != 0)
+        return located(e->a->file, l->line, l->bytes_col[ph],
+                       "%s comm bytes: %lld bytes do not scatter evenly over "
+                       "the %ld NPUs of group %s (each reduces them and keeps "
+                       "1/%ld)",
+                       what[ph], (long long)l->bytes[ph], k, e->gname[g], k);
+    return 0;
+}
+
 static int build(astra *a, const import_options *o, commsched_graph **out)
 {
     emitter e;
@@ -1113,14 +1138,18 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
     /* The groups the step uses, 8 NPUs per host, the inner dimension
      * innermost; and the collectives the loop never issues. */
     int used[3] = {0, 0, 0};
-    for (long i = 0; i < a->n_layers; i++)
-        for (int ph = 0; ph < 3; ph++) {
+    for (long i = 0; i < a->n_layers && rc == 0; i++)
+        for (int ph = 0; ph < 3 && rc == 0; ph++) {
             int g = issued(&e, i, ph);
-            if (g >= 0)
+            if (g >= 0) {
                 used[g] = 1;
-            else if (a->layers[i].comm[ph] != C_NONE)
+                rc = check_sizes(&e, i, ph, g);
+            } else if (a->layers[i].comm[ph] != C_NONE) {
                 e.skipped++;
+            }
         }
+    if (rc != 0)
+        goto cleanup;
     for (int g = 0; g < 3; g++) {
         if (!used[g])
             continue;
