@@ -253,6 +253,11 @@ void chakra_nccl_details(const char *name, commsched_dtype *dt,
 /* "216:aten::flatten_dense_tensors": the Id and the name up to its
  * argument list (a parenthesised group followed by "::" is a namespace and
  * kept), at most 80 bytes, never cut inside a UTF-8 character. */
+/* A node's graph name, "<Id>:" (<= 20 bytes) and <= 80 bytes of its
+ * name: formatted when needed rather than kept per record, which was 112
+ * of a record's 264 bytes (a million-node trace's table). */
+#define NODE_NAME_SIZE 112
+
 static void short_name(const cnode *n, char *dst, size_t size)
 {
     char buf[81];
@@ -807,7 +812,6 @@ static int build(chakra *c, const import_options *o, long ngpus,
         cnode *x = &c->n[i];
         x->keep = x->type != NT_METADATA && !(o->gpu_only && x->cpu);
         dropped_cpu += o->gpu_only && x->cpu && x->type != NT_METADATA;
-        short_name(x, x->node_name, sizeof x->node_name);
         if (x->keep) {
             kept++;
             if (x->size < 0)
@@ -842,23 +846,25 @@ static int build(chakra *c, const import_options *o, long ngpus,
         }
         /* A GPU collective's consumers read its wait, emitted just before
          * the first of them. */
+        char name[NODE_NAME_SIZE];
         for (size_t k = 0; k < nd; k++) {
             cnode *d = &c->n[deps[k]];
             d->has_user = 1;
+            short_name(d, name, sizeof name);
             if (d->coll >= 0 && !d->cpu) {
                 if (!d->waited) {
                     src[n_src++] = deps[k];
-                    import_add_wait(b, d->node_name, &c->err);
+                    import_add_wait(b, name, &c->err);
                     d->waited = 1;
                 }
-                snprintf(reads[k], sizeof reads[k], "%s.wait", d->node_name);
+                snprintf(reads[k], sizeof reads[k], "%s.wait", name);
             } else {
-                snprintf(reads[k], sizeof reads[k], "%s", d->node_name);
+                snprintf(reads[k], sizeof reads[k], "%s", name);
             }
             inp[k] = reads[k];
         }
-        commsched_output_spec os = {x->node_name, x->size > 0 ? x->size : 0,
-                                    NULL};
+        short_name(x, name, sizeof name);
+        commsched_output_spec os = {name, x->size > 0 ? x->size : 0, NULL};
         if (x->coll >= 0) {
             int gi = find_group(&grp, x->pg ? x->pg : "world");
             os.size = coll_output(c, v, x, gi >= 0 ? grp.size[gi] : 1);
@@ -868,7 +874,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
             }
         }
         commsched_node_spec s = {0};
-        s.name = x->node_name;
+        s.name = name;
         s.inputs = inp;
         s.n_inputs = nd;
         s.outputs = &os;
@@ -895,8 +901,10 @@ static int build(chakra *c, const import_options *o, long ngpus,
     for (size_t pos = 0; pos < n; pos++) {
         cnode *x = &c->n[order[pos]];
         if (x->keep && x->coll >= 0 && !x->cpu && !x->waited) {
+            char name[NODE_NAME_SIZE];
+            short_name(x, name, sizeof name);
             src[n_src++] = order[pos];
-            import_add_wait(b, x->node_name, &c->err);
+            import_add_wait(b, name, &c->err);
             x->waited = 1;
         }
     }

@@ -39,7 +39,6 @@ typedef struct cnode {
     /* Derived */
     int keep;
     int launcher; /* a CPU op that launched a GPU collective kernel */
-    char node_name[112]; /* "<Id>:" (<= 20 bytes) and <= 80 of the name */
     int waited, has_user;
 } cnode;
 
