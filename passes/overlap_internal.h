@@ -36,12 +36,72 @@ static inline cs_heap_item ov_key(uint32_t r, uint32_t b, double a, uint32_t v)
 }
 
 typedef struct segt {
-    uint32_t size, h; /* leaves, a power of two; its log2 */
+    uint32_t size;    /* leaves, a power of two */
     int64_t *t, *d;   /* value of a subtree (with its own pending add), and
                          the add pending for the whole subtree */
 } segt;
 
 #define SEG_LOW (INT64_MIN / 4)
+
+/* A set of ranks 0 .. n-1 (the ready sets' keys, precomputed as ranks:
+ * every key is distinct and fixed for a sweep): a bit per rank and, above
+ * it, a bit per non-empty word, up to one word. Insert, erase and "the
+ * least member >= i" cost O(log64 n), and reading the set in key order
+ * needs no copy (the heaps it replaces cost a sift per insert and erase,
+ * and a frontier heap per walk). */
+typedef struct ov_bits {
+    uint64_t *w;       /* every level's words, level 0 first */
+    uint32_t off[7];   /* first word of each level */
+    uint32_t nw[7];    /* words per level */
+    uint32_t nlev, n;
+} ov_bits;
+
+static inline void ov_bits_set(ov_bits *s, uint32_t i)
+{
+    for (uint32_t L = 0; L < s->nlev; L++) {
+        uint64_t *w = &s->w[s->off[L] + (i >> 6)], old = *w;
+        *w = old | (UINT64_C(1) << (i & 63));
+        if (old != 0)
+            return;
+        i >>= 6;
+    }
+}
+
+static inline void ov_bits_unset(ov_bits *s, uint32_t i)
+{
+    for (uint32_t L = 0; L < s->nlev; L++) {
+        uint64_t *w = &s->w[s->off[L] + (i >> 6)];
+        *w &= ~(UINT64_C(1) << (i & 63));
+        if (*w != 0)
+            return;
+        i >>= 6;
+    }
+}
+
+/* The least member >= i, or NONE. */
+static inline uint32_t ov_bits_next(const ov_bits *s, uint32_t i)
+{
+    if (i >= s->n)
+        return UINT32_MAX;
+    uint32_t L = 0;
+    uint64_t x = i;
+    for (;;) {
+        uint64_t wi = x >> 6;
+        if (wi >= s->nw[L])
+            return UINT32_MAX;
+        uint64_t w = s->w[s->off[L] + wi] & (~UINT64_C(0) << (x & 63));
+        if (w != 0) {
+            x = (wi << 6) | (uint64_t)__builtin_ctzll(w);
+            break;
+        }
+        if (++L == s->nlev)
+            return UINT32_MAX;
+        x = wi + 1;
+    }
+    while (L-- > 0)
+        x = (x << 6) | (uint64_t)__builtin_ctzll(s->w[s->off[L] + x]);
+    return (uint32_t)x;
+}
 
 typedef struct ov_base {
     const commsched_graph *g;
@@ -64,6 +124,9 @@ typedef struct ov_base {
      * respects every fake edge when the input breaks some. */
     uint32_t *topo, *tpos;
     uint32_t *frank;      /* frame nodes: index among frame nodes in T */
+    uint32_t *fat;        /* frame index -> frame node */
+    uint32_t n_frame, n_coll; /* frame nodes; collectives (C_COLL) */
+    uint32_t *soff;       /* per stream + 1: its first collective rank */
     uint32_t *gap_start;  /* frame nodes: T position after the previous
                              frame node */
     int64_t *level;       /* T position -> post_alloc of that step in T */
@@ -75,9 +138,16 @@ typedef struct ov_base {
     uint32_t *unl;        /* smallest dom of a collective reached */
     uint32_t *ord_prev, *ord_next; /* collective order edges */
     uint8_t *ord_dup;     /* the order edge duplicates a real one */
+    /* The ready sets' keys as ranks (ov_bits): collectives (C_COLL) by
+     * (dom, T position) within their stream, the streams one after the
+     * other (stream s's ranks are soff[s] .. soff[s + 1]); frame nodes by
+     * (unl, T position) for the unlock rule (by T position: frank). */
+    uint32_t *crank, *cat; /* collective -> rank, rank -> collective */
+    uint32_t *urank, *uat; /* frame node -> rank, rank -> frame node */
     struct ov_ord {
         uint32_t *dom, *unl, *prev, *next;
         uint8_t *dup;
+        uint32_t *crank, *cat, *urank, *uat;
     } set[2];             /* [0] the knob's order, [1] the input's */
     int n_sets;
     uint32_t *pos_in;     /* position in the pass's input order */
@@ -127,19 +197,20 @@ typedef struct ov_run {
     uint32_t *blockers; /* collectives: unscheduled deps other than ready
                            compute nodes (which can be pulled along) */
     uint8_t *sched, *in_fh, *in_sh; /* placed; in fh; in sh or shf */
-    uint32_t *hpos;     /* index in fh, sh or shf (heap.h's pos): a node
-                           leaves its heap as soon as it is placed */
     uint32_t *order, k;
     uint32_t *rem;
     double *cend, *wend, now, *sf;
     int64_t *infl, cur, peak;
-    cs_heap fh;           /* ready frame nodes, by the frame rule's key */
+    ov_bits fh;           /* ready frame nodes, by the frame rule's key
+                             (ranks frk; kept only by the dynamic rules) */
+    const uint32_t *frk, *fat; /* the frame rule's node -> rank -> node */
+    int use_fh;
     cs_heap wh;           /* ready waits, by the end of their collectives */
     cs_heap ah;           /* force()'s scratch */
-    cs_heap_walk wk[2];   /* walks over fh, or over a stream's two heaps:
-                             candidates are read in key order in place */
-    cs_heap *sh, *shf;    /* per stream: issuable collectives by urgency;
-                           shf those that free at least what they take */
+    ov_bits sh, shf;      /* issuable collectives by urgency (crank), each
+                             stream its own range; shf those that free at
+                             least what they take. A node leaves its set
+                             as soon as it is placed */
     segt seg;
     int use_seg;
     uint32_t fi, lo;
@@ -163,7 +234,10 @@ int cs_ov_base_order(ov_base *b, int i, int mode);
 void cs_ov_base_use(ov_base *b, int i);
 void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v);
 void cs_ov_seg_build(segt *s, const int64_t *leaf, uint32_t n);
-int64_t cs_ov_seg_max(segt *s, uint32_t l, uint32_t r);
+int cs_ov_bits_init(ov_bits *s, uint32_t n);
+void cs_ov_bits_clear(ov_bits *s);
+void cs_ov_bits_free(ov_bits *s);
+int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r);
 
 /* overlap_search.c: one variant's sweep and what the pass reuses of it. */
 double cs_ov_issue(ov_run *S, uint32_t c);

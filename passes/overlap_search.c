@@ -34,26 +34,17 @@ void cs_ov_run_free(ov_run *S)
     free(S->sched);
     free(S->in_fh);
     free(S->in_sh);
-    free(S->hpos);
     free(S->order);
     free(S->rem);
     free(S->cend);
     free(S->wend);
     free(S->sf);
     free(S->infl);
-    cs_heap_fini(&S->fh);
+    cs_ov_bits_free(&S->fh);
     cs_heap_fini(&S->wh);
     cs_heap_fini(&S->ah);
-    cs_heap_fini(&S->wk[0].frontier);
-    cs_heap_fini(&S->wk[1].frontier);
-    if (S->sh)
-        for (uint32_t s = 0; s < S->b->n_streams; s++)
-            cs_heap_fini(&S->sh[s]);
-    if (S->shf)
-        for (uint32_t s = 0; s < S->b->n_streams; s++)
-            cs_heap_fini(&S->shf[s]);
-    free(S->sh);
-    free(S->shf);
+    cs_ov_bits_free(&S->sh);
+    cs_ov_bits_free(&S->shf);
     free(S->seg.t);
     free(S->seg.d);
     free(S->ready_t);
@@ -81,15 +72,12 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->sched = cs_malloc_array(nn, sizeof *S->sched);
     S->in_fh = cs_malloc_array(nn, sizeof *S->in_fh);
     S->in_sh = cs_malloc_array(nn, sizeof *S->in_sh);
-    S->hpos = cs_malloc_array(nn, sizeof *S->hpos);
     S->order = cs_malloc_array(nn, sizeof *S->order);
     S->rem = cs_malloc_array(nb, sizeof *S->rem);
     S->cend = cs_malloc_array(nn, sizeof *S->cend);
     S->wend = cs_malloc_array(nn, sizeof *S->wend);
     S->sf = cs_malloc_array(b->n_streams, sizeof *S->sf);
     S->infl = cs_malloc_array(b->n_streams, sizeof *S->infl);
-    S->sh = cs_calloc(b->n_streams, sizeof *S->sh);
-    S->shf = cs_calloc(b->n_streams, sizeof *S->shf);
     S->ready_t = cs_malloc_array(nn, sizeof *S->ready_t);
     S->flags = cs_malloc_array(nn, sizeof *S->flags);
     S->stk = cs_malloc_array(nn, sizeof *S->stk);
@@ -103,22 +91,18 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->head = cs_malloc_array(nn + 1, sizeof *S->head);
     S->next = cs_malloc_array(nn, sizeof *S->next);
     S->tmp_order = cs_malloc_array(nn, sizeof *S->tmp_order);
-    uint32_t size = 1, h = 0;
-    while (size < n + 1) {
+    uint32_t size = 1;
+    while (size < n + 1)
         size <<= 1;
-        h++;
-    }
     S->seg.size = size;
-    S->seg.h = h;
     S->seg.t = cs_malloc_array(2 * (size_t)size, sizeof *S->seg.t);
     S->seg.d = cs_malloc_array(size, sizeof *S->seg.d);
-    S->fh.pos = S->hpos;
-    for (uint32_t s = 0; S->sh && S->shf && s < b->n_streams; s++)
-        S->sh[s].pos = S->shf[s].pos = S->hpos;
-    return S->unmet && S->blockers && S->sched && S->in_fh && S->in_sh &&
-           S->hpos &&
-                   S->order && S->rem && S->cend && S->wend && S->sf &&
-                   S->infl && S->sh && S->shf && S->ready_t && S->flags &&
+    int bits = cs_ov_bits_init(&S->fh, b->n_frame) |
+               cs_ov_bits_init(&S->sh, b->n_coll) |
+               cs_ov_bits_init(&S->shf, b->n_coll);
+    return bits == 0 && S->unmet && S->blockers && S->sched && S->in_fh &&
+                   S->in_sh && S->order && S->rem && S->cend && S->wend &&
+                   S->sf && S->infl && S->ready_t && S->flags &&
                    S->stk && S->list && S->mark && S->mark2 && S->undo &&
                    S->seg.t && S->seg.d && S->pos && S->lastpos && S->head &&
                    S->next && S->tmp_order
@@ -130,15 +114,6 @@ static void push(ov_run *S, cs_heap *h, cs_heap_item x)
 {
     if (cs_heap_push(h, x) != 0)
         S->oom = 1;
-}
-
-static cs_heap_item frame_key(const ov_run *S, uint32_t v)
-{
-    const ov_base *b = S->b;
-    cs_heap_item x = ov_key(0, b->tpos[v], 0.0, v);
-    if (S->var->frame == FR_DYN_UNLOCK)
-        x.k2 = b->unl[v] == NONE ? INFINITY : (double)b->unl[v];
-    return x;
 }
 
 static cs_heap_item coll_key(const ov_base *b, uint32_t c)
@@ -156,12 +131,12 @@ static void touch(ov_run *S, uint32_t u)
     uint8_t c = b->cls[u];
     if (is_frame(c) && !S->in_fh[u] && S->unmet[u] == 0) {
         S->in_fh[u] = 1;
-        push(S, &S->fh, frame_key(S, u));
+        if (S->use_fh)
+            ov_bits_set(&S->fh, S->frk[u]);
     }
     if (c == C_COLL && !S->in_sh[u] && S->blockers[u] == 0) {
         S->in_sh[u] = 1;
-        push(S, b->dref[u] <= 0 ? &S->shf[b->stream[u]] : &S->sh[b->stream[u]],
-             coll_key(b, u));
+        ov_bits_set(b->dref[u] <= 0 ? &S->shf : &S->sh, b->crank[u]);
     }
 }
 
@@ -223,13 +198,12 @@ static void sched_node(ov_run *S, uint32_t v)
     S->sched[v] = 1;
     S->order[S->k++] = v;
     if (S->in_fh[v]) {
-        cs_heap_remove_at(&S->fh, S->hpos[v]);
+        if (S->use_fh)
+            ov_bits_unset(&S->fh, S->frk[v]);
         S->in_fh[v] = 0;
     }
     if (S->in_sh[v]) {
-        cs_heap_remove_at(b->dref[v] <= 0 ? &S->shf[b->stream[v]]
-                                          : &S->sh[b->stream[v]],
-                          S->hpos[v]);
+        ov_bits_unset(b->dref[v] <= 0 ? &S->shf : &S->sh, b->crank[v]);
         S->in_sh[v] = 0;
     }
     /* memory and time through the model's kernel (kernel.h), so the
@@ -394,19 +368,25 @@ double cs_ov_issue(ov_run *S, uint32_t c)
     return t;
 }
 
-/* Moves walk j to its next entry while *left (entries it may still show)
- * allows: its index in the walked heap, or SIZE_MAX. (The heaps hold
- * unplaced nodes only: sched_node removes a node from its heap.) */
-static size_t walk_live(ov_run *S, int j, uint32_t *left)
+/* The next member of s in [*from, end) while *left (members it may still
+ * show) allows, or NONE; *from moves past it. (The sets hold unplaced
+ * nodes only: sched_node removes a node from its set.) */
+static uint32_t walk(const ov_bits *s, uint32_t *from, uint32_t end,
+                     uint32_t *left)
 {
-    size_t at = SIZE_MAX;
-    if (*left > 0 && cs_heap_walk_next(&S->wk[j], &at) != 0)
-        S->oom = 1;
-    if (at == SIZE_MAX)
+    uint32_t r = NONE;
+    if (*left > 0) {
+        r = ov_bits_next(s, *from);
+        if (r >= end)
+            r = NONE;
+    }
+    if (r == NONE) {
         *left = 0;
-    else
+    } else {
         (*left)--;
-    return at;
+        *from = r + 1;
+    }
+    return r;
 }
 
 /* Would collective c go now (in-flight and budget tests)? Notes why not
@@ -443,40 +423,32 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
     return 1;
 }
 
-/* Issues the first collective that passes the in-flight and budget tests
- * among the K_STREAM most urgent entries of h (none when h is NULL) and
- * those of hf, tried in key order (issuing removes it from its heap).
- * Returns it or NONE, and adds the compute it pulled along to *t_next.
- * The candidates are read in place (a walk), so the ones refused stay
- * where they are. */
-static uint32_t try_issue(ov_run *S, uint32_t s, cs_heap *h, cs_heap *hf,
-                          int only_freeing, double *t_next)
+/* Issues the first collective of stream s that passes the in-flight and
+ * budget tests among the K_STREAM most urgent entries of sh (unless
+ * only_freeing) and those of shf, tried in key order (issuing removes it
+ * from its set). Returns it or NONE, and adds the compute it pulled along
+ * to *t_next. The candidates are read in place (a walk), so the ones
+ * refused stay where they are. */
+static uint32_t try_issue(ov_run *S, uint32_t s, int only_freeing,
+                          double *t_next)
 {
-    cs_heap *hs[2] = {h, hf};
-    size_t at[2];
-    uint32_t left[2];
+    const ov_base *b = S->b;
+    const ov_bits *hs[2] = {&S->sh, &S->shf};
+    uint32_t at[2], from[2], left[2], end = b->soff[s + 1];
     for (int j = 0; j < 2; j++) {
-        left[j] = 0;
-        if (hs[j]) {
-            left[j] = K_STREAM;
-            if (cs_heap_walk_start(&S->wk[j], hs[j]) != 0) {
-                S->oom = 1;
-                left[j] = 0;
-            }
-        }
-        at[j] = walk_live(S, j, &left[j]);
+        from[j] = b->soff[s];
+        left[j] = j == 0 && only_freeing ? 0 : K_STREAM;
+        at[j] = walk(hs[j], &from[j], end, &left[j]);
     }
-    while (at[0] != SIZE_MAX || at[1] != SIZE_MAX) {
-        int j = at[1] == SIZE_MAX   ? 0
-                : at[0] == SIZE_MAX ? 1
-                : cs_heap_less(&hs[1]->a[at[1]], &hs[0]->a[at[0]]) ? 1
-                                                                    : 0;
-        uint32_t c = hs[j]->a[at[j]].v;
+    while (at[0] != NONE || at[1] != NONE) {
+        /* ranks of one stream, distinct: the smaller is the more urgent */
+        int j = at[1] < at[0] ? 1 : 0;
+        uint32_t c = b->cat[at[j]];
         if (issuable(S, s, c, only_freeing)) {
             *t_next += cs_ov_issue(S, c);
             return c;
         }
-        at[j] = walk_live(S, j, &left[j]);
+        at[j] = walk(hs[j], &from[j], end, &left[j]);
     }
     return NONE;
 }
@@ -490,15 +462,14 @@ static void prefetch(ov_run *S, double t_next)
     const ov_base *b = S->b;
     const ov_variant *var = S->var;
     for (uint32_t s = 0; s < b->n_streams && !S->oom; s++) {
-        cs_heap *h = &S->sh[s], *hf = &S->shf[s];
         if (var->eager_free)
-            while (!S->oom && try_issue(S, s, NULL, hf, 1, &t_next) != NONE)
+            while (!S->oom && try_issue(S, s, 1, &t_next) != NONE)
                 ;
         for (;;) {
             if (var->jit && S->sf[s] >= t_next)
                 break;
-            /* the most urgent of both heaps, in key order */
-            if (S->oom || try_issue(S, s, h, hf, 0, &t_next) == NONE)
+            /* the most urgent of both sets, in key order */
+            if (S->oom || try_issue(S, s, 0, &t_next) == NONE)
                 break;
         }
     }
@@ -606,16 +577,12 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
         S->cur + b->max_alloc > S->B)
         return fs;
     /* The K_FRAME first entries of fh in key order, read in place. */
-    uint32_t chosen = NONE, left = K_FRAME;
-    if (cs_heap_walk_start(&S->wk[0], &S->fh) != 0) {
-        S->oom = 1;
-        left = 0;
-    }
+    uint32_t chosen = NONE, left = K_FRAME, from = 0;
     while (chosen == NONE) {
-        size_t at = walk_live(S, 0, &left);
-        if (at == SIZE_MAX)
+        uint32_t at = walk(&S->fh, &from, b->n_frame, &left);
+        if (at == NONE)
             break;
-        uint32_t x = S->fh.a[at].v;
+        uint32_t x = S->fat[at];
         if (x != fs && S->window > 0 &&
             b->frank[x] > b->frank[fs] + (uint32_t)S->window)
             continue;
@@ -636,14 +603,22 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
 static void tail_step(ov_run *S)
 {
     const ov_base *b = S->b;
-    cs_heap *bh = NULL;
+    uint32_t best = NONE;
+    cs_heap_item bk = {0, 0, 0, 0};
     for (uint32_t s = 0; s < 2 * b->n_streams; s++) {
-        cs_heap *h = s < b->n_streams ? &S->sh[s] : &S->shf[s - b->n_streams];
-        if (h->n > 0 && (!bh || cs_heap_less(&h->a[0], &bh->a[0])))
-            bh = h;
+        const ov_bits *h = s < b->n_streams ? &S->sh : &S->shf;
+        uint32_t s1 = s < b->n_streams ? s : s - b->n_streams;
+        uint32_t r = ov_bits_next(h, b->soff[s1]);
+        if (r >= b->soff[s1 + 1])
+            continue;
+        cs_heap_item k = coll_key(b, b->cat[r]);
+        if (best == NONE || cs_heap_less(&k, &bk)) {
+            best = b->cat[r];
+            bk = k;
+        }
     }
-    if (bh) {
-        cs_ov_issue(S, bh->a[0].v); /* placing it removes it */
+    if (best != NONE) {
+        cs_ov_issue(S, best); /* placing it removes it */
         return;
     }
     while (S->wh.n > 0) {
@@ -677,10 +652,15 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     S->cur = S->peak = b->baseline;
     S->fi = 0;
     S->oom = 0;
-    S->fh.n = S->wh.n = S->ah.n = 0;
+    S->wh.n = S->ah.n = 0;
+    /* The input-order rule never reads fh. */
+    S->use_fh = var->frame != FR_REF && window != 0;
+    S->frk = var->frame == FR_DYN_UNLOCK ? b->urank : b->frank;
+    S->fat = var->frame == FR_DYN_UNLOCK ? b->uat : b->fat;
+    cs_ov_bits_clear(&S->fh);
+    cs_ov_bits_clear(&S->sh);
+    cs_ov_bits_clear(&S->shf);
     for (uint32_t s = 0; s < b->n_streams; s++) {
-        S->sh[s].n = 0;
-        S->shf[s].n = 0;
         S->sf[s] = 0;
         S->infl[s] = 0;
     }

@@ -8,6 +8,11 @@
 
 /* ---- segment tree: range add, range max (positions 0 .. n) --------------- */
 
+/* t[x] is the maximum over x's subtree with every add applied at x or
+ * below; d[x] (internal nodes) the adds applied to x's whole subtree. An
+ * add never pushes d down: a query adds the d of the ancestors of what it
+ * collects on its way up instead, so both are one bottom-up walk. */
+
 static void seg_apply(segt *s, uint32_t x, int64_t v)
 {
     s->t[x] += v;
@@ -21,18 +26,6 @@ static void seg_pull(segt *s, uint32_t x)
         x >>= 1;
         int64_t l = s->t[2 * x], r = s->t[2 * x + 1];
         s->t[x] = (l > r ? l : r) + s->d[x];
-    }
-}
-
-static void seg_push(segt *s, uint32_t x)
-{
-    for (uint32_t k = s->h; k > 0; k--) {
-        uint32_t y = x >> k;
-        if (s->d[y] != 0) {
-            seg_apply(s, 2 * y, s->d[y]);
-            seg_apply(s, 2 * y + 1, s->d[y]);
-            s->d[y] = 0;
-        }
     }
 }
 
@@ -52,8 +45,6 @@ void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v)
     if (l >= r || v == 0)
         return;
     uint32_t l0 = l + s->size, r0 = r + s->size;
-    seg_push(s, l0);
-    seg_push(s, r0 - 1);
     for (l = l0, r = r0; l < r; l >>= 1, r >>= 1) {
         if (l & 1)
             seg_apply(s, l++, v);
@@ -64,30 +55,80 @@ void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v)
     seg_pull(s, r0 - 1);
 }
 
-/* The maximum over positions [l, r) (SEG_LOW when empty). */
-int64_t cs_ov_seg_max(segt *s, uint32_t l, uint32_t r)
+/* The maximum over positions [l, r) (SEG_LOW when empty). What the walk
+ * collected on the left lies under node l - 1 once l moved up a level, on
+ * the right under node r: their d apply to it. */
+int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r)
 {
     assert(r <= s->size);
     if (l >= r)
         return SEG_LOW;
-    l += s->size;
-    r += s->size;
-    seg_push(s, l);
-    seg_push(s, r - 1);
-    int64_t m = SEG_LOW;
-    for (; l < r; l >>= 1, r >>= 1) {
+    int64_t ml = SEG_LOW, mr = SEG_LOW;
+    int hl = 0, hr = 0;
+    for (l += s->size, r += s->size; l < r;) {
         if (l & 1) {
-            if (s->t[l] > m)
-                m = s->t[l];
+            if (!hl || s->t[l] > ml)
+                ml = s->t[l];
+            hl = 1;
             l++;
         }
         if (r & 1) {
             --r;
-            if (s->t[r] > m)
-                m = s->t[r];
+            if (!hr || s->t[r] > mr)
+                mr = s->t[r];
+            hr = 1;
         }
+        l >>= 1;
+        r >>= 1;
+        if (hl)
+            ml += s->d[l - 1];
+        if (hr)
+            mr += s->d[r];
     }
-    return m;
+    /* l == r: the left part lies under l - 1, the right under r; the
+     * ancestors above them add theirs. */
+    for (uint32_t x = l - 1; hl && x > 1;) {
+        x >>= 1;
+        ml += s->d[x];
+    }
+    for (uint32_t x = r; hr && x > 1;) {
+        x >>= 1;
+        mr += s->d[x];
+    }
+    if (!hl)
+        return mr;
+    if (!hr)
+        return ml;
+    return ml > mr ? ml : mr;
+}
+
+/* ---- rank sets (ov_bits) ----------------------------------------------- */
+
+int cs_ov_bits_init(ov_bits *s, uint32_t n)
+{
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    uint32_t words = 0, m = n ? n : 1;
+    do {
+        m = (m + 63) / 64;
+        s->off[s->nlev] = words;
+        s->nw[s->nlev++] = m;
+        words += m;
+    } while (m > 1);
+    s->w = cs_calloc(words, sizeof *s->w);
+    return s->w ? 0 : -1;
+}
+
+void cs_ov_bits_clear(ov_bits *s)
+{
+    memset(s->w, 0,
+           (size_t)(s->off[s->nlev - 1] + s->nw[s->nlev - 1]) * sizeof *s->w);
+}
+
+void cs_ov_bits_free(ov_bits *s)
+{
+    free(s->w);
+    s->w = NULL;
 }
 
 /* ---- what every variant shares ----------------------------------------- */
@@ -108,6 +149,8 @@ void cs_ov_base_free(ov_base *b)
     free(b->topo);
     free(b->tpos);
     free(b->frank);
+    free(b->fat);
+    free(b->soff);
     free(b->gap_start);
     free(b->level);
     free(b->free_ref);
@@ -118,6 +161,10 @@ void cs_ov_base_free(ov_base *b)
         free(b->set[i].prev);
         free(b->set[i].next);
         free(b->set[i].dup);
+        free(b->set[i].crank);
+        free(b->set[i].cat);
+        free(b->set[i].urank);
+        free(b->set[i].uat);
     }
     free(b->pos_in);
 }
@@ -208,6 +255,8 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     b->topo = cs_malloc_array(nn, sizeof *b->topo);
     b->tpos = cs_malloc_array(nn, sizeof *b->tpos);
     b->frank = cs_malloc_array(nn, sizeof *b->frank);
+    b->fat = cs_malloc_array(nn, sizeof *b->fat);
+    b->soff = cs_calloc((size_t)b->n_streams + 1, sizeof *b->soff);
     b->gap_start = cs_malloc_array(nn, sizeof *b->gap_start);
     b->level = cs_malloc_array(nn, sizeof *b->level);
     b->free_ref = cs_malloc_array(nn, sizeof *b->free_ref);
@@ -218,6 +267,7 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     int rc = -1;
     if (!b->cls || !b->stream || !b->bytes || !b->bsize || !b->nreaders ||
         !b->alloc || !b->unread_free || !b->topo || !b->tpos || !b->frank ||
+        !b->fat || !b->soff ||
         !b->gap_start || !b->level || !b->free_ref || !b->dref ||
         !b->pos_in || !stamp)
         goto out;
@@ -236,7 +286,13 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
         } else {
             b->cls[v] = nd->kind == COMMSCHED_NODE_WAIT ? C_WAIT : C_COMPUTE;
         }
+        if (b->cls[v] == C_COLL) {
+            b->soff[b->stream[v] + 1]++;
+            b->n_coll++;
+        }
     }
+    for (uint32_t s2 = 0; s2 < b->n_streams; s2++)
+        b->soff[s2 + 1] += b->soff[s2];
 
     /* deps: data + after + fake, distinct. */
     size_t m = (size_t)g->deps.off[n] + g->after_fake.off[n], k = 0;
@@ -347,10 +403,12 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
         uint32_t v = b->topo[i];
         if (!is_frame(b->cls[v]))
             continue;
+        b->fat[fr] = v;
         b->frank[v] = fr++;
         b->gap_start[v] = after_prev;
         after_prev = i + 1;
     }
+    b->n_frame = fr;
     /* The reference profile. */
     rem = cs_malloc_array(nbb, sizeof *rem);
     if (!rem)
@@ -368,6 +426,70 @@ out:
     free(rows);
     free(vals);
     free(rem);
+    return rc;
+}
+
+/* The ready sets' ranks under order set o (overlap_internal.h): a
+ * counting sort by dom (collectives) or unl (frame nodes) over T, which
+ * keeps T order among equal keys; NONE sorts last, as the heap keys'
+ * infinity did. Then the collectives go to their streams' ranges, in that
+ * order. O(V). Returns 0, or -1 on OOM. */
+static int rank_keys(const ov_base *b, struct ov_ord *o)
+{
+    uint32_t n = b->n, nk = b->n_frame + 2;
+    size_t nn = n ? n : 1;
+    o->crank = cs_malloc_array(nn, sizeof *o->crank);
+    o->cat = cs_malloc_array(b->n_coll ? b->n_coll : 1, sizeof *o->cat);
+    o->urank = cs_malloc_array(nn, sizeof *o->urank);
+    o->uat = cs_malloc_array(b->n_frame ? b->n_frame : 1, sizeof *o->uat);
+    uint32_t *cnt = cs_malloc_array(nk, sizeof *cnt);
+    uint32_t *tmp = cs_malloc_array(nn, sizeof *tmp);
+    uint32_t *fill = cs_malloc_array(b->n_streams, sizeof *fill);
+    int rc = -1;
+    if (!o->crank || !o->cat || !o->urank || !o->uat || !cnt || !tmp ||
+        !fill)
+        goto out;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: collectives by dom; pass 1: frame nodes by unl */
+        const uint32_t *key = pass == 0 ? o->dom : o->unl;
+        memset(cnt, 0, (size_t)nk * sizeof *cnt);
+        uint32_t m = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t v = b->topo[k];
+            if (pass == 0 ? b->cls[v] != C_COLL : !is_frame(b->cls[v]))
+                continue;
+            uint32_t x = key[v] == NONE ? b->n_frame : key[v];
+            assert(x <= b->n_frame);
+            cnt[x + 1]++;
+            m++;
+        }
+        for (uint32_t x = 1; x < nk; x++)
+            cnt[x] += cnt[x - 1];
+        uint32_t *dst = pass == 0 ? tmp : o->uat;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t v = b->topo[k];
+            if (pass == 0 ? b->cls[v] != C_COLL : !is_frame(b->cls[v]))
+                continue;
+            uint32_t x = key[v] == NONE ? b->n_frame : key[v];
+            dst[cnt[x]++] = v;
+        }
+        if (pass == 1) {
+            for (uint32_t r = 0; r < m; r++)
+                o->urank[o->uat[r]] = r;
+            continue;
+        }
+        memcpy(fill, b->soff, (size_t)b->n_streams * sizeof *fill);
+        for (uint32_t r = 0; r < m; r++) {
+            uint32_t c = tmp[r], at = fill[b->stream[c]]++;
+            o->cat[at] = c;
+            o->crank[c] = at;
+        }
+    }
+    rc = 0;
+out:
+    free(cnt);
+    free(tmp);
+    free(fill);
     return rc;
 }
 
@@ -429,6 +551,8 @@ int cs_ov_base_order(ov_base *b, int i, int mode)
             u = d;
         o->unl[v] = u;
     }
+    if (rank_keys(b, o) != 0)
+        return -1;
     if (i >= b->n_sets)
         b->n_sets = i + 1;
     return 0;
@@ -442,4 +566,8 @@ void cs_ov_base_use(ov_base *b, int i)
     b->ord_prev = b->set[i].prev;
     b->ord_next = b->set[i].next;
     b->ord_dup = b->set[i].dup;
+    b->crank = b->set[i].crank;
+    b->cat = b->set[i].cat;
+    b->urank = b->set[i].urank;
+    b->uat = b->set[i].uat;
 }
