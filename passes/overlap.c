@@ -56,9 +56,9 @@
  * overlap_state.c holds the heap, the segment tree and the state every
  * variant shares; overlap_internal.h what they share.
  *
- * Cost: O((V + E) log V) per variant: heaps for ready nodes, the segment
- * tree for the budget, a frontier pointer for the input order; no
- * per-node ancestor sets. Reachability (domination index, "unlocks")
+ * Cost: O((V + E) log V) per variant: rank bit sets and heaps for ready
+ * nodes (overlap_internal.h), the segment tree for the budget, a frontier
+ * pointer for the input order; no per-node ancestor sets. Reachability (domination index, "unlocks")
  * comes from one reverse sweep over a topological order. */
 #include "overlap_internal.h"
 

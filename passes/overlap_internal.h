@@ -1,5 +1,5 @@
 /* commsched — what the overlap pass's files share (map: overlap.c): the
- * node classes, the ready heap and the segment tree (overlap_state.c), the
+ * node classes, the ready sets and the segment tree (overlap_state.c), the
  * state every variant shares (ov_base, overlap_state.c), one variant's
  * forward list scheduler (ov_run, overlap_search.c). Not installed. */
 #ifndef COMMSCHED_OVERLAP_INTERNAL_H
@@ -26,9 +26,9 @@ enum { C_COMPUTE = 0, C_COLL = 1, C_WAIT = 2, C_SYNC = 3 };
 
 static inline int is_frame(uint8_t c) { return c == C_COMPUTE || c == C_SYNC; }
 
-/* A ready-set key of the pass, in the one heap's item (heap.h): class
- * rank r first, then a (urgency, or a time), then the input position b,
- * which makes every key distinct. */
+/* A heap key of the pass (waits, force()'s scratch), in the one heap's
+ * item (heap.h): class rank r first, then a (urgency, or a time), then
+ * the input position b, which makes every key distinct. */
 static inline cs_heap_item ov_key(uint32_t r, uint32_t b, double a, uint32_t v)
 {
     cs_heap_item x = {r, a, b, v};

@@ -1,5 +1,6 @@
-/* commsched — overlap's state (map: overlap.c): the ready heap, the
- * segment tree the budget test reads, and what every variant shares. */
+/* commsched — overlap's state (map: overlap.c): the ready sets' ranks and
+ * bit sets, the segment tree the budget test reads, and what every
+ * variant shares. */
 #include "overlap_internal.h"
 
 #include <math.h>

@@ -6,14 +6,6 @@
 
 #include "util.h"
 
-/* Writes x at index i, and its index into pos when the heap tracks them. */
-static inline void put(cs_heap *h, size_t i, cs_heap_item x)
-{
-    h->a[i] = x;
-    if (h->pos)
-        h->pos[x.v] = (uint32_t)i;
-}
-
 int cs_heap_reserve(cs_heap *h, size_t cap)
 {
     if (cap <= h->cap)
@@ -31,10 +23,10 @@ int cs_heap_push(cs_heap *h, cs_heap_item x)
         size_t p = (i - 1) / 2;
         if (!cs_heap_less(&x, &h->a[p]))
             break;
-        put(h, i, h->a[p]);
+        h->a[i] = h->a[p];
         i = p;
     }
-    put(h, i, x);
+    h->a[i] = x;
     return 0;
 }
 
@@ -53,10 +45,10 @@ static void sift_down(cs_heap *h, size_t i, cs_heap_item x)
             m = l + 1;
         if (m == i)
             break;
-        put(h, i, h->a[m]);
+        h->a[i] = h->a[m];
         i = m;
     }
-    put(h, i, x);
+    h->a[i] = x;
 }
 
 cs_heap_item cs_heap_pop(cs_heap *h)
@@ -75,55 +67,6 @@ void cs_heap_replace_top(cs_heap *h, cs_heap_item x)
     sift_down(h, 0, x);
 }
 
-void cs_heap_remove_at(cs_heap *h, size_t i)
-{
-    assert(i < h->n);
-    cs_heap_item last = h->a[--h->n];
-    if (i == h->n)
-        return;
-    /* The last item goes into the hole: up if it beats the hole's parent,
-     * down otherwise. */
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!cs_heap_less(&last, &h->a[p]))
-            break;
-        put(h, i, h->a[p]);
-        i = p;
-    }
-    sift_down(h, i, last);
-}
-
-int cs_heap_walk_start(cs_heap_walk *w, const cs_heap *h)
-{
-    w->h = h;
-    w->frontier.n = 0;
-    if (h->n == 0)
-        return 0;
-    if (cs_heap_reserve(&w->frontier, 16) != 0)
-        return -1;
-    cs_heap_item x = h->a[0];
-    x.v = 0;
-    w->frontier.a[w->frontier.n++] = x;
-    return 0;
-}
-
-int cs_heap_walk_next(cs_heap_walk *w, size_t *at)
-{
-    *at = SIZE_MAX;
-    if (w->frontier.n == 0)
-        return 0;
-    size_t i = cs_heap_pop(&w->frontier).v;
-    for (size_t c = 2 * i + 1; c <= 2 * i + 2 && c < w->h->n; c++) {
-        cs_heap_item x = w->h->a[c];
-        assert(c <= UINT32_MAX);
-        x.v = (uint32_t)c;
-        if (cs_heap_push(&w->frontier, x) != 0)
-            return -1;
-    }
-    *at = i;
-    return 0;
-}
-
 void cs_heap_make(cs_heap *h)
 {
     for (size_t i = h->n / 2; i-- > 0;)
@@ -135,5 +78,4 @@ void cs_heap_fini(cs_heap *h)
     free(h->a);
     h->a = NULL;
     h->n = h->cap = 0;
-    h->pos = NULL;
 }

@@ -1,6 +1,7 @@
 /* commsched — the one binary min-heap: the heap scheduler, bucketing, the
- * overlap pass and the simulator's memory-over-time sweep all order their
- * ready sets with it. An item carries its own key, compared as (k1, k2,
+ * overlap pass (its waits; its frame and collective sets, whose keys are
+ * fixed ranks, are bit sets) and the simulator's memory-over-time sweep
+ * order their ready sets with it. An item carries its own key, compared as (k1, k2,
  * k3) ascending, and a payload v; each user maps its order onto the key
  * (every user makes keys distinct, so the order items leave in depends on
  * the keys alone, never on the heap's shape). Not installed. */
@@ -20,10 +21,6 @@ typedef struct cs_heap_item {
 typedef struct cs_heap {
     cs_heap_item *a;
     size_t n, cap;
-    uint32_t *pos; /* NULL, or the caller's array that the heap keeps at
-                      pos[x.v] = x's index for every item x (items' v then
-                      distinct): what cs_heap_remove_at needs to delete an
-                      item as soon as it is obsolete */
 } cs_heap;
 
 static inline int cs_heap_less(const cs_heap_item *x, const cs_heap_item *y)
@@ -48,29 +45,7 @@ cs_heap_item cs_heap_pop(cs_heap *h);
 void cs_heap_replace_top(cs_heap *h, cs_heap_item x);
 /* Orders items a[0 .. n) written directly into the array. */
 void cs_heap_make(cs_heap *h);
-/* Removes the item at index i (0 <= i < n), as found by a walk. */
-void cs_heap_remove_at(cs_heap *h, size_t i);
-
-/* A walk visits a heap's items in key order without removing them: the
- * items whose parents were visited wait in a small heap of their own, so
- * reading the first k of n items costs O(k log k), not the O(k log n) of
- * popping them and pushing them back. The walked heap must not change
- * while a walk runs; one walk's frontier can be reused for the next. */
-typedef struct cs_heap_walk {
-    const cs_heap *h;
-    cs_heap frontier; /* items copied from h, v = their index in h */
-} cs_heap_walk;
-
-/* Starts walking h from its least item. Returns 0, or -1 when the frontier
- * cannot be allocated (out of memory). */
-int cs_heap_walk_start(cs_heap_walk *w, const cs_heap *h);
-/* The index in h of the next item in key order into *at, or SIZE_MAX when
- * every item was visited. Returns 0, or -1 when the frontier cannot grow
- * (out of memory; *at is SIZE_MAX). */
-int cs_heap_walk_next(cs_heap_walk *w, size_t *at);
-
-/* Frees the array and forgets pos; the heap is empty and reusable
- * afterwards. */
+/* Frees the array; the heap is empty and reusable afterwards. */
 void cs_heap_fini(cs_heap *h);
 
 #endif /* COMMSCHED_HEAP_H */
