@@ -1050,8 +1050,31 @@ static commsched_status report_cycle(const commsched_graph *g,
                  "dependency cycle: %s (each must run before the next)", text);
 }
 
-static commsched_status build(commsched_graph *g, const commsched_builder *b,
-                              commsched_error *err)
+/* Frees what the builder recorded (its strings that the graph keeps are
+ * in the arena, which stays); the builder can then only be destroyed. */
+static void release_records(commsched_builder *b)
+{
+    free(b->groups);
+    free(b->inputs);
+    free(b->outputs);
+    free(b->nodes);
+    free(b->outs);
+    free(b->refs);
+    b->groups = NULL;
+    b->inputs = NULL;
+    b->outputs = NULL;
+    b->nodes = NULL;
+    b->outs = NULL;
+    b->refs = NULL;
+    b->n_groups = b->n_inputs = b->n_outputs = b->n_nodes = b->n_outs =
+        b->n_refs = 0;
+    b->cap_groups = b->cap_inputs = b->cap_outputs = b->cap_nodes =
+        b->cap_outs = b->cap_refs = 0;
+    cs_arena_fini(&b->scratch);
+}
+
+static commsched_status build(commsched_graph *g, commsched_builder *b,
+                              int keep_builder, commsched_error *err)
 {
     commsched_status st;
     if (b->n_nodes == 0)
@@ -1080,10 +1103,15 @@ static commsched_status build(commsched_graph *g, const commsched_builder *b,
         (st = resolve_node_refs(g, b, err)) != COMMSCHED_OK ||
         (st = resolve_aliases(g, b, err)) != COMMSCHED_OK ||
         (st = resolve_outputs(g, b, err)) != COMMSCHED_OK ||
-        (st = check_wait_rules(g, err)) != COMMSCHED_OK ||
-        (st = derive_edges(g, err)) != COMMSCHED_OK)
+        (st = check_wait_rules(g, err)) != COMMSCHED_OK)
         return st;
-    return COMMSCHED_OK;
+    /* Everything the builder recorded is in g now. Unless a repair may
+     * need to rebuild from it, let it go before the derived tables are
+     * made: the records and reference names were a third of the peak of
+     * building a million-node graph. */
+    if (!keep_builder)
+        release_records(b);
+    return derive_edges(g, err);
 }
 
 static commsched_graph *graph_new(commsched_builder *b)
@@ -1189,7 +1217,7 @@ commsched_status commsched_builder_finish(commsched_builder *b, unsigned flags,
             st = oom(err);
             goto cleanup;
         }
-        st = build(g, b, err);
+        st = build(g, b, (flags & COMMSCHED_FINISH_TOPOSORT) != 0, err);
         if (st != COMMSCHED_OK)
             goto cleanup;
         commsched_error order_err = {0};
