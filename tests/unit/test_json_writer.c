@@ -368,8 +368,8 @@ static void test_indent_like_jansson(void **state)
 {
     (void)state;
     const char *docs[] = {
-        "[{\"pass\":\"x\",\"nodes\":[],\"m\":{},\"r\":[{\"a\":1.5,"
-        "\"b\":null,\"c\":[1,[2,[]]]}],\"w\":0.0}]",
+        ("[{\"pass\":\"x\",\"nodes\":[],\"m\":{},\"r\":[{\"a\":1.5,"
+         "\"b\":null,\"c\":[1,[2,[]]]}],\"w\":0.0}]"),
         "[]", "{}", "{\"k\":[[]]}", "[1,2,{\"x\":{\"y\":\"z\"}}]"};
     for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++)
         for (int width = 1; width <= 3; width += 2) {

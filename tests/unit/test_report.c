@@ -503,6 +503,80 @@ static void test_format_change(void **state)
     assert_string_equal(cs_fmt_change(INFINITY, "%", buf, sizeof buf), "-");
 }
 
+/* The passes' statistics as JSON: every pass of a pipeline with node rows
+ * (RCPPM, sink) and per-collective rows (overlap), names escaped; jansson
+ * reads the compact form back and writes it again byte for byte, and the
+ * indented form is jansson's JSON_INDENT(1) of the same document. */
+static char *stats_text(const commsched_graph *g, const commsched_run *run,
+                        unsigned flags)
+{
+    FILE *m = tmpfile();
+    assert_non_null(m);
+    commsched_error err = {0};
+    if (commsched_run_stats_write_json(m, g, run, flags, &err) !=
+        COMMSCHED_OK)
+        fail_msg("stats failed: %s", err.text);
+    return slurp(m);
+}
+
+static void test_run_stats_json(void **state)
+{
+    (void)state;
+    fix f;
+    setup_fix(&f, graph, 0);
+    commsched_error err = {0};
+    commsched_schedule *s = NULL;
+    commsched_run *run = NULL;
+    assert_int_equal(commsched_schedule_create(f.g, NULL, &s, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(
+        commsched_pipeline_run(
+            f.g, s, f.rt,
+            "reorder_communication_preserving_peak_memory,sink_waits_iterative,"
+            "overlap",
+            NULL, 0, &run, &err),
+        COMMSCHED_OK);
+    char *text = stats_text(f.g, run, 0);
+    json_t *j = parse(text);
+    assert_true(json_is_array(j));
+    assert_int_equal(json_array_size(j), 3);
+    char *again = json_dumps(j, JSON_COMPACT);
+    assert_string_equal(text, again);
+    free(again);
+    const json_t *ov = json_array_get(j, 2);
+    assert_string_equal(json_string_value(json_object_get(ov, "pass")),
+                        "overlap");
+    const json_t *cl = json_object_get(ov, "collectives");
+    assert_true(json_array_size(cl) >= 1);
+    int quoted = 0;
+    for (size_t i = 0; i < json_array_size(cl); i++)
+        quoted |= strcmp(json_string_value(json_object_get(
+                             json_array_get(cl, i), "node")),
+                         "c\"q") == 0;
+    assert_true(quoted);
+    assert_non_null(json_object_get(json_array_get(j, 1), "nodes"));
+    assert_null(json_object_get(ov, "wall_ms"));
+    free(text);
+
+    text = stats_text(f.g, run,
+                      COMMSCHED_STATS_JSON_TIMING | COMMSCHED_STATS_JSON_INDENT);
+    json_t *t = parse(text);
+    assert_non_null(json_object_get(json_array_get(t, 0), "wall_ms"));
+    again = json_dumps(t, JSON_INDENT(1));
+    assert_string_equal(text, again);
+    free(again);
+    free(text);
+    json_decref(t);
+    json_decref(j);
+
+    text = stats_text(f.g, NULL, 0); /* no run: no passes */
+    assert_string_equal(text, "[]");
+    free(text);
+    commsched_run_destroy(run);
+    commsched_schedule_destroy(s);
+    teardown_fix(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_report_estimates),
         cmocka_unit_test(test_report_compare),
         cmocka_unit_test(test_format_change),
+        cmocka_unit_test(test_run_stats_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
