@@ -47,13 +47,17 @@ typedef enum commsched_comm_streams {
 /* Option flags. */
 #define COMMSCHED_SIM_MEMORY 1u       /* compute both memory peaks */
 #define COMMSCHED_SIM_MEMORY_CURVE 2u /* keep the curve too (implies MEMORY) */
+#define COMMSCHED_SIM_BOUND 4u  /* also the stream bound (bound_stream_ns):
+                                   O(n log n) more per run */
 
 typedef struct commsched_sim_options {
     commsched_comm_streams comm_streams;
     unsigned flags;
 } commsched_sim_options;
 
-/* Per-group streams, memory peaks on, no curve. */
+/* Per-group streams, memory peaks on, no curve, no stream bound (the
+ * passes simulate many orders and need only the timeline and the peak;
+ * reports add COMMSCHED_SIM_BOUND). */
 COMMSCHED_EXPORT void commsched_sim_options_init(commsched_sim_options *o);
 
 /* Stream 0 is the compute stream; comm streams follow. */
@@ -81,12 +85,15 @@ typedef struct commsched_sim_totals {
     double comm_ns;          /* sum of collective runtimes */
     double exposed_ns;       /* sum of the collectives' exposed time */
     double overlap;          /* 1 - exposed / comm; 1.0 with no comm */
-    double lower_bound_ns;   /* max of the three below */
+    double lower_bound_ns;   /* max of the terms below (the stream bound
+                                when COMMSCHED_SIM_BOUND) */
     double bound_compute_ns; /* compute-stream load: compute + wait + sync
                                 collective runtimes */
     double bound_comm_ns;    /* the busiest comm stream's load */
     uint32_t bound_comm_stream; /* which one (COMMSCHED_NONE: no comm) */
-    double bound_path_ns;    /* critical path over the enforced edges */
+    double bound_path_ns;    /* critical path over the enforced edges
+                                (with the after_fake edges this order
+                                respects: valid for this order) */
     double efficiency;       /* lower_bound / makespan; 1.0 when 0 / 0 */
     uint32_t n_collectives;
     uint32_t n_waits;
@@ -95,6 +102,12 @@ typedef struct commsched_sim_totals {
     int64_t peak_memory;     /* over simulated time */
     double peak_memory_at_ns;
     int64_t peak_memory_step; /* per-step peak (docs/FORMAT.md), same order */
+    /* The stream bound (COMMSCHED_SIM_BOUND; zero otherwise): no order the
+     * simulator accepts finishes sooner (docs/REPORTS.md, "Lower bound");
+     * the same for every order of the graph. */
+    double bound_stream_ns;
+    uint32_t bound_stream;   /* the stream that sets it (0 compute, then
+                                the comm streams; COMMSCHED_NONE: none) */
 } commsched_sim_totals;
 
 /* One point of the memory curve: live bytes from time_ns on. */

@@ -381,7 +381,9 @@ class SimTotals:
     """The simulator's totals for one order (commsched_sim_totals; times in
     ns, memory in bytes). ``peak_memory_step`` is the per-step peak of the
     memory model (docs/FORMAT.md, "Memory model (in brief)"),
-    ``peak_memory`` the peak over simulated time."""
+    ``peak_memory`` the peak over simulated time; ``bound_stream_ns`` the
+    stream bound, valid for every order (docs/REPORTS.md, "Lower
+    bound")."""
 
     makespan_ns: float
     compute_ns: float
@@ -399,6 +401,7 @@ class SimTotals:
     peak_memory: int
     peak_memory_at_ns: float
     peak_memory_step: int
+    bound_stream_ns: float
 
     @classmethod
     def _from(cls, t):

@@ -155,6 +155,8 @@ class SimTotalsStruct(ctypes.Structure):
         ("peak_memory", c_int64),
         ("peak_memory_at_ns", c_double),
         ("peak_memory_step", c_int64),
+        ("bound_stream_ns", c_double),
+        ("bound_stream", c_uint32),
     ]
 
 

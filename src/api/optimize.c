@@ -308,7 +308,7 @@ static commsched_status simulate(const commsched_graph *g, const uint32_t *order
     commsched_sim_options so;
     commsched_sim_options_init(&so);
     so.comm_streams = streams;
-    so.flags |= COMMSCHED_SIM_MEMORY;
+    so.flags |= COMMSCHED_SIM_MEMORY | COMMSCHED_SIM_BOUND;
     commsched_status st = commsched_sim_create(g, &sim, err);
     if (st == COMMSCHED_OK)
         st = commsched_sim_run(sim, order, runtime, &so, err);

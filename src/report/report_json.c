@@ -65,7 +65,9 @@ static const char *bound_key(const commsched_sim_totals *t)
         return "critical_path";
     if (t->lower_bound_ns == t->bound_compute_ns)
         return "compute_stream";
-    return "comm_stream";
+    if (t->lower_bound_ns == t->bound_comm_ns)
+        return "comm_stream";
+    return "stream_bound";
 }
 
 /* Each header value on its own line, compact inside. */
@@ -105,6 +107,13 @@ static void bound_json(cs_jw *w, const commsched_sim *sim)
                    ? NULL
                    : commsched_sim_stream_name(sim, t->bound_comm_stream));
     key_number(w, "critical_path_ns", t->bound_path_ns);
+    if (commsched_sim_get_options(sim).flags & COMMSCHED_SIM_BOUND) {
+        key_number(w, "stream_bound_ns", t->bound_stream_ns);
+        key_string(w, "stream_bound_stream",
+                   t->bound_stream == COMMSCHED_NONE
+                       ? NULL
+                       : commsched_sim_stream_name(sim, t->bound_stream));
+    }
     cs_jw_end(w);
 }
 

@@ -52,7 +52,9 @@ static const char *bound_name(const commsched_sim_totals *t)
         return "critical path";
     if (t->lower_bound_ns == t->bound_compute_ns)
         return "compute stream";
-    return "busiest comm stream";
+    if (t->lower_bound_ns == t->bound_comm_ns)
+        return "busiest comm stream";
+    return "stream bound";
 }
 
 static commsched_status io_error(FILE *out, commsched_error *err)
@@ -164,6 +166,13 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
                 fit(commsched_sim_stream_name(sim, t->bound_comm_stream), 16,
                     h, sizeof h));
     fprintf(out, ", critical path %s\n", fmt_time(t->bound_path_ns, c, sizeof c));
+    if (commsched_sim_get_options(sim).flags & COMMSCHED_SIM_BOUND &&
+        t->bound_stream != COMMSCHED_NONE)
+        fprintf(out, "stream bound    %10s   (%s stream; no order of this "
+                     "graph is faster)\n",
+                fmt_time(t->bound_stream_ns, a, sizeof a),
+                fit(commsched_sim_stream_name(sim, t->bound_stream), 16, h,
+                    sizeof h));
     fprintf(out, "compute         %10s\n", fmt_time(t->compute_ns, a, sizeof a));
     fprintf(out, "comm            %10s   exposed %s, overlap %.1f%%\n",
             fmt_time(t->comm_ns, a, sizeof a),

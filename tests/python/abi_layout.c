@@ -110,6 +110,8 @@ int main(void)
     FIELD(commsched_sim_totals, peak_memory, "peak_memory")
     FIELD(commsched_sim_totals, peak_memory_at_ns, "peak_memory_at_ns")
     FIELD(commsched_sim_totals, peak_memory_step, "peak_memory_step")
+    FIELD(commsched_sim_totals, bound_stream_ns, "bound_stream_ns")
+    FIELD(commsched_sim_totals, bound_stream, "bound_stream")
     END()
     printf("}\n");
     return 0;

@@ -89,8 +89,11 @@ static commsched_status simulate(commsched_sim *sim, const commsched_schedule *s
                                  commsched_sim_totals *out,
                                  commsched_error *err)
 {
+    commsched_sim_options so;
+    commsched_sim_options_init(&so);
+    so.flags |= COMMSCHED_SIM_BOUND;
     commsched_status st =
-        commsched_sim_run_schedule(sim, s, runtime, NULL, err);
+        commsched_sim_run_schedule(sim, s, runtime, &so, err);
     if (st == COMMSCHED_OK)
         *out = *commsched_sim_get_totals(sim);
     return st;
@@ -319,7 +322,7 @@ int cmd_optimize(int argc, char **argv)
     size_t n_rows = 0;
     commsched_sim_options curve;
     commsched_sim_options_init(&curve);
-    curve.flags |= COMMSCHED_SIM_MEMORY_CURVE;
+    curve.flags |= COMMSCHED_SIM_MEMORY_CURVE | COMMSCHED_SIM_BOUND;
     cli_cost cost;
     if ((rc = cli_cost_setup(&cost, "optimize", device, model)) != 0)
         goto done;

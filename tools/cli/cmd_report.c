@@ -261,7 +261,7 @@ static int simulate(const char *name, const commsched_graph *g,
     commsched_sim_options so;
     commsched_sim_options_init(&so);
     so.comm_streams = streams;
-    so.flags |= COMMSCHED_SIM_MEMORY_CURVE;
+    so.flags |= COMMSCHED_SIM_MEMORY_CURVE | COMMSCHED_SIM_BOUND;
     if (commsched_sim_create(g, sim, &err) != COMMSCHED_OK ||
         commsched_sim_run(*sim, NULL, runtime, &so, &err) != COMMSCHED_OK)
         rc = cli_report(name, &err);
@@ -315,7 +315,7 @@ static int report_traces(const char *const *traces, int n, long rank,
     commsched_sim_options so;
     commsched_sim_options_init(&so);
     so.comm_streams = streams;
-    so.flags |= COMMSCHED_SIM_MEMORY_CURVE;
+    so.flags |= COMMSCHED_SIM_MEMORY_CURVE | COMMSCHED_SIM_BOUND;
     if (commsched_sim_create(g, &sa, &err) != COMMSCHED_OK ||
         commsched_sim_run_schedule(sa, s, runtime, &so, &err) !=
             COMMSCHED_OK) {

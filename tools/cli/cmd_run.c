@@ -379,6 +379,7 @@ int cmd_run(int argc, char **argv)
     commsched_measurement_predict(m, runtime, pred_rt, measured);
     commsched_sim_options so;
     commsched_sim_options_init(&so);
+    so.flags |= COMMSCHED_SIM_BOUND;
     if (ro.streams == COMMSCHED_RUN_STREAMS_SINGLE)
         so.comm_streams = COMMSCHED_STREAMS_SINGLE;
     if (commsched_sim_create(g, &sim, &err) != COMMSCHED_OK ||

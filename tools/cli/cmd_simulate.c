@@ -75,6 +75,7 @@ int cmd_simulate(int argc, char **argv)
     const char *out_path = NULL, *trace_path = NULL;
     commsched_sim_options so;
     commsched_sim_options_init(&so);
+    so.flags |= COMMSCHED_SIM_BOUND;
     commsched_report_context ctx = {0};
     int verbose = 0, c, rc;
     unsigned flags = 0;

@@ -146,7 +146,8 @@ void cs_html_summary_section(cs_html_page *p)
     }
     cs_html_put(w, "</tbody></table>\n<p class=\"note\">Makespan is the latest end "
            "over all streams; the lower bound is the largest of the compute "
-           "stream's load, the busiest comm stream and the critical path "
+           "stream's load, the busiest comm stream, the critical path and "
+           "the stream bound "
            "(docs/REPORTS.md, \xE2\x80\x9CWhat the figures mean\xE2\x80\x9D); efficiency = bound / makespan; overlap = 1 "
            "\xE2\x88\x92 exposed / comm.");
     if (p->after->sim) {
@@ -158,8 +159,10 @@ void cs_html_summary_section(cs_html_page *p)
             what = "critical path";
         else if (A->lower_bound_ns == A->bound_compute_ns)
             what = "compute stream";
-        else
+        else if (A->lower_bound_ns == A->bound_comm_ns)
             what = "busiest comm stream";
+        else
+            what = "stream bound";
         cs_html_putf(w, "%s (after).", what);
     }
     cs_html_put(w, "</p></section>\n");
