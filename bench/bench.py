@@ -421,8 +421,12 @@ def quality(cli, files, cap, tmp):
                 row["capped_s"] = cap
                 rows.append(row)
                 continue
-            t, m = sim["totals"], sim["memory"]
+            t, m, lb = sim["totals"], sim["memory"], sim["lower_bound"]
             row.update({"nodes": sim["nodes"],
+                        "old_bound_ns": max(lb["compute_stream_ns"],
+                                            lb["busiest_comm_stream_ns"],
+                                            lb["critical_path_ns"]),
+                        "stream_bound_ns": lb["stream_bound_ns"],
                         "makespan_ns": t["makespan_ns"],
                         "exposed_ns": t["exposed_ns"],
                         "comm_ns": t["comm_ns"],
@@ -528,6 +532,8 @@ def equal_memory_table(rows):
         by.setdefault(r["workload"], {})[r["pipeline"]] = {
             "makespan_ns": r["makespan_ns"],
             "lower_bound_ns": r["lower_bound_ns"],
+            "old_bound_ns": r["old_bound_ns"],
+            "stream_bound_ns": r["stream_bound_ns"],
             "peak": r["peak_per_step"],
             "tune_best": r.get("tune_best")}
     summary = []

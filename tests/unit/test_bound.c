@@ -28,6 +28,7 @@ typedef struct enum_state {
     unsigned long runs, limit;
     double bound, best;
     int have_bound;
+    uint64_t seed;
 } enum_state;
 
 /* One complete order: simulate, check. */
@@ -46,8 +47,14 @@ static void check_order(enum_state *E)
                  t->bound_stream_ns, E->bound);
     }
     if (t->bound_stream_ns > t->makespan_ns)
+    {
+        char *json = tu_graph_to_json(E->g, E->order);
+        fprintf(stderr, "graph (seed %llu, streams %d, order as listed):\n%s\n",
+                (unsigned long long)E->seed, (int)E->so.comm_streams, json);
+        free(json);
         fail_msg("stream bound %.17g above the makespan %.17g of an order",
                  t->bound_stream_ns, t->makespan_ns);
+    }
     if (t->lower_bound_ns > t->makespan_ns)
         fail_msg("lower bound %.17g above the makespan %.17g",
                  t->lower_bound_ns, t->makespan_ns);
@@ -118,6 +125,7 @@ static void test_bound_every_order_of_small_graphs(void **state)
         E.g = g;
         E.rt = rt;
         E.n = n;
+        E.seed = seed;
         E.limit = 20000;
         E.order = malloc((n ? n : 1) * sizeof *E.order);
         E.indeg = malloc((n ? n : 1) * sizeof *E.indeg);
