@@ -19,7 +19,7 @@
  *   the latest point the run can have waited (the trace records no event
  *   links), so the imported order overlaps exactly as much as the run did.
  * - Group: one, "world", of --ranks ranks (default distributedInfo's
- *   world_size, else 8).
+ *   world_size, else 8 with a warning).
  * - --et: with the run's PyTorch execution trace, host dependencies and
  *   output sizes from the operator that launched each event, linked by
  *   record-function id (et_link below).
@@ -839,6 +839,15 @@ int kineto_build(const kineto *k, const import_options *o,
     }
     for (size_t p = 0; p < n; p++)
         if (k->gpu[p].nccl) {
+            /* the size scales every all-gather and reduce-scatter: never
+             * assumed silently */
+            if (o->ranks <= 0 && k->world <= 0)
+                fprintf(stderr,
+                        "commsched import: warning: %s: the trace does not "
+                        "give the size of group \"world\" (no "
+                        "distributedInfo.world_size): %ld ranks assumed; "
+                        "give it with --ranks N\n",
+                        k->file, ranks);
             (void)commsched_builder_add_group(b, "world", ranks, 0, &err);
             break;
         }
