@@ -48,7 +48,9 @@ static void where(const chakra *c, size_t rec, const char *field, char *dst,
         snprintf(dst, size, "%s", field ? field : "");
     else if (c->binary)
         snprintf(dst, size, "record %zu (byte %lld)%s%s", rec + 1,
-                 (long long)(rec < c->count ? c->n[rec].offset : 0),
+                 (long long)(rec < c->count       ? c->n[rec].offset
+                             : rec < c->n_offsets ? c->offsets[rec]
+                                                  : 0),
                  field ? "." : "", field ? field : "");
     else
         snprintf(dst, size, "workload_graph[%zu]%s%s", rec, field ? "." : "",
@@ -96,6 +98,14 @@ cnode *chakra_push(chakra *c)
 }
 
 void chakra_free(chakra *c)
+{
+    chakra_free_records(c);
+    free(c->offsets);
+    c->offsets = NULL;
+    c->n_offsets = 0;
+}
+
+void chakra_free_records(chakra *c)
 {
     for (size_t i = 0; i < c->count; i++) {
         cnode *n = &c->n[i];
@@ -576,8 +586,12 @@ typedef struct groups {
     size_t n;
 } groups;
 
+/* The names are the list's own copies (the records they came from are
+ * freed before the import's note names the groups). */
 static void groups_free(groups *g)
 {
+    for (size_t i = 0; g->name && i < g->n; i++)
+        free((char *)g->name[i]);
     free(g->name);
     free(g->size);
 }
@@ -699,10 +713,14 @@ static int add_groups(chakra *c, const import_options *o, long ngpus,
             g->name[m++] = c->n[i].pg ? c->n[i].pg : "world";
     if (m > 1) /* qsort's base must not be NULL */
         qsort(g->name, m, sizeof *g->name, cmp_str);
+    size_t n = 0;
     g->n = 0;
     for (size_t i = 0; i < m; i++)
-        if (i == 0 || strcmp(g->name[i], g->name[i - 1]) != 0)
-            g->name[g->n++] = g->name[i];
+        if (i == 0 || strcmp(g->name[i], g->name[n - 1]) != 0)
+            g->name[n++] = g->name[i];
+    for (; g->n < n; g->n++) /* each kept name copied, in place */
+        if (!(g->name[g->n] = strdup(g->name[g->n])))
+            return oom();
     int rc = size_groups(c, o, ngpus, g);
     for (size_t i = 0; i < g->n && rc == 0; i++)
         (void)commsched_builder_add_group(b, g->name[i], g->size[i], 0,
@@ -908,6 +926,20 @@ static int build(chakra *c, const import_options *o, long ngpus,
             x->waited = 1;
         }
     }
+    /* The builder holds every name and edge now: the table goes before the
+     * graph is built (the import's peak; a million records are 150 MB),
+     * and errors from here on name a record by its place alone. */
+    if (c->binary) {
+        c->offsets = malloc(n * sizeof *c->offsets);
+        if (!c->offsets) {
+            rc = oom();
+            goto cleanup;
+        }
+        for (size_t i = 0; i < n; i++)
+            c->offsets[i] = c->n[i].offset;
+        c->n_offsets = n;
+    }
+    chakra_free_records(c);
     if (commsched_builder_finish(b, 0, out, &c->err) != COMMSCHED_OK) {
         b = NULL;
         rc = report_build_error(c, src, n_src, ngpus > 0);

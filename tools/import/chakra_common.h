@@ -47,6 +47,10 @@ typedef struct chakra {
     int binary;       /* record locations as "record N (byte B)" */
     cnode *n;
     size_t count, cap;
+    /* Binary form, once the table is freed before the graph is built: each
+     * record's byte offset, so later errors still name the record. */
+    int64_t *offsets;
+    size_t n_offsets;
     size_t ctrl_outside; /* ctrl deps naming no node in the file */
     size_t ctrl_self;    /* ctrl deps of a node on itself (ignored) */
     commsched_error err;
@@ -88,6 +92,9 @@ int chakra_finish(chakra *c, const import_options *o, long ngpus,
                   const char *graph_name, commsched_graph **out);
 
 void chakra_free(chakra *c);
+/* Frees the records (the table) and leaves c empty of them; the offsets
+ * stay until chakra_free. */
+void chakra_free_records(chakra *c);
 
 /* The two readers, on an open stream positioned at the start; `file`
  * names it in messages. import_chakra (import_chakra.c) picks one. */
