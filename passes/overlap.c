@@ -83,6 +83,60 @@ static commsched_status judge(commsched_sim *sim, const uint32_t *order,
     return COMMSCHED_OK;
 }
 
+/* What judge() reads of a sweep's order — the simulator's makespan and
+ * per-step peak — replayed through the same kernel (kernel.h) on the
+ * pass's flat arrays, in the simulator's order of operations, so both
+ * figures are the simulator's to the bit (--verify-memory checks it on
+ * every candidate) at a fraction of a simulator run, which also times
+ * every node and fills the per-node results only the winner needs. The
+ * scratch is the run's (its sweep is done): cend, sf, rem. Returns 0, or
+ * 1 when the levels pass 2^63 bytes (the simulator reports that). */
+static int replay(ov_run *S, const uint32_t *order, double *makespan,
+                  int64_t *peak)
+{
+    const ov_base *b = S->b;
+    memcpy(S->rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *S->rem);
+    for (uint32_t s = 0; s < b->n_streams; s++)
+        S->sf[s] = 0;
+    cs_clock clk = {0.0, S->sf};
+    int64_t cur = b->baseline, pk = cur;
+    int overflow = 0;
+    for (uint32_t k = 0; k < b->n; k++) {
+        uint32_t v = order[k];
+        int64_t fr = b->unread_free[v];
+        for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
+            uint32_t x = b->reads.idx[e];
+            if (--S->rem[x] == 0)
+                fr += b->bsize[x];
+        }
+        int64_t level = cs_mem_step(&cur, b->alloc[v], fr, &overflow);
+        if (level > pk)
+            pk = level;
+        double r = b->rt[v];
+        switch (b->cls[v]) {
+        case C_COMPUTE:
+            cs_clock_compute(&clk, r);
+            break;
+        case C_COLL:
+        case C_SYNC:
+            S->cend[v] = cs_clock_collective(&clk, b->stream[v], r,
+                                             b->cls[v] == C_SYNC) + r;
+            break;
+        default: { /* wait */
+            double e = clk.now;
+            for (uint32_t x = b->wcoll.off[v]; x < b->wcoll.off[v + 1]; x++)
+                if (S->cend[b->wcoll.idx[x]] > e)
+                    e = S->cend[b->wcoll.idx[x]];
+            cs_clock_wait(&clk, e, r);
+            break;
+        }
+        }
+    }
+    *makespan = cs_clock_makespan(&clk, b->n_streams);
+    *peak = pk;
+    return overflow;
+}
+
 static const char *limit_of(const ov_base *b, const ov_run *S, int from_sweep,
                             uint32_t c, const commsched_sim_node *a)
 {
@@ -313,9 +367,21 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
                 double ms;
                 int64_t pk;
                 tried++;
-                if ((st = judge(sim, S.order, ctx->runtime_ns, &ms, &pk,
-                                ctx->err)) != COMMSCHED_OK)
-                    goto cleanup;
+                if (replay(&S, S.order, &ms, &pk) != 0 || ctx->verify) {
+                    double ms2;
+                    int64_t pk2;
+                    if ((st = judge(sim, S.order, ctx->runtime_ns, &ms2, &pk2,
+                                    ctx->err)) != COMMSCHED_OK)
+                        goto cleanup;
+                    if (ms2 != ms || pk2 != pk) {
+                        st = commsched_error_set(
+                            ctx->err, COMMSCHED_EINTERNAL, NULL,
+                            "overlap: variant %s replayed at %.17g ns, peak "
+                            "%lld; the simulator says %.17g ns, %lld",
+                            var->name, ms, (long long)pk, ms2, (long long)pk2);
+                        goto cleanup;
+                    }
+                }
                 if (target == NO_LIMIT || pk <= target) {
                     /* faster wins; as fast, less memory wins */
                     if (ms < best_ms ||

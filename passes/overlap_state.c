@@ -86,21 +86,34 @@ int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r)
         if (hr)
             mr += s->d[r];
     }
-    /* l == r: the left part lies under l - 1, the right under r; the
-     * ancestors above them add theirs. */
-    for (uint32_t x = l - 1; hl && x > 1;) {
-        x >>= 1;
-        ml += s->d[x];
+    /* l == r: the left part lies under l - 1, the right under r. Up to
+     * their common ancestor each side adds its own ancestors; from there
+     * on, the maximum of both takes the rest. */
+    uint32_t x = l - 1, y = r;
+    int64_t m;
+    if (!hl) {
+        m = mr;
+        x = y;
+    } else if (!hr) {
+        m = ml;
+    } else {
+        while (x != y) {
+            x >>= 1;
+            y >>= 1;
+            if (x != y) {
+                ml += s->d[x];
+                mr += s->d[y];
+            }
+        }
+        m = ml > mr ? ml : mr;
+        if (x >= 1)
+            m += s->d[x];
     }
-    for (uint32_t x = r; hr && x > 1;) {
+    while (x > 1) {
         x >>= 1;
-        mr += s->d[x];
+        m += s->d[x];
     }
-    if (!hl)
-        return mr;
-    if (!hr)
-        return ml;
-    return ml > mr ? ml : mr;
+    return m;
 }
 
 /* ---- rank sets (ov_bits) ----------------------------------------------- */
