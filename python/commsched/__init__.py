@@ -198,41 +198,75 @@ class Graph:
         return cls._adopt(lib, handle)
 
     def save(self, path):
-        """Writes the graph as format v1 JSON (docs/FORMAT.md) to ``path``,
-        through a temporary file renamed over it, so a failure leaves no
-        half-written file. Raises :class:`Error` naming what could not be
-        written."""
+        """Writes the graph as format v1 JSON (docs/FORMAT.md) to ``path``.
+
+        A regular file (or a new path) is written through a temporary file
+        renamed over it, so a failure leaves no half-written file; through a
+        symlink, the file it points to is replaced and the link kept; a
+        replaced file keeps its mode. Anything else (a device such as
+        ``/dev/null``, a FIFO, ``/dev/stdout``, ``/dev/fd/N``) is written in
+        place, as ``commsched -o`` does: renaming over it would replace the
+        device or leave the pipe's reader with nothing. Raises
+        :class:`Error` naming what could not be written."""
         import os
+        import stat
         import tempfile
-        lib = self._lib
-        libc = _ctypes.CDLL(None)
-        libc.fdopen.restype = _ctypes.c_void_p
-        libc.fdopen.argtypes = [_ctypes.c_int, _ctypes.c_char_p]
-        libc.fclose.argtypes = [_ctypes.c_void_p]
         path = os.fspath(path)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
-                                   prefix=".commsched-", suffix=".json")
         try:
-            stream = libc.fdopen(fd, b"w")
-            if not stream:
-                os.close(fd)
-                raise Error("%s: cannot open for writing" % path)
+            st = os.stat(path)  # follows symlinks
+        except FileNotFoundError:
+            st = None
+        descriptor = path in ("/dev/stdout", "/dev/stderr") or \
+            path.startswith(("/dev/fd/", "/proc/self/fd/"))
+        if descriptor or (st is not None and not stat.S_ISREG(st.st_mode)):
             try:
-                _call(lib, lib.commsched_graph_save_stream, self._handle(),
-                      None, None, stream, file=path)
-            finally:
-                closed = libc.fclose(stream)
-            if closed != 0:
-                raise Error("%s: could not write the graph" % path)
+                fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+            except OSError as e:
+                raise Error("%s: cannot write: %s" % (path, e.strerror))
+            self._save_fd(fd, path)
+            return self
+        target = os.path.realpath(path) if st is not None else path
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+        else:
             umask = os.umask(0)
             os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600
-            os.replace(tmp, path)
+            mode = 0o666 & ~umask
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target) or ".",
+                                   prefix=".commsched-", suffix=".json")
+        try:
+            os.fchmod(fd, mode)  # mkstemp made it 0600
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        try:
+            self._save_fd(fd, path)
+            os.replace(tmp, target)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
         return self
+
+    def _save_fd(self, fd, path):
+        """Streams the graph into the open descriptor fd and closes it."""
+        import os
+        libc = _ctypes.CDLL(None)
+        libc.fdopen.restype = _ctypes.c_void_p
+        libc.fdopen.argtypes = [_ctypes.c_int, _ctypes.c_char_p]
+        libc.fclose.argtypes = [_ctypes.c_void_p]
+        stream = libc.fdopen(fd, b"w")
+        if not stream:
+            os.close(fd)
+            raise Error("%s: cannot open for writing" % path)
+        try:
+            _call(self._lib, self._lib.commsched_graph_save_stream,
+                  self._handle(), None, None, stream, file=path)
+        finally:
+            closed = libc.fclose(stream)
+        if closed != 0:
+            raise Error("%s: could not write the graph" % path)
 
     # -- building --------------------------------------------------------
     def _builder_handle(self):

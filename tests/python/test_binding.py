@@ -99,6 +99,62 @@ class Builder(unittest.TestCase):
         g.add_output("v")
         self.assertEqual(g.nodes, ["c"])
 
+    def test_save_writes_each_kind_of_file_as_commsched_o_does(self):
+        # Before, save() renamed its temporary file over any path: run as
+        # root, save("/dev/null") replaced the null device with a regular
+        # file, a symlink became a file and a FIFO's reader got nothing.
+        import stat
+        g = six_node_step()
+        with tempfile.TemporaryDirectory() as d:
+            ref = os.path.join(d, "ref.json")
+            g.save(ref)
+            with open(ref, "rb") as f:
+                expected = f.read()
+            self.assertEqual(commsched.Graph.load(ref).nodes, g.nodes)
+            # a regular file: replaced, its mode kept
+            plain = os.path.join(d, "plain.json")
+            with open(plain, "w") as f:
+                f.write("old")
+            os.chmod(plain, 0o640)
+            g.save(plain)
+            with open(plain, "rb") as f:
+                self.assertEqual(f.read(), expected)
+            self.assertEqual(stat.S_IMODE(os.stat(plain).st_mode), 0o640)
+            # a symlink: the link stays, its target is replaced (mode kept)
+            target = os.path.join(d, "target.json")
+            with open(target, "w") as f:
+                f.write("old")
+            os.chmod(target, 0o600)
+            link = os.path.join(d, "link.json")
+            os.symlink("target.json", link)
+            g.save(link)
+            self.assertTrue(os.path.islink(link))
+            with open(target, "rb") as f:
+                self.assertEqual(f.read(), expected)
+            self.assertEqual(stat.S_IMODE(os.stat(target).st_mode), 0o600)
+            # a FIFO: its reader gets the whole graph
+            fifo = os.path.join(d, "fifo")
+            os.mkfifo(fifo)
+            got = []
+            reader = threading.Thread(
+                target=lambda: got.append(open(fifo, "rb").read()),
+                daemon=True)
+            reader.start()
+            g.save(fifo)
+            reader.join(30)
+            self.assertEqual(got, [expected])
+            self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode))
+            # a character device (a null device of our own; mknod needs
+            # root): written, not replaced
+            if os.geteuid() == 0:
+                null = os.path.join(d, "null")
+                os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+                g.save(null)
+                self.assertTrue(stat.S_ISCHR(os.stat(null).st_mode))
+            # no temporary file left behind
+            self.assertEqual([n for n in os.listdir(d)
+                              if n.startswith(".commsched-")], [])
+
     def test_load_and_optimize_a_file(self):
         path = os.path.join(ROOT, "graphs", "examples", "fsdp_2layer.json")
         g = commsched.Graph.load(path)
