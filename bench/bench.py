@@ -34,7 +34,10 @@ budgets 0, 0.05, 0.1 and 0.2 (its default); overlap and `commsched tune` at
 memory budgets 1.0, 1.25, 1.5 and inf x the input's peak; on the graphs a
 real torch.compile made (graphs/torch), torch 2.13's FX overlap scheduler
 (torch-fx-overlap: the order graphs/torch/make_torch_graphs.py computed
-under torch, stored in graphs/torch/anchors/); and every other
+under torch, stored in graphs/torch/anchors/) and commsched at torch's FX
+level (commsched-fx: the same program compiled with
+commsched.fx.post_grad_pass, the graph Inductor then made, stored in
+graphs/torch/anchors/ and simulated as it stands); and every other
 pass beyond the seed's that `optimize --list-passes` shows (each alone), so
 later schedulers join the table by existing. A second table puts, per
 workload and budget, overlap and tune beside the fastest of Inductor's
@@ -396,7 +399,10 @@ def quality(cli, files, cap, tmp):
                 row["args"] = extra
             target = f
             try:
-                if passes and passes.startswith("@order:"):
+                if passes and passes.startswith("@graph:"):
+                    # the program compiled another way (commsched-fx)
+                    target = passes[len("@graph:"):]
+                elif passes and passes.startswith("@order:"):
                     # an order made outside commsched (torch-fx-overlap)
                     target = os.path.join(tmp, "q.json")
                     overlap_bench.apply_order(f, passes[len("@order:"):],

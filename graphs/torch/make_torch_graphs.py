@@ -11,6 +11,14 @@ two graphs); every graph the plugin is handed is exported in Inductor's
 order (commsched.inductor.export). Inductor estimates no runtime on CPU,
 so the files carry none: commsched's cost model prices them (h100).
 
+Beside each graph, anchors/<graph>.commsched-fx.json is the same
+program compiled with commsched at the FX level instead
+(commsched.fx.post_grad_pass() as config.post_grad_custom_post_pass):
+the scheduler nodes Inductor then hands over, in its order. Its node
+names are not the graph's (Inductor names buffers in lowering order), so
+it is a graph of its own; `make bench` simulates it as it stands, the
+commsched-fx anchor.
+
 Beside each graph, anchors/<graph>.torch-fx-overlap.order is the order
 torch 2.13's own FX overlap scheduler (torch._inductor.fx_passes.
 overlap_scheduling, as config.aten_distributed_optimizations.
@@ -128,6 +136,23 @@ def main(outdir):
     icfg.reorder_for_compute_comm_overlap_passes = [plugin]
     with cfx.capture_overlap_input(captured):
         compile_all(plugin)
+
+    # commsched at the FX level: the same programs compiled with
+    # commsched.fx.post_grad_pass() as config.post_grad_custom_post_pass;
+    # what Inductor then hands the scheduler-node level (after its fusion
+    # and reorder_for_peak_memory), left in Inductor's order, is
+    # anchors/<graph>.commsched-fx.json
+    def fx_level(snodes):
+        snodes = list(snodes)
+        base = "%s-%d" % (fx_level.name, fx_level.count)
+        fx_level.count += 1
+        path = os.path.join(outdir, "anchors", base + ".commsched-fx.json")
+        ci.export(snodes, path, name=base + ".commsched-fx")
+        made.append(path)
+        return snodes
+    icfg.reorder_for_compute_comm_overlap_passes = [fx_level]
+    with icfg.patch(post_grad_custom_post_pass=cfx.post_grad_pass()):
+        compile_all(fx_level)
     for p in made:
         print(p)
     dist.destroy_process_group()
@@ -136,6 +161,7 @@ def main(outdir):
 def compile_all(plugin):
     """Compiles each program; plugin.name names its graphs."""
     plugin.name, plugin.count = "fsdp-mlp-4L", 0
+    torch._dynamo.reset()
     x = torch.randn(TOKENS, HIDDEN)
     shards = [torch.randn(HIDDEN // WORLD, HIDDEN, requires_grad=True)
               for _ in range(LAYERS)]

@@ -1,7 +1,9 @@
-"""torch.compile's FX level beside Inductor's scheduler nodes: torch
-2.13's FX overlap scheduler (``torch._inductor.fx_passes.
+"""torch.compile's FX level: commsched as torch 2.13's FX-level hook
+(``post_grad_pass()`` for ``config.post_grad_custom_post_pass``: the
+second half of this file says exactly what it reads and keeps), and
+torch 2.13's FX overlap scheduler (``torch._inductor.fx_passes.
 overlap_scheduling``) run as an anchor on the same program commsched
-orders, and its order mapped onto Inductor's scheduler nodes.
+orders, its order mapped onto Inductor's scheduler nodes.
 
 torch 2.13 offers two levels for comm/compute reordering:
 
@@ -76,13 +78,15 @@ programs, tests/python/test_fx_mapping.py the rule on stand-ins.
 
 import contextlib
 import copy
+import os
 import heapq
 from unittest import mock
 
 from . import Error, optimize
 from . import inductor as _inductor
 
-__all__ = ["capture_overlap_input", "origins", "fx_runtimes_ms",
+__all__ = ["post_grad_pass", "reorder_fx", "from_fx", "fx_dependencies",
+           "capture_overlap_input", "origins", "fx_runtimes_ms",
            "map_fx_order", "run_overlap_scheduler", "torch_overlap_order"]
 
 
@@ -226,3 +230,339 @@ def torch_overlap_order(gm, snodes, **overrides):
     fx_order = run_overlap_scheduler(
         gm, fx_runtimes_ms(gm, snodes, runtime), **overrides)
     return map_fx_order(fx_order, snodes), fx_order
+
+
+# ---------------------------------------------------------------------------
+# commsched at the FX level: config.post_grad_custom_post_pass
+#
+# torch 2.13's post_grad_passes (torch/_inductor/fx_passes/post_grad.py)
+# hands every entry of config.post_grad_custom_post_pass the post-grad ATen
+# graph (an fx.Graph, one node per ATen op, functionalized but for the
+# copy_ back into mutated inputs and in-place collectives), after its
+# pattern passes and before stable_topological_sort, the FX bucketing
+# passes and the FX overlap scheduler. ``post_grad_pass()`` is that entry:
+# it builds a commsched graph from the FX nodes (``from_fx``), runs the
+# pipeline and re-links the nodes in the order returned (``reorder_fx``).
+# Nothing is added, removed or rewritten: only the position of the
+# call_function nodes changes (get_attr nodes move up to the placeholders).
+#
+# The graph, node by node (an FX node is one commsched node, named as it):
+# - a wait is ``_c10d_functional.wait_tensor``; a collective any other
+#   ``_c10d_functional`` op (``_dtensor.shard_dim_alltoall``: synchronous),
+#   its op from the ATen op's name, its group the op's group_name argument
+#   sized through c10d, reduce op and dtype from the arguments;
+#   everything else is compute;
+# - outputs: the tensors of ``meta["val"]`` (FakeTensors). A tensor whose
+#   storage is that of a tensor the node reads (a view, an in-place op,
+#   getitem) is an alias of that input, a wait's result an alias of the
+#   collective's output it completes (the same tensor at run time), and
+#   any other tensor a new buffer of its storage's bytes (the rule
+#   torch's own FX memory estimate, fx_passes/memory_estimator.py, uses);
+#   ``name`` for the first, ``name.k`` for the k-th;
+# - inputs: every output of every FX input node (a node with no tensor
+#   output, e.g. a sym_size, becomes an ``after`` edge);
+# - placeholders and get_attr nodes: graph inputs of their storage's
+#   bytes, freeable unless primals_/arg/tangents/rng state (as Inductor's
+#   is_nonfreeable_buffers); the output node's tensors: graph outputs;
+# - dependencies beyond the data: a node that writes an argument (its
+#   schema marks it ``Tensor(a!)``: copy_, all_reduce_, ...) stays after
+#   every earlier node that touches the written storage and before every
+#   later one (``after`` edges); other side-effecting nodes
+#   (``node.is_impure()`` but collectives and waits) keep their relative
+#   order;
+# - runtimes from commsched's cost model, as the scheduler-node level and
+#   commsched.fx's anchor use: compute priced from its flops
+#   (``torch._inductor.fx_utils.count_flops_fx``) and bytes,
+#   ``gemm_like`` where torch's FX scheduler counts the node as compute
+#   (``is_compute_node``); a node that allocates nothing and has no flops
+#   (a view, getitem) costs 0; collectives priced from their bytes; waits
+#   0.
+# The ATen ops are not yet fused: commsched prices each pointwise op's own
+# memory traffic, which Inductor's fusion later removes; docs/API.md
+# ("Which level") measures what that costs.
+
+def _leaves(val):
+    """The tensors in ``val`` (a meta value: tensor, tuple, list, ...), in
+    pytree order."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+    return [t for t in tree_leaves(val) if isinstance(t, torch.Tensor)]
+
+
+def _storage(t):
+    return (t.untyped_storage()._cdata, str(t.device))
+
+
+def _nbytes(t):
+    from torch.fx.experimental.symbolic_shapes import optimization_hint
+    try:
+        return max(0, int(optimization_hint(t.untyped_storage().nbytes())))
+    except Exception:  # unbacked or not a real storage: unknown, 0
+        return 0
+
+
+def _fx_kind(node):
+    """"collective", "wait" or "compute" for a call_function node."""
+    target = node.target
+    ns = getattr(target, "namespace", None)
+    if ns == "_c10d_functional":
+        name = target._overloadpacket.__name__
+        return "wait" if name == "wait_tensor" else "collective"
+    if ns == "_dtensor" and \
+            target._overloadpacket.__name__ == "shard_dim_alltoall":
+        return "collective"
+    return "compute"
+
+
+def _fx_collective(node, group_sizes):
+    """(op, group name, group size, reduce op, dtype, sync) of a collective
+    FX node, from its ATen op and arguments."""
+    packet = node.target._overloadpacket.__name__
+    op = _inductor._FUNCTIONAL_OPS.get(packet)
+    if op is None:
+        op = _inductor._collective_op([packet])
+    args = list(node.args) + list(node.kwargs.values())
+    strs = [a for a in args if isinstance(a, str)]
+    group = strs[-1] if strs else "default"
+    reduce_op = strs[0] if len(strs) > 1 and strs[0] in \
+        _inductor._REDUCE_OPS else None
+    size = group_sizes.get(group)
+    if size is None:
+        try:
+            from torch.distributed import distributed_c10d as c10d
+            size = int(c10d._resolve_process_group(group).size())
+        except Exception:  # not a registered group: the ints it carries
+            ints = [a for a in args if isinstance(a, int) and
+                    not isinstance(a, bool)]
+            size = ints[-1] if ints else 2
+    dtype = None
+    for a in node.all_input_nodes:
+        ts = _leaves(a.meta.get("val"))
+        if ts:
+            name = str(ts[0].dtype).replace("torch.", "")
+            dtype = name if name in _inductor._DTYPES else None
+            break
+    return op, group, int(size), reduce_op, dtype, packet == \
+        "shard_dim_alltoall"
+
+
+def _written_args(node):
+    """The FX nodes whose tensors ``node`` writes (schema ``(a!)``)."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return []
+    out = []
+    for i, arg in enumerate(schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        val = node.args[i] if i < len(node.args) else \
+            node.kwargs.get(arg.name)
+        stack = [val]
+        while stack:   # a Tensor(a!)[] argument is a list of nodes
+            v = stack.pop()
+            if isinstance(v, (list, tuple)):
+                stack.extend(v)
+            elif hasattr(v, "meta") and hasattr(v, "op"):
+                out.append(v)
+    return out
+
+
+def _fx_calls(graph):
+    return [n for n in graph.nodes if n.op == "call_function"]
+
+
+def fx_dependencies(graph):
+    """{FX node: set of FX nodes it must follow} for every call_function
+    node of ``graph``: its data inputs, plus the mutation and side-effect
+    order the module documentation lists. Every order commsched gives
+    keeps them (the tests check it with this function's rule)."""
+    nodes = list(graph.nodes)
+    index = {n: k for k, n in enumerate(nodes)}
+    outs = {n: {_storage(t) for t in _leaves(n.meta.get("val"))}
+            for n in nodes}
+    touches = {}   # storage -> nodes that read or write it, in graph order
+    for n in nodes:
+        if n.op != "call_function":
+            continue
+        seen = set()
+        for a in n.all_input_nodes:
+            seen |= outs[a]
+        for s in seen | outs[n]:
+            touches.setdefault(s, []).append(n)
+    deps = {n: {a for a in n.all_input_nodes if a.op == "call_function"}
+            for n in nodes if n.op == "call_function"}
+    for n in deps:
+        for w in _written_args(n):
+            for s in outs[w]:
+                for u in touches.get(s, ()):
+                    if u is n:
+                        continue
+                    if index[u] < index[n]:
+                        deps[n].add(u)
+                    else:
+                        deps[u].add(n)
+    prev = None
+    for n in deps:
+        if n.is_impure() and _fx_kind(n) == "compute" and \
+                not _written_args(n):
+            if prev is not None:
+                deps[n].add(prev)
+            prev = n
+    return deps
+
+
+def from_fx(graph, *, group_sizes=None, name="fx"):
+    """Builds the commsched :class:`~commsched.Graph` of an FX graph (a
+    ``torch.fx.Graph`` or ``GraphModule`` whose nodes carry
+    ``meta["val"]``, as post_grad_passes hands them over), nodes in the
+    graph's order, by the rules in the module documentation.
+    ``group_sizes={group name: ranks}`` overrides c10d."""
+    from torch._inductor.fx_utils import count_flops_fx
+    from torch._inductor.fx_passes.overlap_scheduling import is_compute_node
+    from . import Graph, alias
+    graph = getattr(graph, "graph", graph)
+    group_sizes = dict(group_sizes or {})
+    g = Graph(name)
+    bufs = {}   # FX node -> [(buffer name, storage)] it outputs
+    deps = fx_dependencies(graph)
+    groups, pending, outs = {}, [], []
+    for n in graph.nodes:
+        tensors = _leaves(n.meta.get("val"))
+        names = [n.name if k == 0 else "%s.%d" % (n.name, k)
+                 for k in range(len(tensors))]
+        if n.op in ("placeholder", "get_attr"):
+            bufs[n] = []
+            own = {}
+            for bname, t in zip(names, tensors):
+                s = _storage(t)
+                if s in own:
+                    continue   # a second view of the same input: one buffer
+                own[s] = bname
+                g.add_input(bname, _nbytes(t), freeable=(
+                    n.op == "placeholder" and
+                    not n.name.startswith(_inductor._NON_FREEABLE_PREFIXES)))
+                bufs[n].append((bname, s))
+            continue
+        if n.op == "output":
+            for t_node in n.all_input_nodes:
+                outs.extend(b for b, _ in bufs.get(t_node, ()))
+            continue
+        if n.op != "call_function":
+            raise Error("commsched.fx: FX node %s is a %s; post-grad graphs "
+                        "hold only placeholders, get_attr, call_function and "
+                        "output" % (n.name, n.op))
+        kind = _fx_kind(n)
+        reads, read_by_storage = [], {}
+        for a in n.all_input_nodes:
+            for bname, s in bufs[a]:
+                reads.append(bname)
+                read_by_storage.setdefault(s, bname)
+        after = [a.name for a in deps[n]
+                 if not bufs[a] or a not in n.all_input_nodes]
+        outputs, out_bufs, fresh = [], [], False
+        for k, (bname, t) in enumerate(zip(names, tensors)):
+            s = _storage(t)
+            if kind == "wait" and k < len(reads):
+                outputs.append(alias(bname, reads[k]))
+            elif s in read_by_storage:
+                outputs.append(alias(bname, read_by_storage[s]))
+            else:
+                fresh = True
+                outputs.append((bname, _nbytes(t)))
+                read_by_storage[s] = bname
+            out_bufs.append((bname, s))
+        bufs[n] = out_bufs
+        kw = dict(inputs=list(dict.fromkeys(reads)),
+                  after=list(dict.fromkeys(after)), outputs=outputs)
+        if kind == "collective":
+            op, grp, size, reduce_op, dtype, sync = \
+                _fx_collective(n, group_sizes)
+            groups.setdefault(grp, size)
+            pending.append((n.name, "collective", kw,
+                            dict(op=op, group=grp, sync=sync,
+                                 reduce_op=reduce_op, dtype=dtype)))
+        elif kind == "wait":
+            pending.append((n.name, "wait", kw, dict(runtime_ns=0.0)))
+        else:
+            flops = count_flops_fx(n)
+            extra = dict(op=str(n.target), gemm_like=is_compute_node(n))
+            if flops:
+                extra["flops"] = float(flops)
+            elif not fresh:
+                extra["runtime_ns"] = 0.0   # a view: no kernel
+            pending.append((n.name, "compute", kw, extra))
+    for grp, size in groups.items():
+        g.add_group(grp, size)
+    for nname, kind, kw, extra in pending:
+        kw.update(extra)
+        g.add_node(nname, kind, **kw)
+    for bname in dict.fromkeys(outs):
+        g.add_output(bname)
+    return g.finish()
+
+
+def reorder_fx(graph, *, passes=None, group_sizes=None, **knobs):
+    """Runs commsched's pipeline (``passes`` None: the default; knobs and
+    options as :func:`commsched.optimize` takes them) on the FX graph
+    ``graph`` (``from_fx``) and moves its call_function nodes into the
+    order returned, in place. Returns the :class:`commsched.Result`. Only
+    reordering passes can run (an FX node cannot be created from a
+    bucket)."""
+    rewriting = _inductor._rewriting_passes(passes)
+    if rewriting:
+        raise Error("commsched.fx: %s rewrite the graph (new nodes); only "
+                    "reordering passes can run on an FX graph"
+                    % ", ".join(rewriting), path="passes")
+    graph = getattr(graph, "graph", graph)
+    result = optimize(from_fx(graph, group_sizes=group_sizes), passes,
+                      **knobs)
+    calls = {n.name: n for n in _fx_calls(graph)}
+    if sorted(result.order) != sorted(calls):
+        raise Error("commsched.fx: the pipeline %r created or removed nodes"
+                    % result.passes)
+    head = [n for n in graph.nodes if n.op == "placeholder"]
+    cursor = head[-1] if head else None
+    for n in [n for n in graph.nodes if n.op == "get_attr"]:
+        if cursor is None:
+            next(iter(graph.nodes)).prepend(n)
+        else:
+            cursor.append(n)
+        cursor = n
+    for nname in result.order:
+        n = calls[nname]
+        if cursor is None:
+            next(iter(graph.nodes)).prepend(n)
+        else:
+            cursor.append(n)
+        cursor = n
+    graph.lint()
+    return result
+
+
+def post_grad_pass(**kwargs):
+    """An entry for ``torch._inductor.config.post_grad_custom_post_pass``
+    (a ``CustomGraphPass``): every post-grad FX graph goes through
+    :func:`reorder_fx` with ``kwargs``. Its ``uuid()`` covers commsched's
+    version, this package's source and ``kwargs``, so Inductor's FX graph
+    cache keys on them. ``.last`` is the :class:`commsched.Result` of the
+    latest graph."""
+    import hashlib
+    from torch._inductor.custom_graph_pass import (CustomGraphPass,
+                                                   get_hash_for_files)
+    from . import version
+    here = os.path.dirname(os.path.abspath(__file__))
+    files = tuple(sorted(os.path.join(here, f) for f in os.listdir(here)
+                         if f.endswith(".py")))
+
+    class CommschedPostGradPass(CustomGraphPass):
+        last = None
+
+        def __call__(self, graph):
+            self.last = reorder_fx(graph, **kwargs)
+
+        def uuid(self):
+            h = hashlib.sha256(get_hash_for_files(files))
+            h.update(("%s %r" % (version(), sorted(kwargs.items())))
+                     .encode())
+            return h.hexdigest()
+    return CommschedPostGradPass()

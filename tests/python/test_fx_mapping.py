@@ -162,6 +162,29 @@ class StoredAnchors(unittest.TestCase):
                 overlap_bench.apply_order(g, path, out)
                 self.assertEqual(commsched.Graph.load(out).nodes, order)
 
+    def test_each_graph_has_its_commsched_fx_graph(self):
+        """anchors/<graph>.commsched-fx.json (the same program compiled
+        with commsched at the FX level) loads, and is the same program:
+        the same collectives (op, group size, bytes written) and graph
+        inputs."""
+        def collectives(doc):
+            sizes = {g["name"]: g["size"] for g in doc.get("groups", ())}
+            return sorted((n["op"], sizes[n["group"]],
+                           sum(o.get("size", 0) for o in n["outputs"]))
+                          for n in doc["nodes"] if n["kind"] == "collective")
+        for g in sorted(glob.glob(os.path.join(GRAPHS, "*.json"))):
+            base = os.path.basename(g)[:-5]
+            [(name, path)] = overlap_bench.anchor_graphs(g)
+            self.assertEqual(name, "commsched-fx")
+            commsched.Graph.load(path)
+            with open(g) as fh:
+                doc = json.load(fh)
+            with open(path) as fh:
+                fx = json.load(fh)
+            self.assertEqual(collectives(fx), collectives(doc), base)
+            self.assertEqual(sorted(i["size"] for i in fx["inputs"]),
+                             sorted(i["size"] for i in doc["inputs"]), base)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,8 +1,11 @@
 """Two gloo ranks on CPU (two processes): a program compiled by
-torch.compile with commsched's pass in Inductor's reorder list computes
-what eager computes, on real collectives (all_gather_tensor, all_reduce,
-all_to_all_single); the pass must have run on each rank and reordered the
-nodes it was given. Skipped (77) where torch is not importable."""
+torch.compile with commsched at either level computes what eager
+computes, on real collectives (all_gather_tensor, all_reduce,
+all_to_all_single): the scheduler-node pass in Inductor's reorder list
+(commsched.inductor), then the FX-level pass as
+config.post_grad_custom_post_pass (commsched.fx.post_grad_pass); each
+must have run on each rank and reordered what it was given. Skipped (77)
+where torch is not importable."""
 import os
 import socket
 import sys
@@ -49,20 +52,42 @@ def rank_main(rank, port, outdir):
         return out
     icfg.force_disable_caches = True
     icfg.compile_threads = 1
-    icfg.reorder_for_compute_comm_overlap = True
-    icfg.reorder_for_compute_comm_overlap_passes = [plugin]
     torch.manual_seed(rank)
     x = torch.randn(8, 16)
     w0 = torch.randn(8, 32)
     w1 = torch.randn(16, 16)
     pg = dist.group.WORLD
     want = step(x, w0, w1, pg)
-    got = torch.compile(step, fullgraph=True)(x, w0, w1, pg)
-    ok = len(calls) == 1 and torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+    lines = []
+    # the scheduler-node level
+    with icfg.patch(reorder_for_compute_comm_overlap=True,
+                    reorder_for_compute_comm_overlap_passes=[plugin]):
+        got = torch.compile(step, fullgraph=True)(x, w0, w1, pg)
+    lines.append(result(calls, got, want))
+    # the FX level
+    import commsched.fx as cfx
+    fx_pass = cfx.post_grad_pass(overlap_peak_budget=float("inf"))
+    calls.clear()
+
+    class Recording(type(fx_pass)):
+        def __call__(self, graph):
+            old = [n.name for n in graph.nodes]
+            super().__call__(graph)
+            calls.append(old != [n.name for n in graph.nodes])
+    torch._dynamo.reset()
+    with icfg.patch(post_grad_custom_post_pass=Recording()):
+        got = torch.compile(step, fullgraph=True)(x, w0, w1, pg)
+    lines.append(result(calls, got, want))
     with open(os.path.join(outdir, "rank%d" % rank), "w") as fh:
-        fh.write("%d %d %d %.3g\n" % (ok, len(calls), int(any(calls)),
-                                      float((got - want).abs().max())))
+        fh.write("".join(lines))
     dist.destroy_process_group()
+
+
+def result(calls, got, want):
+    """ok, pass calls, reordered, max |compiled - eager|"""
+    ok = len(calls) == 1 and torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+    return "%d %d %d %.3g\n" % (ok, len(calls), int(any(calls)),
+                                float((got - want).abs().max()))
 
 
 def free_port():
@@ -74,11 +99,18 @@ def free_port():
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as d:
         mp.spawn(rank_main, args=(free_port(), d), nprocs=WORLD)
-        results = [open(os.path.join(d, "rank%d" % r)).read().split()
+        results = [[line.split() for line in
+                    open(os.path.join(d, "rank%d" % r)).read().splitlines()]
                    for r in range(WORLD)]
-    print("rank: ok, pass calls, reordered, max |compiled - eager|:", results)
-    if not all(r[0] == "1" for r in results):
-        sys.exit(1)
-    if not any(r[2] == "1" for r in results):
-        print("the pass left every order as it was: nothing was tested")
-        sys.exit(1)
+    failed = False
+    for level, name in enumerate(("scheduler-node level", "FX level")):
+        rows = [r[level] for r in results]
+        print("%s: rank: ok, pass calls, reordered, max |compiled - eager|:"
+              % name, rows)
+        if not all(r[0] == "1" for r in rows):
+            failed = True
+        if not any(r[2] == "1" for r in rows):
+            print("%s: the pass left every order as it was: nothing was "
+                  "tested" % name)
+            failed = True
+    sys.exit(1 if failed else 0)
