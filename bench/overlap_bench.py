@@ -413,7 +413,7 @@ BEGIN = "<!-- overlap_bench.py: begin (generated; edits here are lost) -->"
 END = "<!-- overlap_bench.py: end -->"
 
 
-def update_doc(path, lines, totals, command):
+def update_doc(path, lines, totals, command, load=None):
     parts = [BEGIN, "", "## Benchmark: overlap and tune at equal memory "
              "(make bench)", "", "```sh", command, "```", "",
              "Machine: %s; %s. Simulated on the h100 profile, NCCL model. "
@@ -425,7 +425,7 @@ def update_doc(path, lines, totals, command):
              "and critical path, the yardstick before issue 23 (the totals "
              "below give the figures against both; a bucketing `tune` "
              "changes the graph and can pass either bound, its gap is "
-             "capped at 100% in the means); `peak` = per-step peak / "
+             "capped at 100%% in the means); `peak` = per-step peak / "
              "the input order's. `best anchor (fits)` = the fastest of "
              "Inductor's pipeline at per-pass budgets %s, "
              "raise_comms,sink_waits, reorder_compute_for_overlap, PyTorch's "
@@ -436,9 +436,13 @@ def update_doc(path, lines, totals, command):
              "the graphs a real torch.compile made (graphs/torch) torch "
              "2.13's FX overlap scheduler (torch-fx-overlap: its order of "
              "the same program, made by graphs/torch/make_torch_graphs.py), "
-             "whose peak fits the budget." % (machine_line(),
-                                         time.strftime("%Y-%m-%d"),
-                                         ", ".join(INDUCTOR_BUDGETS)),
+             "whose peak fits the budget.%s" % (
+                 machine_line(), time.strftime("%Y-%m-%d"),
+                 ", ".join(INDUCTOR_BUDGETS),
+                 " Load (1-minute average) %s while it ran: the machine "
+                 "was shared, which changes no figure of the table (each "
+                 "is simulated), only the time it took." % load
+                 if load else ""),
              "", md_table(lines), "", totals, "", END]
     replace_block(path, BEGIN, END, parts)
 
@@ -465,6 +469,7 @@ def main():
     if a.cache and os.path.exists(a.cache):
         with open(a.cache) as fh:
             cache = json.load(fh)
+    load0 = os.getloadavg()[0]
     tmp = tempfile.mkdtemp(prefix="commsched-ovbench-")
     files = a.graphs if a.graphs else workloads(a.corpus)
     for n in [x for x in a.chain.split(",") if x]:
@@ -523,10 +528,13 @@ def main():
                        "raw": {os.path.basename(k): v
                                for k, v in results.items()}}, fh, indent=1)
     if a.update_doc:
+        # The command as run (the CLI's build type changes the wall time
+        # only, never a figure of the table).
         update_doc(a.update_doc, lines, totals,
-                   "python3 bench/overlap_bench.py --cli "
-                   "build/release/tools/commsched --update-doc "
-                   "docs/PERFORMANCE.md")
+                   "nice -n 19 python3 bench/overlap_bench.py " +
+                   " ".join(sys.argv[1:]),
+                   "%.1f at the start, %.1f at the end" % (
+                       load0, os.getloadavg()[0]))
     return 1 if "SLOWER" in verdicts else 0
 
 
