@@ -36,8 +36,10 @@ real torch.compile made (graphs/torch), torch 2.13's FX overlap scheduler
 (torch-fx-overlap: the order graphs/torch/make_torch_graphs.py computed
 under torch, stored in graphs/torch/anchors/) and commsched at torch's FX
 level (commsched-fx: the same program compiled with
-commsched.fx.post_grad_pass, the graph Inductor then made, stored in
-graphs/torch/anchors/ and simulated as it stands); and every other
+commsched.fx.post_grad_pass) and torch 2.13's FX overlap scheduler with
+its bucketing (torch-fx-bucketed: compiled with it on, the merged
+collectives real nodes), each the graph Inductor then made, stored in
+graphs/torch/anchors/ and simulated as it stands; and every other
 pass beyond the seed's that `optimize --list-passes` shows (each alone), so
 later schedulers join the table by existing. A second table puts, per
 workload and budget, overlap and tune beside the fastest of Inductor's
@@ -400,7 +402,8 @@ def quality(cli, files, cap, tmp):
             target = f
             try:
                 if passes and passes.startswith("@graph:"):
-                    # the program compiled another way (commsched-fx)
+                    # the program compiled another way (commsched-fx,
+                    # torch-fx-bucketed)
                     target = passes[len("@graph:"):]
                 elif passes and passes.startswith("@order:"):
                     # an order made outside commsched (torch-fx-overlap)

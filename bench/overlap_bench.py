@@ -138,6 +138,7 @@ def anchors(cli=None, graph=None):
 # (node names, one a line; '#' lines are comments). The bench itself needs
 # no torch: it only applies that order.
 TORCH_FX = "torch-fx-overlap"
+TORCH_FX_BUCKETED = "torch-fx-bucketed"
 
 
 def torch_order_file(graph):
@@ -148,11 +149,14 @@ def torch_order_file(graph):
 
 # The same program compiled another way (graphs/torch/make_torch_graphs.py
 # stores it as anchors/<graph>.<name>.json): commsched at torch's FX level
-# (commsched-fx: post_grad_custom_post_pass). Inductor names its nodes
-# anew, so it is a graph of its own, simulated as it stands. Being
-# commsched's, it is a row of the tables but not among the anchors
-# (ANCHOR_NAMES) that overlap and tune are judged against.
-GRAPH_ANCHORS = ("commsched-fx",)
+# (commsched-fx: post_grad_custom_post_pass), and torch 2.13's FX overlap
+# scheduler with its collective bucketing on (torch-fx-bucketed), whose
+# merged collectives are real scheduler nodes there. Inductor names the
+# nodes anew (and bucketing changes them), so each is a graph of its own,
+# simulated as it stands. commsched-fx, being commsched's, is a row of the
+# tables but not among the anchors (ANCHOR_NAMES) that overlap and tune
+# are judged against.
+GRAPH_ANCHORS = ("commsched-fx", TORCH_FX_BUCKETED)
 
 
 def anchor_graphs(graph):
@@ -191,7 +195,7 @@ def apply_order(graph, order_path, out):
 
 
 ANCHOR_NAMES = {a[0] for a in anchors()} | {"pre-bucketed+simple_overlap",
-                                            TORCH_FX}
+                                            TORCH_FX, TORCH_FX_BUCKETED}
 
 
 def simulate(cli, path):

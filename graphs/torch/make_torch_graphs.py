@@ -17,7 +17,11 @@ program compiled with commsched at the FX level instead
 the scheduler nodes Inductor then hands over, in its order. Its node
 names are not the graph's (Inductor names buffers in lowering order), so
 it is a graph of its own; `make bench` simulates it as it stands, the
-commsched-fx anchor.
+commsched-fx anchor. anchors/<graph>.torch-fx-bucketed.json is the same
+program compiled with torch 2.13's FX overlap scheduler and its
+collective bucketing on (commsched.fx.torch_bucketing: commsched's
+runtimes), the merged collectives real nodes: the torch-fx-bucketed
+anchor.
 
 Beside each graph, anchors/<graph>.torch-fx-overlap.order is the order
 torch 2.13's own FX overlap scheduler (torch._inductor.fx_passes.
@@ -36,6 +40,7 @@ import torch.distributed._functional_collectives as funcol
 from torch.testing._internal.distributed.fake_pg import FakeStore
 import torch._inductor.config as icfg
 
+import commsched
 import commsched.fx as cfx
 import commsched.inductor as ci
 
@@ -114,6 +119,7 @@ def main(outdir):
                             world_size=WORLD)
     made = []
     captured = []   # the FX graphs torch would hand its overlap scheduler
+    runtimes = {}   # graph -> {FX node: ms}, commsched's (fx_runtimes_ms)
 
     def plugin(snodes):
         snodes = list(snodes)
@@ -126,6 +132,9 @@ def main(outdir):
         # only one since the previous graph's scheduler nodes
         assert len(captured) == len(made), "one FX graph per graph"
         order, _ = cfx.torch_overlap_order(captured[-1], snodes)
+        runtimes[base] = cfx.fx_runtimes_ms(
+            captured[-1], snodes,
+            commsched.optimize(ci.to_graph(snodes), "none").runtime_ns)
         write_order(os.path.join(outdir, "anchors",
                                  base + ".torch-fx-overlap.order"),
                     base, order)
@@ -153,6 +162,25 @@ def main(outdir):
     icfg.reorder_for_compute_comm_overlap_passes = [fx_level]
     with icfg.patch(post_grad_custom_post_pass=cfx.post_grad_pass()):
         compile_all(fx_level)
+
+    # torch 2.13's FX overlap scheduler WITH its bucketing, as
+    # enable_overlap_scheduling runs it in a compile: the merged
+    # collectives are real scheduler nodes of
+    # anchors/<graph>.torch-fx-bucketed.json (Inductor's order)
+    def bucketed(snodes):
+        snodes = list(snodes)
+        base = "%s-%d" % (bucketed.name, bucketed.count)
+        bucketed.count += 1
+        path = os.path.join(outdir, "anchors",
+                            base + ".torch-fx-bucketed.json")
+        ci.export(snodes, path, name=base + ".torch-fx-bucketed")
+        made.append(path)
+        return snodes
+    icfg.reorder_for_compute_comm_overlap_passes = [bucketed]
+    with cfx.torch_bucketing(lambda: "%s-%d" % (bucketed.name,
+                                                bucketed.count),
+                             runtimes):
+        compile_all(bucketed)
     for p in made:
         print(p)
     dist.destroy_process_group()

@@ -87,6 +87,7 @@ from . import inductor as _inductor
 
 __all__ = ["post_grad_pass", "reorder_fx", "from_fx", "fx_dependencies",
            "capture_overlap_input", "origins", "fx_runtimes_ms",
+           "collective_ms", "torch_bucketing",
            "map_fx_order", "run_overlap_scheduler", "torch_overlap_order"]
 
 
@@ -566,3 +567,68 @@ def post_grad_pass(**kwargs):
                      .encode())
             return h.hexdigest()
     return CommschedPostGradPass()
+
+
+# ---------------------------------------------------------------------------
+# torch 2.13's FX bucketing as an anchor, inside a compile
+
+
+def collective_ms(node, override_size=None):
+    """commsched's cost model's time (ms) for the FX collective ``node``
+    (its op, group size and output bytes from ``meta["val"]``), as torch's
+    ``custom_runtime_estimation`` hook is asked it: ``override_size``
+    (torch's size of a bucket: input plus output bytes, 0 for the latency
+    alone) scales the node's bytes to that total."""
+    from . import Graph, alias
+    op, group, size, reduce_op, dtype, sync = _fx_collective(node, {})
+    out = sum(_nbytes(t) for t in _leaves(node.meta.get("val")))
+    inb = sum(_nbytes(t) for a in node.all_input_nodes
+              for t in _leaves(a.meta.get("val")))
+    if override_size is not None:
+        total = out + inb
+        scale = float(override_size) / total if total else 0.0
+        out, inb = int(out * scale), int(inb * scale)
+    g = Graph("collective")
+    g.add_group(group, size)
+    g.add_input("in", inb)
+    g.collective("c", op, group, sync=sync, reduce_op=reduce_op,
+                 dtype=dtype, inputs=["in"], outputs=[("out", out)])
+    g.wait("w", inputs=["out"], outputs=[alias("done", "out")])
+    g.add_output("done")
+    return optimize(g.finish(), "none").runtime_ns["c"] / 1e6
+
+
+@contextlib.contextmanager
+def torch_bucketing(current, runtimes_ms):
+    """Within the block, torch.compile runs torch 2.13's FX overlap
+    scheduler with its collective bucketing
+    (``aten_distributed_optimizations``: ``enable_overlap_scheduling``,
+    ``collective_bucketing``; torch's defaults otherwise, its FSDP
+    pre-bucketing and overlap deps included) on every post-grad graph,
+    and the compile goes on with the graph it returns. Runtimes are
+    commsched's, as ``torch_overlap_order`` gives them:
+    ``runtimes_ms[current()]`` ({FX node name: ms}, ``fx_runtimes_ms`` of
+    the same program's unbucketed compile; ``current()`` names the graph
+    being compiled) for compute, 0 for a node it does not name (the
+    bucketing's copies), and :func:`collective_ms` for every collective,
+    a bucket's included. The estimators and fusion regions stay off for
+    the reasons the module documentation gives."""
+    from torch._inductor import config
+    from torch._inductor.fx_passes import overlap_scheduling as osch
+
+    def estimate(node, override_size=None):
+        if _fx_kind(node) == "collective":
+            return collective_ms(node, override_size)
+        if override_size is not None:
+            return None
+        return float(runtimes_ms.get(current(), {}).get(node.name, 0.0))
+    opts = "aten_distributed_optimizations."
+    with config.patch({opts + "enable_overlap_scheduling": True,
+                       opts + "collective_bucketing": True,
+                       opts + "custom_runtime_estimation": estimate,
+                       opts + "collective_estimator": "analytical",
+                       opts + "compute_estimator": "analytical",
+                       opts + "enable_fusion_regions": False}), \
+            mock.patch.object(osch, "estimate_roofline_runtime_ms",
+                              lambda n: estimate(n)):
+        yield

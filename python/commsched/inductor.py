@@ -28,6 +28,9 @@ What is read, exactly (nothing else is touched):
   info Inductor's ``memory.py`` assigns; 0 for a mutation's new name),
   else numel x itemsize of ``buf.node``'s layout. A ``buffer_size=``
   callable replaces that size rule.
+- ``buf.get_mutations()`` -- the buffers an output of size 0 (a
+  mutation's new name) mutates: it becomes an alias of the one the node
+  reads (below).
 - ``snode.get_buffer_names()`` -- buffer names not among ``get_outputs()``
   are added as outputs of size 0.
 - ``snode.get_operation_names()`` -- so that a dependency naming an
@@ -81,7 +84,12 @@ model does not count them, as Inductor does not); outputs from
 ``group_sizes=`` override what is read. Not read: ``snode.ancestors``
 (commsched computes reachability itself).
 
-Mapping onto the graph format (docs/FORMAT.md): a wait's outputs are
+Mapping onto the graph format (docs/FORMAT.md): a mutation's new name
+(size 0; ``buf.get_mutations()`` names a buffer the node reads) is an
+alias of that buffer, as memory.py forwards a mutation's users to the real
+buffer (``mutation_real_name``): a bucketed collective that writes into a
+buffer an earlier copy filled (torch's FX bucketing,
+``all_gather_into_tensor_out``) moves that buffer's bytes. A wait's outputs are
 aliases of the collective outputs it reads (Inductor's wait is a
 mutation of the collective's buffer; every mutation name it writes is one);
 a collective output of size 0 (a mutation, i.e. an in-place collective
@@ -263,6 +271,15 @@ def _tensor_bytes(node):
         return 0
 
 
+def _mutations(buf):
+    """The buffer names ``buf`` (a SchedulerBuffer) mutates
+    (``get_mutations()``), [] where it cannot say."""
+    try:
+        return [str(m) for m in buf.get_mutations()]
+    except Exception:  # a stand-in or an IR node without the method
+        return []
+
+
 def _runtime_ns(snode):
     """Inductor's estimate (comms.estimate_op_runtime, milliseconds) in
     nanoseconds; None where it says 0 (its "no estimate", e.g. every node
@@ -340,9 +357,10 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
     op_owner = {}   # operation name -> node index
     for i, sn in enumerate(snodes):
         nname = str(sn.get_name())
-        outs = []
+        outs, muts = [], {}
         for buf in sn.get_outputs():
             outs.append([str(buf.get_name()), size_of(buf), None])
+            muts[outs[-1][0]] = _mutations(buf)
         listed = {o[0] for o in outs}
         for bname in sn.get_buffer_names():
             if str(bname) not in listed:
@@ -360,6 +378,7 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
         else:
             kind = "compute"
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
+                      "muts": muts,
                       "kernels": _kernel_names(sn),
                       "runtime": 0.0 if kind == "wait" else _runtime_ns(sn)})
 
@@ -412,14 +431,25 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
         nd["after_fake"] = [n for n in dict.fromkeys(after_fake)
                             if n not in nd["after"]]
 
-    # Pass 3: aliases (waits and in-place collectives), from the data
-    # reads alone.
+    # Pass 3: aliases (mutations, waits and in-place collectives), from
+    # the reads alone. A mutation's new name (size 0: memory.py's
+    # mutation_real_name) is an alias of the buffer it mutates, as
+    # memory.py forwards its users to the real buffer: a bucketed
+    # collective writing into a buffer a copy filled keeps that buffer's
+    # bytes.
+    for nd in nodes:
+        for o in nd["outs"]:
+            if o[1] == 0 and o[2] is None:
+                for m in nd["muts"].get(o[0], ()):
+                    if m in nd["reads"]:
+                        o[2] = m
+                        break
     coll_bufs = set()
     for nd in nodes:
         if nd["kind"] == "collective":
             if len(nd["data"]) == 1:
                 for o in nd["outs"]:
-                    if o[1] == 0:
+                    if o[1] == 0 and o[2] is None:
                         o[2] = nd["data"][0]
             coll_bufs.update(o[0] for o in nd["outs"])
     for nd in nodes:

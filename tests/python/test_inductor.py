@@ -186,7 +186,7 @@ class Mapping(unittest.TestCase):
         allowed = {"get_name", "get_outputs", "get_buffer_names",
                    "get_operation_names", "unmet_dependencies",
                    "get_estimated_runtime", "node", "snodes", "mpi_buffer",
-                   "read_writes", "estimate_flops"}
+                   "read_writes", "estimate_flops", "get_mutations"}
         self.assertTrue(attrs <= allowed, attrs - allowed)
         self.assertNotIn("ancestors", attrs)
 
