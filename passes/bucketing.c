@@ -98,6 +98,23 @@ static int eligible(const commsched_graph *g, uint32_t c, uint32_t w,
     out->out = o;
     out->in_bytes = root_size(g, in);
     out->out_bytes = root_size(g, o);
+    /* An input that is an alias may be a slice of its root (an earlier
+     * bucket's member reads a view of the flat buffer): the root's size
+     * would copy, and move, the whole flat buffer. A real output says what
+     * the op reads (docs/FORMAT.md, "Collective sizes"). */
+    if (g->buffers[in].alias_of != COMMSCHED_NONE &&
+        g->buffers[o].alias_of == COMMSCHED_NONE && out->out_bytes > 0) {
+        int64_t k = (int64_t)g->groups[n->group].size;
+        if (n->coll_op == COMMSCHED_COLL_REDUCE_SCATTER &&
+            out->out_bytes <= out->in_bytes / k)
+            out->in_bytes = out->out_bytes * k;
+        else if (n->coll_op == COMMSCHED_COLL_ALL_GATHER &&
+                 out->out_bytes % k == 0 && out->out_bytes / k <= out->in_bytes)
+            out->in_bytes = out->out_bytes / k;
+        else if (n->coll_op == COMMSCHED_COLL_ALL_REDUCE &&
+                 out->out_bytes <= out->in_bytes)
+            out->in_bytes = out->out_bytes;
+    }
     out->bytes = out->in_bytes > out->out_bytes ? out->in_bytes
                                                 : out->out_bytes;
     out->in_place = g->buffers[o].alias_of != COMMSCHED_NONE;

@@ -461,8 +461,11 @@ fail:
 
 /* ---- a collective's shape ------------------------------------------------- */
 
-/* Sizes come from the largest buffer on each side; where the two sides
- * disagree (a graph need not make them match) the collective moves what
+/* Sizes come from the largest buffer on each side. The builder makes the
+ * sides fit the group's size (docs/FORMAT.md, "Collective sizes"), but
+ * the buffers taken here can still disagree: a view's root is larger than
+ * the slice it reads, only the largest of several buffers counts, and
+ * sizes are scaled one buffer at a time. The collective then moves what
  * both can hold. */
 void cs_plan_coll_shape(const cs_plan *p, uint32_t node, size_t group_size,
                         cs_coll_shape *out)

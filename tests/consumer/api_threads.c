@@ -21,8 +21,8 @@ static int failures;
         }                                                                      \
     } while (0)
 
-/* An FSDP-like forward pass: per layer an all-gather of the weight shard,
- * its wait and a matmul; three collectives share one group, so
+/* An FSDP-like forward pass: per layer an all-gather of the weight shard
+ * (8 shards on dp's 8 ranks), its wait and a matmul; three collectives share one group, so
  * decide_global_ordering_of_comms adds fake edges. Runtimes vary with
  * seed; collectives take the cost model's estimate. */
 static commsched_graph *make_graph(unsigned layers, unsigned seed)
@@ -37,11 +37,11 @@ static commsched_graph *make_graph(unsigned layers, unsigned seed)
     commsched_builder_add_input(b, "act0", 1 << 20, 0, &err);
     for (unsigned i = 0; i < layers; i++) {
         snprintf(in, sizeof in, "w%u_shard", i);
-        commsched_builder_add_input(b, in, (int64_t)(1 + (seed + i) % 3) << 20,
-                                    0, &err);
+        int64_t shard = (int64_t)(1 + (seed + i) % 3) << 20;
+        commsched_builder_add_input(b, in, shard, 0, &err);
         const char *ins[2] = {in, NULL};
         snprintf(out, sizeof out, "ag%u_out", i);
-        commsched_output_spec o = {out, 8 << 20, NULL};
+        commsched_output_spec o = {out, 8 * shard, NULL};
         commsched_node_spec s = {0};
         snprintf(name, sizeof name, "ag%u", i);
         s.name = name;

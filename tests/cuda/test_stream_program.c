@@ -28,14 +28,14 @@
  *
  *   0 c0    compute    x, p -> a (128)
  *   1 ar    all_reduce ga async, a -> ao (128)
- *   2 ag    all_gather gb async, p -> go (256)     (reads a non-freeable)
+ *   2 ag    all_gather gb async, p (64) -> go (256) (reads a non-freeable)
  *   3 c1    compute    x -> b (16)                 (x's last reader)
  *   4 sr    all_reduce ga SYNC, b -> so (16)
  *   5 w_ar  wait ao -> v (alias)                   (completes ar)
  *   6 w_ag  wait go -> u (alias)                   (completes ag)
  *   7 c2    compute    v, u, so -> y (8)           (y: graph output)
  *   8 bar   barrier    ga async, -> tok (0)        (nobody waits for it)
- *   9 ag2   all_gather gb async, y -> z (16)       (nobody waits for it)
+ *   9 ag2   all_gather gb async, y (8) -> z (32)   (nobody waits for it)
  *
  * Plan (plan.c): baseline x; other p; a is held until ar's wait w_ar;
  * ao, go, so freed after c2 (read through the aliases); x after c1; b
@@ -46,7 +46,7 @@ static const char *const g_mixed =
     HDR "\"groups\": [{\"name\": \"ga\", \"size\": 2},"
     "             {\"name\": \"gb\", \"size\": 4}],"
     "\"inputs\": [{\"name\": \"x\", \"size\": 64, \"freeable\": true},"
-    "             {\"name\": \"p\", \"size\": 32}],"
+    "             {\"name\": \"p\", \"size\": 64}],"
     "\"outputs\": [\"y\"], \"nodes\": ["
     "{\"name\": \"c0\", \"kind\": \"compute\", \"inputs\": [\"x\", \"p\"],"
     " \"outputs\": [{\"name\": \"a\", \"size\": 128}]},"
@@ -72,7 +72,7 @@ static const char *const g_mixed =
     " \"outputs\": [{\"name\": \"tok\", \"size\": 0}]},"
     "{\"name\": \"ag2\", \"kind\": \"collective\", \"op\": \"all_gather\","
     " \"group\": \"gb\", \"inputs\": [\"y\"],"
-    " \"outputs\": [{\"name\": \"z\", \"size\": 16}]}]}";
+    " \"outputs\": [{\"name\": \"z\", \"size\": 32}]}]}";
 
 enum { C0 = 0, AR = 1, AG = 2, C1 = 3, SR = 4, W_AR = 5, W_AG = 6, C2 = 7,
        BAR = 8, AG2 = 9, N_MIXED = 10 };

@@ -420,16 +420,14 @@ def case_watchdog(env, np):
 
 
 def random_graph_for(seed, np):
-    """tests/passes/random_graph.py's graph with its groups resized to the
-    job (2 and np ranks) and a dtype per collective from the kinds MPI
-    moves, so every collective runs on np ranks."""
+    """tests/passes/random_graph.py's graph with groups of 2 and np ranks
+    (its collectives' sizes fitted to them) and a dtype per collective
+    from the kinds MPI moves, so every collective runs on np ranks."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
         __file__)), "..", "passes"))
     import random_graph
-    g = random_graph.random_graph(seed)
-    sizes = {"g0": 2, "g1": np}
+    g = random_graph.random_graph(seed, group_sizes=(2, np))
     for gr in g["groups"]:
-        gr["size"] = sizes[gr["name"]]
         gr["hosts"] = 1
     rng = random.Random(seed)
     for n in g["nodes"]:

@@ -20,7 +20,9 @@ order of every edge kind. It mixes:
     (compute outputs, wait aliases, occasionally an input);
   * `after` and `after_fake` edges to earlier nodes (collectives included);
   * sizes and runtimes from small sets, with zeros and exact ties, so the
-    passes' tie-breaking and zero-runtime branches are exercised.
+    passes' tie-breaking and zero-runtime branches are exercised; a
+    collective's sizes fit its op and group (docs/FORMAT.md, "Collective
+    sizes": fitted_size), where its input has bytes.
 Every node carries runtime_ns, so no cost model is involved.
 
 Usage: random_graph.py SEED [N_NODES]  -> the graph JSON on stdout.
@@ -32,17 +34,41 @@ import sys
 SIZES = [0, 1, 4, 16, 16, 64, 100, 256, 1000, 4096]
 RUNTIMES = [0, 0, 1, 1, 2, 3, 5, 5, 10, 20, 50, 100, 0.5, 0.1, 2.5]
 COMM_RUNTIMES = [0, 1, 5, 10, 20, 40, 50, 100, 200, 7.5, 0.3]
+GATHER_LIMIT = 1 << 20  # gathers of gathers would grow k-fold each time
 
 
-def random_graph(seed, n_nodes=None):
+def fitted_size(op, in_size, k, drawn):
+    """(op, output size) for a collective reading in_size bytes on k ranks:
+    an all_gather writes k x its input, a reduce_scatter 1/k of it, an
+    all_reduce or broadcast as much. An all_gather past GATHER_LIMIT or a
+    reduce_scatter of bytes k does not divide becomes an all_reduce.
+    all_to_all (uneven splits are real) and a 0-byte input (unknown) keep
+    the drawn size."""
+    if in_size == 0 or op == "all_to_all":
+        return op, drawn
+    if op == "all_gather" and in_size * k <= GATHER_LIMIT:
+        return op, in_size * k
+    if op == "reduce_scatter" and in_size % k == 0:
+        return op, in_size // k
+    if op in ("all_gather", "reduce_scatter"):
+        op = "all_reduce"
+    return op, in_size
+
+
+def random_graph(seed, n_nodes=None, group_sizes=(8, 16)):
+    """The graph of seed; group_sizes: the ranks of g0 and g1 (the
+    collectives' sizes are fitted to them)."""
     rng = random.Random(seed)
     if n_nodes is None:
         n_nodes = rng.randint(6, 36)
-    groups = [{"name": "g0", "size": 8, "hosts": 1},
-              {"name": "g1", "size": 16, "hosts": 2}]
+    groups = [{"name": "g0", "size": group_sizes[0], "hosts": 1},
+              {"name": "g1", "size": group_sizes[1],
+               "hosts": min(2, group_sizes[1])}]
+    ranks = {"g0": group_sizes[0], "g1": group_sizes[1]}
     inputs = []
     readable = []  # buffers anyone may read
     root = {}  # buffer -> the root of its alias chain
+    size = {}  # root buffer -> its size
     writing = set()  # roots an in-flight collective writes in place
     reading = []  # roots in-flight (or never waited) collectives read
     effects = {}  # collective -> (root it reads or None, root it writes)
@@ -56,6 +82,7 @@ def random_graph(seed, n_nodes=None):
             inp["freeable"] = False
         inputs.append(inp)
         root[name] = name
+        size[name] = inp["size"]
         if rng.random() < 0.85:
             readable.append(name)
     nodes = []
@@ -127,8 +154,13 @@ def random_graph(seed, n_nodes=None):
                 writing.add(root[ins[0]])
                 effects[name] = (root[ins[0]], root[ins[0]])
             else:
-                out = {"name": f"{name}_out", "size": rng.choice(SIZES)}
+                in_size = size[root[ins[0]]] if ins else 0
+                k = ranks[node["group"]]
+                node["op"], out_size = fitted_size(op, in_size, k,
+                                                   rng.choice(SIZES))
+                out = {"name": f"{name}_out", "size": out_size}
                 root[out["name"]] = out["name"]
+                size[out["name"]] = out_size
                 effects[name] = (root[ins[0]] if ins else None, None)
             if ins:
                 reading.append(root[ins[0]])
@@ -155,7 +187,13 @@ def random_graph(seed, n_nodes=None):
                     "outputs": [{"name": f"{name}_out",
                                  "size": rng.choice(SIZES)}],
                     "runtime_ns": runtime(comm=True)}
+            ins = node["inputs"]
+            node["op"], node["outputs"][0]["size"] = fitted_size(
+                node["op"], size[root[ins[0]]] if ins else 0,
+                ranks[node["group"]],
+                node["outputs"][0]["size"])
             root[f"{name}_out"] = f"{name}_out"
+            size[f"{name}_out"] = node["outputs"][0]["size"]
             effects[name] = (None, None)
             add_edges(node)
             nodes.append(node)
@@ -181,6 +219,8 @@ def random_graph(seed, n_nodes=None):
         for o in outs:
             root[o["name"]] = root[o["alias_of"]] if "alias_of" in o \
                 else o["name"]
+            if "size" in o:
+                size[o["name"]] = o["size"]
         node = {"name": name, "kind": "compute",
                 "op": rng.choice(["mm", "relu", "add", "mul"]),
                 "inputs": ins, "outputs": outs, "runtime_ns": runtime()}

@@ -46,17 +46,19 @@ def six_node_step(name="step", scale=1.0):
 
 
 def fsdp_like(layers, seed):
-    """A forward pass of `layers` layers: all-gather each weight, wait,
-    matmul; sizes and runtimes vary with seed."""
+    """A forward pass of `layers` layers: all-gather each weight (its 8
+    shards on dp's 8 ranks), wait, matmul; sizes and runtimes vary with
+    seed."""
     g = commsched.Graph("fsdp%d_%d" % (layers, seed))
     g.add_group("dp", 8)
     g.add_input("act0", MiB)
     prev = "act0"
     for i in range(layers):
-        g.add_input("w%d_shard" % i, MiB * (1 + (seed + i) % 3))
+        shard = MiB * (1 + (seed + i) % 3)
+        g.add_input("w%d_shard" % i, shard)
         g.collective("ag%d" % i, "all_gather", "dp",
                      inputs=["w%d_shard" % i],
-                     outputs=[("ag%d_out" % i, 8 * MiB)])  # cost model
+                     outputs=[("ag%d_out" % i, 8 * shard)])  # cost model
         g.wait("ag%d_wait" % i, inputs=["ag%d_out" % i],
                outputs=[commsched.alias("w%d" % i, "ag%d_out" % i)])
         g.compute("mm%d" % i, op="mm", gemm_like=True,

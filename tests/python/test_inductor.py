@@ -103,11 +103,12 @@ def s5():
 
 def s6():
     """test_reorder_respects_wait_dep: ag0=AG(inp); w0=W(ag0); ag1=AG(w0);
-    w1=W(ag1)."""
+    w1=W(ag1). ag1 gathers ag0's 128 bytes over the default group's 2
+    ranks (docs/FORMAT.md, "Collective sizes")."""
     st = Step()
     st.collective("ag0", "inp", kernel=fi.ALL_GATHER, runtime=10, size=128)
     st.wait("w0", "ag0")
-    st.collective("ag1", "w0", kernel=fi.ALL_GATHER, runtime=10, size=1024)
+    st.collective("ag1", "w0", kernel=fi.ALL_GATHER, runtime=10, size=256)
     st.wait("w1", "ag1")
     return st
 

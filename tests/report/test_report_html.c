@@ -20,14 +20,15 @@
 #include "commsched/simulate.h"
 
 /* c"q</script> (all_gather on dp) overlaps a; sy is a sync all_to_all on
- * tp; the wait w stalls; b reads both. */
+ * tp; the wait w stalls; b reads both. s holds 8 bytes: c"q gathers them
+ * into 64 on dp's 8 ranks. */
 static const char *graph =
     "{\"format\": \"commsched-graph\", \"version\": 1, \"name\": "
     "\"rep//</title>\","
     "\"groups\": [{\"name\": \"dp\", \"size\": 8}, {\"name\": \"tp\", "
     "\"size\": 4}],"
     "\"inputs\": [{\"name\": \"x\", \"size\": 16, \"freeable\": true},"
-    " {\"name\": \"s\", \"size\": 16}],"
+    " {\"name\": \"s\", \"size\": 8}],"
     "\"outputs\": [\"out\"], \"nodes\": ["
     "{\"name\": \"c\\\"q</script>\", \"kind\": \"collective\", \"op\": "
     "\"all_gather\", \"group\": \"dp\", \"inputs\": [\"s\"],"

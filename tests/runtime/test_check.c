@@ -135,6 +135,28 @@ static void test_other_kinds(void **state)
 
 /* ---- cs_plan_coll_shape -------------------------------------------------- */
 
+/* A float32 collective on group "g" with several inputs or outputs. */
+static void add_coll_n(commsched_builder *b, const char *name, const char *op,
+                       const char *const *ins, size_t n_in,
+                       const commsched_output_spec *outs, size_t n_out)
+{
+    commsched_error err = {0};
+    commsched_node_spec s;
+    memset(&s, 0, sizeof s);
+    s.name = name;
+    s.kind = COMMSCHED_NODE_COLLECTIVE;
+    s.op = op;
+    s.group = "g";
+    s.dtype = COMMSCHED_DTYPE_FLOAT32;
+    s.inputs = ins;
+    s.n_inputs = n_in;
+    s.outputs = outs;
+    s.n_outputs = n_out;
+    s.runtime_ns = s.flops = s.bytes = -1;
+    if (commsched_builder_add_node(b, &s, &err) != COMMSCHED_OK)
+        fail_msg("%s: %s", name, err.text);
+}
+
 static void add_coll(commsched_builder *b, const char *name, const char *op,
                      commsched_dtype dt, const char *in, const char *out,
                      int64_t out_size, const char *alias)
@@ -188,21 +210,33 @@ static void test_coll_shape(void **state)
     assert_int_equal(commsched_builder_add_group(b, "g", 4, 1, &err),
                      COMMSCHED_OK);
     /* Inputs of 64, 256 and 32 bytes, one per in-place collective too. */
-    const char *names[] = {"i64", "i256", "i32", "ag_ip_in", "rs_ip_in",
-                           "a2a_ip_in", "snd_ip_in"};
-    const int64_t sizes[] = {64, 256, 32, 256, 256, 256, 64};
+    const char *names[] = {"i64", "i256", "i32", "i32b", "ag_ip_in",
+                           "rs_ip_in", "a2a_ip_in", "snd_ip_in"};
+    const int64_t sizes[] = {64, 256, 32, 32, 256, 256, 256, 64};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         assert_int_equal(commsched_builder_add_input(b, names[i], sizes[i], 0,
                                                      &err), COMMSCHED_OK);
     const commsched_dtype F32 = COMMSCHED_DTYPE_FLOAT32;
     /* float32 unless said: 4-byte elements. */
     add_coll(b, "ag", "all_gather", F32, "i64", "ag_out", 256, NULL);
-    add_coll(b, "ag_small_in", "all_gather", F32, "i32", "ag2_out", 256, NULL);
+    /* Sides that fit the group (docs/FORMAT.md, "Collective sizes") but
+     * disagree in the buffers the runtime takes, the largest of each side:
+     * two 32-byte inputs gathered into 256, 256 scattered into two 32-byte
+     * outputs. */
+    {
+        const char *two[2] = {"i32", "i32b"};
+        commsched_output_spec o = {"ag2_out", 256, NULL};
+        add_coll_n(b, "ag_small_in", "all_gather", two, 2, &o, 1);
+    }
     add_coll(b, "ag_ip", "all_gather", F32, "ag_ip_in", "ag_ip_v", 0,
              "ag_ip_in");
     add_coll(b, "rs", "reduce_scatter", F32, "i256", "rs_out", 64, NULL);
-    add_coll(b, "rs_small_out", "reduce_scatter", F32, "i256", "rs2_out", 32,
-             NULL);
+    {
+        const char *one[1] = {"i256"};
+        commsched_output_spec o[2] = {{"rs2_out", 32, NULL},
+                                      {"rs2b_out", 32, NULL}};
+        add_coll_n(b, "rs_small_out", "reduce_scatter", one, 1, o, 2);
+    }
     add_coll(b, "rs_ip", "reduce_scatter", F32, "rs_ip_in", "rs_ip_v", 0,
              "rs_ip_in");
     add_coll(b, "a2a", "all_to_all", COMMSCHED_DTYPE_INT64, "i256", "a2a_out",
@@ -215,7 +249,25 @@ static void test_coll_shape(void **state)
     add_coll(b, "snd_ip", "send", F32, "snd_ip_in", "snd_ip_v", 0,
              "snd_ip_in");
     add_coll(b, "rcv", "recv", F32, "i32", "rcv_out", 128, NULL);
-    add_coll(b, "ar", "all_reduce", F32, "i64", "ar_out", 32, NULL);
+    /* An all_reduce of a view: its root (64) is larger than the slice it
+     * reduces (32, what it writes). */
+    {
+        const char *ins[1] = {"i64"};
+        commsched_output_spec os[2] = {{"m64", 64, NULL},
+                                       {"m64_half", 0, "m64"}};
+        commsched_node_spec s;
+        memset(&s, 0, sizeof s);
+        s.name = "mk";
+        s.kind = COMMSCHED_NODE_COMPUTE;
+        s.inputs = ins;
+        s.n_inputs = 1;
+        s.outputs = os;
+        s.n_outputs = 2;
+        s.runtime_ns = s.flops = s.bytes = -1;
+        assert_int_equal(commsched_builder_add_node(b, &s, &err),
+                         COMMSCHED_OK);
+    }
+    add_coll(b, "ar", "all_reduce", F32, "m64_half", "ar_out", 32, NULL);
     commsched_graph *g = NULL;
     if (commsched_builder_finish(b, 0, &g, &err) != COMMSCHED_OK)
         fail_msg("graph: %s %s", err.path, err.text);
@@ -244,7 +296,8 @@ static void test_coll_shape(void **state)
     expect_shape(&p, g, "snd_ip", 4, 16, 0, 64);
     /* recv: what it receives (32 elements); the scratch sends. */
     expect_shape(&p, g, "rcv", 4, 32, 0, 128);
-    /* all_reduce out of place: what both sides hold. */
+    /* all_reduce out of place: what both sides hold (the view's root 16
+     * elements, the output 8). */
     expect_shape(&p, g, "ar", 4, 8, 0, 0);
     cs_plan_fini(&p);
     commsched_graph_destroy(g);

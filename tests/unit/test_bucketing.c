@@ -462,7 +462,10 @@ static char *replace_all(const char *text, const char *from, const char *to)
 static void test_three_all_reduces_one_bucket(void **state)
 {
     (void)state;
-    char *text = replace_all(THREE_RS, "reduce_scatter", "all_reduce");
+    /* An all_reduce writes what it reads: 1024-byte outputs. */
+    char *ar = replace_all(THREE_RS, "reduce_scatter", "all_reduce");
+    char *text = replace_all(ar, "'size': 256}", "'size': 1024}");
+    free(ar);
     bx x;
     bx_open(&x, text);
     free(text);
@@ -473,8 +476,8 @@ static void test_three_all_reduces_one_bucket(void **state)
     expect_bucket(p, 0, "rs0,rs1,rs2", "end");
     assert_int_not_equal(commsched_graph_find_node(x.g, "bucket_ar_0"),
                          COMMSCHED_NONE);
-    /* (these all-reduces shrink their data, which the format allows) */
-    assert_int_equal(x.g->buffers[tu_buffer(x.g, "bucket_ar_0_out")].size, 768);
+    assert_int_equal(x.g->buffers[tu_buffer(x.g, "bucket_ar_0_out")].size,
+                     3072);
     assert_int_equal(p->buckets[0].bytes, 3072);
     assert_int_equal(count_kind(x.g, COMMSCHED_NODE_COLLECTIVE), 1);
     check_rewritten(&x);
@@ -889,10 +892,11 @@ static void test_xla_preset_exact(void **state)
 /* ag0 and ag1 are consumed together (merging them costs nothing); ag2's
  * large output used to live only around its consumer (peak 5000 + c01's
  * 10 + y's 10), but in the bucket it is allocated with the others at the
- * start: 7000 + 10 + 10. */
+ * start: 7000 + 10 + 10. The inputs (a quarter of each output: dp has 4
+ * ranks) are not freeable, so not counted. */
 static const char *MEMORY_GRAPH =
-    HDR "'inputs': [{'name': 'a0', 'size': 10}, {'name': 'a1', 'size': 10}, "
-        "{'name': 'a2', 'size': 10}], 'outputs': ['y'], 'nodes': ["
+    HDR "'inputs': [{'name': 'a0', 'size': 250}, {'name': 'a1', 'size': 250}, "
+        "{'name': 'a2', 'size': 1250}], 'outputs': ['y'], 'nodes': ["
         "{'name': 'ag0', 'kind': 'collective', 'op': 'all_gather', "
         " 'group': 'dp', 'inputs': ['a0'], "
         " 'outputs': [{'name': 'ag0_o', 'size': 1000}]},"
@@ -1105,6 +1109,15 @@ static void test_pipeline_continues_on_new_graph(void **state)
 
 /* ---- random graphs ------------------------------------------------------------ */
 
+/* The root size of buffer "in<i>" or "b<i>" of bucket_graph. */
+static int64_t root_size(const int64_t *in_size, const int64_t *b_size,
+                         const char *name)
+{
+    if (strncmp(name, "in", 2) == 0)
+        return in_size[strtoul(name + 2, NULL, 10)];
+    return b_size[strtoul(name + 1, NULL, 10)];
+}
+
 /* A random graph rich in mergeable collectives: mostly all-gathers,
  * reduce-scatters and all-reduces on two groups with two dtypes, in-place
  * all-reduces, waits far from or near their collective (some with a view
@@ -1113,7 +1126,11 @@ static void test_pipeline_continues_on_new_graph(void **state)
  * and a wait's result among the graph outputs. Built through the builder,
  * so it is valid; its order is race-free (docs/FORMAT.md, "In-place
  * writes"): an all-reduce works in place only on a graph input no
- * collective in flight reads, which nobody reads by its own name again. */
+ * collective in flight reads, which nobody reads by its own name again.
+ * Sizes fit each collective's op and group (docs/FORMAT.md, "Collective
+ * sizes"): where the drawn op cannot fit its input (an all_gather past 1
+ * MiB, a reduce_scatter of bytes its group does not divide), it becomes an
+ * all_reduce. */
 static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
 {
     tu_rng r;
@@ -1135,14 +1152,18 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
     assert_non_null(pend);
     assert_non_null(preads);
     assert_non_null(results);
+    /* root sizes of "in<i>" and "b<i>" */
+    int64_t in_size[5], *b_size = calloc(2 * CAP, sizeof *b_size);
+    assert_non_null(b_size);
     size_t n_read = 0, n_pend = 0, n_res = 0;
     uint32_t n = 0, buf = 0;
     for (uint32_t i = 0; i < 5; i++) {
         snprintf(readable[n_read], 24, "in%u", i);
-        assert_int_equal(commsched_builder_add_input(
-                             b, readable[n_read],
-                             64 * (1 + tu_rng_below(&r, 64)),
-                             tu_rng_chance(&r, 50), &err),
+        in_size[i] = 64 * (1 + tu_rng_below(&r, 64));
+        assert_int_equal(commsched_builder_add_input(b, readable[n_read],
+                                                     in_size[i],
+                                                     tu_rng_chance(&r, 50),
+                                                     &err),
                          COMMSCHED_OK);
         n_read++;
     }
@@ -1163,11 +1184,13 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
             in[0] = pend[k];
             s.kind = COMMSCHED_NODE_WAIT;
             s.op = "wait_tensor";
+            b_size[buf] = root_size(in_size, b_size, pend[k]);
             snprintf(out0, sizeof out0, "b%u", buf++);
             o[0].name = out0;
             o[0].alias_of = pend[k];
             s.n_outputs = 1;
             if (tu_rng_chance(&r, 15)) {
+                b_size[buf] = b_size[buf - 1];
                 snprintf(out1, sizeof out1, "b%u", buf++);
                 o[1].name = out1;
                 o[1].alias_of = out0;
@@ -1204,6 +1227,15 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
                         : readable[tu_rng_below(&r, (uint32_t)n_read)];
             s.inputs = in;
             s.n_inputs = 1;
+            int64_t in_sz = root_size(in_size, b_size, in[0]);
+            int64_t k = strcmp(s.group, "dp") == 0 ? 8 : 4;
+            if ((op == 0 && in_sz * k > (1 << 20)) ||
+                (op == 1 && in_sz % k != 0)) {
+                op = 2;
+                s.op = ops[op];
+                s.reduce_op = COMMSCHED_REDUCE_SUM;
+            }
+            int64_t out_sz = op == 0 ? in_sz * k : op == 1 ? in_sz / k : in_sz;
             snprintf(out0, sizeof out0, "b%u", buf++);
             o[0].name = out0;
             char src[24];
@@ -1214,6 +1246,7 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
             for (size_t q = 0; q < n_pend && in_place; q++)
                 in_place = strcmp(preads[q], in[0]) != 0;
             if (in_place) {
+                b_size[buf - 1] = in_sz;
                 o[0].alias_of = in[0];
                 /* written: nobody reads it by its own name any more */
                 for (size_t q = 0; q < n_read; q++)
@@ -1224,7 +1257,10 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
                         break;
                     }
             } else {
-                o[0].size = 64 * (1 + tu_rng_below(&r, 256));
+                /* drawn still, so the rest of the graph stays what the
+                 * seed made it before sizes had to fit */
+                (void)tu_rng_below(&r, 256);
+                o[0].size = b_size[buf - 1] = out_sz;
             }
             s.outputs = o;
             s.n_outputs = 1;
@@ -1247,7 +1283,7 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
             s.n_inputs = 1 + tu_rng_below(&r, 2);
             snprintf(out0, sizeof out0, "b%u", buf++);
             o[0].name = out0;
-            o[0].size = 64 * (1 + tu_rng_below(&r, 512));
+            o[0].size = b_size[buf - 1] = 64 * (1 + tu_rng_below(&r, 512));
             s.outputs = o;
             s.n_outputs = 1;
             s.flops = (double)(1 + tu_rng_below(&r, 1000)) * 1e6;
@@ -1268,7 +1304,7 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
             strcpy(readable[n_read++], out0);
         }
         n++;
-        assert_true(n_read < CAP && n_res < CAP);
+        assert_true(n_read < CAP && n_res < CAP && buf < 2 * CAP - 2);
     }
     const char *first = n_res ? results[tu_rng_below(&r, (uint32_t)n_res)]
                               : NULL;
@@ -1288,6 +1324,7 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
     free(pend);
     free(preads);
     free(results);
+    free(b_size);
     return g;
 }
 

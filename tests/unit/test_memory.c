@@ -246,7 +246,8 @@ static void test_memory_graph_outputs_never_freed(void **state)
     (void)state;
     fixture f;
     open_fixture(&f, HDR
-                 "\"groups\": [{\"name\": \"dp\", \"size\": 2}],"
+                 /* 4 ranks: rs scatters x's 100 bytes into 25 each */
+                 "\"groups\": [{\"name\": \"dp\", \"size\": 4}],"
                  "\"inputs\": [{\"name\": \"i\", \"size\": 30, \"freeable\": "
                  "true}],"
                  "\"outputs\": [\"rsw_out\", \"z\", \"i\"],"
@@ -703,7 +704,8 @@ static void test_memory_move_unread_output_node(void **state)
     (void)state;
     fixture f;
     open_fixture(&f, HDR
-                 "\"groups\": [{\"name\": \"dp\", \"size\": 2}],"
+                 /* 4 ranks: rs scatters x's 100 bytes into 25 each */
+                 "\"groups\": [{\"name\": \"dp\", \"size\": 4}],"
                  "\"inputs\": [{\"name\": \"i\", \"size\": 30, \"freeable\": "
                  "true}],"
                  "\"outputs\": [\"rsw_out\"],"

@@ -251,15 +251,23 @@ static void test_xla_all_gather_async_simple(void **state)
  * 5001), so it starts as the first ends; of the orders that fast, the one
  * issuing ag1 after bitcast0 holds the least memory. With XLA's limit of
  * one in flight (overlap_max_in_flight_bytes = one collective's bytes) the
- * order is the same. */
+ * order is the same. Both write 128 bytes: an all_gather 8 x bcast's 16 on
+ * g's 8 ranks, an all_reduce the 128 it reads (docs/FORMAT.md, "Collective
+ * sizes"). bcast_o is a graph output, so neither collective frees it: an
+ * all_reduce that did (the last reader of its input) would be issued at no
+ * memory cost, which the pass prefers, and ag1 would hide c0 (the same
+ * balance under other names). */
 static void balance(const char *op)
 {
     char text[4096];
+    int in = strcmp(op, "all_gather") == 0 ? 16 : 128;
     snprintf(text, sizeof text,
              HDR "'inputs': [{'name': 'p', 'size': 16}], "
-                 "'outputs': ['a2_o', 'bitcast1_o', 'bitcast0_o'], "
+                 "'outputs': ['a2_o', 'bitcast1_o', 'bitcast0_o', 'bcast_o'], "
                  "'nodes': ["
-             COMP("bcast", "'p'", 16, 1) ","
+             "{'name': 'bcast', 'kind': 'compute', 'inputs': ['p'], "
+             "'outputs': [{'name': 'bcast_o', 'size': %d}], "
+             "'runtime_ns': 1},"
              "{'name': 'ag0', 'kind': 'collective', 'op': '%s', "
              "'group': 'g', 'inputs': ['bcast_o'], 'outputs': [{'name': "
              "'ag0_o', 'size': 128}], 'runtime_ns': 5000},"
@@ -273,7 +281,7 @@ static void balance(const char *op)
              COMP("c0", "'p'", 16, 5000) ","
              COMP("c1", "'p'", 16, 5000) ","
              COMP("a2", "'c1_o', 'c0_o'", 16, 1) "]}",
-             op, op);
+             in, op, op);
     fx f;
     for (int limit = 0; limit < 2; limit++) {
         fx_init(&f, load_quoted(text));

@@ -26,13 +26,14 @@
 #include "util.h"
 
 /* The "exposed collective" graph of test_simulate.c plus a sync
- * collective on a second group, and a name that needs JSON escaping. */
+ * collective on a second group, and a name that needs JSON escaping. s
+ * holds 8 bytes: c"q gathers them into 64 on dp's 8 ranks. */
 static const char *graph =
     "{\"format\": \"commsched-graph\", \"version\": 1, \"name\": \"rep\","
     "\"groups\": [{\"name\": \"dp\", \"size\": 8}, {\"name\": \"tp\", "
     "\"size\": 4}],"
     "\"inputs\": [{\"name\": \"x\", \"size\": 16, \"freeable\": true},"
-    " {\"name\": \"s\", \"size\": 16}],"
+    " {\"name\": \"s\", \"size\": 8}],"
     "\"outputs\": [\"out\"], \"nodes\": ["
     "{\"name\": \"c\\\"q\", \"kind\": \"collective\", \"op\": \"all_gather\","
     " \"group\": \"dp\", \"inputs\": [\"s\"],"

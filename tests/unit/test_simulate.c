@@ -35,8 +35,10 @@
 #define GROUPS_DP_TP                                                           \
     "\"groups\": [{\"name\": \"dp\", \"size\": 8}, {\"name\": \"tp\", "       \
     "\"size\": 4}],"
-#define INPUTS "\"inputs\": [{\"name\": \"x\", \"size\": 16}," \
-               " {\"name\": \"s\", \"size\": 16}],"
+/* 8 bytes each, so an all_gather on dp (8 ranks) writes 64 and an
+ * all_reduce writes 8 (docs/FORMAT.md, "Collective sizes"). */
+#define INPUTS "\"inputs\": [{\"name\": \"x\", \"size\": 8}," \
+               " {\"name\": \"s\", \"size\": 8}],"
 
 /* Node JSON snippets. */
 #define COLL(name, op, group, in, out, size, rt)                               \
@@ -229,7 +231,7 @@ static void test_sim_exposed_collective(void **state)
 static const char *g_two_groups =
     HDR GROUPS_DP_TP INPUTS "\"outputs\": [\"out\"], \"nodes\": ["
     COLL("c1", "all_gather", "dp", "s", "c1_out", 64, 20) ","
-    COLL("c2", "all_reduce", "tp", "s", "c2_out", 16, 20) ","
+    COLL("c2", "all_reduce", "tp", "s", "c2_out", 8, 20) ","
     COMP("a", "\"x\"", "a_out", 32, 10) ","
     WAIT("w1", "c1_out", "v1") ","
     WAIT("w2", "c2_out", "v2") ","
@@ -461,14 +463,15 @@ static void test_sim_fake_edge_counts_when_respected(void **state)
 }
 
 /* ---- memory over simulated time vs per step -------------------------------
- * p (10) makes g (100); rs (50) reads g asynchronously; q (10) makes h
- * (100) while rs still holds g; w stalls until rs ends at 60; z reads h
- * and rs's result. Per step: 100, 110 (rs's output, then g freed: 10),
- * 110 (h), 111 (z's out): peak 111. In time, g lives until rs ENDS at 60,
- * so at t = 10 g (100) + rs_out (10) + h (100) = 210. */
+ * p (10) makes g (80); rs (50) reads g asynchronously and scatters it
+ * over dp's 8 ranks; q (10) makes h (100) while rs still holds g; w stalls
+ * until rs ends at 60; z reads h and rs's result. Per step: 80, 90 (rs's
+ * output, then g freed: 10), 110 (h), 111 (z's out): peak 111. In time, g
+ * lives until rs ENDS at 60, so at t = 10 g (80) + rs_out (10) + h (100) =
+ * 190. */
 static const char *g_memory =
     HDR GROUPS_DP INPUTS "\"outputs\": [\"out\"], \"nodes\": ["
-    COMP("p", "\"x\"", "g", 100, 10) ","
+    COMP("p", "\"x\"", "g", 80, 10) ","
     COLL("rs", "reduce_scatter", "dp", "g", "rs_out", 10, 50) ","
     COMP("q", "\"x\"", "h", 100, 10) ","
     WAIT("w", "rs_out", "r") ","
@@ -482,13 +485,13 @@ static void test_sim_memory_over_time(void **state)
     expect(&f, "rs", 10, 10, 60, 40);
     expect(&f, "z", 60, 60, 61, 0);
     assert_int_equal(f.t->peak_memory_step, 111);
-    assert_int_equal(f.t->peak_memory, 210);
+    assert_int_equal(f.t->peak_memory, 190);
     assert_true(f.t->peak_memory_at_ns == 10);
     size_t n = 0;
     const commsched_sim_memory_point *c =
         commsched_sim_get_memory_curve(f.sim, &n);
     const commsched_sim_memory_point want[] = {
-        {0, 0}, {0, 100}, {10, 110}, {10, 210}, {60, 110}, {60, 111}, {61, 1}};
+        {0, 0}, {0, 80}, {10, 90}, {10, 190}, {60, 110}, {60, 111}, {61, 1}};
     assert_int_equal(n, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < n; i++)
         if (c[i].time_ns != want[i].time_ns || c[i].bytes != want[i].bytes)

@@ -74,6 +74,10 @@ typedef struct gen {
     size_t n_wait_aliases;
     size_t cap; /* capacity of each of the three arrays */
     uint32_t n_nodes, n_bufs, n_groups;
+    /* Sizes of the real buffers ("in<i>", "b<i>") and the groups, so a
+     * collective's output fits its input (docs/FORMAT.md, "Collective
+     * sizes"). */
+    int64_t in_size[8], *b_size, group_size[4];
 } gen;
 
 static void push_root(gen *G, tu_name *arr, size_t *n, const char *s,
@@ -160,9 +164,22 @@ static void maybe_estimates(gen *G, commsched_node_spec *s)
         s->bytes = (double)tu_rng_below(&G->r, 1u << 24);
 }
 
+/* The size of a real buffer the generator named. */
+static int64_t size_of(const gen *G, const char *root)
+{
+    unsigned long i = strtoul(root + (root[0] == 'i' ? 2 : 1), NULL, 10);
+    return root[0] == 'i' ? G->in_size[i] : G->b_size[i];
+}
+
 static void add_node(gen *G, const commsched_node_spec *s)
 {
     commsched_error err = {0};
+    for (size_t k = 0; k < s->n_outputs; k++)
+        if (!s->outputs[k].alias_of) {
+            unsigned long i = strtoul(s->outputs[k].name + 1, NULL, 10);
+            assert_true(i < G->cap * 3);
+            G->b_size[i] = s->outputs[k].size;
+        }
     commsched_status st = commsched_builder_add_node(G->b, s, &err);
     if (st != COMMSCHED_OK)
         fail_msg("add_node %s: %s: %s", s->name, err.path, err.text);
@@ -255,7 +272,8 @@ static void gen_collective(gen *G, int sync)
     memset(&s, 0, sizeof s);
     memset(&out, 0, sizeof out);
     snprintf(name, sizeof name, "n%u", G->n_nodes);
-    snprintf(group, sizeof group, "pg%u", tu_rng_below(&G->r, G->n_groups));
+    uint32_t gi = tu_rng_below(&G->r, G->n_groups);
+    snprintf(group, sizeof group, "pg%u", gi);
     s.name = name;
     s.kind = COMMSCHED_NODE_COLLECTIVE;
     commsched_coll_op op =
@@ -279,7 +297,18 @@ static void gen_collective(gen *G, int sync)
         out.alias_of = in[0]; /* in place */
         root = in_root;
     } else {
+        /* Drawn whatever the op, so the rest of the graph stays what the
+         * seed made it before sizes had to fit. */
         out.size = random_size(G);
+        int64_t in_sz = in[0] ? size_of(G, in_root) : 0;
+        int64_t k = G->group_size[gi];
+        if (in_sz > 0 && op == COMMSCHED_COLL_ALL_GATHER)
+            out.size = in_sz * k;
+        else if (in_sz > 0 && op == COMMSCHED_COLL_REDUCE_SCATTER)
+            out.size = in_sz % k == 0 ? in_sz / k : 0; /* 0: a token */
+        else if (in_sz > 0 && op != COMMSCHED_COLL_SEND &&
+                 op != COMMSCHED_COLL_RECV && op != COMMSCHED_COLL_BARRIER)
+            out.size = in_sz;
     }
     s.outputs = &out;
     s.n_outputs = 1;
@@ -345,6 +374,8 @@ commsched_graph *tu_random_graph(uint64_t seed, const tu_graph_opts *opts)
     G.readable = calloc(G.cap, sizeof *G.readable);
     G.pending = calloc(G.cap, sizeof *G.pending);
     G.wait_aliases = calloc(G.cap, sizeof *G.wait_aliases);
+    G.b_size = calloc(G.cap * 3, sizeof *G.b_size);
+    assert_non_null(G.b_size);
     assert_non_null(G.readable);
     assert_non_null(G.pending);
     assert_non_null(G.wait_aliases);
@@ -360,6 +391,7 @@ commsched_graph *tu_random_graph(uint64_t seed, const tu_graph_opts *opts)
                                                 : 1 + tu_rng_below(
                                                           &G.r, (uint32_t)size);
         snprintf(gn, sizeof gn, "pg%u", i);
+        G.group_size[i] = size;
         assert_int_equal(commsched_builder_add_group(G.b, gn, size, hosts, &err),
                          COMMSCHED_OK);
     }
@@ -368,7 +400,8 @@ commsched_graph *tu_random_graph(uint64_t seed, const tu_graph_opts *opts)
         char in[24];
         snprintf(in, sizeof in, "in%u", i);
         int freeable = tu_rng_chance(&G.r, 50);
-        assert_int_equal(commsched_builder_add_input(G.b, in, random_size(&G),
+        G.in_size[i] = random_size(&G);
+        assert_int_equal(commsched_builder_add_input(G.b, in, G.in_size[i],
                                                      freeable, &err),
                          COMMSCHED_OK);
         if (i == 0 || !tu_rng_chance(&G.r, 20)) /* some inputs stay unread */
@@ -414,6 +447,7 @@ commsched_graph *tu_random_graph(uint64_t seed, const tu_graph_opts *opts)
     free(G.readable);
     free(G.pending);
     free(G.wait_aliases);
+    free(G.b_size);
     return g;
 }
 

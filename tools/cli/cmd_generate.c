@@ -113,8 +113,12 @@ static commsched_status add_mm(gen *g, const char *name, const char *a,
 
 static commsched_status build_chain(gen *g, long layers)
 {
-    int64_t weight = 2 * g->hidden * g->hidden; /* bf16 */
-    int64_t shard = weight / g->world;
+    /* A layer's bf16 weight, padded to a multiple of the world size as
+     * FSDP pads its flat parameter, so each rank's shard is exact: the
+     * all-gather writes world x shard, the reduce-scatter reads it
+     * (docs/FORMAT.md, "Collective sizes"). */
+    int64_t shard = (2 * g->hidden * g->hidden + g->world - 1) / g->world;
+    int64_t weight = shard * g->world;
     int64_t act = 2 * g->tokens * g->hidden;
     commsched_status st = commsched_builder_add_group(g->b, "dp", g->world, 1,
                                                       &g->err);
