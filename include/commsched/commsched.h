@@ -269,9 +269,7 @@ typedef struct commsched_tune_candidate {
     int64_t peak_memory;     /* per-step peak of the result */
     int fits;                /* status OK and peak_memory <= the budget */
     double wall_ms;          /* its commsched_optimize call (the only figure
-                                that depends on threads and load); 0 when
-                                it took an identical run's answer
-                                (docs/PASSES.md, tune) */
+                                that depends on threads and load) */
 } commsched_tune_candidate;
 
 typedef struct commsched_tune_result commsched_tune_result;

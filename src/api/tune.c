@@ -11,17 +11,7 @@
  *
  * Determinism: results live at their candidate's index and the ranking
  * breaks ties by index, so the answer (and every figure but wall_ms) is the
- * same for any thread count and any completion order.
- *
- * Shared answers: Inductor's pipeline at per-pass budgets 0.05 .. 0.2 reads
- * its budget only where a move is tested against the memory limit. When
- * the run at budget 0 refused no move for memory, every test it made
- * passes under a larger budget too, so the larger budgets make the same
- * moves and give the same figures: those candidates take its answer
- * instead of running again (on a 10K-node chain each run costs seconds,
- * its moves growing with the square of the graph). They are evaluated
- * last, and run normally when the budget-0 run is not finished yet or was
- * limited by memory, so the answer never depends on the timing. */
+ * same for any thread count and any completion order. */
 #include "commsched/commsched.h"
 
 #include <math.h>
@@ -47,10 +37,6 @@ typedef struct cand {
     char *passes, *knobs, *error;
     commsched_optimize_options *opts;
     commsched_tune_candidate pub;
-    long same_as;     /* the run whose answer this one shares when that run
-                         refused no move for memory, or -1 */
-    int mem_limited;  /* some move was refused for the memory budget */
-    int done;         /* evaluated (read and set under the loop's lock) */
 } cand;
 
 struct commsched_tune_result {
@@ -112,7 +98,6 @@ static int add(commsched_tune_result *r, const char *passes, size_t plen,
         return -1;
     cand *c = &r->c[r->n];
     memset(c, 0, sizeof *c);
-    c->same_as = -1;
     c->passes = dup_str(passes, plen);
     c->knobs = dup_str(knobs ? knobs : "", knobs ? klen : 0);
     if (!c->passes || !c->knobs) {
@@ -152,8 +137,6 @@ static int builtin_set(commsched_tune_result *r, double budget)
     static const char *const per_pass[] = {"0", "0.05", "0.1", "0.2"};
     if (add2(r, "none", NULL) != 0)
         return -1;
-    /* increasing budgets: each may share the first one's answer */
-    long first = (long)r->n;
     for (size_t i = 0; i < sizeof per_pass / sizeof per_pass[0]; i++) {
         snprintf(k, sizeof k,
                  "reorder_iterative_peak_memory_budget=%s,"
@@ -161,8 +144,6 @@ static int builtin_set(commsched_tune_result *r, double budget)
                  per_pass[i], per_pass[i]);
         if (add2(r, INDUCTOR, k) != 0)
             return -1;
-        if (i > 0)
-            r->c[r->n - 1].same_as = first;
     }
     if (add2(r, "raise_comms,sink_waits", NULL) != 0 ||
         add2(r, "reorder_compute_for_overlap", NULL) != 0)
@@ -301,22 +282,6 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* 1 when a pass of res refused a move for its memory budget: the
- * iterative passes' limiting factor "peak memory new:N vs base:M". */
-static int memory_limited(const commsched_result *res)
-{
-    const commsched_run *run = commsched_result_run(res);
-    for (size_t p = 0; p < commsched_run_pass_count(run); p++) {
-        const commsched_pass_stats *ps = commsched_run_pass(run, p);
-        for (uint32_t i = 0; i < ps->n_nodes; i++) {
-            const char *lf = ps->nodes[i].limiting_factor;
-            if (lf && strncmp(lf, "peak memory", 11) == 0)
-                return 1;
-        }
-    }
-    return 0;
-}
-
 /* One candidate: its own commsched_optimize call; writes only *c. */
 static void evaluate(const commsched_graph *g, cand *c, int64_t budget)
 {
@@ -339,25 +304,7 @@ static void evaluate(const commsched_graph *g, cand *c, int64_t budget)
     c->pub.exposed_ns = t->exposed_ns;
     c->pub.peak_memory = t->peak_memory_step;
     c->pub.fits = budget < 0 || t->peak_memory_step <= budget;
-    c->mem_limited = memory_limited(res);
     commsched_result_destroy(res);
-}
-
-/* Candidate c takes the answer of `from` (same_as above); wall_ms is the
- * time this took, none. */
-static void share(cand *c, const cand *from)
-{
-    c->pub = from->pub;
-    c->pub.wall_ms = 0.0;
-}
-
-/* Whether c may share its run's answer (c->same_as >= 0): that run is done,
- * succeeded and refused no move for memory. Read under the loop's lock. */
-static int can_share(const cand *all, const cand *c)
-{
-    const cand *from = &all[c->same_as];
-    return from->done && from->pub.status == COMMSCHED_OK &&
-           !from->mem_limited;
 }
 
 /* Rank order: fitting first, then the rest, failures last; within each by
@@ -449,17 +396,6 @@ commsched_status commsched_tune(const commsched_graph *g,
     int64_t budget = r->budget_bytes;
     cand *c = r->c;
     uint64_t finished = 0;
-    /* The evaluation order: candidates that may share an answer last. */
-    long *order = cs_malloc_array(r->n, sizeof *order);
-    if (!order) {
-        st = oom(err);
-        goto fail;
-    }
-    long at = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (long i = 0; i < n; i++)
-            if ((c[i].same_as >= 0) == (pass == 1))
-                order[at++] = i;
 #if COMMSCHED_HAVE_OPENMP
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
     /* One caller at a time and a count that only grows, as
@@ -468,38 +404,22 @@ commsched_status commsched_tune(const commsched_graph *g,
     omp_lock_t lock;
     omp_init_lock(&lock);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (long k = 0; k < n; k++) {
-        long i = order[k];
-        int shared = 0;
-        if (c[i].same_as >= 0) {
+    for (long i = 0; i < n; i++) {
+        evaluate(g, &c[i], budget);
+        if (o->progress) {
             omp_set_lock(&lock);
-            shared = can_share(c, &c[i]);
-            if (shared)
-                share(&c[i], &c[c[i].same_as]);
+            o->progress(o->progress_arg, ++finished, (uint64_t)n);
             omp_unset_lock(&lock);
         }
-        if (!shared)
-            evaluate(g, &c[i], budget);
-        omp_set_lock(&lock);
-        c[i].done = 1;
-        if (o->progress)
-            o->progress(o->progress_arg, ++finished, (uint64_t)n);
-        omp_unset_lock(&lock);
     }
     omp_destroy_lock(&lock);
 #else
-    for (long k = 0; k < n; k++) {
-        long i = order[k];
-        if (c[i].same_as >= 0 && can_share(c, &c[i]))
-            share(&c[i], &c[c[i].same_as]);
-        else
-            evaluate(g, &c[i], budget);
-        c[i].done = 1;
+    for (long i = 0; i < n; i++) {
+        evaluate(g, &c[i], budget);
         if (o->progress)
             o->progress(o->progress_arg, ++finished, (uint64_t)n);
     }
 #endif
-    free(order);
     for (size_t i = 0; i < r->n; i++) {
         c[i].pub.passes = c[i].passes;
         c[i].pub.knobs = c[i].knobs;

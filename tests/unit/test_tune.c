@@ -2,8 +2,8 @@
  * 1 and 2 threads (and OpenMP's default), the best fits the budget and is
  * never slower than the input order, failed candidates are recorded, bad
  * candidate texts are refused before anything runs, the options that
- * reproduce a candidate give its figures again (shared answers too), and
- * the progress callback counts the candidates. */
+ * reproduce a candidate give its figures again, and the progress callback
+ * counts the candidates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,53 +143,6 @@ static void test_threads_same_answer_workload(void **state)
     commsched_tune_result_destroy(one);
     commsched_tune_result_destroy(two);
     commsched_graph_destroy(g);
-}
-
-/* Every candidate's figures are those of its own commsched_optimize run,
- * shared answers included (Inductor's pipeline at budgets 0.05 .. 0.2 takes
- * budget 0's when that run refused no move for memory; wall_ms 0 marks
- * it). The random graphs cover both cases: some answers shared, some runs
- * limited by memory so that every budget runs. */
-static void test_shared_answers_reproduce(void **state)
-{
-    (void)state;
-    size_t shared = 0, ran = 0;
-    for (uint64_t seed = 1; seed <= 16; seed++) {
-        tu_graph_opts o = tu_random_opts(20 + (uint32_t)(seed % 40));
-        commsched_graph *g = tu_random_graph(seed, &o);
-        commsched_tune_result *r = tune(g, 1.0, 2, NULL, 0);
-        for (size_t i = 1; i <= 4; i++) { /* Inductor, budgets 0 .. 0.2 */
-            const commsched_tune_candidate *c =
-                commsched_tune_candidate_at(r, i);
-            assert_non_null(strstr(c->passes, "sink_waits_iterative"));
-            commsched_optimize_options *opts = NULL;
-            commsched_result *res = NULL;
-            commsched_error err = {0};
-            assert_int_equal(commsched_tune_candidate_options(r, i, &opts, &err),
-                             COMMSCHED_OK);
-            assert_int_equal(commsched_optimize(g, opts, &res, &err),
-                             c->status);
-            if (res) {
-                const commsched_sim_totals *t = commsched_result_after(res);
-                assert_true(t->makespan_ns == c->makespan_ns);
-                assert_true(t->lower_bound_ns == c->lower_bound_ns);
-                assert_true(t->exposed_ns == c->exposed_ns);
-                assert_true(t->peak_memory_step == c->peak_memory);
-            }
-            if (i > 1) {
-                if (c->wall_ms == 0.0)
-                    shared++;
-                else
-                    ran++;
-            }
-            commsched_result_destroy(res);
-            commsched_optimize_options_destroy(opts);
-        }
-        commsched_tune_result_destroy(r);
-        commsched_graph_destroy(g);
-    }
-    assert_true(shared > 0);
-    assert_true(ran > 0);
 }
 
 /* A candidate that fails at run time (a budget the pass refuses) is
@@ -372,7 +325,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_same_answer_random),
         cmocka_unit_test(test_threads_same_answer_workload),
-        cmocka_unit_test(test_shared_answers_reproduce),
         cmocka_unit_test(test_failed_candidate_recorded),
         cmocka_unit_test(test_progress_callback),
         cmocka_unit_test(test_bad_input),
