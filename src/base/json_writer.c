@@ -292,6 +292,18 @@ void cs_jw_uint(cs_jw *w, uint64_t v)
         put_u64(w, v, 0);
 }
 
+void cs_jw_key_int(cs_jw *w, const char *key, int64_t v)
+{
+    cs_jw_key(w, key);
+    cs_jw_int(w, v);
+}
+
+void cs_jw_key_string(cs_jw *w, const char *key, const char *s)
+{
+    cs_jw_key(w, key);
+    cs_jw_string(w, s);
+}
+
 /* jansson's jsonp_dtostr: the C library's "%.*g" (not shortest digits),
  * marked as a real, exponent normalised. The library runs in the "C"
  * locale for numbers, as jansson assumes when it finds no localeconv. */

@@ -101,6 +101,9 @@ void cs_jw_null(cs_jw *w);
 void cs_jw_bool(cs_jw *w, int b);
 void cs_jw_int(cs_jw *w, int64_t v);
 void cs_jw_uint(cs_jw *w, uint64_t v);
+/* A key and its value in one call: the members most objects are made of. */
+void cs_jw_key_int(cs_jw *w, const char *key, int64_t v);
+void cs_jw_key_string(cs_jw *w, const char *key, const char *s);
 /* A real as jansson's json_real dumps it with JSON_REAL_PRECISION(p)
  * (p = 0: 17): "%.*g", ".0" appended when that has neither '.' nor 'e', and
  * the exponent without '+' or leading zeros (1e-5, 1.5e20). */

@@ -45,18 +45,6 @@ static void key_g(cs_jw *w, const char *key, double v)
     cs_jw_number_g(w, v, CS_REPORT_PRECISION);
 }
 
-static void key_int(cs_jw *w, const char *key, int64_t v)
-{
-    cs_jw_key(w, key);
-    cs_jw_int(w, v);
-}
-
-static void key_string(cs_jw *w, const char *key, const char *v)
-{
-    cs_jw_key(w, key);
-    cs_jw_string(w, v);
-}
-
 static const char *bound_key(const commsched_sim_totals *t)
 {
     if (t->lower_bound_ns <= 0)
@@ -89,8 +77,8 @@ static void totals_json(cs_jw *w, const commsched_sim *sim)
     key_number(w, "overlap", t->overlap);
     key_number(w, "lower_bound_ns", t->lower_bound_ns);
     key_number(w, "efficiency", t->efficiency);
-    key_int(w, "collectives", t->n_collectives);
-    key_int(w, "waits", t->n_waits);
+    cs_jw_key_int(w, "collectives", t->n_collectives);
+    cs_jw_key_int(w, "waits", t->n_waits);
     cs_jw_end(w);
 }
 
@@ -99,20 +87,21 @@ static void bound_json(cs_jw *w, const commsched_sim *sim)
     const commsched_sim_totals *t = commsched_sim_get_totals(sim);
     compact_object(w, "lower_bound");
     key_number(w, "lower_bound_ns", t->lower_bound_ns);
-    key_string(w, "binding", bound_key(t));
+    cs_jw_key_string(w, "binding", bound_key(t));
     key_number(w, "compute_stream_ns", t->bound_compute_ns);
     key_number(w, "busiest_comm_stream_ns", t->bound_comm_ns);
-    key_string(w, "busiest_comm_stream",
-               t->bound_comm_stream == COMMSCHED_NONE
-                   ? NULL
-                   : commsched_sim_stream_name(sim, t->bound_comm_stream));
+    cs_jw_key_string(
+        w, "busiest_comm_stream",
+        t->bound_comm_stream == COMMSCHED_NONE
+            ? NULL
+            : commsched_sim_stream_name(sim, t->bound_comm_stream));
     key_number(w, "critical_path_ns", t->bound_path_ns);
     if (commsched_sim_get_options(sim).flags & COMMSCHED_SIM_BOUND) {
         key_number(w, "stream_bound_ns", t->bound_stream_ns);
-        key_string(w, "stream_bound_stream",
-                   t->bound_stream == COMMSCHED_NONE
-                       ? NULL
-                       : commsched_sim_stream_name(sim, t->bound_stream));
+        cs_jw_key_string(w, "stream_bound_stream",
+                         t->bound_stream == COMMSCHED_NONE
+                             ? NULL
+                             : commsched_sim_stream_name(sim, t->bound_stream));
     }
     cs_jw_end(w);
 }
@@ -126,10 +115,10 @@ static void memory_json(cs_jw *w, const commsched_sim *sim)
         return;
     }
     compact_object(w, "memory");
-    key_int(w, "baseline", t->memory_baseline);
-    key_int(w, "peak_simulated", t->peak_memory);
+    cs_jw_key_int(w, "baseline", t->memory_baseline);
+    cs_jw_key_int(w, "peak_simulated", t->peak_memory);
     key_number(w, "peak_simulated_at_ns", t->peak_memory_at_ns);
-    key_int(w, "peak_per_step", t->peak_memory_step);
+    cs_jw_key_int(w, "peak_per_step", t->peak_memory_step);
     cs_jw_end(w);
 }
 
@@ -140,9 +129,9 @@ static void streams_json(cs_jw *w, const commsched_sim *sim)
     cs_jw_layout(w, "", ":");
     for (uint32_t s = 0; s < commsched_sim_stream_count(sim); s++) {
         cs_jw_object(w);
-        key_int(w, "id", s);
-        key_string(w, "name", commsched_sim_stream_name(sim, s));
-        key_string(w, "kind", s == 0 ? "compute" : "comm");
+        cs_jw_key_int(w, "id", s);
+        cs_jw_key_string(w, "name", commsched_sim_stream_name(sim, s));
+        cs_jw_key_string(w, "kind", s == 0 ? "compute" : "comm");
         key_number(w, "busy_ns", commsched_sim_stream_busy(sim, s));
         cs_jw_end(w);
     }
@@ -163,9 +152,9 @@ static void estimates_json(cs_jw *w, const commsched_sim *sim,
         if ((unsigned)ctx->sources[v] < 3)
             cnt[ctx->sources[v]]++;
     compact_object(w, "estimates");
-    key_int(w, "file", cnt[COMMSCHED_SOURCE_FILE]);
-    key_int(w, "model", cnt[COMMSCHED_SOURCE_MODEL]);
-    key_int(w, "none", cnt[COMMSCHED_SOURCE_NONE]);
+    cs_jw_key_int(w, "file", cnt[COMMSCHED_SOURCE_FILE]);
+    cs_jw_key_int(w, "model", cnt[COMMSCHED_SOURCE_MODEL]);
+    cs_jw_key_int(w, "none", cnt[COMMSCHED_SOURCE_NONE]);
     cs_jw_end(w);
 }
 
@@ -179,30 +168,31 @@ static void collective_row(cs_jw *w, const commsched_sim *sim, uint32_t v,
     const cs_node *nd = &g->nodes[v];
     cs_jw_object(w);
     cs_jw_layout(w, "", ":");
-    key_string(w, "name", nd->name);
-    key_string(w, "op", commsched_coll_op_str((commsched_coll_op)nd->coll_op));
-    key_string(w, "group", g->groups[nd->group].name);
+    cs_jw_key_string(w, "name", nd->name);
+    cs_jw_key_string(w, "op",
+                     commsched_coll_op_str((commsched_coll_op)nd->coll_op));
+    cs_jw_key_string(w, "group", g->groups[nd->group].name);
     cs_jw_key(w, "sync");
     cs_jw_bool(w, nd->is_sync);
-    key_int(w, "stream", r->stream);
+    cs_jw_key_int(w, "stream", r->stream);
     key_g(w, "bytes", commsched_cost_collective_bytes(g, v));
     key_g(w, "comm_ns", r->end_ns - r->start_ns);
-    key_string(w, "source", ctx->sources
-                                ? commsched_cost_source_str(ctx->sources[v])
-                                : NULL);
+    cs_jw_key_string(w, "source",
+                     ctx->sources ? commsched_cost_source_str(ctx->sources[v])
+                                  : NULL);
     key_g(w, "issue_ns", r->issue_ns);
     key_g(w, "start_ns", r->start_ns);
     key_g(w, "end_ns", r->end_ns);
     key_g(w, "queued_ns", r->start_ns - r->issue_ns);
     key_g(w, "overlapped_ns", r->overlapped_ns);
     key_g(w, "exposed_ns", r->exposed_ns);
-    key_int(w, "issue_position", r->position);
+    cs_jw_key_int(w, "issue_position", r->position);
     if (r->wait == COMMSCHED_NONE) {
-        key_string(w, "wait", NULL);
-        key_string(w, "wait_position", NULL);
+        cs_jw_key_string(w, "wait", NULL);
+        cs_jw_key_string(w, "wait_position", NULL);
     } else {
-        key_string(w, "wait", g->nodes[r->wait].name);
-        key_int(w, "wait_position", res[r->wait].position);
+        cs_jw_key_string(w, "wait", g->nodes[r->wait].name);
+        cs_jw_key_int(w, "wait_position", res[r->wait].position);
     }
     cs_jw_end(w);
 }
@@ -256,15 +246,16 @@ commsched_status commsched_report_json(FILE *out, const commsched_sim *sim,
     if (!w)
         return COMMSCHED_ENOMEM;
     header_begin(w);
-    key_string(w, "format", REPORT_FORMAT);
-    key_int(w, "version", REPORT_VERSION);
-    key_string(w, "graph", g->name);
-    key_int(w, "nodes", g->n_nodes);
-    key_string(w, "device", ctx->device);
-    key_string(w, "cost_model", ctx->cost_model);
-    key_string(w, "comm_streams",
-               opts.comm_streams == COMMSCHED_STREAMS_SINGLE ? "single"
-                                                             : "per_group");
+    cs_jw_key_string(w, "format", REPORT_FORMAT);
+    cs_jw_key_int(w, "version", REPORT_VERSION);
+    cs_jw_key_string(w, "graph", g->name);
+    cs_jw_key_int(w, "nodes", g->n_nodes);
+    cs_jw_key_string(w, "device", ctx->device);
+    cs_jw_key_string(w, "cost_model", ctx->cost_model);
+    cs_jw_key_string(w, "comm_streams",
+                     opts.comm_streams == COMMSCHED_STREAMS_SINGLE
+                         ? "single"
+                         : "per_group");
     totals_json(w, sim);
     bound_json(w, sim);
     memory_json(w, sim);
@@ -305,14 +296,15 @@ static void slice(cs_jw *w, const commsched_sim *sim, uint32_t v,
     const cs_node *nd = &g->nodes[v];
     cs_trace_slice_begin(w, nd->name, category(nd), PID, (int)tid, t0,
                          t1 - t0);
-    key_int(w, "position", r->position);
+    cs_jw_key_int(w, "position", r->position);
     if (nd->op)
-        key_string(w, "op", nd->op);
+        cs_jw_key_string(w, "op", nd->op);
     key_g(w, "runtime_ns", r->end_ns - r->start_ns);
     if (ctx->sources)
-        key_string(w, "source", commsched_cost_source_str(ctx->sources[v]));
+        cs_jw_key_string(w, "source",
+                         commsched_cost_source_str(ctx->sources[v]));
     if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
-        key_string(w, "group", g->groups[nd->group].name);
+        cs_jw_key_string(w, "group", g->groups[nd->group].name);
         key_g(w, "bytes", commsched_cost_collective_bytes(g, v));
         key_g(w, "issue_ns", r->issue_ns);
         key_g(w, "exposed_ns", r->exposed_ns);
@@ -372,9 +364,9 @@ commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
     cs_jw *w = cs_trace_begin(out, "commsched-trace", err);
     if (!w)
         return COMMSCHED_ENOMEM;
-    key_string(w, "graph", g->name);
-    key_string(w, "device", ctx->device);
-    key_string(w, "cost_model", ctx->cost_model);
+    cs_jw_key_string(w, "graph", g->name);
+    cs_jw_key_string(w, "device", ctx->device);
+    cs_jw_key_string(w, "cost_model", ctx->cost_model);
     key_g(w, "makespan_ns", t->makespan_ns);
     key_g(w, "lower_bound_ns", t->lower_bound_ns);
     cs_trace_events(w);
@@ -432,31 +424,32 @@ static void estimate_json(cs_jw *w, const commsched_graph *g, uint32_t v,
     const cs_node *nd = &g->nodes[v];
     cs_jw_object(w);
     cs_jw_layout(w, "", ":");
-    key_string(w, "name", nd->name);
-    key_string(w, "kind", commsched_node_kind_str((commsched_node_kind)nd->kind));
-    key_string(w, "op", nd->kind == COMMSCHED_NODE_COLLECTIVE
-                            ? commsched_coll_op_str(
-                                  (commsched_coll_op)nd->coll_op)
-                            : nd->op);
+    cs_jw_key_string(w, "name", nd->name);
+    cs_jw_key_string(w, "kind",
+                     commsched_node_kind_str((commsched_node_kind)nd->kind));
+    cs_jw_key_string(w, "op",
+                     nd->kind == COMMSCHED_NODE_COLLECTIVE
+                         ? commsched_coll_op_str((commsched_coll_op)nd->coll_op)
+                         : nd->op);
     key_number(w, "runtime_ns", nc->runtime_ns);
-    key_string(w, "source", commsched_cost_source_str(nc->source));
+    cs_jw_key_string(w, "source", commsched_cost_source_str(nc->source));
     key_number(w, "model_ns", nc->model_ns);
     key_number(w, "latency_ns", nc->tuple.latency_ns);
     key_number(w, "bandwidth_ns", nc->tuple.bandwidth_ns);
     key_number(w, "computation_ns", nc->tuple.computation_ns);
-    key_int(w, "memory_delta", nc->tuple.memory_delta);
+    cs_jw_key_int(w, "memory_delta", nc->tuple.memory_delta);
     key_number(w, "bytes", nc->bytes);
     if (nd->kind == COMMSCHED_NODE_COMPUTE)
         key_number(w, "flops", nc->flops);
     if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
         const commsched_coll_cost *c = &nc->coll;
-        key_string(w, "group", g->groups[nd->group].name);
-        key_int(w, "ranks", c->ranks);
-        key_int(w, "hosts", c->hosts);
-        key_string(w, "algorithm", commsched_nccl_algo_str(c->algo));
-        key_string(w, "protocol", commsched_nccl_proto_str(c->proto));
-        key_int(w, "steps", c->steps);
-        key_int(w, "inter_steps", c->inter_steps);
+        cs_jw_key_string(w, "group", g->groups[nd->group].name);
+        cs_jw_key_int(w, "ranks", c->ranks);
+        cs_jw_key_int(w, "hosts", c->hosts);
+        cs_jw_key_string(w, "algorithm", commsched_nccl_algo_str(c->algo));
+        cs_jw_key_string(w, "protocol", commsched_nccl_proto_str(c->proto));
+        cs_jw_key_int(w, "steps", c->steps);
+        cs_jw_key_int(w, "inter_steps", c->inter_steps);
         key_number(w, "bus_bw_gbs", c->bus_bw);
         key_number(w, "alg_bw_gbs", c->alg_bw);
     }
@@ -474,11 +467,11 @@ commsched_status commsched_report_estimates_json(
     if (!w)
         return COMMSCHED_ENOMEM;
     header_begin(w);
-    key_string(w, "format", "commsched-estimates");
-    key_int(w, "version", 1);
-    key_string(w, "graph", g->name);
-    key_string(w, "device", o->device->name);
-    key_string(w, "cost_model", commsched_comm_model_str(o->comm_model));
+    cs_jw_key_string(w, "format", "commsched-estimates");
+    cs_jw_key_int(w, "version", 1);
+    cs_jw_key_string(w, "graph", g->name);
+    cs_jw_key_string(w, "device", o->device->name);
+    cs_jw_key_string(w, "cost_model", commsched_comm_model_str(o->comm_model));
     rows_begin(w, "nodes");
     for (uint32_t v = 0; v < g->n_nodes && !w->error; v++) {
         commsched_node_cost nc;

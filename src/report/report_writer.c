@@ -93,12 +93,6 @@ static void event(cs_jw *w, const char *name, const char *cat, const char *ph)
     cs_jw_string(w, ph);
 }
 
-static void key_int(cs_jw *w, const char *key, int64_t v)
-{
-    cs_jw_key(w, key);
-    cs_jw_int(w, v);
-}
-
 static void key_time(cs_jw *w, const char *key, double ns)
 {
     cs_jw_key(w, key);
@@ -108,8 +102,8 @@ static void key_time(cs_jw *w, const char *key, double ns)
 static void meta(cs_jw *w, const char *what, int pid, int tid)
 {
     event(w, what, NULL, "M");
-    key_int(w, "pid", pid);
-    key_int(w, "tid", tid);
+    cs_jw_key_int(w, "pid", pid);
+    cs_jw_key_int(w, "tid", tid);
     cs_jw_key(w, "args");
     cs_jw_object(w);
 }
@@ -128,7 +122,7 @@ void cs_trace_sort_index(cs_jw *w, const char *what, int pid, int tid,
                          int64_t index)
 {
     meta(w, what, pid, tid);
-    key_int(w, "sort_index", index);
+    cs_jw_key_int(w, "sort_index", index);
     cs_jw_end(w);
     cs_jw_end(w);
 }
@@ -137,8 +131,8 @@ void cs_trace_slice_begin(cs_jw *w, const char *name, const char *cat,
                           int pid, int tid, double ts_ns, double dur_ns)
 {
     event(w, name, cat, "X");
-    key_int(w, "pid", pid);
-    key_int(w, "tid", tid);
+    cs_jw_key_int(w, "pid", pid);
+    cs_jw_key_int(w, "tid", tid);
     key_time(w, "ts", ts_ns);
     key_time(w, "dur", dur_ns);
     cs_jw_key(w, "args");
@@ -158,8 +152,8 @@ void cs_trace_flow(cs_jw *w, const char *name, const char *cat, char ph,
     event(w, name, cat, ph == 's' ? "s" : "f");
     cs_jw_key(w, "id");
     cs_jw_uint(w, id);
-    key_int(w, "pid", pid);
-    key_int(w, "tid", tid);
+    cs_jw_key_int(w, "pid", pid);
+    cs_jw_key_int(w, "tid", tid);
     key_time(w, "ts", ts_ns);
     if (ph != 's' && bp_enclosing) {
         cs_jw_key(w, "bp");
@@ -172,11 +166,11 @@ void cs_trace_counter(cs_jw *w, const char *name, int pid, double ts_ns,
                       const char *key, int64_t value)
 {
     event(w, name, NULL, "C");
-    key_int(w, "pid", pid);
+    cs_jw_key_int(w, "pid", pid);
     key_time(w, "ts", ts_ns);
     cs_jw_key(w, "args");
     cs_jw_object(w);
-    key_int(w, key, value);
+    cs_jw_key_int(w, key, value);
     cs_jw_end(w);
     cs_jw_end(w);
 }

@@ -17,18 +17,6 @@ static void key_real(cs_jw *w, const char *key, double v)
     cs_jw_real(w, v, 0);
 }
 
-static void key_int(cs_jw *w, const char *key, int64_t v)
-{
-    cs_jw_key(w, key);
-    cs_jw_int(w, v);
-}
-
-static void key_string(cs_jw *w, const char *key, const char *s)
-{
-    cs_jw_key(w, key);
-    cs_jw_string(w, s);
-}
-
 /* A position, or null for none. */
 static void key_pos(cs_jw *w, const char *key, uint32_t p)
 {
@@ -44,20 +32,20 @@ static void node_row(cs_jw *w, const commsched_graph *g,
                      const commsched_node_stats *r, int sink)
 {
     cs_jw_object(w);
-    key_string(w, "node", commsched_graph_node_name(g, r->node));
+    cs_jw_key_string(w, "node", commsched_graph_node_name(g, r->node));
     key_real(w, "comm_time_ns", r->comm_time);
     key_real(w, "comp_time_ns", r->comp_time);
     key_real(w, "initial_exposed_ns", r->initial_exposed);
     key_real(w, "final_exposed_ns", r->final_exposed);
     key_real(w, "improvement_ns", r->initial_exposed - r->final_exposed);
-    key_string(w, "limiting_factor",
-               r->limiting_factor ? r->limiting_factor : "None");
-    key_int(w, "moves", r->moves);
-    key_int(w, "grouped", r->grouped);
-    key_string(w, "grouped_info", r->grouped_info ? r->grouped_info : "");
-    key_string(w, "overlap_info", r->overlap_info ? r->overlap_info : "");
+    cs_jw_key_string(w, "limiting_factor",
+                     r->limiting_factor ? r->limiting_factor : "None");
+    cs_jw_key_int(w, "moves", r->moves);
+    cs_jw_key_int(w, "grouped", r->grouped);
+    cs_jw_key_string(w, "grouped_info", r->grouped_info ? r->grouped_info : "");
+    cs_jw_key_string(w, "overlap_info", r->overlap_info ? r->overlap_info : "");
     if (sink)
-        key_string(w, "moves_info", r->moves_info ? r->moves_info : "");
+        cs_jw_key_string(w, "moves_info", r->moves_info ? r->moves_info : "");
     cs_jw_end(w);
 }
 
@@ -65,16 +53,16 @@ static void overlap_row(cs_jw *w, const commsched_graph *g,
                         const commsched_overlap_stats *o)
 {
     cs_jw_object(w);
-    key_string(w, "node", commsched_graph_node_name(g, o->node));
+    cs_jw_key_string(w, "node", commsched_graph_node_name(g, o->node));
     key_real(w, "comm_ns", o->comm_ns);
     key_real(w, "exposed_before_ns", o->exposed_before_ns);
     key_real(w, "exposed_after_ns", o->exposed_after_ns);
     key_real(w, "hidden_before", o->hidden_before);
     key_real(w, "hidden_after", o->hidden_after);
-    key_string(w, "limit", o->limit);
-    key_string(w, "wait", o->wait == COMMSCHED_NONE
-                              ? NULL
-                              : commsched_graph_node_name(g, o->wait));
+    cs_jw_key_string(w, "limit", o->limit);
+    cs_jw_key_string(w, "wait", o->wait == COMMSCHED_NONE
+                                    ? NULL
+                                    : commsched_graph_node_name(g, o->wait));
     key_pos(w, "issue_before", o->issue_before);
     key_pos(w, "issue_after", o->issue_after);
     key_pos(w, "wait_before", o->wait_before);
@@ -86,18 +74,18 @@ static void bucket_row(cs_jw *w, const commsched_graph *g,
                        const commsched_bucket_stats *b)
 {
     cs_jw_object(w);
-    key_string(w, "node", commsched_graph_node_name(g, b->node));
-    key_string(w, "copy_in", commsched_graph_node_name(g, b->copy_in));
-    key_string(w, "wait", commsched_graph_node_name(g, b->wait));
+    cs_jw_key_string(w, "node", commsched_graph_node_name(g, b->node));
+    cs_jw_key_string(w, "copy_in", commsched_graph_node_name(g, b->copy_in));
+    cs_jw_key_string(w, "wait", commsched_graph_node_name(g, b->wait));
     cs_jw_key(w, "members");
     cs_jw_array(w);
     for (uint32_t i = 0; i < b->n_members; i++)
         cs_jw_string(w, b->members[i]);
     cs_jw_end(w);
-    key_int(w, "bytes", b->bytes);
+    cs_jw_key_int(w, "bytes", b->bytes);
     key_real(w, "time_before_ns", b->time_before_ns);
     key_real(w, "time_after_ns", b->time_after_ns);
-    key_string(w, "closed_by", b->closed_by);
+    cs_jw_key_string(w, "closed_by", b->closed_by);
     cs_jw_end(w);
 }
 
@@ -107,10 +95,10 @@ static void pass_object(cs_jw *w, const commsched_graph *g,
     /* Node indices are the pass's own graph's (bucketing makes one). */
     const commsched_graph *pg = p->graph ? p->graph : g;
     cs_jw_object(w);
-    key_string(w, "pass", p->pass);
-    key_int(w, "peak_memory_before", p->peak_before);
-    key_int(w, "peak_memory_after", p->peak_after);
-    key_int(w, "fake_edges_added", p->fake_edges_added);
+    cs_jw_key_string(w, "pass", p->pass);
+    cs_jw_key_int(w, "peak_memory_before", p->peak_before);
+    cs_jw_key_int(w, "peak_memory_after", p->peak_after);
+    cs_jw_key_int(w, "fake_edges_added", p->fake_edges_added);
     cs_jw_key(w, "nodes");
     cs_jw_array(w);
     for (uint32_t k = 0; k < p->n_nodes; k++)
@@ -122,7 +110,7 @@ static void pass_object(cs_jw *w, const commsched_graph *g,
         for (uint32_t k = 0; k < p->n_buckets; k++)
             bucket_row(w, pg, &p->buckets[k]);
         cs_jw_end(w);
-        key_int(w, "fake_edges_dropped", p->fake_edges_dropped);
+        cs_jw_key_int(w, "fake_edges_dropped", p->fake_edges_dropped);
     }
     if (p->kind == COMMSCHED_STATS_OVERLAP) {
         cs_jw_key(w, "collectives");
@@ -130,14 +118,14 @@ static void pass_object(cs_jw *w, const commsched_graph *g,
         for (uint32_t k = 0; k < p->n_overlap; k++)
             overlap_row(w, pg, &p->overlap[k]);
         cs_jw_end(w);
-        key_string(w, "variant",
-                   p->overlap_variant ? p->overlap_variant : "input");
+        cs_jw_key_string(w, "variant",
+                         p->overlap_variant ? p->overlap_variant : "input");
         cs_jw_key(w, "budget_bytes");
         if (p->overlap_budget_bytes < 0)
             cs_jw_null(w);
         else
             cs_jw_int(w, p->overlap_budget_bytes);
-        key_int(w, "candidates", p->overlap_candidates);
+        cs_jw_key_int(w, "candidates", p->overlap_candidates);
     }
     if (flags & COMMSCHED_STATS_JSON_TIMING)
         key_real(w, "wall_ms", p->wall_ms);

@@ -454,18 +454,6 @@ static void key_num(cs_jw *w, const char *key, double v)
     cs_jw_number_g_or_null(w, v, CS_REPORT_PRECISION);
 }
 
-static void key_int(cs_jw *w, const char *key, int64_t v)
-{
-    cs_jw_key(w, key);
-    cs_jw_int(w, v);
-}
-
-static void key_str(cs_jw *w, const char *key, const char *v)
-{
-    cs_jw_key(w, key);
-    cs_jw_string(w, v);
-}
-
 /* The totals object of the measured-run schema. */
 static void jw_totals(cs_jw *w, double makespan, double compute, double comm,
                       double exposed, double overlap)
@@ -502,33 +490,34 @@ static void json_header(cs_jw *w, const commsched_measurement *m,
     const commsched_run_options *o = &m->options;
     cs_jw_object(w);
     cs_jw_layout(w, "", ":");
-    key_str(w, "format", "commsched-measured");
-    key_int(w, "version", 1);
+    cs_jw_key_string(w, "format", "commsched-measured");
+    cs_jw_key_int(w, "version", 1);
     cs_jw_layout(w, "\n", ":");
-    key_str(w, "graph", m->graph->name);
+    cs_jw_key_string(w, "graph", m->graph->name);
     cs_jw_layout(w, "", ":");
-    key_int(w, "node_count", m->nodes);
-    key_int(w, "collective_count", s->n_coll);
-    key_int(w, "rank_count", m->ranks);
+    cs_jw_key_int(w, "node_count", m->nodes);
+    cs_jw_key_int(w, "collective_count", s->n_coll);
+    cs_jw_key_int(w, "rank_count", m->ranks);
     cs_jw_layout(w, "\n", ":");
-    key_str(w, "runtime", m->runtime);
+    cs_jw_key_string(w, "runtime", m->runtime);
     cs_jw_layout(w, "", ":");
-    key_str(w, "library", m->library);
+    cs_jw_key_string(w, "library", m->library);
     cs_jw_layout(w, "\n", ":");
     cs_jw_key(w, "options");
     cs_jw_object(w);
     cs_jw_layout(w, "", ":");
-    key_str(w, "compute", commsched_compute_mode_str(o->compute));
+    cs_jw_key_string(w, "compute", commsched_compute_mode_str(o->compute));
     key_num(w, "time_scale", o->time_scale);
     key_num(w, "size_scale", o->size_scale);
-    key_str(w, "allreduce", commsched_allreduce_algo_str(o->allreduce));
+    cs_jw_key_string(w, "allreduce",
+                     commsched_allreduce_algo_str(o->allreduce));
     cs_jw_key(w, "ring_threshold");
     cs_jw_uint(w, o->ring_threshold);
     cs_jw_key(w, "check");
     cs_jw_bool(w, o->check);
-    key_int(w, "iters", o->iters);
-    key_int(w, "warmup", o->warmup);
-    key_int(w, "calibrate", o->calibrate);
+    cs_jw_key_int(w, "iters", o->iters);
+    cs_jw_key_int(w, "warmup", o->warmup);
+    cs_jw_key_int(w, "calibrate", o->calibrate);
     key_num(w, "timeout_s", o->timeout_s);
     key_num(w, "poll_us", o->poll_us);
     cs_jw_end(w);
@@ -577,8 +566,8 @@ commsched_status commsched_run_report_json(FILE *out,
     cs_jw_key(w, "prediction");
     cs_jw_object(w);
     cs_jw_layout(w, "", ":");
-    key_str(w, "source", prediction_source(m, p));
-    key_str(w, "device", p ? p->device : NULL);
+    cs_jw_key_string(w, "source", prediction_source(m, p));
+    cs_jw_key_string(w, "device", p ? p->device : NULL);
     cs_jw_key(w, "totals");
     if (st) {
         jw_totals(w, st->makespan_ns, st->compute_ns, st->comm_ns,
@@ -591,7 +580,7 @@ commsched_status commsched_run_report_json(FILE *out,
     cs_jw_key(w, "memory");
     cs_jw_object(w);
     cs_jw_layout(w, "", ":");
-    key_int(w, "peak", s.peak);
+    cs_jw_key_int(w, "peak", s.peak);
     cs_jw_key(w, "per_rank");
     cs_jw_array(w);
     for (uint32_t r = 0; r < m->ranks; r++)
@@ -606,7 +595,7 @@ commsched_status commsched_run_report_json(FILE *out,
         cs_jw_int(w, max_pool_peak(m));
     else
         cs_jw_null(w);
-    key_int(w, "uncounted_inputs", m->other_bytes);
+    cs_jw_key_int(w, "uncounted_inputs", m->other_bytes);
     cs_jw_end(w);
     cs_jw_key(w, "check");
     cs_jw_object(w);
@@ -617,17 +606,17 @@ commsched_status commsched_run_report_json(FILE *out,
     cs_jw_uint(w, m->checked);
     cs_jw_key(w, "mismatches");
     cs_jw_uint(w, m->mismatches);
-    key_str(w, "first_mismatch",
-            m->first_mismatch[0] ? m->first_mismatch : NULL);
+    cs_jw_key_string(w, "first_mismatch",
+                     m->first_mismatch[0] ? m->first_mismatch : NULL);
     cs_jw_end(w);
     rows_begin(w, "ranks");
     for (uint32_t r = 0; r < m->ranks; r++) {
         const double *t = s.rank_tot + (size_t)r * 5;
         row_begin(w);
-        key_int(w, "rank", r);
+        cs_jw_key_int(w, "rank", r);
         cs_jw_key(w, "totals");
         jw_totals(w, t[0], t[1], t[2], t[3], t[4]);
-        key_int(w, "peak_memory", m->peak_live[r]);
+        cs_jw_key_int(w, "peak_memory", m->peak_live[r]);
         cs_jw_end(w);
     }
     cs_jw_end(w);
@@ -638,8 +627,9 @@ commsched_status commsched_run_report_json(FILE *out,
         uint32_t v = m->order[k];
         const cs_node *nd = &g->nodes[v];
         row_begin(w);
-        key_str(w, "name", nd->name);
-        key_str(w, "kind", commsched_node_kind_str((commsched_node_kind)nd->kind));
+        cs_jw_key_string(w, "name", nd->name);
+        cs_jw_key_string(
+            w, "kind", commsched_node_kind_str((commsched_node_kind)nd->kind));
         key_num(w, "start_ns", fmax(0, s.issue[v]));
         key_num(w, "end_ns", fmax(0, s.issue[v]) + fmax(0, s.dur[v]));
         if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
@@ -656,9 +646,9 @@ commsched_status commsched_run_report_json(FILE *out,
         if (nd->kind != COMMSCHED_NODE_COLLECTIVE)
             continue;
         row_begin(w);
-        key_str(w, "name", nd->name);
-        key_str(w, "op", nd->op);
-        key_str(w, "group", g->groups[nd->group].name);
+        cs_jw_key_string(w, "name", nd->name);
+        cs_jw_key_string(w, "op", nd->op);
+        cs_jw_key_string(w, "group", g->groups[nd->group].name);
         cs_jw_key(w, "sync");
         cs_jw_bool(w, nd->is_sync);
         key_num(w, "bytes",
@@ -705,10 +695,10 @@ static void tr_slice(cs_jw *w, int pid, int tid, const char *name,
                      uint32_t iter)
 {
     cs_trace_slice_begin(w, name, cat, pid, tid, ts_ns, fmax(0, dur_ns));
-    key_str(w, "op", nd->op);
+    cs_jw_key_string(w, "op", nd->op);
     if (nd->kind == COMMSCHED_NODE_COLLECTIVE)
-        key_str(w, "group", g->groups[nd->group].name);
-    key_int(w, "iteration", iter);
+        cs_jw_key_string(w, "group", g->groups[nd->group].name);
+    cs_jw_key_int(w, "iteration", iter);
     key_num(w, "dur_ns", dur_ns);
     cs_trace_slice_end(w);
 }
@@ -738,9 +728,9 @@ commsched_status commsched_run_report_trace(FILE *out,
         summary_free(&s);
         return COMMSCHED_ENOMEM;
     }
-    key_str(w, "graph", g->name);
-    key_int(w, "ranks", R);
-    key_int(w, "iterations", m->iters);
+    cs_jw_key_string(w, "graph", g->name);
+    cs_jw_key_int(w, "ranks", R);
+    cs_jw_key_int(w, "iterations", m->iters);
     key_num(w, "step_median_ns", s.step_med);
     cs_trace_events(w);
     char label[64];
