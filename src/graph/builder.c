@@ -152,20 +152,6 @@ commsched_status commsched_builder_create(const char *name,
     return COMMSCHED_OK;
 }
 
-void commsched_builder_destroy(commsched_builder *b)
-{
-    if (!b)
-        return;
-    free(b->groups);
-    free(b->inputs);
-    free(b->outputs);
-    free(b->nodes);
-    free(b->outs);
-    free(b->refs);
-    cs_arena_fini(&b->arena);
-    cs_arena_fini(&b->scratch);
-    free(b);
-}
 
 static int valid_name(const char *s) { return s && s[0] != '\0'; }
 
@@ -1179,6 +1165,15 @@ static void release_records(commsched_builder *b)
     b->cap_groups = b->cap_inputs = b->cap_outputs = b->cap_nodes =
         b->cap_outs = b->cap_refs = 0;
     cs_arena_fini(&b->scratch);
+}
+
+void commsched_builder_destroy(commsched_builder *b)
+{
+    if (!b)
+        return;
+    release_records(b);
+    cs_arena_fini(&b->arena);
+    free(b);
 }
 
 static commsched_status build(commsched_graph *g, commsched_builder *b,
