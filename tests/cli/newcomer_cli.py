@@ -250,6 +250,15 @@ def discoverability():
     refused(["generate", "fsdp", "--preset", "llama2-7b"],
             'unknown preset "llama2-7b"', 'did you mean "llama2-70b"?')
 
+    # generate chain's sizes are refused naming the option, before they
+    # overflow (2 x hidden^2 wrapped an int64_t) or reach the builder.
+    refused(["generate", "chain", "--hidden", "4000000000"], "--hidden")
+    refused(["generate", "chain", "--tokens", "9000000000000"], "--tokens")
+    refused(["generate", "chain", "--world", "99999999"], "--world")
+    refused(["generate", "chain", "--nodes", "99999999999999"], "--nodes")
+    refused(["generate", "chain", "--layers", "99999999999999999999"],
+            "--layers")
+
     imp = run("import", "--help").stdout
     usage = imp.split("\n")[0]
     formats = usage.split()[3].split("|")

@@ -260,6 +260,24 @@ int cmd_generate(int argc, char **argv)
     }
     if (nodes)
         layers = nodes > 10 ? (nodes - 1) / 9 : 1;
+    /* Refused here, naming the option, rather than overflowing on the way
+     * (2 h^2 in an int64_t, 9 layers + 1 nodes in a long) or reaching the
+     * builder as a figure of a graph the user never wrote. */
+    if (layers > (long)(UINT32_MAX / 9) - 1)
+        return cli_usage_error("generate", "--layers/--nodes: at most %ld "
+                               "layers (%lu nodes)", (long)(UINT32_MAX / 9) - 1,
+                               (unsigned long)(UINT32_MAX / 9 - 1) * 9 + 1);
+    if (world > (long)COMMSCHED_MAX_GROUP_SIZE)
+        return cli_usage_error("generate", "--world: at most %lu ranks "
+                               "(docs/FORMAT.md, \"Limits\")",
+                               (unsigned long)COMMSCHED_MAX_GROUP_SIZE);
+    if (2.0 * (double)hidden * (double)hidden + (double)world >
+            (double)COMMSCHED_MAX_SIZE ||
+        2.0 * (double)tokens * (double)hidden > (double)COMMSCHED_MAX_SIZE)
+        return cli_usage_error("generate", "--hidden/--tokens: a layer's "
+                               "weight (2 x hidden^2 bytes) and activation "
+                               "(2 x tokens x hidden) must each fit the "
+                               "format's limit of 2^53 bytes per buffer");
 
     gen g;
     memset(&g, 0, sizeof g);
