@@ -81,16 +81,20 @@ def saturation_cap_mb(cli, graph):
         return None
     grp = dict(groups[max(use, key=lambda k: (use[k], k))])
     grp["name"] = "g"
-    sizes = [int(2 ** (20 + i / 16)) for i in range(0, 16 * 13)]  # 1 MiB-8 GiB
-    nodes, outs = [], []
+    # all-gather outputs of 1 MiB-8 GiB, each a whole number of shards (an
+    # all-gather writes group size x what it reads: docs/FORMAT.md)
+    k = max(int(grp.get("size", 1)), 1)
+    sizes = [int(2 ** (20 + i / 16)) // k * k for i in range(0, 16 * 13)]
+    nodes, outs, ins = [], [], []
     for i, b in enumerate(sizes):
         nodes.append({"name": "ag%d" % i, "kind": "collective",
-                      "op": "all_gather", "group": "g", "inputs": ["x"],
+                      "op": "all_gather", "group": "g",
+                      "inputs": ["x%d" % i],
                       "outputs": [{"name": "o%d" % i, "size": b}]})
+        ins.append({"name": "x%d" % i, "size": b // k})
         outs.append("o%d" % i)
     probe = {"format": "commsched-graph", "version": 1, "groups": [grp],
-             "inputs": [{"name": "x", "size": 1}], "outputs": outs,
-             "nodes": nodes}
+             "inputs": ins, "outputs": outs, "nodes": nodes}
     p = subprocess.run([cli, "estimate", "--format", "json", "-"],
                        input=json.dumps(probe).encode(), check=True,
                        stdout=subprocess.PIPE)

@@ -588,6 +588,18 @@ def collective_ms(node, override_size=None):
         total = out + inb
         scale = float(override_size) / total if total else 0.0
         out, inb = int(out * scale), int(inb * scale)
+    # The input side follows from the output and the op (docs/FORMAT.md,
+    # "Collective sizes"): summing the input nodes counts an out= variant's
+    # preallocated output (a bucket's all_gather_into_tensor_out) as read,
+    # and scaling rounds the two sides apart.
+    k = max(int(size), 1)
+    if op == "all_gather":
+        out -= out % k
+        inb = out // k
+    elif op == "reduce_scatter":
+        inb = out * k
+    elif op in ("all_reduce", "broadcast", "reduce"):
+        inb = out
     g = Graph("collective")
     g.add_group(group, size)
     g.add_input("in", inb)

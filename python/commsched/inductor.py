@@ -296,7 +296,19 @@ def _runtime_ns(snode):
 def _flops(snode):
     try:
         f = snode.estimate_flops()
-        return float(f) if f else None
+        if f:
+            return float(f)
+        # torch's estimate reads the IR node's origin_node, which FX passes
+        # that rebuild the graph (torch 2.13's collective bucketing) leave
+        # unset; the node's origins still name the ATen ops, so count them
+        # as estimate_flops would have (extern and template kernels only).
+        node = getattr(snode, "node", None)
+        if node is None or not (snode.is_extern() or snode.is_template()):
+            return None
+        from torch._inductor.fx_utils import count_flops_fx
+        fs = [count_flops_fx(o) for o in getattr(node, "origins", ())]
+        total = sum(int(x) for x in fs if x)
+        return float(total) if total else None
     except Exception:
         return None
 
