@@ -77,9 +77,14 @@ static int64_t root_size(const commsched_graph *g, uint32_t b)
 
 /* Whether collective c (of the pass's op) with wait w can be merged at
  * all. The rules keep the rewrite local: one input, one output that only
- * its wait reads and that no graph output names, no node other than the
+ * its wait reads (a graph output may name it: the bucket's wait then
+ * outputs a view of its slice under its name), no node other than the
  * wait depending on the collective (an `after` edge on it could close a
- * cycle through another bucket), and a wait that completes nothing else. */
+ * cycle through another bucket), and a wait that completes nothing else.
+ * The wait may also read the collective's input, as Inductor's does so
+ * that the input lives until the collective is done: the bucket's wait
+ * then reads the flat input (flat.wait_reads_in), which keeps the copy
+ * the collective reads alive as long. */
 static int eligible(const commsched_graph *g, uint32_t c, uint32_t w,
                     cand *out)
 {
@@ -87,13 +92,15 @@ static int eligible(const commsched_graph *g, uint32_t c, uint32_t w,
     if (n->is_sync || CS_ROW_LEN(g->reads, c) != 1 || n->n_out != 1)
         return 0;
     uint32_t in = CS_ROW_BEGIN(g->reads, c)[0], o = n->out_first;
-    if (g->buffers[o].is_output)
-        return 0;
     if (CS_ROW_LEN(g->users, c) != 1 || CS_ROW_BEGIN(g->users, c)[0] != w)
         return 0;
-    for (uint32_t e = g->reads.off[w]; e < g->reads.off[w + 1]; e++)
-        if (g->reads.idx[e] != o)
+    out->wait_reads_in = 0;
+    for (uint32_t e = g->reads.off[w]; e < g->reads.off[w + 1]; e++) {
+        if (g->reads.idx[e] == in && in != o)
+            out->wait_reads_in = 1;
+        else if (g->reads.idx[e] != o)
             return 0;
+    }
     out->in = in;
     out->out = o;
     out->in_bytes = root_size(g, in);
@@ -392,11 +399,12 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
         sp.n_inputs = bk->n;
         sp.bytes = 2.0 * f.copied; /* read + write: memory-bound */
     } else {
-        const char *in_name = kind == 1 ? nm->in : nm->out;
-        if (grow_names(&p->s_in, &p->cap_in, 1) != 0)
+        if (grow_names(&p->s_in, &p->cap_in, 2) != 0)
             return bk_oom(err);
-        p->s_in[0] = in_name;
+        p->s_in[0] = kind == 1 ? nm->in : nm->out;
         sp.n_inputs = 1;
+        if (kind == 2 && f.wait_reads_in)
+            p->s_in[sp.n_inputs++] = nm->in;
         next_stamp(p);
         for (uint32_t i = 0; i < bk->n; i++) {
             const cand *c = bk_member(p, bk, i);
@@ -443,7 +451,8 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
     if (kind == 2) {
         size_t n_out = 0;
         for (uint32_t i = 0; i < bk->n; i++)
-            n_out += g->nodes[bk_member(p, bk, i)->wait].n_out;
+            n_out += g->nodes[bk_member(p, bk, i)->wait].n_out +
+                     g->buffers[bk_member(p, bk, i)->out].is_output;
         if (cs_grow((void **)&p->s_out, &p->cap_out, n_out ? n_out : 1,
                     sizeof *p->s_out) != 0)
             return bk_oom(err);
@@ -451,6 +460,15 @@ static commsched_status add_bucket_node(bk_pass *p, commsched_builder *b,
         for (uint32_t i = 0; i < bk->n; i++) {
             const cand *c = bk_member(p, bk, i);
             const cs_node *w = &g->nodes[c->wait];
+            if (g->buffers[c->out].is_output) {
+                /* the graph returns the member's result (Inductor's
+                 * forward saves a gathered weight for the backward): it
+                 * stays, as the view of its slice */
+                commsched_output_spec *os = &p->s_out[n_out++];
+                os->name = g->buffers[c->out].name;
+                os->size = g->buffers[c->out].size;
+                os->alias_of = nm->out;
+            }
             for (uint32_t k = 0; k < w->n_out; k++) {
                 const cs_buffer *o = &g->buffers[w->out_first + k];
                 commsched_output_spec *os = &p->s_out[n_out++];

@@ -408,6 +408,10 @@ static int64_t root_size(const win_ctx *w, uint32_t r)
         } else {                                                             \
             uint32_t r = nb_ + 2 * bo_ + ((w)->s->fl[bo_].out_alias ? 0 : 1); \
             body;                                                            \
+            if ((w)->s->fl[bo_].wait_reads_in) {                             \
+                r = nb_ + 2 * bo_;                                           \
+                body;                                                        \
+            }                                                                \
         }                                                                    \
     } while (0)
 

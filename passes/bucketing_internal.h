@@ -21,6 +21,7 @@ typedef struct cand {
     int64_t bytes;              /* max of the two, as Inductor counts */
     int eligible;               /* may join a bucket at all */
     int in_place;               /* output is an alias of the input */
+    int wait_reads_in;          /* the wait also reads the input */
 } cand;
 
 typedef struct bucket {
@@ -115,6 +116,8 @@ typedef struct flat {
     int64_t out_size;  /* the collective's own buffer ("_out"), if real */
     int out_alias;     /* "_out" is an alias of "_in" */
     double copied;     /* bytes the copy-in reads (and writes) */
+    int wait_reads_in; /* the wait reads "_in" too (a member's wait read
+                          its input and "_out" is not "_in") */
 } flat;
 
 /* The new order over virtual ids (old nodes, then copy-in, collective and

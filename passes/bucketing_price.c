@@ -16,14 +16,16 @@
 flat cs_bk_flat_of(const bk_pass *p, const bucket *bk)
 {
     int64_t in_sum = 0, out_sum = 0;
-    int all_in_place = 1;
+    int all_in_place = 1, wait_reads_in = 0;
     for (uint32_t i = 0; i < bk->n; i++) {
         in_sum += bk_member(p, bk, i)->in_bytes;
         out_sum += bk_member(p, bk, i)->out_bytes;
         all_in_place &= bk_member(p, bk, i)->in_place;
+        wait_reads_in |= bk_member(p, bk, i)->wait_reads_in;
     }
     flat f;
     f.out_alias = p->op == COMMSCHED_COLL_ALL_GATHER || all_in_place;
+    f.wait_reads_in = wait_reads_in && !f.out_alias;
     f.copy_size = p->op == COMMSCHED_COLL_ALL_GATHER ? out_sum : in_sum;
     f.out_size = f.out_alias ? 0 : out_sum;
     f.copied = (double)in_sum;
@@ -291,6 +293,8 @@ commsched_status cs_bk_virtual_price(bk_pass *p, const bucket *extra,
             break;
         default:
             last[FLAT_ROOT(bi)] = k;
+            if (fl[bi].wait_reads_in)
+                last[nbuf + 2 * bi] = k;
             break;
         }
     }

@@ -459,6 +459,43 @@ static char *replace_all(const char *text, const char *from, const char *to)
     return out;
 }
 
+/* THREE_RS as Inductor hands it over (graphs/torch/fsdp-mlp-4L-1): each
+ * wait also reads its reduce-scatter's input, which keeps the input alive
+ * until the collective is done, and the graph returns rs1's own output.
+ * They bucket all the same: the bucket's wait reads the flat input too, so
+ * the copy the collective reads lives as long, and rs1_o stays, as the
+ * view of its slice. */
+static void test_inductor_shaped_reduce_scatters(void **state)
+{
+    (void)state;
+    char *a = replace_all(THREE_RS, "'inputs': ['rs0_o']",
+                          "'inputs': ['rs0_o', 'g0_o']");
+    char *b = replace_all(a, "'inputs': ['rs1_o']",
+                          "'inputs': ['rs1_o', 'g1_o']");
+    char *c = replace_all(b, "'inputs': ['rs2_o']",
+                          "'inputs': ['rs2_o', 'g2_o']");
+    char *text = replace_all(c, "'outputs': ['y']", "'outputs': ['y', 'rs1_o']");
+    free(a);
+    free(b);
+    free(c);
+    bx x;
+    bx_open(&x, text);
+    free(text);
+    bx_run(&x, "bucket_reduce_scatter", NULL);
+    expect_order(&x, "act g0 g1 g2 bucket_rs_0_copy_in bucket_rs_0 "
+                     "bucket_rs_0_wait opt");
+    expect_bucket(pass_at(&x, 0), 0, "rs0,rs1,rs2", "end");
+    const commsched_graph *g = x.g;
+    uint32_t wa = tu_node(g, "bucket_rs_0_wait");
+    assert_int_equal(CS_ROW_LEN(g->reads, wa), 2);
+    assert_string_equal(g->buffers[CS_ROW_BEGIN(g->reads, wa)[1]].name,
+                        "bucket_rs_0_in");
+    assert_string_equal(alias_name(g, "rs1_o"), "bucket_rs_0_out");
+    assert_true(g->buffers[tu_buffer(g, "rs1_o")].is_output);
+    check_rewritten(&x);
+    bx_close(&x);
+}
+
 static void test_three_all_reduces_one_bucket(void **state)
 {
     (void)state;
@@ -1131,7 +1168,12 @@ static int64_t root_size(const int64_t *in_size, const int64_t *b_size,
  * sizes"): where the drawn op cannot fit its input (an all_gather past 1
  * MiB, a reduce_scatter of bytes its group does not divide), it becomes an
  * all_reduce. */
-static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
+/* inductor: shaped as Inductor hands collectives over (graphs/torch): a
+ * wait also reads its collective's input (that keeps the input alive until
+ * the collective is done), and the graph returns some collectives' own
+ * outputs (a forward saving a gathered weight for the backward). */
+static commsched_graph *bucket_graph_as(uint64_t seed, uint32_t n_nodes,
+                                        int inductor)
 {
     tu_rng r;
     tu_rng_seed(&r, seed);
@@ -1155,7 +1197,8 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
     /* root sizes of "in<i>" and "b<i>" */
     int64_t in_size[5], *b_size = calloc(2 * CAP, sizeof *b_size);
     assert_non_null(b_size);
-    size_t n_read = 0, n_pend = 0, n_res = 0;
+    size_t n_read = 0, n_pend = 0, n_res = 0, n_out = 0;
+    char outs[8][24];
     uint32_t n = 0, buf = 0;
     for (uint32_t i = 0; i < 5; i++) {
         snprintf(readable[n_read], 24, "in%u", i);
@@ -1198,6 +1241,13 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
             }
             s.inputs = in;
             s.n_inputs = 1;
+            for (size_t q = 0; inductor && q < n_read; q++)
+                if (strcmp(readable[q], preads[k]) == 0) {
+                    in[s.n_inputs++] = preads[k]; /* not written in place */
+                    break;
+                }
+            if (inductor && n_out < 8 && tu_rng_chance(&r, 30))
+                strcpy(outs[n_out++], pend[k]);
             s.outputs = o;
             assert_int_equal(commsched_builder_add_node(b, &s, &err),
                              COMMSCHED_OK);
@@ -1315,6 +1365,9 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
         assert_int_equal(
             commsched_builder_add_output(b, readable[n_read - 1], &err),
             COMMSCHED_OK);
+    for (size_t q = 0; q < n_out; q++)
+        assert_int_equal(commsched_builder_add_output(b, outs[q], &err),
+                         COMMSCHED_OK);
     commsched_graph *g = NULL;
     commsched_status st = commsched_builder_finish(b, 0, &g, &err);
     if (st != COMMSCHED_OK)
@@ -1328,11 +1381,17 @@ static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
     return g;
 }
 
+static commsched_graph *bucket_graph(uint64_t seed, uint32_t n_nodes)
+{
+    return bucket_graph_as(seed, n_nodes, 0);
+}
+
 /* Every bucket pass on a graph: the result is valid, round-trips, its
  * memory equals a recompute, the budget holds pass by pass, collectives
  * only go down, and the seed passes run on afterwards. */
 static void check_random(commsched_graph *g, const uint32_t *order,
-                         const char *knobs, double budget, uint64_t seed)
+                         const char *knobs, double budget, uint64_t seed,
+                         uint32_t *buckets)
 {
     bx x;
     bx_open_graph(&x, g, order);
@@ -1349,6 +1408,8 @@ static void check_random(commsched_graph *g, const uint32_t *order,
                      (long long)p->peak_before, (long long)p->peak_after);
         for (uint32_t k = 0; k < p->n_buckets; k++)
             assert_true(p->buckets[k].n_members >= 2);
+        if (buckets)
+            *buckets += p->n_buckets;
     }
     uint32_t merged = 0;
     for (size_t i = 0; i < 3; i++)
@@ -1374,14 +1435,25 @@ static void test_random_greedy(void **state)
                      seed % 3 == 0 ? "bucket_peak_memory_budget=1"
                      : seed % 3 == 1 ? "bucket_cap_mb=0.02"
                                      : NULL,
-                     seed % 3 == 0 ? 1.0 : 0.0, seed);
+                     seed % 3 == 0 ? 1.0 : 0.0, seed, NULL);
         free(order);
     }
+    /* Shaped as Inductor's: waits that read their collective's input,
+     * collectives' outputs the graph returns. Those must bucket (they did
+     * not: no real Inductor graph was ever bucketed). */
+    uint32_t buckets = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        commsched_graph *g = bucket_graph_as(seed, 20 + (uint32_t)(seed % 50), 1);
+        check_random(g, NULL,
+                     seed % 2 ? "bucket_peak_memory_budget=1" : NULL,
+                     seed % 2 ? 1.0 : 0.0, seed, &buckets);
+    }
+    assert_true(buckets >= 20);
     /* The generic random graphs too (every collective op, sync ones). */
     for (uint64_t seed = 1; seed <= 40; seed++) {
         tu_graph_opts o = tu_random_opts(20 + (uint32_t)(seed % 40));
         check_random(tu_random_graph(seed, &o), NULL,
-                     "bucket_peak_memory_budget=0.5", 0.5, seed);
+                     "bucket_peak_memory_budget=0.5", 0.5, seed, NULL);
     }
 }
 
@@ -1591,6 +1663,7 @@ int main(void)
         cmocka_unit_test(test_three_all_gathers_one_bucket),
         cmocka_unit_test(test_three_all_gathers_stats_times),
         cmocka_unit_test(test_three_reduce_scatters_one_bucket),
+        cmocka_unit_test(test_inductor_shaped_reduce_scatters),
         cmocka_unit_test(test_three_all_reduces_one_bucket),
         cmocka_unit_test(test_in_place_all_reduces),
         cmocka_unit_test(test_dependent_all_gather_not_bucketed),
