@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "optimize_internal.h"
 #include "util.h"
 
 /* ---- options --------------------------------------------------------------- */
@@ -323,6 +324,16 @@ commsched_status commsched_optimize(const commsched_graph *g,
                                     commsched_result **out,
                                     commsched_error *err)
 {
+    return cs_optimize_given(g, o, NULL, NULL, out, err);
+}
+
+commsched_status cs_optimize_given(const commsched_graph *g,
+                                   const commsched_optimize_options *o,
+                                   const double *runtime,
+                                   const commsched_sim_totals *before,
+                                   commsched_result **out,
+                                   commsched_error *err)
+{
     commsched_optimize_options *defaults = NULL;
     commsched_schedule *s = NULL;
     commsched_result *r = NULL;
@@ -360,13 +371,19 @@ commsched_status commsched_optimize(const commsched_graph *g,
         st = oom(err);
         goto cleanup;
     }
-    if ((st = make_view(r, g, err)) != COMMSCHED_OK ||
-        (st = commsched_cost_graph(g, &cost, r->runtime, NULL, err)) !=
-            COMMSCHED_OK ||
-        (st = simulate(g, NULL, r->runtime, o->comm_streams,
-                       COMMSCHED_SIM_BOUND, &r->before, err)) != COMMSCHED_OK ||
-        (st = commsched_schedule_create(&r->view, NULL, &s, err)) !=
-            COMMSCHED_OK)
+    if ((st = make_view(r, g, err)) != COMMSCHED_OK)
+        goto cleanup;
+    if (runtime && before) {
+        memcpy(r->runtime, runtime, (size_t)g->n_nodes * sizeof *r->runtime);
+        r->before = *before;
+    } else if ((st = commsched_cost_graph(g, &cost, r->runtime, NULL, err)) !=
+                   COMMSCHED_OK ||
+               (st = simulate(g, NULL, r->runtime, o->comm_streams,
+                              COMMSCHED_SIM_BOUND, &r->before, err)) !=
+                   COMMSCHED_OK)
+        goto cleanup;
+    if ((st = commsched_schedule_create(&r->view, NULL, &s, err)) !=
+        COMMSCHED_OK)
         goto cleanup;
     /* A rewriting pass (bucketing) leaves a new graph and schedule in
      * gw/sw, owned by the run; otherwise they are the view and s. Nodes a

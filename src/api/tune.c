@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "commsched/config.h"
+#include "optimize_internal.h"
 #include "util.h"
 
 #if COMMSCHED_HAVE_OPENMP
@@ -282,13 +283,17 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* One candidate: its own commsched_optimize call; writes only *c. */
-static void evaluate(const commsched_graph *g, cand *c, int64_t budget)
+/* One candidate: its own commsched_optimize call on the input's runtimes
+ * and figures (`base`, priced once); writes only *c. */
+static void evaluate(const commsched_graph *g, const commsched_result *base,
+                     cand *c, int64_t budget)
 {
     commsched_result *res = NULL;
     commsched_error e = {0};
     double t0 = now_ms();
-    commsched_status st = commsched_optimize(g, c->opts, &res, &e);
+    commsched_status st =
+        cs_optimize_given(g, c->opts, commsched_result_runtimes(base),
+                          commsched_result_before(base), &res, &e);
     c->pub.wall_ms = now_ms() - t0;
     c->pub.status = st;
     if (st != COMMSCHED_OK) {
@@ -405,7 +410,7 @@ commsched_status commsched_tune(const commsched_graph *g,
     omp_init_lock(&lock);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (long i = 0; i < n; i++) {
-        evaluate(g, &c[i], budget);
+        evaluate(g, res, &c[i], budget);
         if (o->progress) {
             omp_set_lock(&lock);
             o->progress(o->progress_arg, ++finished, (uint64_t)n);
@@ -415,7 +420,7 @@ commsched_status commsched_tune(const commsched_graph *g,
     omp_destroy_lock(&lock);
 #else
     for (long i = 0; i < n; i++) {
-        evaluate(g, &c[i], budget);
+        evaluate(g, res, &c[i], budget);
         if (o->progress)
             o->progress(o->progress_arg, ++finished, (uint64_t)n);
     }
