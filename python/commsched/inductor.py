@@ -52,8 +52,10 @@ What is read, exactly (nothing else is touched):
   (``snode.get_estimated_runtime()`` without torch), in milliseconds as
   Inductor estimates, converted to nanoseconds; where it is 0 (Inductor's
   "no estimate", e.g. every node on CPU) commsched's cost model prices the
-  node, from ``snode.estimate_flops()`` for compute and the bytes for
-  collectives. Waits take 0, as in Inductor.
+  node as Inductor's GPU estimate does: compute from
+  ``snode.estimate_flops()`` and ``snode.get_read_write_buffers_sizes()``
+  (the larger of the two times: a pointwise kernel costs its memory
+  traffic), collectives from their bytes. Waits take 0, as in Inductor.
 - ``contains_collective(snode)`` and ``contains_wait(snode)`` from
   ``torch._inductor.utils`` (imported when ``reorder`` is called), or the
   callables passed as ``contains_collective=`` / ``contains_wait=``: a
@@ -313,6 +315,19 @@ def _flops(snode):
         return None
 
 
+def _rw_bytes(snode):
+    """The bytes the node reads and writes, as Inductor's GPU estimate
+    counts them (``get_read_write_buffers_sizes``): its runtime there is
+    max(flops / peak, bytes / bandwidth), commsched's roofline, so a
+    pointwise kernel or a bucket's copy costs its memory traffic instead
+    of nothing. None where torch cannot say."""
+    try:
+        b = snode.get_read_write_buffers_sizes()
+        return float(b) if b else None
+    except Exception:
+        return None
+
+
 def _graph_io():
     """Inductor's graph inputs {name: (bytes, freeable)} as its memory
     estimate sees them (memory.get_freeable_input_buf: a dependency's size
@@ -504,6 +519,7 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
         else:
             if nd["runtime"] is None:
                 kw["flops"] = _flops(nd["sn"])
+                kw["bytes"] = _rw_bytes(nd["sn"])
             g.compute(nd["name"], op=(kernels[0] if kernels else None),
                       gemm_like=_is_gemm_like(kernels), **kw)
     for out in dict.fromkeys(str(o) for o in graph_outputs):
