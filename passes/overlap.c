@@ -48,7 +48,8 @@
  *
  * Edges: data, `after` and `after_fake` edges are all respected (as the
  * heap scheduler does; overlap may run after
- * decide_global_ordering_of_comms). overlap_collective_order=group|input
+ * decide_global_ordering_of_comms), a fake edge from a collective to a
+ * wait as one to the collectives the wait completes (overlap_state.c). overlap_collective_order=group|input
  * adds edges chaining each group's (or all) collectives in input order.
  *
  * Files: this one judges the variants, records the statistics and is the

@@ -247,6 +247,13 @@ out:
     return rc;
 }
 
+/* Whether the fake edge "v after d" is a collective's on a wait (above). */
+static int fake_to_wait(const commsched_graph *g, const ov_base *b,
+                        uint32_t v, uint32_t d)
+{
+    return b->cls[v] == C_COLL && g->nodes[d].kind == COMMSCHED_NODE_WAIT;
+}
+
 /* Builds everything but the collective-order edges. Returns 0, -1 on OOM,
  * 1 when the edges form a cycle. */
 int cs_ov_base_init(ov_base *b, const commsched_graph *g,
@@ -308,24 +315,47 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     for (uint32_t s2 = 0; s2 < b->n_streams; s2++)
         b->soff[s2 + 1] += b->soff[s2];
 
-    /* deps: data + after + fake, distinct. */
-    size_t m = (size_t)g->deps.off[n] + g->after_fake.off[n], k = 0;
+    /* deps: data + after + fake, distinct. A fake edge exists to keep the
+     * collectives in one order on every rank, so one from a collective to
+     * a wait binds it to the collectives that wait completes, not to the
+     * wait: Inductor's wait mutates its collective's output, so the
+     * WeakDep decide_global_ordering_of_comms puts on the previous
+     * collective's buffer lands on the wait, and kept there it would forbid
+     * issuing the next collective before the previous one is waited on
+     * (torch's own FX scheduler, which runs before those deps exist, does
+     * so). The collective is after those collectives through the wait
+     * anyway, so the edge only gets weaker and no cycle appears. */
+    size_t m = (size_t)g->deps.off[n], k = 0;
+    for (uint32_t v = 0; v < n; v++)
+        for (uint32_t e = g->after_fake.off[v]; e < g->after_fake.off[v + 1];
+             e++)
+            m += fake_to_wait(g, b, v, g->after_fake.idx[e])
+                     ? CS_ROW_LEN(g->reads, g->after_fake.idx[e])
+                     : 1;
     rows = cs_malloc_array(m ? m : 1, sizeof *rows);
     vals = cs_malloc_array(m ? m : 1, sizeof *vals);
     if (!rows || !vals)
         goto out;
+#define OV_ADD_DEP(v, d)                                                           do {                                                                               if (stamp[d] != (v) + 1) {                                                         stamp[d] = (v) + 1;                                                            rows[k] = (v);                                                                 vals[k++] = (d);                                                           }                                                                          } while (0)
     for (uint32_t v = 0; v < n; v++) {
-        const cs_csr *src[2] = {&g->deps, &g->after_fake};
-        for (int r = 0; r < 2; r++)
-            for (uint32_t e = src[r]->off[v]; e < src[r]->off[v + 1]; e++) {
-                uint32_t d = src[r]->idx[e];
-                if (stamp[d] == v + 1)
-                    continue;
-                stamp[d] = v + 1;
-                rows[k] = v;
-                vals[k++] = d;
+        for (uint32_t e = g->deps.off[v]; e < g->deps.off[v + 1]; e++)
+            OV_ADD_DEP(v, g->deps.idx[e]);
+        for (uint32_t e = g->after_fake.off[v]; e < g->after_fake.off[v + 1];
+             e++) {
+            uint32_t d = g->after_fake.idx[e];
+            if (!fake_to_wait(g, b, v, d)) {
+                OV_ADD_DEP(v, d);
+                continue;
             }
+            for (uint32_t r = g->reads.off[d]; r < g->reads.off[d + 1]; r++) {
+                uint32_t pr = g->buffers[g->reads.idx[r]].producer;
+                if (pr != NONE && pr != v &&
+                    g->nodes[pr].kind == COMMSCHED_NODE_COLLECTIVE)
+                    OV_ADD_DEP(v, pr);
+            }
+        }
     }
+#undef OV_ADD_DEP
     if (cs_csr_from_pairs(&b->deps, n, rows, vals, k) != 0 ||
         cs_csr_transpose(&b->users, &b->deps, n, n) != 0)
         goto out;

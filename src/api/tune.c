@@ -172,6 +172,18 @@ static int builtin_set(commsched_tune_result *r, double budget)
             if (add2(r, BUCKETS ",overlap", k) != 0)
                 return -1;
         }
+    /* Buckets of two: a greedy cut in wait order takes every merge that
+     * fits the cap, and cost mode every merge that shortens the step in
+     * the order before overlap, so neither leaves the first of several
+     * buckets early enough to overlap the compute after it (an FSDP
+     * backward: 4 reduce-scatters in pairs beat one bucket of four once
+     * overlap has placed them, graphs/torch/fsdp-mlp-4L-1). */
+    snprintf(k, sizeof k,
+             "bucket_cap_mb=2000,bucket_max_ops=2,"
+             "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
+             bb, b);
+    if (add2(r, BUCKETS ",overlap", k) != 0)
+        return -1;
     /* Transformer blocks: one bucket per block run, found from the node
      * names (as the hand-written plan), then overlap within the budget; and
      * the hand-written plan itself with overlap tightening it at its own
