@@ -443,8 +443,11 @@ def update_doc(path, lines, totals, command, load=None):
              "transformer-block plan (bucket_transformer_blocks), and on "
              "the graphs a real torch.compile made (graphs/torch) torch "
              "2.13's FX overlap scheduler (torch-fx-overlap: its order of "
-             "the same program, made by graphs/torch/make_torch_graphs.py), "
-             "whose peak fits the budget.%s" % (
+             "the same program, made by graphs/torch/make_torch_graphs.py) "
+             "and the same scheduler with its collective bucketing "
+             "(torch-fx-bucketed: the program compiled again that way, its "
+             "own graph), whose peak fits the budget. The verdict column "
+             "is overlap's, which only reorders; tune may bucket.%s" % (
                  machine_line(), time.strftime("%Y-%m-%d"),
                  ", ".join(INDUCTOR_BUDGETS),
                  " Load (1-minute average) %s while it ran: the machine "
