@@ -13,8 +13,9 @@
  *  2. the next "frame" node (compute, or a sync collective: what occupies
  *     the compute stream) is chosen: the input order's next one, or — in
  *     the dynamic variants — a ready one that does not stall on an
- *     unfinished collective, preferring the input order or what unlocks
- *     the most urgent collective (the FX scheduler's domination index);
+ *     unfinished collective, preferring the input order, what unlocks
+ *     the most urgent collective (the FX scheduler's domination index),
+ *     or the longest path to the end (the critical chain first);
  *  3. prefetch: every comm stream that would go idle before that frame
  *     node ends is fed with its most urgent collective whose inputs are
  *     ready (or one cheap compute step away: the copy-in/cast feeding an
@@ -49,8 +50,9 @@
  * Edges: data, `after` and `after_fake` edges are all respected (as the
  * heap scheduler does; overlap may run after
  * decide_global_ordering_of_comms), a fake edge from a collective to a
- * wait as one to the collectives the wait completes (overlap_state.c). overlap_collective_order=group|input
- * adds edges chaining each group's (or all) collectives in input order.
+ * wait as one to the collectives the wait completes (overlap_state.c).
+ * overlap_collective_order=group|input adds edges chaining each group's
+ * (or all) collectives in input order.
  *
  * Files: this one judges the variants, records the statistics and is the
  * pass; overlap_search.c builds one variant's order (the sweep);

@@ -125,6 +125,11 @@ typedef struct ov_base {
     uint32_t *topo, *tpos;
     uint32_t *frank;      /* frame nodes: index among frame nodes in T */
     uint32_t *fat;        /* frame index -> frame node */
+    uint32_t *brank, *bat; /* frame nodes ranked by bottom level (the
+                              longest path of runtimes, collectives'
+                              included, from the node to the end),
+                              highest first, then by T position: the
+                              critical-path rule's key */
     uint32_t n_frame, n_coll; /* frame nodes; collectives (C_COLL) */
     uint32_t *soff;       /* per stream + 1: its first collective rank */
     uint32_t *gap_start;  /* frame nodes: T position after the previous
@@ -153,7 +158,7 @@ typedef struct ov_base {
     uint32_t *pos_in;     /* position in the pass's input order */
 } ov_base;
 
-enum { FR_REF = 0, FR_DYN_POS = 1, FR_DYN_UNLOCK = 2 };
+enum { FR_REF = 0, FR_DYN_POS = 1, FR_DYN_UNLOCK = 2, FR_DYN_CRIT = 3 };
 
 typedef struct ov_variant {
     uint8_t frame;      /* FR_*: how the next compute node is chosen */
@@ -170,7 +175,7 @@ typedef struct ov_variant {
 } ov_variant;
 
 /* The fast set is the first N_FAST variants; `full` runs them all. */
-#define N_FAST 7
+#define N_FAST 8
 
 /* Per-collective flags the statistics read. */
 enum {

@@ -17,6 +17,7 @@ const ov_variant cs_ov_variants[] = {
     {FR_DYN_POS, 0, 0, 1, "fill/asap"},
     {FR_DYN_POS, 1, 1, 1, "fill/jit/pinned"},
     {FR_DYN_UNLOCK, 1, 1, 1, "unlock/jit/pinned"},
+    {FR_DYN_CRIT, 0, 1, 1, "critical/jit"},
     {FR_DYN_UNLOCK, 0, 0, 1, "unlock/asap"},
     {FR_REF, 0, 1, 0, "input-order/jit-lazy-free"},
     {FR_DYN_POS, 0, 1, 0, "fill/jit-lazy-free"},
@@ -655,8 +656,12 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     S->wh.n = S->ah.n = 0;
     /* The input-order rule never reads fh. */
     S->use_fh = var->frame != FR_REF && window != 0;
-    S->frk = var->frame == FR_DYN_UNLOCK ? b->urank : b->frank;
-    S->fat = var->frame == FR_DYN_UNLOCK ? b->uat : b->fat;
+    S->frk = var->frame == FR_DYN_UNLOCK ? b->urank
+             : var->frame == FR_DYN_CRIT ? b->brank
+                                         : b->frank;
+    S->fat = var->frame == FR_DYN_UNLOCK ? b->uat
+             : var->frame == FR_DYN_CRIT ? b->bat
+                                         : b->fat;
     cs_ov_bits_clear(&S->fh);
     cs_ov_bits_clear(&S->sh);
     cs_ov_bits_clear(&S->shf);

@@ -164,6 +164,8 @@ void cs_ov_base_free(ov_base *b)
     free(b->tpos);
     free(b->frank);
     free(b->fat);
+    free(b->brank);
+    free(b->bat);
     free(b->soff);
     free(b->gap_start);
     free(b->level);
@@ -244,6 +246,62 @@ static int topo_closest(ov_base *b)
 out:
     free(unmet);
     cs_heap_fini(&h);
+    return rc;
+}
+
+typedef struct crit_key {
+    double bl;
+    uint32_t frank;
+} crit_key;
+
+static int crit_cmp(const void *pa, const void *pb)
+{
+    const crit_key *a = pa, *c = pb;
+    if (a->bl != c->bl)
+        return a->bl > c->bl ? -1 : 1;
+    return a->frank < c->frank ? -1 : a->frank > c->frank;
+}
+
+/* The critical-path rule's ranks (brank, bat): each node's bottom level,
+ * its runtime plus the longest bottom level among its users, in one
+ * reverse sweep over T. A ready node with a high bottom level is on the
+ * step's critical chain and runs first; the rest (a layer's
+ * weight-gradient matmuls) fills the compute stream only while that chain
+ * waits on a collective, so what one window does not need is left for
+ * the next instead of all going to the first. Returns 0, or -1 on OOM. */
+static int crit_ranks(ov_base *b)
+{
+    uint32_t n = b->n;
+    double *bl = cs_malloc_array(n ? n : 1, sizeof *bl);
+    crit_key *keys = cs_malloc_array(b->n_frame ? b->n_frame : 1,
+                                     sizeof *keys);
+    b->brank = cs_malloc_array(n ? n : 1, sizeof *b->brank);
+    b->bat = cs_malloc_array(b->n_frame ? b->n_frame : 1, sizeof *b->bat);
+    int rc = -1;
+    if (!bl || !keys || !b->brank || !b->bat)
+        goto out;
+    for (uint32_t k = n; k-- > 0;) {
+        uint32_t v = b->topo[k];
+        double m = 0.0;
+        for (uint32_t e = b->users.off[v]; e < b->users.off[v + 1]; e++)
+            if (bl[b->users.idx[e]] > m)
+                m = bl[b->users.idx[e]];
+        bl[v] = m + (b->cls[v] == C_WAIT ? 0.0 : b->rt[v]);
+    }
+    for (uint32_t f = 0; f < b->n_frame; f++) {
+        keys[f].bl = bl[b->fat[f]];
+        keys[f].frank = f;
+    }
+    qsort(keys, b->n_frame, sizeof *keys, crit_cmp);
+    for (uint32_t r = 0; r < b->n_frame; r++) {
+        uint32_t v = b->fat[keys[r].frank];
+        b->bat[r] = v;
+        b->brank[v] = r;
+    }
+    rc = 0;
+out:
+    free(bl);
+    free(keys);
     return rc;
 }
 
@@ -453,6 +511,8 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
         after_prev = i + 1;
     }
     b->n_frame = fr;
+    if (crit_ranks(b) != 0)
+        goto out;
     /* The reference profile. */
     rem = cs_malloc_array(nbb, sizeof *rem);
     if (!rem)
