@@ -324,6 +324,29 @@ static void evaluate(const commsched_graph *g, const commsched_result *base,
     commsched_result_destroy(res);
 }
 
+/* How heavy candidate c is likely to be, by what it runs: cost-mode
+ * bucketing simulates the whole graph for every tentative merge, and
+ * Inductor's iterative passes move nodes one position at a time (both
+ * grow faster than the rest, docs/PERFORMANCE.md, "tune"). */
+static int weight(const cand *c)
+{
+    if (strstr(c->knobs, "bucket_mode=cost"))
+        return 2;
+    return strstr(c->passes, "reorder_communication_preserving_peak_memory")
+               ? 1
+               : 0;
+}
+
+/* run: the candidates' indices, heaviest first, then by index. */
+static void heavy_first(const commsched_tune_result *r, long *run)
+{
+    size_t k = 0;
+    for (int w = 2; w >= 0; w--)
+        for (size_t i = 0; i < r->n; i++)
+            if (weight(&r->c[i]) == w)
+                run[k++] = (long)i;
+}
+
 /* Rank order: fitting first, then the rest, failures last; within each by
  * makespan, then peak memory, then index. */
 static int rank_cmp(const commsched_tune_result *r, size_t i, size_t j)
@@ -413,6 +436,17 @@ commsched_status commsched_tune(const commsched_graph *g,
     int64_t budget = r->budget_bytes;
     cand *c = r->c;
     uint64_t finished = 0;
+    /* The loop runs the heaviest candidates first, so the last ones to
+     * finish are short and the threads end together (the longest
+     * candidate alone was half of the search on a 33K-node step and,
+     * started last, left the other thread idle). Results stay at their
+     * index, so the order changes no answer. */
+    long *run = cs_malloc_array(r->n, sizeof *run);
+    if (!run) {
+        st = oom(err);
+        goto fail;
+    }
+    heavy_first(r, run);
 #if COMMSCHED_HAVE_OPENMP
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
     /* One caller at a time and a count that only grows, as
@@ -422,7 +456,7 @@ commsched_status commsched_tune(const commsched_graph *g,
     omp_init_lock(&lock);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (long i = 0; i < n; i++) {
-        evaluate(g, res, &c[i], budget);
+        evaluate(g, res, &c[run[i]], budget);
         if (o->progress) {
             omp_set_lock(&lock);
             o->progress(o->progress_arg, ++finished, (uint64_t)n);
@@ -432,11 +466,12 @@ commsched_status commsched_tune(const commsched_graph *g,
     omp_destroy_lock(&lock);
 #else
     for (long i = 0; i < n; i++) {
-        evaluate(g, res, &c[i], budget);
+        evaluate(g, res, &c[run[i]], budget);
         if (o->progress)
             o->progress(o->progress_arg, ++finished, (uint64_t)n);
     }
 #endif
+    free(run);
     for (size_t i = 0; i < r->n; i++) {
         c[i].pub.passes = c[i].passes;
         c[i].pub.knobs = c[i].knobs;
