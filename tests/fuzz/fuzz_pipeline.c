@@ -1,7 +1,11 @@
 /* Fuzz harness: load -> the default pipeline -> simulate -> save ->
  * reload. Every accepted graph optimizes without an internal error, every
  * figure the simulator reports is finite, and the optimized graph saves to
- * text that loads back and saves to the same bytes. */
+ * text that loads back and saves to the same bytes. Then the bucketing
+ * passes and overlap on it with every check on ("verify": each bucket
+ * merge priced both incrementally and on the built graph, which must
+ * agree, and each order checked), as tune runs them: the rewrite must
+ * give a graph that round-trips too. */
 #include "fuzz.h"
 
 #include <math.h>
@@ -43,7 +47,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_CHECK(r == NULL, "failed optimize returned a result");
         fuzz_check_error(st, &err);
+        commsched_graph_destroy(g);
+        return 0;
     }
+    commsched_optimize_options *o = NULL;
+    if (commsched_optimize_options_create(&o, &err) == COMMSCHED_OK &&
+        commsched_optimize_options_set(
+            o, "passes",
+            "bucket_all_gather,bucket_reduce_scatter,bucket_all_reduce,"
+            "overlap",
+            &err) == COMMSCHED_OK &&
+        commsched_optimize_options_set(o, "verify", "true", &err) ==
+            COMMSCHED_OK) {
+        r = NULL;
+        st = commsched_optimize(g, o, &r, &err);
+        if (st == COMMSCHED_OK) {
+            check_totals(commsched_result_after(r));
+            fuzz_check_roundtrip(commsched_result_graph(r),
+                                 commsched_result_order(r));
+            commsched_result_destroy(r);
+        } else {
+            FUZZ_CHECK(r == NULL, "failed optimize returned a result");
+            fuzz_check_error(st, &err);
+        }
+    }
+    commsched_optimize_options_destroy(o);
     commsched_graph_destroy(g);
     return 0;
 }

@@ -18,7 +18,7 @@ for h in $harnesses; do
     art=$build/artifacts/$h
     mkdir -p "$corpus" "$art"
     case $h in
-    load | pipeline) seeds="$src/graphs/examples $src/tests/graphs" ;;
+    load | pipeline) seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs" ;;
     builder) seeds="$src/tests/fuzz/seeds/builder" ;;
     astra | chakra | kineto | pytorch_et) seeds="$src/tests/import" ;;
     esac
