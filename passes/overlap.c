@@ -42,7 +42,9 @@
  * budget and at each standard level below it (1.0, 1.25, 1.5, 2.0 x the
  * input's peak; what fits a tighter level fits the budget); the fastest
  * within the budget wins (then the lower peak, then the earlier variant),
- * and the input order is kept unless a variant is strictly faster: the
+ * and the input order is kept unless a variant is strictly faster (the
+ * variants run on every core, OpenMP, each thread keeping its best; the
+ * answer is the one a single thread gives trying them in order): the
  * pass is never slower than its input and never above overlap_peak_budget
  * x the input's peak. A last O(V + E) step moves each wait that frees
  * nothing to just before its first dependent (never slower).
@@ -66,6 +68,10 @@
 #include "overlap_internal.h"
 
 #include <math.h>
+#include "commsched/config.h"
+#if COMMSCHED_HAVE_OPENMP
+#include <omp.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +255,138 @@ oom:
                                "out of memory");
 }
 
+/* One thread's share of the search: its own sweep state, a view of the
+ * base whose collective-order set it may switch, a simulator made only
+ * when a replay cannot decide (overflow) or verify asks, and the best
+ * order it has seen. */
+typedef struct ov_worker {
+    ov_base view;
+    ov_run S;
+    commsched_sim *sim;
+    commsched_status st;
+    commsched_error err;
+    uint32_t tried;
+    int have;             /* a best below */
+    double ms;
+    int64_t pk;
+    size_t job;
+    const ov_variant *var;
+    double level;
+    uint32_t *order;
+    uint8_t *flags;
+    double *ready;
+} ov_worker;
+
+static int worker_alloc(ov_worker *w, const ov_base *b)
+{
+    size_t nn = b->n ? b->n : 1;
+    memset(w, 0, sizeof *w);
+    w->view = *b;
+    w->order = cs_malloc_array(nn, sizeof *w->order);
+    w->flags = cs_malloc_array(nn, sizeof *w->flags);
+    w->ready = cs_malloc_array(nn, sizeof *w->ready);
+    return !w->order || !w->flags || !w->ready ||
+                   cs_ov_run_alloc(&w->S, &w->view) != 0
+               ? -1
+               : 0;
+}
+
+static void worker_free(ov_worker *w)
+{
+    cs_ov_run_free(&w->S);
+    commsched_sim_destroy(w->sim);
+    free(w->order);
+    free(w->flags);
+    free(w->ready);
+}
+
+/* Whether (ms, pk) of job `job` beats w's best: faster wins; as fast, less
+ * memory; then the earlier job, so the answer is the same whichever thread
+ * ran which job, and the same as one thread trying them in job order. An
+ * order must be strictly faster than the input (in_ms) to count. */
+static int beats(const ov_worker *w, double in_ms, double ms, int64_t pk,
+                 size_t job)
+{
+    if (!(ms < in_ms))
+        return 0;
+    if (!w->have)
+        return 1;
+    if (ms != w->ms)
+        return ms < w->ms;
+    if (pk != w->pk)
+        return pk < w->pk;
+    return job < w->job;
+}
+
+/* Job `job`: variant var at budget target, rebuilt with less room while it
+ * comes out above the target (three tries). Records into w only. */
+static commsched_status run_job(cs_pass_ctx *ctx, ov_worker *w,
+                                const ov_base *b, const ov_variant *var,
+                                int64_t target, int64_t cap, long window,
+                                double in_ms, size_t job, double level)
+{
+    const commsched_graph *g = ctx->g;
+    uint32_t n = g->n_nodes;
+    size_t nn = n ? n : 1;
+    w->view = *b;
+    cs_ov_base_use(&w->view, var->pinned ? 1 : 0);
+    ov_run *S = &w->S;
+    int64_t B = target;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int rc = cs_ov_sweep(S, var, B, cap, window);
+        if (rc < 0)
+            return commsched_error_set(&w->err, COMMSCHED_ENOMEM, NULL,
+                                       "out of memory");
+        if (rc > 0)
+            return commsched_error_set(&w->err, COMMSCHED_EINTERNAL, NULL,
+                                       "overlap: variant %s placed %u of "
+                                       "%u nodes",
+                                       var->name, S->k, n);
+        if (cap == 0)
+            cs_ov_sink_waits_late(S);
+        double ms;
+        int64_t pk;
+        w->tried++;
+        if (replay(S, S->order, &ms, &pk) != 0 || ctx->verify) {
+            double ms2;
+            int64_t pk2;
+            commsched_status st;
+            if ((!w->sim &&
+                 (st = commsched_sim_create(g, &w->sim, &w->err)) !=
+                     COMMSCHED_OK) ||
+                (st = judge(w->sim, S->order, ctx->runtime_ns, &ms2, &pk2,
+                            &w->err)) != COMMSCHED_OK)
+                return st;
+            if (ms2 != ms || pk2 != pk)
+                return commsched_error_set(
+                    &w->err, COMMSCHED_EINTERNAL, NULL,
+                    "overlap: variant %s replayed at %.17g ns, peak %lld; "
+                    "the simulator says %.17g ns, %lld",
+                    var->name, ms, (long long)pk, ms2, (long long)pk2);
+        }
+        if (target == NO_LIMIT || pk <= target) {
+            if (beats(w, in_ms, ms, pk, job)) {
+                w->have = 1;
+                w->ms = ms;
+                w->pk = pk;
+                w->job = job;
+                w->var = var;
+                w->level = level;
+                memcpy(w->order, S->order, nn * sizeof *w->order);
+                memcpy(w->flags, S->flags, nn * sizeof *w->flags);
+                memcpy(w->ready, S->ready_t, nn * sizeof *w->ready);
+            }
+            return COMMSCHED_OK;
+        }
+        /* Over the level: the tree's view of the future was off by at
+         * least the excess. Rebuild with that much less room. */
+        B -= pk - target;
+        if (B < 0)
+            break;
+    }
+    return COMMSCHED_OK;
+}
+
 commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
 {
     const commsched_graph *g = ctx->g;
@@ -261,13 +399,11 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
                                    "factor of the input order's peak), got %g",
                                    factor);
     ov_base b;
-    ov_run S;
-    memset(&S, 0, sizeof S);
+    ov_worker *wk = NULL;
+    int nt = 0; /* workers allocated */
     commsched_sim *sim = NULL;
     commsched_sim_node *before = NULL, *after = NULL;
-    uint32_t *in_order = NULL, *best = NULL;
-    double *best_ready = NULL;
-    uint8_t *best_flags = NULL;
+    uint32_t *in_order = NULL;
     commsched_status st = COMMSCHED_OK;
     int rc = cs_ov_base_init(&b, g, ctx->s, ctx->runtime_ns);
     if (rc == 1) {
@@ -284,13 +420,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     cs_ov_base_use(&b, 0);
     size_t nn = n ? n : 1;
     in_order = cs_malloc_array(nn, sizeof *in_order);
-    best = cs_malloc_array(nn, sizeof *best);
-    best_ready = cs_malloc_array(nn, sizeof *best_ready);
-    best_flags = cs_malloc_array(nn, sizeof *best_flags);
     before = cs_malloc_array(nn, sizeof *before);
     after = cs_malloc_array(nn, sizeof *after);
-    if (!in_order || !best || !best_ready || !best_flags ||
-        !before || !after || cs_ov_run_alloc(&S, &b) != 0)
+    if (!in_order || !before || !after)
         goto oom;
     if ((st = commsched_schedule_to_array(ctx->s, in_order, ctx->err)) !=
             COMMSCHED_OK ||
@@ -319,100 +451,93 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     long window = kn->overlap_reorder_window;
 
     size_t nv = kn->overlap_search == CS_SEARCH_FULL ? cs_ov_n_variants : N_FAST;
-    const ov_variant *win = NULL;
-    double win_level = 0;
-    double best_ms = in_makespan;
-    int64_t best_pk = in_peak;
-    uint32_t tried = 0;
     /* The budget itself and, below it, the standard levels: an order that
      * fits a tighter level fits the budget too, and the heuristics do not
      * always do better with more room, so searching the tighter levels
      * keeps the result monotone in the budget across those levels. */
     static const double levels[] = {1.0, 1.25, 1.5, 2.0};
     double lv[1 + sizeof levels / sizeof levels[0]];
+    int64_t tg[1 + sizeof levels / sizeof levels[0]];
     size_t nl = 0;
     lv[nl++] = factor;
     for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
         if (levels[i] < factor)
             lv[nl++] = levels[i];
     for (size_t li = 0; li < nl; li++) {
-        int64_t target = NO_LIMIT;
+        tg[li] = NO_LIMIT;
         if (!isinf(lv[li])) {
             double lim = floor(lv[li] * (double)in_peak);
-            target = lim >= 9.2e18 ? NO_LIMIT : (int64_t)lim;
-            if (target < in_peak)
-                target = in_peak;
-            if (target > budget)
-                target = budget;
-        }
-        for (size_t vi = 0; vi < nv; vi++) {
-            const ov_variant *var = &cs_ov_variants[vi];
-            if (window == 0 && var->frame != FR_REF)
-                continue; /* the same order as the input-order variant */
-            if (var->pinned && b.n_sets < 2)
-                continue; /* the knob pins the order already */
-            cs_ov_base_use(&b, var->pinned ? 1 : 0);
-            int64_t B = target;
-            for (int attempt = 0; attempt < 3; attempt++) {
-                rc = cs_ov_sweep(&S, var, B, cap, window);
-                if (rc < 0)
-                    goto oom;
-                if (rc > 0) {
-                    st = commsched_error_set(ctx->err, COMMSCHED_EINTERNAL,
-                                             NULL,
-                                             "overlap: variant %s placed %u "
-                                             "of %u nodes",
-                                             var->name, S.k, n);
-                    goto cleanup;
-                }
-                if (cap == 0)
-                    cs_ov_sink_waits_late(&S);
-                double ms;
-                int64_t pk;
-                tried++;
-                if (replay(&S, S.order, &ms, &pk) != 0 || ctx->verify) {
-                    double ms2;
-                    int64_t pk2;
-                    if ((st = judge(sim, S.order, ctx->runtime_ns, &ms2, &pk2,
-                                    ctx->err)) != COMMSCHED_OK)
-                        goto cleanup;
-                    if (ms2 != ms || pk2 != pk) {
-                        st = commsched_error_set(
-                            ctx->err, COMMSCHED_EINTERNAL, NULL,
-                            "overlap: variant %s replayed at %.17g ns, peak "
-                            "%lld; the simulator says %.17g ns, %lld",
-                            var->name, ms, (long long)pk, ms2, (long long)pk2);
-                        goto cleanup;
-                    }
-                }
-                if (target == NO_LIMIT || pk <= target) {
-                    /* faster wins; as fast, less memory wins */
-                    if (ms < best_ms ||
-                        (win && ms == best_ms && pk < best_pk)) {
-                        best_ms = ms;
-                        best_pk = pk;
-                        win = var;
-                        win_level = lv[li];
-                        memcpy(best, S.order, nn * sizeof *best);
-                        memcpy(best_flags, S.flags, nn * sizeof *best_flags);
-                        memcpy(best_ready, S.ready_t, nn * sizeof *best_ready);
-                    }
-                    break;
-                }
-                /* Over the level: the tree's view of the future was off
-                 * by at least the excess. Rebuild with that much less
-                 * room. */
-                B -= pk - target;
-                if (B < 0)
-                    break;
-            }
+            tg[li] = lim >= 9.2e18 ? NO_LIMIT : (int64_t)lim;
+            if (tg[li] < in_peak)
+                tg[li] = in_peak;
+            if (tg[li] > budget)
+                tg[li] = budget;
         }
     }
+    /* Job j = (level j / nv, variant j % nv). The jobs share nothing
+     * writable, so they run on every core (OpenMP; one thread in verify
+     * mode, which is for tests); each worker keeps its best and the best
+     * of those is the answer a single thread gives (beats()). */
+    long njobs = (long)(nl * nv);
+    int want = 1;
+#if COMMSCHED_HAVE_OPENMP
+    /* Inside tune's parallel loop the cores are taken already. */
+    if (!ctx->verify && !omp_in_parallel())
+        want = omp_get_max_threads();
+#endif
+    if (want > njobs)
+        want = (int)njobs;
+    if (want < 1)
+        want = 1;
+    wk = cs_calloc((size_t)want, sizeof *wk);
+    if (!wk)
+        goto oom;
+    for (; nt < want; nt++)
+        if (worker_alloc(&wk[nt], &b) != 0) {
+            worker_free(&wk[nt]);
+            goto oom;
+        }
+#if COMMSCHED_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#endif
+    for (long j = 0; j < njobs; j++) {
+        int t = 0;
+#if COMMSCHED_HAVE_OPENMP
+        t = omp_get_thread_num();
+#endif
+        ov_worker *w = &wk[t];
+        size_t li = (size_t)j / nv;
+        const ov_variant *var = &cs_ov_variants[(size_t)j % nv];
+        if (w->st != COMMSCHED_OK)
+            continue;
+        if (window == 0 && var->frame != FR_REF)
+            continue; /* the same order as the input-order variant */
+        if (var->pinned && b.n_sets < 2)
+            continue; /* the knob pins the order already */
+        w->st = run_job(ctx, w, &b, var, tg[li], cap, window, in_makespan,
+                        (size_t)j, lv[li]);
+    }
+    ov_worker *win = NULL;
+    uint32_t tried = 0;
+    for (int t = 0; t < nt; t++) {
+        if (wk[t].st != COMMSCHED_OK) {
+            st = wk[t].st;
+            *ctx->err = wk[t].err;
+            goto cleanup;
+        }
+        tried += wk[t].tried;
+        if (wk[t].have &&
+            (!win || beats(win, in_makespan, wk[t].ms, wk[t].pk, wk[t].job)))
+            win = &wk[t];
+    }
 
-    const uint32_t *final = win ? best : in_order;
-    if (win) { /* the winner's flags, for its statistics */
-        memcpy(S.flags, best_flags, nn * sizeof *S.flags);
-        memcpy(S.ready_t, best_ready, nn * sizeof *S.ready_t);
+    /* The statistics read the winner's flags through worker 0's run. */
+    ov_run *S = &wk[0].S;
+    S->b = &b;
+    const uint32_t *final = win ? win->order : in_order;
+    if (win) {
+        memcpy(S->flags, win->flags, nn * sizeof *S->flags);
+        memcpy(S->ready_t, win->ready, nn * sizeof *S->ready_t);
     }
     double ms_after;
     int64_t pk_after;
@@ -452,16 +577,16 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             goto cleanup;
         }
     }
-    if (win && win_level != factor)
+    if (win && win->level != factor)
         snprintf(ctx->rec->overlap_variant, sizeof ctx->rec->overlap_variant,
-                 "%s, budget %g", win->name, win_level);
+                 "%s, budget %g", win->var->name, win->level);
     else
         snprintf(ctx->rec->overlap_variant, sizeof ctx->rec->overlap_variant,
-                 "%s", win ? win->name : "input");
+                 "%s", win ? win->var->name : "input");
     ctx->rec->pub.overlap_variant = ctx->rec->overlap_variant;
     ctx->rec->pub.overlap_budget_bytes = budget == NO_LIMIT ? -1 : budget;
     ctx->rec->pub.overlap_candidates = tried;
-    st = record_stats(ctx, &b, &S, win != NULL, before, in_order, after,
+    st = record_stats(ctx, &b, S, win != NULL, before, in_order, after,
                       final);
     goto cleanup;
 oom:
@@ -472,10 +597,9 @@ cleanup:
     free(before);
     free(after);
     free(in_order);
-    free(best);
-    free(best_ready);
-    free(best_flags);
-    cs_ov_run_free(&S);
+    for (int t = 0; t < nt; t++)
+        worker_free(&wk[t]);
+    free(wk);
     cs_ov_base_free(&b);
     return st;
 }

@@ -145,6 +145,23 @@ if st["variant"] != "critical/jit" or ms_tp > 116.3e6 or pk_tp > pk_tp_in:
     fail("overlap on llama3-8b-tp: variant %s, makespan %r, peak %d "
          "(input %d)" % (st["variant"], ms_tp, pk_tp, pk_tp_in))
 
+# ---- overlap: the same order with 1 and 2 threads ---------------------------
+# Its variants run on every core, each thread keeping its best; the answer
+# must not depend on which thread ran which variant, nor on how many ran.
+for graph, knobs in [(TP32, []), (TORCH_BWD, []), (FSDP, []),
+                     (TP32, ["--set", "overlap_search=full"]),
+                     (TP32, ["--set", "overlap_peak_budget=inf"])]:
+    outs = []
+    for threads in ("1", "2", "3"):
+        out = path("thr%s.json" % threads)
+        run("optimize", graph, "--passes", "overlap", *knobs, "-o", out,
+            env={"OMP_NUM_THREADS": threads})
+        with open(out, "rb") as fh:
+            outs.append(fh.read())
+    if outs[0] != outs[1] or outs[0] != outs[2]:
+        fail("overlap on %s %s differs with 1, 2 and 3 threads" %
+             (graph, knobs))
+
 # ---- tune: same answer with 1 and 2 threads ---------------------------------
 
 
