@@ -23,6 +23,27 @@ static void check_totals(const commsched_sim_totals *t)
                (long long)t->peak_memory_step, (long long)t->memory_baseline);
 }
 
+/* commsched_optimize(g, o): on success finite figures and an output that
+ * round-trips, on failure a located error and no result. Returns 1 when
+ * it succeeded. */
+static int check_optimize(const commsched_graph *g,
+                          const commsched_optimize_options *o)
+{
+    commsched_error err = {0};
+    commsched_result *r = NULL;
+    commsched_status st = commsched_optimize(g, o, &r, &err);
+    if (st != COMMSCHED_OK) {
+        FUZZ_CHECK(r == NULL, "failed optimize returned a result");
+        fuzz_check_error(st, &err);
+        return 0;
+    }
+    check_totals(commsched_result_before(r));
+    check_totals(commsched_result_after(r));
+    fuzz_check_roundtrip(commsched_result_graph(r), commsched_result_order(r));
+    commsched_result_destroy(r);
+    return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = fuzz_text(data, size);
@@ -36,41 +57,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check_error(st, &err);
         return 0;
     }
-    commsched_result *r = NULL;
-    st = commsched_optimize(g, NULL, &r, &err);
-    if (st == COMMSCHED_OK) {
-        check_totals(commsched_result_before(r));
-        check_totals(commsched_result_after(r));
-        fuzz_check_roundtrip(commsched_result_graph(r),
-                             commsched_result_order(r));
-        commsched_result_destroy(r);
-    } else {
-        FUZZ_CHECK(r == NULL, "failed optimize returned a result");
-        fuzz_check_error(st, &err);
-        commsched_graph_destroy(g);
-        return 0;
-    }
     commsched_optimize_options *o = NULL;
-    if (commsched_optimize_options_create(&o, &err) == COMMSCHED_OK &&
+    if (check_optimize(g, NULL) &&
+        commsched_optimize_options_create(&o, &err) == COMMSCHED_OK &&
         commsched_optimize_options_set(
             o, "passes",
             "bucket_all_gather,bucket_reduce_scatter,bucket_all_reduce,"
             "overlap",
             &err) == COMMSCHED_OK &&
         commsched_optimize_options_set(o, "verify", "true", &err) ==
-            COMMSCHED_OK) {
-        r = NULL;
-        st = commsched_optimize(g, o, &r, &err);
-        if (st == COMMSCHED_OK) {
-            check_totals(commsched_result_after(r));
-            fuzz_check_roundtrip(commsched_result_graph(r),
-                                 commsched_result_order(r));
-            commsched_result_destroy(r);
-        } else {
-            FUZZ_CHECK(r == NULL, "failed optimize returned a result");
-            fuzz_check_error(st, &err);
-        }
-    }
+            COMMSCHED_OK)
+        check_optimize(g, o);
     commsched_optimize_options_destroy(o);
     commsched_graph_destroy(g);
     return 0;
