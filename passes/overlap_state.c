@@ -305,6 +305,19 @@ out:
     return rc;
 }
 
+/* Appends the edge "v after d" at rows/vals[k] unless v has it already
+ * (stamp[d] == v + 1); returns the new count. */
+static size_t add_dep(uint32_t *stamp, uint32_t *rows, uint32_t *vals,
+                      size_t k, uint32_t v, uint32_t d)
+{
+    if (stamp[d] == v + 1)
+        return k;
+    stamp[d] = v + 1;
+    rows[k] = v;
+    vals[k] = d;
+    return k + 1;
+}
+
 /* Whether the fake edge "v after d" is a collective's on a wait (above). */
 static int fake_to_wait(const commsched_graph *g, const ov_base *b,
                         uint32_t v, uint32_t d)
@@ -394,26 +407,24 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     vals = cs_malloc_array(m ? m : 1, sizeof *vals);
     if (!rows || !vals)
         goto out;
-#define OV_ADD_DEP(v, d)                                                           do {                                                                               if (stamp[d] != (v) + 1) {                                                         stamp[d] = (v) + 1;                                                            rows[k] = (v);                                                                 vals[k++] = (d);                                                           }                                                                          } while (0)
     for (uint32_t v = 0; v < n; v++) {
         for (uint32_t e = g->deps.off[v]; e < g->deps.off[v + 1]; e++)
-            OV_ADD_DEP(v, g->deps.idx[e]);
+            k = add_dep(stamp, rows, vals, k, v, g->deps.idx[e]);
         for (uint32_t e = g->after_fake.off[v]; e < g->after_fake.off[v + 1];
              e++) {
             uint32_t d = g->after_fake.idx[e];
             if (!fake_to_wait(g, b, v, d)) {
-                OV_ADD_DEP(v, d);
+                k = add_dep(stamp, rows, vals, k, v, d);
                 continue;
             }
             for (uint32_t r = g->reads.off[d]; r < g->reads.off[d + 1]; r++) {
                 uint32_t pr = g->buffers[g->reads.idx[r]].producer;
                 if (pr != NONE && pr != v &&
                     g->nodes[pr].kind == COMMSCHED_NODE_COLLECTIVE)
-                    OV_ADD_DEP(v, pr);
+                    k = add_dep(stamp, rows, vals, k, v, pr);
             }
         }
     }
-#undef OV_ADD_DEP
     if (cs_csr_from_pairs(&b->deps, n, rows, vals, k) != 0 ||
         cs_csr_transpose(&b->users, &b->deps, n, n) != 0)
         goto out;

@@ -1443,7 +1443,8 @@ static void test_random_greedy(void **state)
      * not: no real Inductor graph was ever bucketed). */
     uint32_t buckets = 0;
     for (uint64_t seed = 1; seed <= 40; seed++) {
-        commsched_graph *g = bucket_graph_as(seed, 20 + (uint32_t)(seed % 50), 1);
+        commsched_graph *g =
+            bucket_graph_as(seed, 20 + (uint32_t)(seed % 50), 1);
         check_random(g, NULL,
                      seed % 2 ? "bucket_peak_memory_budget=1" : NULL,
                      seed % 2 ? 1.0 : 0.0, seed, &buckets);
