@@ -116,13 +116,43 @@ static int add2(commsched_tune_result *r, const char *passes,
     return add(r, passes, strlen(passes), knobs, knobs ? strlen(knobs) : 0);
 }
 
+/* How heavy a candidate is likely to be, by what it runs: cost-mode
+ * bucketing simulates the whole graph for every tentative merge, and
+ * Inductor's iterative passes move nodes one position at a time, so both
+ * grow with the square of the graph where the rest grow near-linearly
+ * (docs/PERFORMANCE.md, "tune"). 0 for the rest. */
+static int weight_of(const char *passes, const char *knobs)
+{
+    if (knobs && strstr(knobs, "bucket_mode=cost"))
+        return 2;
+    return strstr(passes, "reorder_communication_preserving_peak_memory")
+               ? 1
+               : 0;
+}
+
+/* Above this many nodes the built-in set leaves out the candidates whose
+ * cost grows with the square of the graph: at 100,000 nodes they alone
+ * take minutes (Inductor's pipeline moves each collective node by node,
+ * cost-mode bucketing simulates every merge) where the rest take
+ * seconds. A --candidate is always run. */
+#define TUNE_QUADRATIC_MAX_NODES 50000u
+
+/* add2 for the built-in set: skips a quadratic candidate when `large`. */
+static int add_builtin(commsched_tune_result *r, int large,
+                       const char *passes, const char *knobs)
+{
+    if (large && weight_of(passes, knobs) > 0)
+        return 0;
+    return add2(r, passes, knobs);
+}
+
 /* The built-in set (docs/PASSES.md, tune): the input order; Inductor's
  * pipeline at per-pass budgets 0 .. 0.2; the heap schedulers; overlap at
  * the budget with its options; pinned collective order; bucketing (DDP's
  * and Inductor's caps, greedy and cost modes; per transformer block)
  * before overlap and before Inductor's pipeline; the hand-written
  * transformer-block plan followed by overlap. */
-static int builtin_set(commsched_tune_result *r, double budget)
+static int builtin_set(commsched_tune_result *r, double budget, int large)
 {
     char b[64], k[512];
     if (isinf(budget))
@@ -136,18 +166,18 @@ static int builtin_set(commsched_tune_result *r, double budget)
     else
         snprintf(bb, sizeof bb, "%.17g", budget > 1 ? budget - 1 : 0.0);
     static const char *const per_pass[] = {"0", "0.05", "0.1", "0.2"};
-    if (add2(r, "none", NULL) != 0)
+    if (add_builtin(r, large, "none", NULL) != 0)
         return -1;
     for (size_t i = 0; i < sizeof per_pass / sizeof per_pass[0]; i++) {
         snprintf(k, sizeof k,
                  "reorder_iterative_peak_memory_budget=%s,"
                  "sink_iterative_peak_memory_budget=%s",
                  per_pass[i], per_pass[i]);
-        if (add2(r, INDUCTOR, k) != 0)
+        if (add_builtin(r, large, INDUCTOR, k) != 0)
             return -1;
     }
-    if (add2(r, "raise_comms,sink_waits", NULL) != 0 ||
-        add2(r, "reorder_compute_for_overlap", NULL) != 0)
+    if (add_builtin(r, large, "raise_comms,sink_waits", NULL) != 0 ||
+        add_builtin(r, large, "reorder_compute_for_overlap", NULL) != 0)
         return -1;
     static const char *const overlap_opts[] = {
         "", ",overlap_search=full", ",overlap_collective_order=group",
@@ -155,11 +185,12 @@ static int builtin_set(commsched_tune_result *r, double budget)
     for (size_t i = 0; i < sizeof overlap_opts / sizeof overlap_opts[0];
          i++) {
         snprintf(k, sizeof k, "overlap_peak_budget=%s%s", b, overlap_opts[i]);
-        if (add2(r, "overlap", k) != 0)
+        if (add_builtin(r, large, "overlap", k) != 0)
             return -1;
     }
     snprintf(k, sizeof k, "overlap_peak_budget=%s", b);
-    if (add2(r, "decide_global_ordering_of_comms,overlap", k) != 0)
+    if (add_builtin(r, large, "decide_global_ordering_of_comms,overlap", k) !=
+        0)
         return -1;
     static const char *const caps[] = {"25", "2000"};
     static const char *const modes[] = {"greedy", "cost"};
@@ -169,7 +200,7 @@ static int builtin_set(commsched_tune_result *r, double budget)
                      "bucket_cap_mb=%s,bucket_mode=%s,"
                      "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
                      caps[c], modes[m], bb, b);
-            if (add2(r, BUCKETS ",overlap", k) != 0)
+            if (add_builtin(r, large, BUCKETS ",overlap", k) != 0)
                 return -1;
         }
     /* Buckets of two: a greedy cut in wait order takes every merge that
@@ -182,7 +213,7 @@ static int builtin_set(commsched_tune_result *r, double budget)
              "bucket_cap_mb=2000,bucket_max_ops=2,"
              "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
              bb, b);
-    if (add2(r, BUCKETS ",overlap", k) != 0)
+    if (add_builtin(r, large, BUCKETS ",overlap", k) != 0)
         return -1;
     /* Transformer blocks: one bucket per block run, found from the node
      * names (as the hand-written plan), then overlap within the budget; and
@@ -192,16 +223,16 @@ static int builtin_set(commsched_tune_result *r, double budget)
              "bucket_by_block=true,bucket_cap_mb=inf,"
              "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
              bb, b);
-    if (add2(r, BUCKETS ",overlap", k) != 0 ||
-        add2(r, "bucket_transformer_blocks,overlap", "overlap_peak_budget=1") !=
-            0)
+    if (add_builtin(r, large, BUCKETS ",overlap", k) != 0 ||
+        add_builtin(r, large, "bucket_transformer_blocks,overlap",
+                    "overlap_peak_budget=1") != 0)
         return -1;
     snprintf(k, sizeof k,
              "bucket_cap_mb=25,bucket_mode=cost,bucket_peak_memory_budget=%s,"
              "reorder_iterative_peak_memory_budget=0,"
              "sink_iterative_peak_memory_budget=0",
              bb);
-    if (add2(r, BUCKETS "," INDUCTOR, k) != 0)
+    if (add_builtin(r, large, BUCKETS "," INDUCTOR, k) != 0)
         return -1;
     return 0;
 }
@@ -324,26 +355,13 @@ static void evaluate(const commsched_graph *g, const commsched_result *base,
     commsched_result_destroy(res);
 }
 
-/* How heavy candidate c is likely to be, by what it runs: cost-mode
- * bucketing simulates the whole graph for every tentative merge, and
- * Inductor's iterative passes move nodes one position at a time (both
- * grow faster than the rest, docs/PERFORMANCE.md, "tune"). */
-static int weight(const cand *c)
-{
-    if (strstr(c->knobs, "bucket_mode=cost"))
-        return 2;
-    return strstr(c->passes, "reorder_communication_preserving_peak_memory")
-               ? 1
-               : 0;
-}
-
 /* run: the candidates' indices, heaviest first, then by index. */
 static void heavy_first(const commsched_tune_result *r, long *run)
 {
     size_t k = 0;
     for (int w = 2; w >= 0; w--)
         for (size_t i = 0; i < r->n; i++)
-            if (weight(&r->c[i]) == w)
+            if (weight_of(r->c[i].passes, r->c[i].knobs) == w)
                 run[k++] = (long)i;
 }
 
@@ -398,7 +416,10 @@ commsched_status commsched_tune(const commsched_graph *g,
         const commsched_device *d = commsched_device_builtin("h100");
         r->device = *d;
     }
-    if ((o->builtin && builtin_set(r, o->budget) != 0)) {
+    if ((o->builtin &&
+         builtin_set(r, o->budget,
+                     commsched_graph_node_count(g) >
+                         TUNE_QUADRATIC_MAX_NODES) != 0)) {
         st = oom(err);
         goto fail;
     }

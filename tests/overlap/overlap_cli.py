@@ -218,4 +218,40 @@ p = run("tune", TP, "--candidate", "overlapp", code=2)
 if "overlapp" not in p.stderr:
     fail("tune --candidate overlapp: " + p.stderr)
 run("tune", TP, "--budget", "0.5", code=2)
+
+# Above 50,000 nodes the built-in set leaves out the candidates that grow
+# with the square of the graph (Inductor's pipeline, cost-mode bucketing);
+# at 50,000 they are in, and a --candidate always runs. Compute-only
+# chains keep this cheap.
+
+
+def flat(n):
+    nodes = [{"name": "n%d" % i, "kind": "compute", "runtime_ns": 10,
+              "inputs": ["b%d" % (i - 1)] if i else [],
+              "outputs": [{"name": "b%d" % i, "size": 64}]}
+             for i in range(n)]
+    f = path("flat%d.json" % n)
+    with open(f, "w") as fh:
+        json.dump({"format": "commsched-graph", "version": 1, "name": "flat",
+                   "groups": [], "nodes": nodes}, fh)
+    return f
+
+
+def quadratic(cands):
+    return [c for c in cands
+            if "reorder_communication_preserving_peak_memory" in c["passes"]
+            or "bucket_mode=cost" in c["knobs"]]
+
+
+at = json.loads(run("tune", flat(50000), "--format", "json").stdout)
+above = json.loads(run("tune", flat(50001), "--format", "json",
+                       "--candidate", "reorder_communication_preserving_"
+                       "peak_memory").stdout)
+if len(quadratic(at["candidates"])) != 7 or \
+        [c["passes"] for c in quadratic(above["candidates"])] != \
+        ["reorder_communication_preserving_peak_memory"] or \
+        len(above["candidates"]) != len(at["candidates"]) - 7 + 1:
+    fail("tune's built-in set at 50,000 / 50,001 nodes: %s / %s" %
+         ([c["passes"] for c in at["candidates"]],
+          [c["passes"] for c in above["candidates"]]))
 print("overlap/tune CLI: all checks passed")
