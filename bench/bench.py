@@ -58,6 +58,7 @@ import platform
 import re
 import shutil
 import statistics
+import signal
 import subprocess
 import sys
 import tempfile
@@ -103,13 +104,15 @@ def run(cmd, cap=None, stdout_path=None):
     err = tempfile.TemporaryFile()
     full = ([GNU_TIME, "-f", "bench-rss-kib %M"] + cmd) if GNU_TIME else cmd
     t0 = time.perf_counter()
-    p = subprocess.Popen(full, stdout=out, stderr=err)
+    # Its own process group: a capped run is killed with GNU time's child,
+    # not only GNU time (the command went on running).
+    p = subprocess.Popen(full, stdout=out, stderr=err, start_new_session=True)
     killed = []
     timer = None
     if cap:
         def kill():
             killed.append(1)
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)
         timer = threading.Timer(cap, kill)
         timer.start()
     _, status, ru = os.wait4(p.pid, 0)

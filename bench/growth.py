@@ -29,6 +29,7 @@ import math
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,11 +48,18 @@ class Capped(Exception):
 def run(cmd, cap):
     """(wall seconds, peak RSS MiB, stdout, stderr) of cmd under GNU time."""
     full = ["/usr/bin/time", "-f", "growth-rss-kib %M %e"] + cmd
+    # Its own process group, so that a capped run is killed with GNU
+    # time's child, not only GNU time (the command went on running).
+    p = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
     try:
-        p = subprocess.run(full, capture_output=True, timeout=cap)
+        out, err_b = p.communicate(timeout=cap)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         raise Capped()
-    err = p.stderr.decode(errors="replace")
+    p.stdout = out
+    err = err_b.decode(errors="replace")
     if p.returncode != 0:
         sys.exit(f"growth: {' '.join(cmd)} failed ({p.returncode}):\n{err}")
     m = re.search(r"^growth-rss-kib (\d+) ([0-9.]+)$", err, re.M)
