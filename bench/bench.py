@@ -686,6 +686,12 @@ def main():
     a = ap.parse_args()
     cli = a.cli
     sections = a.sections.split(",")
+    # The generated block holds every section: rewriting it from some
+    # would drop the others' tables from the document.
+    every = {"speed", "builder", "quality"}
+    if a.update_doc and not every <= set(sections):
+        ap.error("--update-doc rewrites every section's tables; run it with "
+                 "--sections speed,builder,quality (got %s)" % a.sections)
     results = {"machine": machine(),
                "cli": os.path.relpath(cli, root)
                if os.path.abspath(cli).startswith(root + os.sep) else cli,
