@@ -255,6 +255,9 @@ oom:
                                "out of memory");
 }
 
+/* The smallest graph whose search runs on more than one thread. */
+#define OV_THREADS_MIN_NODES 10000u
+
 /* One thread's share of the search: its own sweep state, a view of the
  * base whose collective-order set it may switch, a simulator made only
  * when a replay cannot decide (overflow) or verify asks, and the best
@@ -481,8 +484,11 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     long njobs = (long)(nl * nv);
     int want = 1;
 #if COMMSCHED_HAVE_OPENMP
-    /* Inside tune's parallel loop the cores are taken already. */
-    if (!ctx->verify && !omp_in_parallel())
+    /* Inside tune's parallel loop the cores are taken already; and a graph
+     * below OV_THREADS_MIN_NODES is searched in a few milliseconds on one
+     * thread, so its caller (a compiler's process, which may run its own
+     * OpenMP runtime) gets no threads started on its behalf. */
+    if (!ctx->verify && !omp_in_parallel() && n >= OV_THREADS_MIN_NODES)
         want = omp_get_max_threads();
 #endif
     if (want > njobs)
