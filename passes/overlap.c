@@ -42,9 +42,10 @@
  * budget and at each standard level below it (1.0, 1.25, 1.5, 2.0 x the
  * input's peak; what fits a tighter level fits the budget); the fastest
  * within the budget wins (then the lower peak, then the earlier variant),
- * and the input order is kept unless a variant is strictly faster (the
- * variants run on every core, OpenMP, each thread keeping its best; the
- * answer is the one a single thread gives trying them in order): the
+ * and the input order is kept unless a variant is strictly faster (from
+ * OV_THREADS_MIN_NODES nodes up the variants run on every core, OpenMP,
+ * each thread keeping its best; the answer is the one a single thread
+ * gives trying them in order): the
  * pass is never slower than its input and never above overlap_peak_budget
  * x the input's peak. A last O(V + E) step moves each wait that frees
  * nothing to just before its first dependent (never slower).

@@ -1,8 +1,10 @@
 /* commsched — tune: many pipelines and knob settings judged in parallel
  * (commsched/commsched.h, docs/PASSES.md "tune").
  *
- * Each candidate is one commsched_optimize call with its own options; the
- * graph is shared and only read (commsched_optimize works on a private view
+ * Each candidate is one commsched_optimize call with its own options, given
+ * the input's runtimes and simulated figures from one baseline run
+ * (cs_optimize_given) instead of pricing them again; the graph and those
+ * are shared and only read (commsched_optimize works on a private view
  * of it, so passes that add fake edges or rewrite the graph never touch it),
  * and every candidate owns its pipeline run, schedule and simulator. The
  * parallel loop therefore shares nothing writable: each iteration writes
