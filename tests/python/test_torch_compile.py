@@ -22,6 +22,7 @@ collectives torch 2.13 keeps out of the compiled graph.
 Run by the `python` tier with the virtual environment `make test` makes
 (build/venv, torch==2.13.0); skipped (77) where torch is not importable.
 """
+import json
 import os
 import sys
 import tempfile
@@ -76,6 +77,18 @@ def recording_pass(snodes):
     inputs = imem.get_freeable_input_buf(snodes, graph.graph_inputs.keys())
     torch_peak, _ = imem.estimate_peak_memory(
         snodes, inputs, set(graph.get_output_names()))
+    # Where Inductor estimates nothing (its own estimate on CPU), the
+    # adapter prices a kernel by its flops and the bytes it reads and
+    # writes, as Inductor's GPU estimate does: what it wrote for each
+    # compute node, beside what Inductor counts.
+    with icfg.patch(estimate_op_runtime=lambda sn: 0.0), \
+            tempfile.TemporaryDirectory() as d:
+        ci.to_graph(snodes).save(os.path.join(d, "g.json"))
+        with open(os.path.join(d, "g.json")) as fh:
+            unpriced = {n["name"]: n for n in json.load(fh)["nodes"]}
+    rw = {sn.get_name(): sn.get_read_write_buffers_sizes() for sn in snodes
+          if not iutils.contains_collective(sn) and
+          not iutils.contains_wait(sn)}
     out = ci.reorder(snodes)
     # torch's own reordering passes on the same nodes: commsched's pass of
     # the same name gives the same order; every order is judged by
@@ -92,7 +105,8 @@ def recording_pass(snodes):
     CALLS.append({"snodes": snodes, "order": out, "graph": g,
                   "peak": before.peak_memory_step, "torch_peak": torch_peak,
                   "input_ns": before.makespan_ns, "ours_ns": ours,
-                  "theirs_ns": theirs, "same": same})
+                  "theirs_ns": theirs, "same": same,
+                  "unpriced": unpriced, "rw": rw})
     return out
 
 
@@ -178,6 +192,13 @@ class TorchCompile(unittest.TestCase):
             self.id().rsplit(".", 1)[1], c["input_ns"] / 1e3,
             c["ours_ns"] / 1e3, ", ".join("%s %.1f us" % (k, v / 1e3)
                                           for k, v in c["theirs_ns"].items())))
+        # no estimate: every compute kernel carries the bytes Inductor
+        # counts (a pointwise kernel was free before), none is left at 0
+        self.assertTrue(c["rw"])
+        for name, b in c["rw"].items():
+            node = c["unpriced"][name]
+            self.assertEqual(node.get("bytes", 0), b or 0, name)
+            self.assertTrue(node.get("bytes") or node.get("flops"), name)
         # memory truth: Inductor's own estimate on the same nodes
         self.assertGreater(c["torch_peak"], 0)
         self.assertEqual(c["peak"], c["torch_peak"])
