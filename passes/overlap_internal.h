@@ -218,6 +218,13 @@ typedef struct ov_run {
                              as soon as it is placed */
     segt seg;
     int use_seg;
+    struct ov_wit {     /* per node: where the tree last refused it */
+        int64_t val;    /* the level there, as of epoch ep */
+        uint32_t pos;   /* the position, NONE for none */
+        uint32_t ep;
+    } *wit;
+    uint32_t neg_ep;    /* counts the tree's negative adds: while it stays,
+                           every level is at least what it was */
     uint32_t fi, lo;
     double *ready_t; /* collectives: compute-stream time they became
                         issuable (inputs ready or one cheap step away) */
@@ -242,7 +249,8 @@ void cs_ov_seg_build(segt *s, const int64_t *leaf, uint32_t n);
 int cs_ov_bits_init(ov_bits *s, uint32_t n);
 void cs_ov_bits_clear(ov_bits *s);
 void cs_ov_bits_free(ov_bits *s);
-int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r);
+int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r, uint32_t *pos);
+int64_t cs_ov_seg_at(const segt *s, uint32_t p);
 
 /* overlap_search.c: one variant's sweep and what the pass reuses of it. */
 double cs_ov_issue(ov_run *S, uint32_t c);

@@ -60,6 +60,7 @@ void cs_ov_run_free(ov_run *S)
     free(S->head);
     free(S->next);
     free(S->tmp_order);
+    free(S->wit);
 }
 
 int cs_ov_run_alloc(ov_run *S, const ov_base *b)
@@ -92,6 +93,7 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->head = cs_malloc_array(nn + 1, sizeof *S->head);
     S->next = cs_malloc_array(nn, sizeof *S->next);
     S->tmp_order = cs_malloc_array(nn, sizeof *S->tmp_order);
+    S->wit = cs_malloc_array(nn, sizeof *S->wit);
     uint32_t size = 1;
     while (size < n + 1)
         size <<= 1;
@@ -106,7 +108,7 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
                    S->sf && S->infl && S->ready_t && S->flags &&
                    S->stk && S->list && S->mark && S->mark2 && S->undo &&
                    S->seg.t && S->seg.d && S->pos && S->lastpos && S->head &&
-                   S->next && S->tmp_order
+                   S->next && S->tmp_order && S->wit
                ? 0
                : -1;
 }
@@ -255,8 +257,11 @@ static void sched_node(ov_run *S, uint32_t v)
     S->now = clk.now;
     /* Placed before its reference position: its memory delta now holds
      * over the positions it jumped. */
-    if (S->use_seg && b->tpos[v] > S->lo)
+    if (S->use_seg && b->tpos[v] > S->lo) {
         cs_ov_seg_add(&S->seg, S->lo, b->tpos[v], b->dref[v]);
+        if (b->dref[v] < 0)
+            S->neg_ep++;
+    }
     for (uint32_t e = b->users.off[v]; e < b->users.off[v + 1]; e++)
         release(S, v, b->users.idx[e]);
     uint32_t on = b->ord_next[v];
@@ -317,6 +322,47 @@ static uint32_t feeders(ov_run *S, uint32_t c)
     return nf;
 }
 
+/* Does v's witness still show that placing it now (lo) with delta more
+ * bytes live up to its reference position would push a level of the tree
+ * past the budget? Most tests re-ask what an earlier step refused (the
+ * prefetch re-tests its candidates after every issue), so a refusal keeps
+ * its witness, the position found too high: while that stays in range and
+ * too high, the refusal stands without a range maximum. The level read
+ * there is refreshed only after a negative add (positive ones only raise
+ * it). Never refuses what the tree would accept. */
+static int witness_refuses(ov_run *S, uint32_t v, int64_t delta)
+{
+    struct ov_wit *w = &S->wit[v];
+    if (!S->use_seg || w->pos == NONE || w->pos < S->lo ||
+        w->pos >= S->b->tpos[v])
+        return 0;
+    if (w->ep != S->neg_ep) {
+        w->val = cs_ov_seg_at(&S->seg, w->pos);
+        w->ep = S->neg_ep;
+    }
+    return w->val + delta > S->B;
+}
+
+/* Would v, placed now with delta more bytes live until its reference
+ * position, push a level of the tree past the budget? Exact. */
+static int seg_refuses(ov_run *S, uint32_t v, int64_t delta)
+{
+    uint32_t r = S->b->tpos[v];
+    if (r <= S->lo)
+        return 0;
+    if (witness_refuses(S, v, delta))
+        return 1;
+    struct ov_wit *w = &S->wit[v];
+    uint32_t p;
+    int64_t m = cs_ov_seg_max(&S->seg, S->lo, r, &p);
+    if (m + delta <= S->B)
+        return 0;
+    w->pos = p;
+    w->val = m;
+    w->ep = S->neg_ep;
+    return 1;
+}
+
 /* Would placing list[0 .. nf) and then c right now keep memory within the
  * budget: now (exactly) and over the positions they jump (the tree)? */
 static int mem_ok(ov_run *S, uint32_t nf, uint32_t c)
@@ -349,8 +395,7 @@ static int mem_ok(ov_run *S, uint32_t nf, uint32_t c)
     }
     while (nu > 0)
         S->rem[S->undo[--nu]]++;
-    if (ok && S->use_seg && delta > 0 && b->tpos[c] > S->lo &&
-        cs_ov_seg_max(&S->seg, S->lo, b->tpos[c]) + delta > S->B)
+    if (ok && S->use_seg && delta > 0 && seg_refuses(S, c, delta))
         ok = 0;
     return ok;
 }
@@ -416,8 +461,10 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
     /* A collective that frees at least what it allocates only gets dearer
      * later (its input stays live), so it goes now; its momentary step
      * peak is checked with the whole order, and an excess tightens the
-     * budget of the decisions that led to it. */
-    if (d > 0 && !mem_ok(S, nf, c)) {
+     * budget of the decisions that led to it. The sum of the drefs, d, is
+     * at most the delta mem_ok prices, so a witness refusing d refuses
+     * without that walk. */
+    if (d > 0 && (witness_refuses(S, c, d) || !mem_ok(S, nf, c))) {
         S->flags[c] |= F_MEM;
         return 0;
     }
@@ -555,8 +602,7 @@ static int frame_mem_ok(ov_run *S, uint32_t x)
         return 1;
     if (S->cur + b->alloc[x] > S->B)
         return 0;
-    return !S->use_seg || b->dref[x] <= 0 || b->tpos[x] <= S->lo ||
-           cs_ov_seg_max(&S->seg, S->lo, b->tpos[x]) + b->dref[x] <= S->B;
+    return !S->use_seg || b->dref[x] <= 0 || !seg_refuses(S, x, b->dref[x]);
 }
 
 /* The next frame node: the input order's next one (the frontier), or in
@@ -671,11 +717,13 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     }
     memcpy(S->rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *S->rem);
     S->use_seg = budget != NO_LIMIT;
+    S->neg_ep = 0;
     if (S->use_seg)
         cs_ov_seg_build(&S->seg, b->level, n);
     for (uint32_t v = 0; v < n; v++) {
         S->sched[v] = S->in_fh[v] = S->in_sh[v] = 0;
         S->flags[v] = 0;
+        S->wit[v].pos = NONE;
         S->cend[v] = S->wend[v] = 0;
         S->ready_t[v] = INFINITY;
         uint32_t u = CS_ROW_LEN(b->deps, v);

@@ -56,34 +56,40 @@ void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v)
     seg_pull(s, r0 - 1);
 }
 
-/* The maximum over positions [l, r) (SEG_LOW when empty). What the walk
+/* The maximum over positions [l, r) (SEG_LOW when empty), and in *pos
+ * (when not NULL) the rightmost position holding it. What the walk
  * collected on the left lies under node l - 1 once l moved up a level, on
- * the right under node r: their d apply to it. */
-int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r)
+ * the right under node r: their d apply to it. Each side keeps the node
+ * its maximum came from (later left nodes lie further right, earlier
+ * right ones too); the position is found below that node, taking the
+ * right child on ties. */
+int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r, uint32_t *pos)
 {
     assert(r <= s->size);
     if (l >= r)
         return SEG_LOW;
     int64_t ml = SEG_LOW, mr = SEG_LOW;
-    int hl = 0, hr = 0;
+    uint32_t nl = 0, nr = 0; /* the nodes they came from, 0 for none */
     for (l += s->size, r += s->size; l < r;) {
         if (l & 1) {
-            if (!hl || s->t[l] > ml)
+            if (!nl || s->t[l] >= ml) {
                 ml = s->t[l];
-            hl = 1;
+                nl = l;
+            }
             l++;
         }
         if (r & 1) {
             --r;
-            if (!hr || s->t[r] > mr)
+            if (!nr || s->t[r] > mr) {
                 mr = s->t[r];
-            hr = 1;
+                nr = r;
+            }
         }
         l >>= 1;
         r >>= 1;
-        if (hl)
+        if (nl)
             ml += s->d[l - 1];
-        if (hr)
+        if (nr)
             mr += s->d[r];
     }
     /* l == r: the left part lies under l - 1, the right under r. Up to
@@ -91,10 +97,10 @@ int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r)
      * on, the maximum of both takes the rest. */
     uint32_t x = l - 1, y = r;
     int64_t m;
-    if (!hl) {
+    if (!nl) {
         m = mr;
         x = y;
-    } else if (!hr) {
+    } else if (!nr) {
         m = ml;
     } else {
         while (x != y) {
@@ -113,7 +119,26 @@ int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r)
         x >>= 1;
         m += s->d[x];
     }
+    if (pos) {
+        uint32_t v = nr && (!nl || mr >= ml) ? nr : nl;
+        while (v < s->size)
+            v = s->t[2 * v + 1] >= s->t[2 * v] ? 2 * v + 1 : 2 * v;
+        *pos = v - s->size;
+    }
     return m;
+}
+
+/* The value at position p: its leaf plus the adds of its ancestors. */
+int64_t cs_ov_seg_at(const segt *s, uint32_t p)
+{
+    assert(p < s->size);
+    uint32_t x = p + s->size;
+    int64_t v = s->t[x];
+    while (x > 1) {
+        x >>= 1;
+        v += s->d[x];
+    }
+    return v;
 }
 
 /* ---- rank sets (ov_bits) ----------------------------------------------- */

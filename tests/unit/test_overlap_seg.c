@@ -1,0 +1,107 @@
+/* commsched unit tests — the overlap pass's segment tree
+ * (passes/overlap_state.c): range adds, the range maximum with the position
+ * holding it, and the value at one position, against a plain array under
+ * random operations. The pass's budget test keeps that position as the
+ * witness of a refusal and re-reads it instead of re-asking the range, so
+ * a position that does not hold the maximum would let it accept an order
+ * over budget (or refuse one within it). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+
+#include "overlap_internal.h"
+
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void check_tree(uint32_t n, uint64_t seed)
+{
+    uint32_t size = 1;
+    while (size < n + 1)
+        size <<= 1;
+    segt s = {size, calloc(2 * (size_t)size, sizeof(int64_t)),
+              calloc(size, sizeof(int64_t))};
+    int64_t *ref = calloc(n, sizeof *ref);
+    assert_non_null(s.t);
+    assert_non_null(s.d);
+    assert_non_null(ref);
+    uint64_t x = seed;
+    for (uint32_t i = 0; i < n; i++)
+        ref[i] = (int64_t)(rng_next(&x) % 1000) - 500;
+    cs_ov_seg_build(&s, ref, n);
+    for (int op = 0; op < 4000; op++) {
+        uint32_t l = (uint32_t)(rng_next(&x) % (n + 1));
+        uint32_t r = (uint32_t)(rng_next(&x) % (n + 1));
+        if (l > r) {
+            uint32_t t = l;
+            l = r;
+            r = t;
+        }
+        if (rng_next(&x) % 2) {
+            /* small values, so ties (several positions at the maximum)
+             * are common */
+            int64_t v = (int64_t)(rng_next(&x) % 7) - 3;
+            cs_ov_seg_add(&s, l, r, v);
+            for (uint32_t i = l; i < r; i++)
+                ref[i] += v;
+            continue;
+        }
+        uint32_t pos = UINT32_MAX;
+        int64_t m = cs_ov_seg_max(&s, l, r, &pos);
+        if (l == r) {
+            assert_true(m == SEG_LOW);
+            continue;
+        }
+        int64_t want = ref[l];
+        uint32_t last = l;
+        for (uint32_t i = l; i < r; i++)
+            if (ref[i] >= want) {
+                want = ref[i];
+                last = i;
+            }
+        assert_true(m == want);
+        assert_true(cs_ov_seg_max(&s, l, r, NULL) == want);
+        /* the rightmost position holding it */
+        assert_int_equal(pos, last);
+        assert_true(cs_ov_seg_at(&s, pos) == want);
+        uint32_t p = (uint32_t)(rng_next(&x) % n);
+        assert_true(cs_ov_seg_at(&s, p) == ref[p]);
+    }
+    free(s.t);
+    free(s.d);
+    free(ref);
+}
+
+static void test_seg_small(void **state)
+{
+    (void)state;
+    for (uint32_t n = 1; n <= 40; n++)
+        check_tree(n, 0x9e3779b97f4a7c15u + n);
+}
+
+static void test_seg_large(void **state)
+{
+    (void)state;
+    check_tree(1000, 12345);
+    check_tree(1024, 777);
+    check_tree(1025, 4242);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seg_small),
+        cmocka_unit_test(test_seg_large),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
