@@ -249,6 +249,22 @@ static int topo_closest(ov_base *b)
     int rc = -1;
     if (!unmet)
         goto out;
+    /* The common case: the input order respects every edge, and is T. */
+    int input_ok = 1;
+    for (uint32_t v = 0; v < n && input_ok; v++)
+        for (uint32_t e = b->deps.off[v]; e < b->deps.off[v + 1]; e++)
+            if (b->pos_in[b->deps.idx[e]] >= b->pos_in[v]) {
+                input_ok = 0;
+                break;
+            }
+    if (input_ok) {
+        for (uint32_t v = 0; v < n; v++) {
+            b->tpos[v] = b->pos_in[v];
+            b->topo[b->pos_in[v]] = v;
+        }
+        rc = 0;
+        goto out;
+    }
     for (uint32_t v = 0; v < n; v++)
         unmet[v] = CS_ROW_LEN(b->deps, v);
     for (uint32_t v = 0; v < n; v++)
