@@ -761,8 +761,14 @@ static commsched_status walk(bk_pass *p)
     double limit = (double)peak0 * (1.0 + k->bucket_peak_memory_budget);
     open_bucket ob;
     memset(&ob, 0, sizeof ob);
+    /* eligible candidates seen before this one: bit `ne - 1` of
+     * bucket_cuts ends the bucket after the previous one */
+    unsigned long ne = 0;
     for (size_t ci = 0; ci < p->n_cands; ci++) {
         const cand *c = &p->cands[ci];
+        int cut = c->eligible && ne > 0 && ne <= 63 && k->bucket_cuts > 0 &&
+                  ((unsigned long)k->bucket_cuts >> (ne - 1) & 1u);
+        ne += c->eligible != 0;
         if (ob.b.n && (!c->eligible ||
                        !same_key(p, bk_member(p, &ob.b, 0), c))) {
             if ((st = close_open(p, &ob, ob.skipped ? ob.skipped : "key")) !=
@@ -781,7 +787,9 @@ static commsched_status walk(bk_pass *p)
             continue;
         }
         const char *refused = NULL;
-        if (k->bucket_max_ops > 0 && (long)ob.b.n >= k->bucket_max_ops)
+        if (cut)
+            refused = "cut";
+        else if (k->bucket_max_ops > 0 && (long)ob.b.n >= k->bucket_max_ops)
             refused = "max_ops";
         else if (exceeds_cap(ob.b.bytes, c->bytes, cap))
             refused = "cap";

@@ -37,6 +37,8 @@ struct commsched_knobs {
     /* bucketing (passes/bucketing.c) */
     double bucket_cap_mb;             /* MiB, as Inductor's * 1024 * 1024 */
     long bucket_max_ops;              /* <= 0: unlimited */
+    long bucket_cuts;                 /* bit i: a bucket ends after a pass's
+                                         i-th eligible collective; < 0 none */
     int bucket_multidtype;
     int bucket_by_block;
     int bucket_mode;                  /* cs_bucket_mode */

@@ -170,6 +170,10 @@ static const knob knobs[] = {
     KNOB(bucket_max_ops, K_LIMIT, "0",
          "bucketing: at most this many collectives a bucket (0 or none: no "
          "limit; XLA uses 256)"),
+    KNOB(bucket_cuts, K_LIMIT, "0",
+         "bucketing: a bit mask; bit i closes the bucket after each pass's "
+         "i-th eligible collective in wait order (0 or none: no cut; tune's "
+         "split search and hand-made splits)"),
     KNOB(bucket_multidtype, K_BOOL, "false",
          "bucket_all_gather: leave the dtype out of the key (Inductor's "
          "multidtype mode)"),

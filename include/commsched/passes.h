@@ -100,7 +100,8 @@ typedef struct commsched_bucket_stats {
     double time_before_ns;    /* the members' runtimes, summed */
     double time_after_ns;     /* merged collective + copy-in (cost model) */
     const char *closed_by;    /* why it took no further member: "cap",
-                                 "max_ops", "memory", "cost", "key" (the
+                                 "max_ops", "cut" (bucket_cuts), "memory",
+                                 "cost", "key" (the
                                  next collective in wait order has another
                                  key or cannot be bucketed), "dependency"
                                  (the rest of its run depends on it),

@@ -151,13 +151,42 @@ static int add_builtin(commsched_tune_result *r, int large,
     return add2(r, passes, knobs);
 }
 
+/* Up to this many collectives of one op, the built-in set also tries
+ * every cut of them into contiguous buckets (bucket_cuts; 2^(k-1) - 2
+ * splits besides one bucket and none, 30 at most), each followed by
+ * overlap: the greedy cuts judge a merge before overlap has placed
+ * anything, and on a small step which collectives to leave alone is
+ * worth more than any cap (an FSDP backward of four reduce-scatters is
+ * fastest as 1 + 1 + 2, as torch's FX bucketer leaves it). */
+#define TUNE_SPLIT_MAX_COLLS 6u
+
+/* The most collectives of one bucketable op (all-gather, reduce-scatter,
+ * all-reduce): what each bucketing pass walks at most. */
+static uint32_t max_per_op(const commsched_graph *g)
+{
+    uint32_t count[3] = {0, 0, 0}, m = 0;
+    static const commsched_coll_op ops[3] = {COMMSCHED_COLL_ALL_GATHER,
+                                             COMMSCHED_COLL_REDUCE_SCATTER,
+                                             COMMSCHED_COLL_ALL_REDUCE};
+    for (uint32_t v = 0; v < commsched_graph_node_count(g); v++) {
+        commsched_coll_op op;
+        if (!commsched_graph_node_collective(g, v, &op, NULL))
+            continue;
+        for (int i = 0; i < 3; i++)
+            if (op == ops[i] && ++count[i] > m)
+                m = count[i];
+    }
+    return m;
+}
+
 /* The built-in set (docs/PASSES.md, tune): the input order; Inductor's
  * pipeline at per-pass budgets 0 .. 0.2; the heap schedulers; overlap at
  * the budget with its options; pinned collective order; bucketing (DDP's
  * and Inductor's caps, greedy and cost modes; per transformer block)
  * before overlap and before Inductor's pipeline; the hand-written
  * transformer-block plan followed by overlap. */
-static int builtin_set(commsched_tune_result *r, double budget, int large)
+static int builtin_set(commsched_tune_result *r, double budget, int large,
+                       uint32_t per_op)
 {
     char b[64], k[512];
     if (isinf(budget))
@@ -232,6 +261,15 @@ static int builtin_set(commsched_tune_result *r, double budget, int large)
         add_builtin(r, large, "bucket_transformer_blocks,overlap",
                     "overlap_peak_budget=1") != 0)
         return -1;
+    if (!large && per_op >= 3 && per_op <= TUNE_SPLIT_MAX_COLLS)
+        for (unsigned long cuts = 1; cuts + 1 < 1ul << (per_op - 1); cuts++) {
+            snprintf(k, sizeof k,
+                     "bucket_cap_mb=inf,bucket_cuts=%lu,"
+                     "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
+                     cuts, bb, b);
+            if (add_builtin(r, large, BUCKETS ",overlap", k) != 0)
+                return -1;
+        }
     snprintf(k, sizeof k,
              "bucket_cap_mb=25,bucket_mode=cost,bucket_peak_memory_budget=%s,"
              "reorder_iterative_peak_memory_budget=0,"
@@ -423,8 +461,8 @@ commsched_status commsched_tune(const commsched_graph *g,
     }
     if ((o->builtin &&
          builtin_set(r, o->budget,
-                     commsched_graph_node_count(g) >
-                         TUNE_QUADRATIC_MAX_NODES) != 0)) {
+                     commsched_graph_node_count(g) > TUNE_QUADRATIC_MAX_NODES,
+                     max_per_op(g)) != 0)) {
         st = oom(err);
         goto fail;
     }

@@ -888,6 +888,30 @@ static void test_cap_respected(void **state)
     expect_bucket(p, 1, "ar2,ar3", "max_ops");
     bx_close(&x);
 
+    /* Cuts given by hand (tune's split search): bit i ends a bucket after
+     * the i-th candidate, so 0b0101 leaves ar0 alone and cuts after ar2:
+     * {ar0} {ar1, ar2} {ar3, ar4}; cuts beyond the candidates are no-ops. */
+    bx_open_graph(&x, ar_chain(sizes, 5), NULL);
+    bx_run(&x, "bucket_all_reduce", "bucket_cuts=5");
+    p = pass_at(&x, 0);
+    assert_int_equal(p->n_buckets, 2);
+    expect_bucket(p, 0, "ar1,ar2", "cut");
+    expect_bucket(p, 1, "ar3,ar4", "end");
+    assert_int_not_equal(commsched_graph_find_node(x.g, "ar0"), COMMSCHED_NONE);
+    check_rewritten(&x);
+    bx_close(&x);
+    bx_open_graph(&x, ar_chain(sizes, 5), NULL);
+    bx_run(&x, "bucket_all_reduce", "bucket_cuts=15");
+    p = pass_at(&x, 0);
+    assert_int_equal(p->n_buckets, 0);
+    bx_close(&x);
+    bx_open_graph(&x, ar_chain(sizes, 5), NULL);
+    bx_run(&x, "bucket_all_reduce", "bucket_cuts=4611686018427387904");
+    p = pass_at(&x, 0);
+    assert_int_equal(p->n_buckets, 1);
+    expect_bucket(p, 0, "ar0,ar1,ar2,ar3,ar4", "end");
+    bx_close(&x);
+
     /* The default 2000 MiB takes all five. */
     bx_open_graph(&x, ar_chain(sizes, 5), NULL);
     bx_run(&x, "bucket_all_reduce", NULL);
@@ -1117,8 +1141,10 @@ static void test_knobs(void **state)
             seen++, assert_string_equal(d, "false");
         if (!strcmp(n, "bucket_max_ops"))
             seen++, assert_string_equal(d, "0");
+        if (!strcmp(n, "bucket_cuts"))
+            seen++, assert_string_equal(d, "0");
     }
-    assert_int_equal(seen, 5);
+    assert_int_equal(seen, 6);
 }
 
 /* Passes after a rewrite run on the new graph, and their records name its
