@@ -3,13 +3,13 @@
 per stage, with the growth per 10x nodes.
 
 usage: growth.py --cli COMMSCHED [--sizes 10000,100000,1000000]
-                 [--tune-max 100000] [--cap 180] [--tune-cap 120] [--json OUT]
-                 [--update-doc docs/PERFORMANCE.md]
+                 [--tune-max 100000] [--cap 180] [--tune-cap 120]
+                 [--repeat 1] [--json OUT] [--update-doc docs/PERFORMANCE.md]
 
 Graphs: `commsched generate chain --nodes N` (the FSDP-like chain: per
 layer an all-gather before forward and backward, a reduce-scatter after,
-their waits, and the matmuls). Stages, each its own process, one run each
-(the table says so):
+their waits, and the matmuls). Stages, each its own process, --repeat runs
+each, the median time and the largest RSS kept (the table says how many):
   load       `commsched validate`                       (whole command)
   PASS       `commsched optimize --passes PASS --stats=json`: the pass's
              own wall_ms, for every pass of the default pipeline and the
@@ -76,33 +76,51 @@ def default_passes(cli):
     return []
 
 
-def measure(cli, n, tmp, cap, tune_max, tune_cap, passes):
+def stage(cmd, cap, repeat, figure):
+    """The median of `repeat` runs of cmd (figure(dt, out, err) -> seconds)
+    and the largest peak RSS; {"capped": cap} when a run passes the cap."""
+    times, peak = [], 0.0
+    for _ in range(repeat):
+        try:
+            dt, rss, out, err = run(cmd, cap)
+        except Capped:
+            return {"capped": cap}
+        times.append(figure(dt, out, err))
+        peak = max(peak, rss)
+    times.sort()
+    return {"s": times[len(times) // 2], "rss": peak, "runs": times}
+
+
+def pass_ms(dt, out, err):
+    return json.loads(out)[0]["wall_ms"] / 1e3
+
+
+def sim_ms(dt, out, err):
+    return float(re.search(r"simulate ([0-9.]+) ms", err).group(1)) / 1e3
+
+
+def tune_s(dt, out, err):
+    m = re.search(r" in ([0-9.]+) s", err)
+    return float(m.group(1)) if m else dt
+
+
+def measure(cli, n, tmp, cap, tune_max, tune_cap, passes, repeat):
     graph = os.path.join(tmp, f"chain{n}.json")
     run([cli, "generate", "chain", "--nodes", str(n), "-o", graph], cap)
     row = {"nodes": n, "stages": {}}
-    dt, rss, _, _ = run([cli, "validate", graph], cap)
-    row["stages"]["load"] = {"s": dt, "rss": rss}
+    row["stages"]["load"] = stage([cli, "validate", graph], cap, repeat,
+                                  lambda dt, out, err: dt)
     for p in passes:
-        try:
-            dt, rss, out, _ = run([cli, "optimize", graph, "--passes", p,
-                                   "--stats=json", "-o", os.devnull], cap)
-            row["stages"][p] = {"s": json.loads(out)[0]["wall_ms"] / 1e3,
-                                "rss": rss}
-        except Capped:
-            row["stages"][p] = {"capped": cap}
-    dt, rss, _, err = run([cli, "simulate", "--verbose", "--format", "json",
-                           "-o", os.devnull, graph], cap)
-    m = re.search(r"simulate ([0-9.]+) ms", err)
-    row["stages"]["simulate"] = {"s": float(m.group(1)) / 1e3, "rss": rss}
+        row["stages"][p] = stage([cli, "optimize", graph, "--passes", p,
+                                  "--stats=json", "-o", os.devnull], cap,
+                                 repeat, pass_ms)
+    row["stages"]["simulate"] = stage(
+        [cli, "simulate", "--verbose", "--format", "json", "-o", os.devnull,
+         graph], cap, repeat, sim_ms)
     if n <= tune_max:
-        try:
-            dt, rss, _, err = run([cli, "tune", "--threads", "2", "--verbose",
-                                   "-o", os.devnull, graph], tune_cap)
-            m = re.search(r" in ([0-9.]+) s", err)
-            row["stages"]["tune"] = {"s": float(m.group(1)) if m else dt,
-                                     "rss": rss}
-        except Capped:
-            row["stages"]["tune"] = {"capped": tune_cap}
+        row["stages"]["tune"] = stage(
+            [cli, "tune", "--threads", "2", "--verbose", "-o", os.devnull,
+             graph], tune_cap, repeat, tune_s)
     else:
         row["stages"]["tune"] = {"skipped": True}
     os.remove(graph)
@@ -157,11 +175,13 @@ def machine():
             f"load average {load} at the end")
 
 
-def update_doc(path, lines, command, when):
+def update_doc(path, lines, command, when, repeat):
     block = [BEGIN, "", "## Benchmark: growth per pass (make bench, issue 22)",
              "", "```sh", command, "```", "",
-             f"Machine: {machine()}; {when}; release build, one run per "
-             "cell (wall clock, the shared machine's load included). "
+             f"Machine: {machine()}; {when}; release build, "
+             + ("one run per cell" if repeat == 1 else
+                f"the median of {repeat} runs per cell")
+             + " (wall clock, the shared machine's load included). "
              "Graphs: `commsched generate chain --nodes N`. Time: "
              "`validate` for load (the whole command), each pass's own "
              "`wall_ms` (`optimize --passes PASS --stats=json`), "
@@ -180,15 +200,18 @@ def main():
     ap.add_argument("--tune-max", type=int, default=100000)
     ap.add_argument("--cap", type=float, default=180.0)
     ap.add_argument("--tune-cap", type=float, default=120.0)
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", default=None)
     ap.add_argument("--update-doc", default=None)
     a = ap.parse_args()
+    if a.repeat < 1:
+        sys.exit("growth: --repeat must be at least 1")
     passes = default_passes(a.cli) + EXTRA_PASSES
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(x) for x in a.sizes.split(",")):
             rows.append(measure(a.cli, n, tmp, a.cap, a.tune_max, a.tune_cap,
-                                passes))
+                                passes, a.repeat))
             print(f"growth: {n} nodes done", file=sys.stderr)
     stages = ["load"] + passes + ["simulate", "tune"]
     lines = table(rows, stages)
@@ -201,8 +224,10 @@ def main():
             "%Y-%m-%d %H:%M UTC")
         update_doc(a.update_doc, lines,
                    "python3 bench/growth.py --cli build/release/tools/commsched"
-                   f" --sizes {a.sizes} --update-doc docs/PERFORMANCE.md",
-                   when)
+                   f" --sizes {a.sizes} --tune-max {a.tune_max}"
+                   f" --tune-cap {a.tune_cap:g}"
+                   f" --repeat {a.repeat} --update-doc docs/PERFORMANCE.md",
+                   when, a.repeat)
 
 
 if __name__ == "__main__":

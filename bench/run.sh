@@ -19,6 +19,6 @@ here=$(dirname "$0")
 python3 "$here/io_bench.py" --build "$build" || echo "bench/run.sh: the load/save benchmark failed" >&2
 python3 "$here/et_bench.py" --build "$build" || echo "bench/run.sh: the Chakra .et import benchmark failed" >&2
 python3 "$here/growth.py" --cli "$build/tools/commsched" --json "$build/growth.json" \
-    --update-doc "$here/../docs/PERFORMANCE.md" || echo "bench/run.sh: the growth benchmark failed" >&2
+    --tune-max 1000000 --tune-cap 300 --repeat 3 --update-doc "$here/../docs/PERFORMANCE.md" || echo "bench/run.sh: the growth benchmark failed" >&2
 exec python3 "$here/bench.py" --cli "$build/tools/commsched" \
     --update-doc "$here/../docs/PERFORMANCE.md" "$@"
