@@ -129,34 +129,33 @@ static uint32_t topo_order(const commsched_graph *g, uint32_t *order,
     return tail;
 }
 
-static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
-                                          int sink_waits, int for_overlap)
+commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
+                               const double *runtime_ns, int raise_comms,
+                               int sink_waits, int for_overlap, uint32_t *out,
+                               commsched_error *err)
 {
-    const commsched_graph *g = ctx->g;
     uint32_t n = g->n_nodes;
     sched_state st;
     memset(&st, 0, sizeof st);
     st.g = g;
-    st.keys = cs_malloc_array(n, sizeof *st.keys);
-    st.unmet = cs_malloc_array(n, sizeof *st.unmet);
-    st.stamp = cs_calloc(n, sizeof *st.stamp);
+    st.keys = cs_malloc_array(n ? n : 1, sizeof *st.keys);
+    st.unmet = cs_malloc_array(n ? n : 1, sizeof *st.unmet);
+    st.stamp = cs_calloc(n ? n : 1, sizeof *st.stamp);
     int heaps_failed = cs_heap_reserve(&st.compute, n) != 0 ||
                        cs_heap_reserve(&st.other, n) != 0;
-    st.order = cs_malloc_array(n, sizeof *st.order);
-    uint64_t *reach = cs_malloc_array(n, sizeof *reach);
+    st.order = out;
+    uint64_t *reach = cs_malloc_array(n ? n : 1, sizeof *reach);
     commsched_status rc = COMMSCHED_OK;
-    if (!st.keys || !st.unmet || !st.stamp || heaps_failed ||
-        !st.order || !reach) {
-        rc = commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
-                                 "out of memory");
+    if (!st.keys || !st.unmet || !st.stamp || heaps_failed || !reach) {
+        rc = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto cleanup;
     }
 
     /* score1, score2 and each collective's index in the current order */
     const uint64_t inf = UINT64_MAX;
-    uint32_t pos = 0, comm_idx = 0;
-    for (uint32_t v = commsched_schedule_first(ctx->s); v != COMMSCHED_NONE;
-         v = commsched_schedule_next(ctx->s, v), pos++) {
+    uint32_t comm_idx = 0;
+    for (uint32_t pos = 0; pos < n; pos++) {
+        uint32_t v = in[pos];
         st.keys[v].s0 = inf;
         st.keys[v].s1 = sink_waits && cs_is_wait(g, v) ? 1u : 0u;
         st.keys[v].s2 = pos;
@@ -203,33 +202,50 @@ static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
             v = cs_heap_pop(&st.other).v;
         schedule_node(&st, v);
         if (for_overlap && cs_is_collective(g, v)) {
-            double cost = ctx->runtime_ns[v];
+            double cost = runtime_ns[v];
             while (cost > 0 && st.compute.n > 0) {
                 uint32_t c = cs_heap_pop(&st.compute).v;
                 schedule_node(&st, c);
-                cost -= ctx->runtime_ns[c];
+                cost -= runtime_ns[c];
             }
         }
     }
-    if (st.n_order != n) {
-        rc = commsched_error_set(ctx->err, COMMSCHED_EINTERNAL, NULL,
+    if (st.n_order != n)
+        rc = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
                                  "heap scheduler placed %u of %u nodes",
                                  st.n_order, n);
-        goto cleanup;
-    }
-    /* Relink the list in the new order: moving each node to the end in turn
-     * leaves them in exactly that order. */
-    for (uint32_t k = 0; k < n; k++)
-        commsched_schedule_move_run_before(ctx->s, st.order[k], st.order[k],
-                                           COMMSCHED_NONE);
 cleanup:
     free(st.keys);
     free(st.unmet);
     free(st.stamp);
     cs_heap_fini(&st.compute);
     cs_heap_fini(&st.other);
-    free(st.order);
     free(reach);
+    return rc;
+}
+
+static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
+                                          int sink_waits, int for_overlap)
+{
+    uint32_t n = ctx->g->n_nodes;
+    uint32_t *in = cs_malloc_array(n ? n : 1, sizeof *in);
+    uint32_t *out = cs_malloc_array(n ? n : 1, sizeof *out);
+    commsched_status rc;
+    if (!in || !out)
+        rc = commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
+                                 "out of memory");
+    else if ((rc = commsched_schedule_to_array(ctx->s, in, ctx->err)) ==
+                 COMMSCHED_OK &&
+             (rc = cs_heap_order(ctx->g, in, ctx->runtime_ns, raise_comms,
+                                 sink_waits, for_overlap, out, ctx->err)) ==
+                 COMMSCHED_OK)
+        /* Relink the list in the new order: moving each node to the end
+         * in turn leaves them in exactly that order. */
+        for (uint32_t k = 0; k < n; k++)
+            commsched_schedule_move_run_before(ctx->s, out[k], out[k],
+                                               COMMSCHED_NONE);
+    free(in);
+    free(out);
     return rc;
 }
 

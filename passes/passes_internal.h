@@ -190,6 +190,16 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
                      double *comp, cs_text *info, cs_walk *w);
 
+/* The order the seed's heap list scheduler (_schedule_for_comm: raise_comms,
+ * sink_waits, reorder_compute_for_overlap) makes from `in`, a permutation of
+ * the nodes, into out (n entries, the caller's). runtime_ns is read only
+ * with for_overlap. ENOMEM, or EINTERNAL when the edges form a cycle; out
+ * is then unspecified. */
+commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
+                               const double *runtime_ns, int raise_comms,
+                               int sink_waits, int for_overlap, uint32_t *out,
+                               commsched_error *err);
+
 /* The pass functions. */
 commsched_status cs_pass_raise_comms(cs_pass_ctx *ctx);
 commsched_status cs_pass_sink_waits(cs_pass_ctx *ctx);
