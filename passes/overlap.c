@@ -454,10 +454,16 @@ static const struct ov_seed {
     {"reorder_compute_for_overlap", 1, {{1, 1, 1}}},
 };
 
-/* Seed `i`'s order from in_order into out (tmp: scratch), both n. */
-static commsched_status seed_order(const cs_pass_ctx *ctx, size_t i,
-                                   const uint32_t *in_order, uint32_t *tmp,
-                                   uint32_t *out)
+/* A seed's order and its price, made by one job of the search. */
+typedef struct ov_seed_run {
+    uint32_t *order, *tmp; /* n each; tmp is scratch */
+    double ms;
+    int64_t pk;
+} ov_seed_run;
+
+/* Job: seed `i`'s order from in_order, priced with w's run as scratch. */
+static commsched_status seed_job(cs_pass_ctx *ctx, ov_worker *w, size_t i,
+                                 const uint32_t *in_order, ov_seed_run *r)
 {
     const struct ov_seed *sd = &ov_seeds[i];
     const uint32_t *src = in_order;
@@ -465,13 +471,16 @@ static commsched_status seed_order(const cs_pass_ctx *ctx, size_t i,
     for (size_t k = 0; k < sd->n_steps && st == COMMSCHED_OK; k++) {
         const ov_heap_step *h = &sd->step[k];
         if (k > 0) {
-            memcpy(tmp, out, ctx->g->n_nodes * sizeof *tmp);
-            src = tmp;
+            memcpy(r->tmp, r->order, ctx->g->n_nodes * sizeof *r->tmp);
+            src = r->tmp;
         }
         st = cs_heap_order(ctx->g, src, ctx->runtime_ns, h->raise, h->sink,
-                           h->for_overlap, out, ctx->err);
+                           h->for_overlap, r->order, &w->err);
     }
-    return st;
+    w->tried++;
+    return st == COMMSCHED_OK ? price(ctx, &w->S, &w->sim, r->order, sd->name,
+                                      &r->ms, &r->pk, &w->err)
+                              : st;
 }
 
 /* Whether a seed at (ms, pk) replaces the best so far: faster by more than
@@ -501,8 +510,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     int nt = 0; /* workers allocated */
     commsched_sim *sim = NULL;
     commsched_sim_node *before = NULL, *after = NULL;
-    uint32_t *in_order = NULL, *seed_tmp = NULL, *seed_out = NULL,
-             *seed_keep = NULL;
+    uint32_t *in_order = NULL;
+    ov_seed_run seeds[sizeof ov_seeds / sizeof ov_seeds[0]];
+    memset(seeds, 0, sizeof seeds);
     long *jobs = NULL;
     commsched_status st = COMMSCHED_OK;
     int rc = cs_ov_base_init(&b, g, ctx->s, ctx->runtime_ns);
@@ -604,7 +614,19 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
      * times a fixed-order sweep): started last, one of them would leave
      * the other threads idle at the end. Which thread runs which job, and
      * when, does not change the answer (beats()). */
-    jobs = cs_malloc_array((size_t)njobs, sizeof *jobs);
+    /* The seeds (ov_seeds) run as the last jobs, where the knobs leave
+     * the order free, as the passes of those names do. */
+    long nseeds = kn->overlap_collective_order == CS_ORDER_FREE &&
+                          window < 0 && cap == 0
+                      ? (long)(sizeof ov_seeds / sizeof ov_seeds[0])
+                      : 0;
+    for (long i = 0; i < nseeds; i++) {
+        seeds[i].order = cs_malloc_array(nn, sizeof *seeds[i].order);
+        seeds[i].tmp = cs_malloc_array(nn, sizeof *seeds[i].tmp);
+        if (!seeds[i].order || !seeds[i].tmp)
+            goto oom;
+    }
+    jobs = cs_malloc_array((size_t)(njobs + nseeds), sizeof *jobs);
     if (!jobs)
         goto oom;
     size_t nj = 0;
@@ -612,21 +634,28 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         for (long j = 0; j < njobs; j++)
             if (job_weight(&cs_ov_variants[(size_t)j % nv]) == w8)
                 jobs[nj++] = j;
-    assert(nj == (size_t)njobs);
+    for (long i = 0; i < nseeds; i++)
+        jobs[nj++] = njobs + i;
+    assert(nj == (size_t)(njobs + nseeds));
 #if COMMSCHED_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
 #endif
-    for (long i = 0; i < njobs; i++) {
+    for (long i = 0; i < njobs + nseeds; i++) {
         long j = jobs[i];
         int t = 0;
 #if COMMSCHED_HAVE_OPENMP
         t = omp_get_thread_num();
 #endif
         ov_worker *w = &wk[t];
-        size_t li = (size_t)j / nv;
-        const ov_variant *var = &cs_ov_variants[(size_t)j % nv];
         if (w->st != COMMSCHED_OK)
             continue;
+        if (j >= njobs) {
+            size_t si = (size_t)(j - njobs);
+            w->st = seed_job(ctx, w, si, in_order, &seeds[si]);
+            continue;
+        }
+        size_t li = (size_t)j / nv;
+        const ov_variant *var = &cs_ov_variants[(size_t)j % nv];
         if (window == 0 && var->frame != FR_REF)
             continue; /* the same order as the input-order variant */
         if (var->pinned && b.n_sets < 2)
@@ -658,44 +687,24 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         memcpy(S->flags, win->flags, nn * sizeof *S->flags);
         memcpy(S->ready_t, win->ready, nn * sizeof *S->ready_t);
     }
-    /* The seeds, at the budget itself, against the winner (worker 0's run
-     * is scratch now). */
-    if (kn->overlap_collective_order == CS_ORDER_FREE && window < 0 &&
-        cap == 0) {
-        double best_ms = win ? win->ms : in_makespan;
-        int64_t best_pk = win ? win->pk : in_peak;
-        seed_tmp = cs_malloc_array(nn, sizeof *seed_tmp);
-        seed_out = cs_malloc_array(nn, sizeof *seed_out);
-        seed_keep = cs_malloc_array(nn, sizeof *seed_keep);
-        if (!seed_tmp || !seed_out || !seed_keep)
-            goto oom;
-        for (size_t i = 0; i < sizeof ov_seeds / sizeof ov_seeds[0]; i++) {
-            double ms;
-            int64_t pk;
-            if ((st = seed_order(ctx, i, in_order, seed_tmp, seed_out)) !=
-                    COMMSCHED_OK ||
-                (st = price(ctx, S, &sim, seed_out, ov_seeds[i].name, &ms,
-                            &pk, ctx->err)) != COMMSCHED_OK)
-                goto cleanup;
-            tried++;
-            if ((budget != NO_LIMIT && pk > budget) ||
-                !seed_beats(ms, pk, best_ms, best_pk))
-                continue;
-            uint32_t *t = seed_keep;
-            seed_keep = seed_out;
-            seed_out = t;
-            final = seed_keep;
-            name = ov_seeds[i].name;
-            level = factor;
-            best_ms = ms;
-            best_pk = pk;
-        }
-        if (final == seed_keep)
-            for (size_t v = 0; v < nn; v++) {
-                S->flags[v] = 0;
-                S->ready_t[v] = INFINITY;
-            }
+    /* The seeds, at the budget itself, against the winner, in order. */
+    const ov_seed_run *kept = NULL;
+    for (long i = 0; i < nseeds; i++) {
+        double best_ms = kept ? kept->ms : win ? win->ms : in_makespan;
+        int64_t best_pk = kept ? kept->pk : win ? win->pk : in_peak;
+        if ((budget != NO_LIMIT && seeds[i].pk > budget) ||
+            !seed_beats(seeds[i].ms, seeds[i].pk, best_ms, best_pk))
+            continue;
+        kept = &seeds[i];
+        final = kept->order;
+        name = ov_seeds[i].name;
+        level = factor;
     }
+    if (kept)
+        for (size_t v = 0; v < nn; v++) {
+            S->flags[v] = 0;
+            S->ready_t[v] = INFINITY;
+        }
     double ms_after;
     int64_t pk_after;
     if ((st = judge(sim, final, ctx->runtime_ns, &ms_after, &pk_after,
@@ -758,9 +767,10 @@ cleanup:
         worker_free(&wk[t]);
     free(wk);
     free(jobs);
-    free(seed_tmp);
-    free(seed_out);
-    free(seed_keep);
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        free(seeds[i].order);
+        free(seeds[i].tmp);
+    }
     cs_ov_base_free(&b);
     return st;
 }
