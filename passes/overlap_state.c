@@ -290,17 +290,29 @@ out:
     return rc;
 }
 
-typedef struct crit_key {
-    double bl;
-    uint32_t frank;
-} crit_key;
-
-static int crit_cmp(const void *pa, const void *pb)
+/* Sorts idx[0 .. n) stably by key[idx[i]] ascending: least significant
+ * byte first, a counting pass per byte, skipping the bytes every key
+ * shares (the high bytes of a bottom level mostly). tmp: n entries. */
+static void radix_sort(uint32_t *idx, uint32_t *tmp, uint32_t n,
+                       const uint64_t *key)
 {
-    const crit_key *a = pa, *c = pb;
-    if (a->bl != c->bl)
-        return a->bl > c->bl ? -1 : 1;
-    return a->frank < c->frank ? -1 : a->frank > c->frank;
+    uint64_t all_or = 0, all_and = ~UINT64_C(0);
+    for (uint32_t i = 0; i < n; i++) {
+        all_or |= key[idx[i]];
+        all_and &= key[idx[i]];
+    }
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
+            continue; /* one digit for all: the pass would keep the order */
+        uint32_t count[257] = {0};
+        for (uint32_t i = 0; i < n; i++)
+            count[((key[idx[i]] >> shift) & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (uint32_t i = 0; i < n; i++)
+            tmp[count[(key[idx[i]] >> shift) & 0xff]++] = idx[i];
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
 }
 
 /* The critical-path rule's ranks (brank, bat): each node's bottom level,
@@ -312,14 +324,14 @@ static int crit_cmp(const void *pa, const void *pb)
  * the next instead of all going to the first. Returns 0, or -1 on OOM. */
 static int crit_ranks(ov_base *b)
 {
-    uint32_t n = b->n;
+    uint32_t n = b->n, nf = b->n_frame ? b->n_frame : 1;
     double *bl = cs_malloc_array(n ? n : 1, sizeof *bl);
-    crit_key *keys = cs_malloc_array(b->n_frame ? b->n_frame : 1,
-                                     sizeof *keys);
+    uint64_t *key = cs_malloc_array(nf, sizeof *key);
+    uint32_t *tmp = cs_malloc_array(nf, sizeof *tmp);
     b->brank = cs_malloc_array(n ? n : 1, sizeof *b->brank);
-    b->bat = cs_malloc_array(b->n_frame ? b->n_frame : 1, sizeof *b->bat);
+    b->bat = cs_malloc_array(nf, sizeof *b->bat);
     int rc = -1;
-    if (!bl || !keys || !b->brank || !b->bat)
+    if (!bl || !key || !tmp || !b->brank || !b->bat)
         goto out;
     for (uint32_t k = n; k-- > 0;) {
         uint32_t v = b->topo[k];
@@ -329,20 +341,29 @@ static int crit_ranks(ov_base *b)
                 m = bl[b->users.idx[e]];
         bl[v] = m + (b->cls[v] == C_WAIT ? 0.0 : b->rt[v]);
     }
+    /* Highest bottom level first, then frame rank: a stable ascending
+     * sort of the frame ranks by the complement of the level's bits (a
+     * non-negative double's bits order as its value does; runtimes are
+     * finite and >= 0, so the levels are). */
     for (uint32_t f = 0; f < b->n_frame; f++) {
-        keys[f].bl = bl[b->fat[f]];
-        keys[f].frank = f;
+        double x = bl[b->fat[f]];
+        assert(x >= 0.0);
+        uint64_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        key[f] = ~bits;
+        b->bat[f] = f;
     }
-    qsort(keys, b->n_frame, sizeof *keys, crit_cmp);
+    radix_sort(b->bat, tmp, b->n_frame, key);
     for (uint32_t r = 0; r < b->n_frame; r++) {
-        uint32_t v = b->fat[keys[r].frank];
+        uint32_t v = b->fat[b->bat[r]];
         b->bat[r] = v;
         b->brank[v] = r;
     }
     rc = 0;
 out:
     free(bl);
-    free(keys);
+    free(key);
+    free(tmp);
     return rc;
 }
 
