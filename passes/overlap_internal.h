@@ -14,6 +14,7 @@
 #include "commsched/simulate.h"
 #include "heap.h"
 #include "kernel.h"
+#include "rankset.h"
 #include "passes_internal.h"
 
 #define NONE COMMSCHED_NONE
@@ -42,66 +43,6 @@ typedef struct segt {
 } segt;
 
 #define SEG_LOW (INT64_MIN / 4)
-
-/* A set of ranks 0 .. n-1 (the ready sets' keys, precomputed as ranks:
- * every key is distinct and fixed for a sweep): a bit per rank and, above
- * it, a bit per non-empty word, up to one word. Insert, erase and "the
- * least member >= i" cost O(log64 n), and reading the set in key order
- * needs no copy (the heaps it replaces cost a sift per insert and erase,
- * and a frontier heap per walk). */
-typedef struct ov_bits {
-    uint64_t *w;       /* every level's words, level 0 first */
-    uint32_t off[7];   /* first word of each level */
-    uint32_t nw[7];    /* words per level */
-    uint32_t nlev, n;
-} ov_bits;
-
-static inline void ov_bits_set(ov_bits *s, uint32_t i)
-{
-    for (uint32_t L = 0; L < s->nlev; L++) {
-        uint64_t *w = &s->w[s->off[L] + (i >> 6)], old = *w;
-        *w = old | (UINT64_C(1) << (i & 63));
-        if (old != 0)
-            return;
-        i >>= 6;
-    }
-}
-
-static inline void ov_bits_unset(ov_bits *s, uint32_t i)
-{
-    for (uint32_t L = 0; L < s->nlev; L++) {
-        uint64_t *w = &s->w[s->off[L] + (i >> 6)];
-        *w &= ~(UINT64_C(1) << (i & 63));
-        if (*w != 0)
-            return;
-        i >>= 6;
-    }
-}
-
-/* The least member >= i, or NONE. */
-static inline uint32_t ov_bits_next(const ov_bits *s, uint32_t i)
-{
-    if (i >= s->n)
-        return UINT32_MAX;
-    uint32_t L = 0;
-    uint64_t x = i;
-    for (;;) {
-        uint64_t wi = x >> 6;
-        if (wi >= s->nw[L])
-            return UINT32_MAX;
-        uint64_t w = s->w[s->off[L] + wi] & (~UINT64_C(0) << (x & 63));
-        if (w != 0) {
-            x = (wi << 6) | (uint64_t)__builtin_ctzll(w);
-            break;
-        }
-        if (++L == s->nlev)
-            return UINT32_MAX;
-        x = wi + 1;
-    }
-    while (L-- > 0)
-        x = (x << 6) | (uint64_t)__builtin_ctzll(s->w[s->off[L] + x]);
-    return (uint32_t)x;
-}
 
 typedef struct ov_base {
     const commsched_graph *g;
@@ -143,7 +84,7 @@ typedef struct ov_base {
     uint32_t *unl;        /* smallest dom of a collective reached */
     uint32_t *ord_prev, *ord_next; /* collective order edges */
     uint8_t *ord_dup;     /* the order edge duplicates a real one */
-    /* The ready sets' keys as ranks (ov_bits): collectives (C_COLL) by
+    /* The ready sets' keys as ranks (cs_rankset): collectives (C_COLL) by
      * (dom, T position) within their stream, the streams one after the
      * other (stream s's ranks are soff[s] .. soff[s + 1]); frame nodes by
      * (unl, T position) for the unlock rule (by T position: frank). */
@@ -206,13 +147,13 @@ typedef struct ov_run {
     uint32_t *rem;
     double *cend, *wend, now, *sf;
     int64_t *infl, cur, peak;
-    ov_bits fh;           /* ready frame nodes, by the frame rule's key
+    cs_rankset fh;           /* ready frame nodes, by the frame rule's key
                              (ranks frk; kept only by the dynamic rules) */
     const uint32_t *frk, *fat; /* the frame rule's node -> rank -> node */
     int use_fh;
     cs_heap wh;           /* ready waits, by the end of their collectives */
     cs_heap ah;           /* force()'s scratch */
-    ov_bits sh, shf;      /* issuable collectives by urgency (crank), each
+    cs_rankset sh, shf;      /* issuable collectives by urgency (crank), each
                              stream its own range; shf those that free at
                              least what they take. A node leaves its set
                              as soon as it is placed */
@@ -246,9 +187,6 @@ int cs_ov_base_order(ov_base *b, int i, int mode);
 void cs_ov_base_use(ov_base *b, int i);
 void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v);
 void cs_ov_seg_build(segt *s, const int64_t *leaf, uint32_t n);
-int cs_ov_bits_init(ov_bits *s, uint32_t n);
-void cs_ov_bits_clear(ov_bits *s);
-void cs_ov_bits_free(ov_bits *s);
 int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r, uint32_t *pos);
 int64_t cs_ov_seg_at(const segt *s, uint32_t p);
 

@@ -41,11 +41,11 @@ void cs_ov_run_free(ov_run *S)
     free(S->wend);
     free(S->sf);
     free(S->infl);
-    cs_ov_bits_free(&S->fh);
+    cs_rankset_free(&S->fh);
     cs_heap_fini(&S->wh);
     cs_heap_fini(&S->ah);
-    cs_ov_bits_free(&S->sh);
-    cs_ov_bits_free(&S->shf);
+    cs_rankset_free(&S->sh);
+    cs_rankset_free(&S->shf);
     free(S->seg.t);
     free(S->seg.d);
     free(S->ready_t);
@@ -100,9 +100,9 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->seg.size = size;
     S->seg.t = cs_malloc_array(2 * (size_t)size, sizeof *S->seg.t);
     S->seg.d = cs_malloc_array(size, sizeof *S->seg.d);
-    int bits = cs_ov_bits_init(&S->fh, b->n_frame) |
-               cs_ov_bits_init(&S->sh, b->n_coll) |
-               cs_ov_bits_init(&S->shf, b->n_coll);
+    int bits = cs_rankset_init(&S->fh, b->n_frame) |
+               cs_rankset_init(&S->sh, b->n_coll) |
+               cs_rankset_init(&S->shf, b->n_coll);
     return bits == 0 && S->unmet && S->blockers && S->sched && S->in_fh &&
                    S->in_sh && S->order && S->rem && S->cend && S->wend &&
                    S->sf && S->infl && S->ready_t && S->flags &&
@@ -135,11 +135,11 @@ static void touch(ov_run *S, uint32_t u)
     if (is_frame(c) && !S->in_fh[u] && S->unmet[u] == 0) {
         S->in_fh[u] = 1;
         if (S->use_fh)
-            ov_bits_set(&S->fh, S->frk[u]);
+            cs_rankset_add(&S->fh, S->frk[u]);
     }
     if (c == C_COLL && !S->in_sh[u] && S->blockers[u] == 0) {
         S->in_sh[u] = 1;
-        ov_bits_set(b->dref[u] <= 0 ? &S->shf : &S->sh, b->crank[u]);
+        cs_rankset_add(b->dref[u] <= 0 ? &S->shf : &S->sh, b->crank[u]);
     }
 }
 
@@ -202,11 +202,11 @@ static void sched_node(ov_run *S, uint32_t v)
     S->order[S->k++] = v;
     if (S->in_fh[v]) {
         if (S->use_fh)
-            ov_bits_unset(&S->fh, S->frk[v]);
+            cs_rankset_remove(&S->fh, S->frk[v]);
         S->in_fh[v] = 0;
     }
     if (S->in_sh[v]) {
-        ov_bits_unset(b->dref[v] <= 0 ? &S->shf : &S->sh, b->crank[v]);
+        cs_rankset_remove(b->dref[v] <= 0 ? &S->shf : &S->sh, b->crank[v]);
         S->in_sh[v] = 0;
     }
     /* memory and time through the model's kernel (kernel.h), so the
@@ -417,12 +417,12 @@ double cs_ov_issue(ov_run *S, uint32_t c)
 /* The next member of s in [*from, end) while *left (members it may still
  * show) allows, or NONE; *from moves past it. (The sets hold unplaced
  * nodes only: sched_node removes a node from its set.) */
-static uint32_t walk(const ov_bits *s, uint32_t *from, uint32_t end,
+static uint32_t walk(const cs_rankset *s, uint32_t *from, uint32_t end,
                      uint32_t *left)
 {
     uint32_t r = NONE;
     if (*left > 0) {
-        r = ov_bits_next(s, *from);
+        r = cs_rankset_next(s, *from);
         if (r >= end)
             r = NONE;
     }
@@ -481,7 +481,7 @@ static uint32_t try_issue(ov_run *S, uint32_t s, int only_freeing,
                           double *t_next)
 {
     const ov_base *b = S->b;
-    const ov_bits *hs[2] = {&S->sh, &S->shf};
+    const cs_rankset *hs[2] = {&S->sh, &S->shf};
     uint32_t at[2], from[2], left[2], end = b->soff[s + 1];
     for (int j = 0; j < 2; j++) {
         from[j] = b->soff[s];
@@ -653,9 +653,9 @@ static void tail_step(ov_run *S)
     uint32_t best = NONE;
     cs_heap_item bk = {0, 0, 0, 0};
     for (uint32_t s = 0; s < 2 * b->n_streams; s++) {
-        const ov_bits *h = s < b->n_streams ? &S->sh : &S->shf;
+        const cs_rankset *h = s < b->n_streams ? &S->sh : &S->shf;
         uint32_t s1 = s < b->n_streams ? s : s - b->n_streams;
-        uint32_t r = ov_bits_next(h, b->soff[s1]);
+        uint32_t r = cs_rankset_next(h, b->soff[s1]);
         if (r >= b->soff[s1 + 1])
             continue;
         cs_heap_item k = coll_key(b, b->cat[r]);
@@ -708,9 +708,9 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     S->fat = var->frame == FR_DYN_UNLOCK ? b->uat
              : var->frame == FR_DYN_CRIT ? b->bat
                                          : b->fat;
-    cs_ov_bits_clear(&S->fh);
-    cs_ov_bits_clear(&S->sh);
-    cs_ov_bits_clear(&S->shf);
+    cs_rankset_clear(&S->fh);
+    cs_rankset_clear(&S->sh);
+    cs_rankset_clear(&S->shf);
     for (uint32_t s = 0; s < b->n_streams; s++) {
         S->sf[s] = 0;
         S->infl[s] = 0;

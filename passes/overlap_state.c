@@ -141,35 +141,6 @@ int64_t cs_ov_seg_at(const segt *s, uint32_t p)
     return v;
 }
 
-/* ---- rank sets (ov_bits) ----------------------------------------------- */
-
-int cs_ov_bits_init(ov_bits *s, uint32_t n)
-{
-    memset(s, 0, sizeof *s);
-    s->n = n;
-    uint32_t words = 0, m = n ? n : 1;
-    do {
-        m = (m + 63) / 64;
-        s->off[s->nlev] = words;
-        s->nw[s->nlev++] = m;
-        words += m;
-    } while (m > 1);
-    s->w = cs_calloc(words, sizeof *s->w);
-    return s->w ? 0 : -1;
-}
-
-void cs_ov_bits_clear(ov_bits *s)
-{
-    memset(s->w, 0,
-           (size_t)(s->off[s->nlev - 1] + s->nw[s->nlev - 1]) * sizeof *s->w);
-}
-
-void cs_ov_bits_free(ov_bits *s)
-{
-    free(s->w);
-    s->w = NULL;
-}
-
 /* ---- what every variant shares ----------------------------------------- */
 
 void cs_ov_base_free(ov_base *b)
@@ -290,31 +261,6 @@ out:
     return rc;
 }
 
-/* Sorts idx[0 .. n) stably by key[idx[i]] ascending: least significant
- * byte first, a counting pass per byte, skipping the bytes every key
- * shares (the high bytes of a bottom level mostly). tmp: n entries. */
-static void radix_sort(uint32_t *idx, uint32_t *tmp, uint32_t n,
-                       const uint64_t *key)
-{
-    uint64_t all_or = 0, all_and = ~UINT64_C(0);
-    for (uint32_t i = 0; i < n; i++) {
-        all_or |= key[idx[i]];
-        all_and &= key[idx[i]];
-    }
-    for (unsigned shift = 0; shift < 64; shift += 8) {
-        if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
-            continue; /* one digit for all: the pass would keep the order */
-        uint32_t count[257] = {0};
-        for (uint32_t i = 0; i < n; i++)
-            count[((key[idx[i]] >> shift) & 0xff) + 1]++;
-        for (int d = 0; d < 256; d++)
-            count[d + 1] += count[d];
-        for (uint32_t i = 0; i < n; i++)
-            tmp[count[(key[idx[i]] >> shift) & 0xff]++] = idx[i];
-        memcpy(idx, tmp, (size_t)n * sizeof *idx);
-    }
-}
-
 /* The critical-path rule's ranks (brank, bat): each node's bottom level,
  * its runtime plus the longest bottom level among its users, in one
  * reverse sweep over T. A ready node with a high bottom level is on the
@@ -353,7 +299,7 @@ static int crit_ranks(ov_base *b)
         key[f] = ~bits;
         b->bat[f] = f;
     }
-    radix_sort(b->bat, tmp, b->n_frame, key);
+    cs_radix_sort(b->bat, tmp, b->n_frame, key);
     for (uint32_t r = 0; r < b->n_frame; r++) {
         uint32_t v = b->fat[b->bat[r]];
         b->bat[r] = v;
