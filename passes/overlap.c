@@ -183,11 +183,19 @@ static double hidden(double comm, double exposed)
     return h < 0 ? 0 : h > 1 ? 1 : h;
 }
 
+/* What the statistics keep of the input order's simulation, per
+ * collective (the rest of a node's result is not read; at 1M nodes a
+ * copy of every node's was 56 MB): the first wait completing it and its
+ * exposed time. Positions in the input order are the base's pos_in. */
+typedef struct ov_before {
+    uint32_t *wait;
+    double *exposed;
+} ov_before;
+
 /* The statistics: one row per collective in output order. */
 static commsched_status record_stats(cs_pass_ctx *ctx, const ov_base *b,
                                      const ov_run *S, int from_sweep,
-                                     const commsched_sim_node *before,
-                                     const uint32_t *order_in,
+                                     const ov_before *bf,
                                      const commsched_sim_node *after,
                                      const uint32_t *order_out)
 {
@@ -206,17 +214,17 @@ static commsched_status record_stats(cs_pass_ctx *ctx, const ov_base *b,
         if (b->cls[c] != C_COLL && b->cls[c] != C_SYNC)
             continue;
         commsched_overlap_stats *o = &rec->overlap[i++];
-        const commsched_sim_node *sb = &before[c], *sa = &after[c];
+        const commsched_sim_node *sa = &after[c];
         o->node = c;
         o->wait = sa->wait;
-        o->issue_before = sb->position;
+        o->issue_before = b->pos_in[c];
         o->issue_after = sa->position;
-        o->wait_before = sb->wait == NONE ? NONE : before[sb->wait].position;
+        o->wait_before = bf->wait[c] == NONE ? NONE : b->pos_in[bf->wait[c]];
         o->wait_after = sa->wait == NONE ? NONE : after[sa->wait].position;
         o->comm_ns = b->rt[c];
-        o->exposed_before_ns = sb->exposed_ns;
+        o->exposed_before_ns = bf->exposed[c];
         o->exposed_after_ns = sa->exposed_ns;
-        o->hidden_before = hidden(o->comm_ns, sb->exposed_ns);
+        o->hidden_before = hidden(o->comm_ns, bf->exposed[c]);
         o->hidden_after = hidden(o->comm_ns, sa->exposed_ns);
         o->limit = limit_of(b, S, from_sweep, c, sa);
         commsched_node_stats *row = cs_record_row(rec, c);
@@ -224,7 +232,7 @@ static commsched_status record_stats(cs_pass_ctx *ctx, const ov_base *b,
             goto oom;
         row->comm_time = o->comm_ns;
         row->comp_time = sa->overlapped_ns;
-        row->initial_exposed = sb->exposed_ns;
+        row->initial_exposed = bf->exposed[c];
         row->final_exposed = sa->exposed_ns;
         row->moves = o->issue_before > o->issue_after
                          ? o->issue_before - o->issue_after
@@ -253,7 +261,6 @@ static commsched_status record_stats(cs_pass_ctx *ctx, const ov_base *b,
     rec->pub.n_overlap = i;
     rec->pub.overlap = rec->overlap;
     (void)g;
-    (void)order_in;
     return COMMSCHED_OK;
 oom:
     return commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
@@ -509,7 +516,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     ov_worker *wk = NULL;
     int nt = 0; /* workers allocated */
     commsched_sim *sim = NULL;
-    commsched_sim_node *before = NULL, *after = NULL;
+    ov_before bf = {NULL, NULL};
+    const commsched_sim_node *after = NULL;
     uint32_t *in_order = NULL;
     ov_seed_run seeds[sizeof ov_seeds / sizeof ov_seeds[0]];
     memset(seeds, 0, sizeof seeds);
@@ -530,9 +538,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     cs_ov_base_use(&b, 0);
     size_t nn = n ? n : 1;
     in_order = cs_malloc_array(nn, sizeof *in_order);
-    before = cs_malloc_array(nn, sizeof *before);
-    after = cs_malloc_array(nn, sizeof *after);
-    if (!in_order || !before || !after)
+    bf.wait = cs_malloc_array(nn, sizeof *bf.wait);
+    bf.exposed = cs_malloc_array(nn, sizeof *bf.exposed);
+    if (!in_order || !bf.wait || !bf.exposed)
         goto oom;
     if ((st = commsched_schedule_to_array(ctx->s, in_order, ctx->err)) !=
             COMMSCHED_OK ||
@@ -547,7 +555,13 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     if ((st = judge(sim, in_order, ctx->runtime_ns, &in_makespan, &in_peak,
                     ctx->err)) != COMMSCHED_OK)
         goto cleanup;
-    memcpy(before, commsched_sim_get_nodes(sim), nn * sizeof *before);
+    const commsched_sim_node *sn = commsched_sim_get_nodes(sim);
+    for (uint32_t v = 0; v < n; v++)
+        if (b.cls[v] == C_COLL || b.cls[v] == C_SYNC) {
+            assert(sn[v].position == b.pos_in[v]);
+            bf.wait[v] = sn[v].wait;
+            bf.exposed[v] = sn[v].exposed_ns;
+        }
     int64_t budget = NO_LIMIT;
     if (!isinf(factor)) {
         double lim = floor(factor * (double)ctx->pipeline_peak);
@@ -710,7 +724,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     if ((st = judge(sim, final, ctx->runtime_ns, &ms_after, &pk_after,
                     ctx->err)) != COMMSCHED_OK)
         goto cleanup;
-    memcpy(after, commsched_sim_get_nodes(sim), nn * sizeof *after);
+    /* The simulator's results stay until its next run: none follows. */
+    after = commsched_sim_get_nodes(sim);
     if (budget != NO_LIMIT && pk_after > budget && final != in_order) {
         st = commsched_error_set(ctx->err, COMMSCHED_EINTERNAL, NULL,
                                  "overlap: peak %lld above the budget %lld",
@@ -752,16 +767,15 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     ctx->rec->pub.overlap_variant = ctx->rec->overlap_variant;
     ctx->rec->pub.overlap_budget_bytes = budget == NO_LIMIT ? -1 : budget;
     ctx->rec->pub.overlap_candidates = tried;
-    st = record_stats(ctx, &b, S, final != in_order, before, in_order, after,
-                      final);
+    st = record_stats(ctx, &b, S, final != in_order, &bf, after, final);
     goto cleanup;
 oom:
     st = commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
                              "out of memory");
 cleanup:
     commsched_sim_destroy(sim);
-    free(before);
-    free(after);
+    free(bf.wait);
+    free(bf.exposed);
     free(in_order);
     for (int t = 0; t < nt; t++)
         worker_free(&wk[t]);
