@@ -624,12 +624,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             worker_free(&wk[nt]);
             goto oom;
         }
-    /* The heaviest jobs first (the dynamic frame rules cost up to three
-     * times a fixed-order sweep): started last, one of them would leave
-     * the other threads idle at the end. Which thread runs which job, and
-     * when, does not change the answer (beats()). */
-    /* The seeds (ov_seeds) run as the last jobs, where the knobs leave
-     * the order free, as the passes of those names do. */
+    /* The seeds (ov_seeds), where the knobs leave the order free as the
+     * passes of those names do. */
     long nseeds = kn->overlap_collective_order == CS_ORDER_FREE &&
                           window < 0 && cap == 0
                       ? (long)(sizeof ov_seeds / sizeof ov_seeds[0])
@@ -643,6 +639,11 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     jobs = cs_malloc_array((size_t)(njobs + nseeds), sizeof *jobs);
     if (!jobs)
         goto oom;
+    /* The heaviest jobs first (the dynamic frame rules cost up to three
+     * times a fixed-order sweep): started last, one of them would leave
+     * the other threads idle at the end; the seeds last (a heap order
+     * each). Which thread runs which job, and when, does not change the
+     * answer (beats(), and the seeds are judged in order below). */
     size_t nj = 0;
     for (int w8 = 2; w8 >= 0; w8--)
         for (long j = 0; j < njobs; j++)

@@ -147,13 +147,13 @@ typedef struct ov_run {
     uint32_t *rem;
     double *cend, *wend, now, *sf;
     int64_t *infl, cur, peak;
-    cs_rankset fh;           /* ready frame nodes, by the frame rule's key
+    cs_rankset fh;        /* ready frame nodes, by the frame rule's key
                              (ranks frk; kept only by the dynamic rules) */
     const uint32_t *frk, *fat; /* the frame rule's node -> rank -> node */
     int use_fh;
     cs_heap wh;           /* ready waits, by the end of their collectives */
     cs_heap ah;           /* force()'s scratch */
-    cs_rankset sh, shf;      /* issuable collectives by urgency (crank), each
+    cs_rankset sh, shf;   /* issuable collectives by urgency (crank), each
                              stream its own range; shf those that free at
                              least what they take. A node leaves its set
                              as soon as it is placed */
