@@ -4,8 +4,9 @@
  * text that loads back and saves to the same bytes. Then the bucketing
  * passes and overlap on it with every check on ("verify": each bucket
  * merge priced both incrementally and on the built graph, which must
- * agree, and each order checked), as tune runs them: the rewrite must
- * give a graph that round-trips too. */
+ * agree, and each order checked), as tune runs them, with a split the
+ * input's length picks (bucket_cuts 0 .. 6: tune's split search): the
+ * rewrite must give a graph that round-trips too. */
 #include "fuzz.h"
 
 #include <math.h>
@@ -58,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     commsched_optimize_options *o = NULL;
+    char cuts[2] = {(char)('0' + size % 7), '\0'};
     if (check_optimize(g, NULL) &&
         commsched_optimize_options_create(&o, &err) == COMMSCHED_OK &&
         commsched_optimize_options_set(
@@ -66,6 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             "overlap",
             &err) == COMMSCHED_OK &&
         commsched_optimize_options_set(o, "verify", "true", &err) ==
+            COMMSCHED_OK &&
+        commsched_optimize_options_set(o, "bucket_cuts", cuts, &err) ==
             COMMSCHED_OK)
         check_optimize(g, o);
     commsched_optimize_options_destroy(o);
