@@ -47,8 +47,9 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "heap.h"
+#include "rankset.h"
 
 static inline int on_compute(const cs_node *nd)
 {
@@ -71,53 +72,51 @@ static inline int end_enforced(const cs_node *d, const cs_node *v, int single)
            stream_of(d, single) == stream_of(v, single);
 }
 
-typedef struct job {
-    double head;
-    uint32_t v;
-} job;
-
-static int by_head(const void *a, const void *b)
+/* The bits of a non-negative double order as its value does (heads and
+ * tails are sums of runtimes, finite and >= +0). */
+static uint64_t bits_of(double x)
 {
-    const job *x = a, *y = b;
-    if (x->head != y->head)
-        return x->head < y->head ? -1 : 1;
-    return x->v < y->v ? -1 : x->v > y->v;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
 }
 
-/* Jackson's preemptive schedule of jobs[0..m) (sorted by head): the
- * largest completion + tail. rem is scratch by node index. */
-static int jackson(const job *jobs, uint32_t m, const double *p,
-                   const double *tail, double *rem, cs_heap *h, double *out)
+/* Jackson's preemptive schedule of jobs[0..m) (node indices sorted by
+ * head): the largest completion + tail. The ready jobs are a rank set
+ * keyed by trank (largest tail first, then node index: the keys are
+ * distinct and fixed, and the set is empty again at the end). rem is
+ * scratch by node index. */
+static double jackson(const uint32_t *jobs, uint32_t m, const double *head,
+                      const double *p, const double *tail,
+                      const uint32_t *trank, const uint32_t *tat,
+                      double *rem, cs_rankset *ready)
 {
     double t = 0, best = 0;
-    uint32_t i = 0;
-    h->n = 0;
-    while (i < m || h->n > 0) {
-        if (h->n == 0 && jobs[i].head > t)
-            t = jobs[i].head;
-        while (i < m && jobs[i].head <= t) {
-            uint32_t j = jobs[i++].v;
+    uint32_t i = 0, nready = 0;
+    while (i < m || nready > 0) {
+        if (nready == 0 && head[jobs[i]] > t)
+            t = head[jobs[i]];
+        while (i < m && head[jobs[i]] <= t) {
+            uint32_t j = jobs[i++];
             rem[j] = p[j];
-            cs_heap_item x = {0, -tail[j], j, j};
-            if (cs_heap_push(h, x) != 0)
-                return -1;
+            cs_rankset_add(ready, trank[j]);
+            nready++;
         }
-        cs_heap_item top = cs_heap_pop(h);
-        uint32_t j = top.v;
-        double next = i < m ? jobs[i].head : INFINITY;
+        uint32_t r = cs_rankset_next(ready, 0);
+        uint32_t j = tat[r];
+        double next = i < m ? head[jobs[i]] : INFINITY;
         if (t + rem[j] <= next) {
             t += rem[j];
             if (t + tail[j] > best)
                 best = t + tail[j];
-        } else { /* preempted by the next release */
+            cs_rankset_remove(ready, r);
+            nready--;
+        } else { /* preempted by the next release: stays ready */
             rem[j] -= next - t;
             t = next;
-            if (cs_heap_push(h, top) != 0)
-                return -1;
         }
     }
-    *out = best;
-    return 0;
+    return best;
 }
 
 /* Sets of nodes, one bit per node index, W words per node. */
@@ -248,13 +247,19 @@ int cs_stream_bound(const commsched_graph *g, const uint32_t *order,
     uint32_t S = single ? 2 : 1 + g->n_groups;
     *bound = 0;
     *stream = COMMSCHED_NONE;
-    double *head = malloc((size_t)(n ? n : 1) * 4 * sizeof *head);
-    job *jobs = malloc((size_t)(n ? n : 1) * sizeof *jobs);
+    size_t nn = n ? n : 1;
+    double *head = malloc(nn * 4 * sizeof *head);
+    uint32_t *jobs = malloc(nn * sizeof *jobs);
     uint32_t *count = calloc(S, sizeof *count);
-    cs_heap h = {0};
+    uint64_t *key = malloc(nn * sizeof *key);
+    uint32_t *tmp = malloc(nn * sizeof *tmp);
+    uint32_t *trank = malloc(nn * sizeof *trank);
+    uint32_t *tat = malloc(nn * sizeof *tat);
+    cs_rankset ready = {0};
     sets X = {0};
     int rc = -1;
-    if (!head || !jobs || !count)
+    if (!head || !jobs || !count || !key || !tmp || !trank || !tat ||
+        cs_rankset_init(&ready, n) != 0)
         goto out;
     double *ih = head + n, *tail = ih + n, *rem = tail + n;
     if (n > 0 && n <= BOUND_SETS_MAX) {
@@ -328,8 +333,19 @@ int cs_stream_bound(const commsched_graph *g, const uint32_t *order,
         });
     }
 
+    /* Jackson's order among ready jobs: largest tail first, then node
+     * index (a stable sort of the nodes by the complement of the tail's
+     * bits). */
+    for (uint32_t v = 0; v < n; v++) {
+        key[v] = ~bits_of(tail[v]);
+        tat[v] = v;
+    }
+    cs_radix_sort(tat, tmp, n, key);
+    for (uint32_t r = 0; r < n; r++)
+        trank[tat[r]] = r;
     /* The jobs of each stream, grouped (a sync collective also holds the
-     * compute stream, so it is listed twice), each group sorted by head. */
+     * compute stream, so it is listed twice), each group sorted by head
+     * (then node index: stable from index order). */
     for (uint32_t v = 0; v < n; v++) {
         const cs_node *nd = &g->nodes[v];
         if (on_compute(nd))
@@ -343,29 +359,28 @@ int cs_stream_bound(const commsched_graph *g, const uint32_t *order,
         count[s] = (uint32_t)total;
         total += c;
     }
-    if (total > n) {
-        job *more = realloc(jobs, total * sizeof *jobs);
+    if (total > n) { /* one stream holds at most n: tmp suffices */
+        uint32_t *more = realloc(jobs, total * sizeof *jobs);
         if (!more)
             goto out;
         jobs = more;
     }
     for (uint32_t v = 0; v < n; v++) {
         const cs_node *nd = &g->nodes[v];
-        job x = {head[v], v};
+        key[v] = bits_of(head[v]);
         if (on_compute(nd))
-            jobs[count[0]++] = x;
+            jobs[count[0]++] = v;
         if (nd->kind == COMMSCHED_NODE_COLLECTIVE)
-            jobs[count[stream_of(nd, single)]++] = x;
+            jobs[count[stream_of(nd, single)]++] = v;
     }
     /* count[s] is now the end of stream s's jobs, the start of s + 1's. */
     for (uint32_t s = 0, at = 0; s < S; at = count[s++]) {
         uint32_t m = count[s] - at;
         if (m == 0)
             continue;
-        qsort(jobs + at, m, sizeof *jobs, by_head);
-        double b;
-        if (jackson(jobs + at, m, rt, tail, rem, &h, &b) != 0)
-            goto out;
+        cs_radix_sort(jobs + at, tmp, m, key);
+        double b = jackson(jobs + at, m, head, rt, tail, trank, tat, rem,
+                           &ready);
         if (b > *bound || *stream == COMMSCHED_NONE) {
             *bound = b;
             *stream = s;
@@ -377,6 +392,10 @@ out:
     free(head);
     free(jobs);
     free(count);
-    cs_heap_fini(&h);
+    free(key);
+    free(tmp);
+    free(trank);
+    free(tat);
+    cs_rankset_free(&ready);
     return rc;
 }
