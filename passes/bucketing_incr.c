@@ -43,6 +43,7 @@
 
 #include "bucketing_internal.h"
 #include "kernel.h"
+#include "segtree.h"
 
 /* One pricing, kept while its bucket is the open one. */
 typedef struct incr_rec {
@@ -54,10 +55,10 @@ typedef struct incr_rec {
 
 struct bk_incr {
     int ok;
-    uint32_t n, size;    /* nodes; segment tree leaves (power of two) */
+    uint32_t n;          /* nodes */
     uint32_t n_roots;    /* buffers, then "_in"/"_out" of every bucket */
     uint32_t v_max;      /* virtual ids: nodes, then three per bucket */
-    int64_t *tmax, *tadd; /* segment tree over input positions: C's level */
+    cs_segtree lv;       /* over input positions: C's level */
     int64_t *free_at;    /* bytes C frees at each position */
     int64_t *f_last;     /* root -> C's last reader position, -1: none */
     uint8_t *keep;       /* root -> never freed */
@@ -78,46 +79,17 @@ struct bk_incr {
 
 /* ---- segment tree: range add, range max ---------------------------------- */
 
-static void st_add(bk_incr_t *s, uint32_t node, uint32_t lo, uint32_t hi,
-                   uint32_t a, uint32_t b, int64_t v)
-{
-    if (b < lo || hi < a)
-        return;
-    if (a <= lo && hi <= b) {
-        s->tmax[node] += v;
-        s->tadd[node] += v;
-        return;
-    }
-    uint32_t mid = lo + (hi - lo) / 2;
-    st_add(s, 2 * node, lo, mid, a, b, v);
-    st_add(s, 2 * node + 1, mid + 1, hi, a, b, v);
-    int64_t l = s->tmax[2 * node], r = s->tmax[2 * node + 1];
-    s->tmax[node] = (l > r ? l : r) + s->tadd[node];
-}
-
-static int64_t st_max(const bk_incr_t *s, uint32_t node, uint32_t lo,
-                      uint32_t hi, uint32_t a, uint32_t b)
-{
-    if (b < lo || hi < a)
-        return INT64_MIN;
-    if (a <= lo && hi <= b)
-        return s->tmax[node];
-    uint32_t mid = lo + (hi - lo) / 2;
-    int64_t l = st_max(s, 2 * node, lo, mid, a, b);
-    int64_t r = st_max(s, 2 * node + 1, mid + 1, hi, a, b);
-    int64_t m = l > r ? l : r;
-    return m == INT64_MIN ? m : m + s->tadd[node];
-}
-
+/* Adds v to C's levels at positions a .. b (inclusive). */
 static void range_add(bk_incr_t *s, uint32_t a, uint32_t b, int64_t v)
 {
     if (a <= b && v != 0)
-        st_add(s, 1, 0, s->size - 1, a, b, v);
+        cs_segtree_add(&s->lv, a, b + 1, v);
 }
 
+/* The highest of C's levels at positions a .. b, INT64_MIN when a > b. */
 static int64_t range_max(const bk_incr_t *s, uint32_t a, uint32_t b)
 {
-    return a <= b ? st_max(s, 1, 0, s->size - 1, a, b) : INT64_MIN;
+    return a <= b ? cs_segtree_max(&s->lv, a, b + 1, NULL) : INT64_MIN;
 }
 
 /* ---- the state ------------------------------------------------------------- */
@@ -127,8 +99,7 @@ void cs_bk_incr_destroy(bk_pass *p)
     bk_incr_t *s = p->incr;
     if (!s)
         return;
-    free(s->tmax);
-    free(s->tadd);
+    cs_segtree_free(&s->lv);
     free(s->free_at);
     free(s->f_last);
     free(s->keep);
@@ -170,10 +141,7 @@ commsched_status cs_bk_incr_create(bk_pass *p)
     s->n = n;
     s->v_max = (uint32_t)(n + 3 * maxb);
     s->n_roots = (uint32_t)(nbuf + 2 * maxb);
-    for (s->size = 1; s->size < n; s->size *= 2)
-        ;
-    s->tmax = cs_calloc(2 * (size_t)s->size, sizeof *s->tmax);
-    s->tadd = cs_calloc(2 * (size_t)s->size, sizeof *s->tadd);
+    int tree_failed = cs_segtree_init(&s->lv, n) != 0;
     s->free_at = cs_calloc(n, sizeof *s->free_at);
     s->f_last = cs_malloc_array(s->n_roots, sizeof *s->f_last);
     s->keep = cs_calloc(s->n_roots, 1);
@@ -191,7 +159,7 @@ commsched_status cs_bk_incr_create(bk_pass *p)
     s->lastw = cs_calloc(s->n_roots, sizeof *s->lastw);
     int heap_failed = cs_heap_reserve(&s->h, s->v_max) != 0;
     int64_t *alloc = cs_calloc(n, sizeof *alloc);
-    if (!s->tmax || !s->tadd || !s->free_at || !s->f_last || !s->keep ||
+    if (tree_failed || !s->free_at || !s->f_last || !s->keep ||
         !s->counted || !s->fl || !s->bkey || !s->adm || !s->plc ||
         !s->indeg || !s->win || !s->cnt_ep || !s->cnt[0] || !s->cnt[1] ||
         !s->cnt[2] || !s->r_ep || !s->lastw || heap_failed || !alloc) {
@@ -229,15 +197,9 @@ commsched_status cs_bk_incr_create(bk_pass *p)
     }
     int64_t cur = base;
     int overflow = 0;
-    for (uint32_t k = 0; k < n; k++)
-        s->tmax[s->size + k] =
-            cs_mem_step(&cur, alloc[k], s->free_at[k], &overflow);
-    for (uint32_t k = n; k < s->size; k++)
-        s->tmax[s->size + k] = INT64_MIN;
-    for (uint32_t i = s->size - 1; i >= 1; i--) {
-        int64_t l = s->tmax[2 * i], r = s->tmax[2 * i + 1];
-        s->tmax[i] = l > r ? l : r;
-    }
+    for (uint32_t k = 0; k < n; k++) /* alloc becomes the levels */
+        alloc[k] = cs_mem_step(&cur, alloc[k], s->free_at[k], &overflow);
+    cs_segtree_build(&s->lv, alloc, n);
     free(alloc);
     s->ok = !overflow;
     s->F = 0;

@@ -15,6 +15,7 @@
 #include "heap.h"
 #include "kernel.h"
 #include "rankset.h"
+#include "segtree.h"
 #include "passes_internal.h"
 
 #define NONE COMMSCHED_NONE
@@ -36,13 +37,6 @@ static inline cs_heap_item ov_key(uint32_t r, uint32_t b, double a, uint32_t v)
     return x;
 }
 
-typedef struct segt {
-    uint32_t size;    /* leaves, a power of two */
-    int64_t *t, *d;   /* value of a subtree (with its own pending add), and
-                         the add pending for the whole subtree */
-} segt;
-
-#define SEG_LOW (INT64_MIN / 4)
 
 typedef struct ov_base {
     const commsched_graph *g;
@@ -157,7 +151,7 @@ typedef struct ov_run {
                              stream its own range; shf those that free at
                              least what they take. A node leaves its set
                              as soon as it is placed */
-    segt seg;
+    cs_segtree seg;
     int use_seg;
     struct ov_wit {     /* per node: where the tree last refused it */
         int64_t val;    /* the level there, as of epoch ep */
@@ -185,10 +179,6 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
                      const commsched_schedule *s, const double *rt);
 int cs_ov_base_order(ov_base *b, int i, int mode);
 void cs_ov_base_use(ov_base *b, int i);
-void cs_ov_seg_add(segt *s, uint32_t l, uint32_t r, int64_t v);
-void cs_ov_seg_build(segt *s, const int64_t *leaf, uint32_t n);
-int64_t cs_ov_seg_max(const segt *s, uint32_t l, uint32_t r, uint32_t *pos);
-int64_t cs_ov_seg_at(const segt *s, uint32_t p);
 
 /* overlap_search.c: one variant's sweep and what the pass reuses of it. */
 double cs_ov_issue(ov_run *S, uint32_t c);

@@ -46,8 +46,7 @@ void cs_ov_run_free(ov_run *S)
     cs_heap_fini(&S->ah);
     cs_rankset_free(&S->sh);
     cs_rankset_free(&S->shf);
-    free(S->seg.t);
-    free(S->seg.d);
+    cs_segtree_free(&S->seg);
     free(S->ready_t);
     free(S->flags);
     free(S->stk);
@@ -94,20 +93,16 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->next = cs_malloc_array(nn, sizeof *S->next);
     S->tmp_order = cs_malloc_array(nn, sizeof *S->tmp_order);
     S->wit = cs_malloc_array(nn, sizeof *S->wit);
-    uint32_t size = 1;
-    while (size < n + 1)
-        size <<= 1;
-    S->seg.size = size;
-    S->seg.t = cs_malloc_array(2 * (size_t)size, sizeof *S->seg.t);
-    S->seg.d = cs_malloc_array(size, sizeof *S->seg.d);
-    int bits = cs_rankset_init(&S->fh, b->n_frame) |
+    /* positions 0 .. n: a jump's range may end past the last node */
+    int failed = cs_segtree_init(&S->seg, n + 1) |
+               cs_rankset_init(&S->fh, b->n_frame) |
                cs_rankset_init(&S->sh, b->n_coll) |
                cs_rankset_init(&S->shf, b->n_coll);
-    return bits == 0 && S->unmet && S->blockers && S->sched && S->in_fh &&
+    return failed == 0 && S->unmet && S->blockers && S->sched && S->in_fh &&
                    S->in_sh && S->order && S->rem && S->cend && S->wend &&
                    S->sf && S->infl && S->ready_t && S->flags &&
                    S->stk && S->list && S->mark && S->mark2 && S->undo &&
-                   S->seg.t && S->seg.d && S->pos && S->lastpos && S->head &&
+                   S->pos && S->lastpos && S->head &&
                    S->next && S->tmp_order && S->wit
                ? 0
                : -1;
@@ -258,7 +253,7 @@ static void sched_node(ov_run *S, uint32_t v)
     /* Placed before its reference position: its memory delta now holds
      * over the positions it jumped. */
     if (S->use_seg && b->tpos[v] > S->lo) {
-        cs_ov_seg_add(&S->seg, S->lo, b->tpos[v], b->dref[v]);
+        cs_segtree_add(&S->seg, S->lo, b->tpos[v], b->dref[v]);
         if (b->dref[v] < 0)
             S->neg_ep++;
     }
@@ -337,7 +332,7 @@ static int witness_refuses(ov_run *S, uint32_t v, int64_t delta)
         w->pos >= S->b->tpos[v])
         return 0;
     if (w->ep != S->neg_ep) {
-        w->val = cs_ov_seg_at(&S->seg, w->pos);
+        w->val = cs_segtree_at(&S->seg, w->pos);
         w->ep = S->neg_ep;
     }
     return w->val + delta > S->B;
@@ -354,7 +349,7 @@ static int seg_refuses(ov_run *S, uint32_t v, int64_t delta)
         return 1;
     struct ov_wit *w = &S->wit[v];
     uint32_t p;
-    int64_t m = cs_ov_seg_max(&S->seg, S->lo, r, &p);
+    int64_t m = cs_segtree_max(&S->seg, S->lo, r, &p);
     if (m + delta <= S->B)
         return 0;
     w->pos = p;
@@ -719,7 +714,7 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     S->use_seg = budget != NO_LIMIT;
     S->neg_ep = 0;
     if (S->use_seg)
-        cs_ov_seg_build(&S->seg, b->level, n);
+        cs_segtree_build(&S->seg, b->level, n);
     for (uint32_t v = 0; v < n; v++) {
         S->sched[v] = S->in_fh[v] = S->in_sh[v] = 0;
         S->flags[v] = 0;

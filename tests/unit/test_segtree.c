@@ -1,7 +1,8 @@
-/* commsched unit tests — the overlap pass's segment tree
- * (passes/overlap_state.c): range adds, the range maximum with the position
- * holding it, and the value at one position, against a plain array under
- * random operations. The pass's budget test keeps that position as the
+/* commsched unit tests — the segment tree (src/base/segtree.c) the
+ * overlap pass and the bucketing passes' incremental pricing keep memory
+ * levels in: range adds, the range maximum with the position holding it,
+ * and the value at one position, against a plain array under random
+ * operations. The overlap pass's budget test keeps that position as the
  * witness of a refusal and re-reads it instead of re-asking the range, so
  * a position that does not hold the maximum would let it accept an order
  * over budget (or refuse one within it). */
@@ -14,7 +15,7 @@
 
 #include <stdlib.h>
 
-#include "overlap_internal.h"
+#include "segtree.h"
 
 static uint64_t rng_next(uint64_t *x)
 {
@@ -26,19 +27,15 @@ static uint64_t rng_next(uint64_t *x)
 
 static void check_tree(uint32_t n, uint64_t seed)
 {
-    uint32_t size = 1;
-    while (size < n + 1)
-        size <<= 1;
-    segt s = {size, calloc(2 * (size_t)size, sizeof(int64_t)),
-              calloc(size, sizeof(int64_t))};
+    cs_segtree s;
+    assert_int_equal(cs_segtree_init(&s, n + 1), 0);
+    assert_true(s.size >= n + 1 && (s.size & (s.size - 1)) == 0);
     int64_t *ref = calloc(n, sizeof *ref);
-    assert_non_null(s.t);
-    assert_non_null(s.d);
     assert_non_null(ref);
     uint64_t x = seed;
     for (uint32_t i = 0; i < n; i++)
         ref[i] = (int64_t)(rng_next(&x) % 1000) - 500;
-    cs_ov_seg_build(&s, ref, n);
+    cs_segtree_build(&s, ref, n);
     for (int op = 0; op < 4000; op++) {
         uint32_t l = (uint32_t)(rng_next(&x) % (n + 1));
         uint32_t r = (uint32_t)(rng_next(&x) % (n + 1));
@@ -51,15 +48,15 @@ static void check_tree(uint32_t n, uint64_t seed)
             /* small values, so ties (several positions at the maximum)
              * are common */
             int64_t v = (int64_t)(rng_next(&x) % 7) - 3;
-            cs_ov_seg_add(&s, l, r, v);
+            cs_segtree_add(&s, l, r, v);
             for (uint32_t i = l; i < r; i++)
                 ref[i] += v;
             continue;
         }
         uint32_t pos = UINT32_MAX;
-        int64_t m = cs_ov_seg_max(&s, l, r, &pos);
+        int64_t m = cs_segtree_max(&s, l, r, &pos);
         if (l == r) {
-            assert_true(m == SEG_LOW);
+            assert_true(m == CS_SEG_LOW);
             continue;
         }
         int64_t want = ref[l];
@@ -70,15 +67,14 @@ static void check_tree(uint32_t n, uint64_t seed)
                 last = i;
             }
         assert_true(m == want);
-        assert_true(cs_ov_seg_max(&s, l, r, NULL) == want);
+        assert_true(cs_segtree_max(&s, l, r, NULL) == want);
         /* the rightmost position holding it */
         assert_int_equal(pos, last);
-        assert_true(cs_ov_seg_at(&s, pos) == want);
+        assert_true(cs_segtree_at(&s, pos) == want);
         uint32_t p = (uint32_t)(rng_next(&x) % n);
-        assert_true(cs_ov_seg_at(&s, p) == ref[p]);
+        assert_true(cs_segtree_at(&s, p) == ref[p]);
     }
-    free(s.t);
-    free(s.d);
+    cs_segtree_free(&s);
     free(ref);
 }
 

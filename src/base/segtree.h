@@ -1,0 +1,44 @@
+/* commsched — a segment tree: range add, range maximum (with the rightmost
+ * position holding it) and the value at one position, over positions
+ * 0 .. size-1 (base layer; not installed).
+ *
+ * Memory levels of an order: the overlap pass keeps the input order's
+ * levels and adds a node's delta over the positions it jumps; the
+ * bucketing passes' incremental pricing (passes/bucketing_incr.c) keeps
+ * the closed buckets' levels likewise. t[x] is the maximum over x's
+ * subtree with every add applied at x or below; d[x] (internal nodes)
+ * the add applied to x's whole subtree. Adds never push down: a query
+ * adds the d of the ancestors of what it collects on its way up, so both
+ * are one bottom-up walk of O(log size). */
+#ifndef COMMSCHED_SEGTREE_H
+#define COMMSCHED_SEGTREE_H
+
+#include <stdint.h>
+
+/* The value of a position past the ones built, and of an empty range:
+ * low enough that no level reaches it, far enough from INT64_MIN that
+ * adds cannot overflow. */
+#define CS_SEG_LOW (INT64_MIN / 4)
+
+typedef struct cs_segtree {
+    uint32_t size;    /* leaves, a power of two */
+    int64_t *t, *d;   /* value of a subtree (with its own pending add), and
+                         the add pending for the whole subtree */
+} cs_segtree;
+
+/* Room for positions 0 .. n-1 (n >= 1 leaves at least). Returns 0, or -1
+ * on OOM (s then owns nothing). cs_segtree_free releases it. */
+int cs_segtree_init(cs_segtree *s, uint32_t n);
+void cs_segtree_free(cs_segtree *s);
+/* Positions 0 .. n-1 hold leaf[i], the rest CS_SEG_LOW; no adds. */
+void cs_segtree_build(cs_segtree *s, const int64_t *leaf, uint32_t n);
+/* Adds v to positions [l, r) (r <= size). */
+void cs_segtree_add(cs_segtree *s, uint32_t l, uint32_t r, int64_t v);
+/* The maximum over [l, r) (CS_SEG_LOW when empty), and in *pos (when not
+ * NULL and the range is not empty) the rightmost position holding it. */
+int64_t cs_segtree_max(const cs_segtree *s, uint32_t l, uint32_t r,
+                       uint32_t *pos);
+/* The value at position p. */
+int64_t cs_segtree_at(const cs_segtree *s, uint32_t p);
+
+#endif /* COMMSCHED_SEGTREE_H */
