@@ -160,9 +160,7 @@ static int crit_ranks(ov_base *b)
     for (uint32_t f = 0; f < b->n_frame; f++) {
         double x = bl[b->fat[f]];
         assert(x >= 0.0);
-        uint64_t bits;
-        memcpy(&bits, &x, sizeof bits);
-        key[f] = ~bits;
+        key[f] = ~cs_radix_key(x);
         b->bat[f] = f;
     }
     cs_radix_sort(b->bat, tmp, b->n_frame, key);

@@ -13,6 +13,7 @@
 #define COMMSCHED_RANKSET_H
 
 #include <stdint.h>
+#include <string.h>
 
 typedef struct cs_rankset {
     uint64_t *w;       /* every level's words, level 0 first */
@@ -72,6 +73,15 @@ static inline uint32_t cs_rankset_next(const cs_rankset *s, uint32_t i)
     while (L-- > 0)
         x = (x << 6) | (uint64_t)__builtin_ctzll(s->w[s->off[L] + x]);
     return (uint32_t)x;
+}
+
+/* A radix key for a non-negative double (finite or +inf, not -0.0): its
+ * bits order as its value does. ~ of it sorts largest first. */
+static inline uint64_t cs_radix_key(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
 }
 
 /* Sorts idx[0 .. n) stably by key[idx[i]] ascending: least significant

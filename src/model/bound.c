@@ -72,15 +72,6 @@ static inline int end_enforced(const cs_node *d, const cs_node *v, int single)
            stream_of(d, single) == stream_of(v, single);
 }
 
-/* The bits of a non-negative double order as its value does (heads and
- * tails are sums of runtimes, finite and >= +0). */
-static uint64_t bits_of(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
 /* Jackson's preemptive schedule of jobs[0..m) (node indices sorted by
  * head): the largest completion + tail. The ready jobs are a rank set
  * keyed by trank (largest tail first, then node index: the keys are
@@ -335,9 +326,9 @@ int cs_stream_bound(const commsched_graph *g, const uint32_t *order,
 
     /* Jackson's order among ready jobs: largest tail first, then node
      * index (a stable sort of the nodes by the complement of the tail's
-     * bits). */
+     * bits; heads and tails are sums of runtimes, >= +0). */
     for (uint32_t v = 0; v < n; v++) {
-        key[v] = ~bits_of(tail[v]);
+        key[v] = ~cs_radix_key(tail[v]);
         tat[v] = v;
     }
     cs_radix_sort(tat, tmp, n, key);
@@ -367,7 +358,7 @@ int cs_stream_bound(const commsched_graph *g, const uint32_t *order,
     }
     for (uint32_t v = 0; v < n; v++) {
         const cs_node *nd = &g->nodes[v];
-        key[v] = bits_of(head[v]);
+        key[v] = cs_radix_key(head[v]);
         if (on_compute(nd))
             jobs[count[0]++] = v;
         if (nd->kind == COMMSCHED_NODE_COLLECTIVE)
