@@ -151,8 +151,11 @@ static int replay(ov_run *S, const uint32_t *order, double *makespan,
     return overflow;
 }
 
-static const char *limit_of(const ov_base *b, const ov_run *S, int from_sweep,
-                            uint32_t c, const commsched_sim_node *a)
+/* flags and ready are the winning sweep's (S->flags, S->ready_t), NULL for
+ * an order no sweep made (a seed): no flags, never issuable early. */
+static const char *limit_of(const ov_base *b, const uint8_t *flags,
+                            const double *ready, int from_sweep, uint32_t c,
+                            const commsched_sim_node *a)
 {
     double comm = b->rt[c];
     if (!(a->exposed_ns > 1e-9 * (comm > 1 ? comm : 1)))
@@ -161,7 +164,7 @@ static const char *limit_of(const ov_base *b, const ov_run *S, int from_sweep,
         return "sync";
     if (!from_sweep)
         return "input order kept";
-    uint8_t fl = S->flags[c];
+    uint8_t fl = flags ? flags[c] : 0;
     if (fl & F_MEM)
         return "memory budget";
     if (fl & F_INFL)
@@ -170,7 +173,7 @@ static const char *limit_of(const ov_base *b, const ov_run *S, int from_sweep,
         return "stream busy";
     /* Issued as soon as its inputs existed: what follows it needed it
      * too soon (or nothing independent was left to run). */
-    if (!(a->issue_ns > S->ready_t[c]))
+    if (!ready || !(a->issue_ns > ready[c]))
         return (fl & F_NOCOMP) ? "no compute left" : "data dependency";
     return "stream busy"; /* held back while its stream was occupied */
 }
@@ -194,7 +197,8 @@ typedef struct ov_before {
 
 /* The statistics: one row per collective in output order. */
 static commsched_status record_stats(cs_pass_ctx *ctx, const ov_base *b,
-                                     const ov_run *S, int from_sweep,
+                                     const uint8_t *flags, const double *ready,
+                                     int from_sweep,
                                      const ov_before *bf,
                                      const commsched_sim_node *after,
                                      const uint32_t *order_out)
@@ -226,7 +230,7 @@ static commsched_status record_stats(cs_pass_ctx *ctx, const ov_base *b,
         o->exposed_after_ns = sa->exposed_ns;
         o->hidden_before = hidden(o->comm_ns, bf->exposed[c]);
         o->hidden_after = hidden(o->comm_ns, sa->exposed_ns);
-        o->limit = limit_of(b, S, from_sweep, c, sa);
+        o->limit = limit_of(b, flags, ready, from_sweep, c, sa);
         commsched_node_stats *row = cs_record_row(rec, c);
         if (!row)
             goto oom;
@@ -461,33 +465,54 @@ static const struct ov_seed {
     {"reorder_compute_for_overlap", 1, {{1, 1, 1}}},
 };
 
-/* A seed's order and its price, made by one job of the search. */
+/* A seed's order, its price, and how making it went. */
 typedef struct ov_seed_run {
-    uint32_t *order, *tmp; /* n each; tmp is scratch */
+    uint32_t *order; /* n */
     double ms;
     int64_t pk;
+    commsched_status st;
+    commsched_error err;
 } ov_seed_run;
 
-/* Job: seed `i`'s order from in_order, priced with w's run as scratch. */
-static commsched_status seed_job(cs_pass_ctx *ctx, ov_worker *w, size_t i,
-                                 const uint32_t *in_order, ov_seed_run *r)
+/* Seed `i`'s order from in_order into r, and its price. Run before the
+ * search's workers exist (cs_pass_overlap): the heap scheduler's own
+ * state (~30 bytes a node) and a sweep's (~140) are never live at once.
+ * The replay's scratch is all of a run it needs (rem, sf, cend). */
+static void seed_job(cs_pass_ctx *ctx, const ov_base *b, size_t i,
+                     const uint32_t *in_order, ov_seed_run *r)
 {
     const struct ov_seed *sd = &ov_seeds[i];
-    const uint32_t *src = in_order;
+    size_t nn = b->n ? b->n : 1, nb = b->g->n_buffers ? b->g->n_buffers : 1;
+    commsched_sim *sim = NULL;
+    ov_run S;
+    memset(&S, 0, sizeof S);
+    S.b = b;
+    S.rem = cs_malloc_array(nb, sizeof *S.rem);
+    S.sf = cs_malloc_array(b->n_streams, sizeof *S.sf);
+    S.cend = cs_malloc_array(nn, sizeof *S.cend);
+    uint32_t *tmp = sd->n_steps > 1 ? cs_malloc_array(nn, sizeof *tmp) : NULL;
+    r->order = cs_malloc_array(nn, sizeof *r->order);
     commsched_status st = COMMSCHED_OK;
+    if (!S.rem || !S.sf || !S.cend || !r->order || (sd->n_steps > 1 && !tmp))
+        st = commsched_error_set(&r->err, COMMSCHED_ENOMEM, NULL,
+                                 "out of memory");
+    const uint32_t *src = in_order;
     for (size_t k = 0; k < sd->n_steps && st == COMMSCHED_OK; k++) {
         const ov_heap_step *h = &sd->step[k];
         if (k > 0) {
-            memcpy(r->tmp, r->order, ctx->g->n_nodes * sizeof *r->tmp);
-            src = r->tmp;
+            memcpy(tmp, r->order, b->n * sizeof *tmp);
+            src = tmp;
         }
         st = cs_heap_order(ctx->g, src, ctx->runtime_ns, h->raise, h->sink,
-                           h->for_overlap, r->order, &w->err);
+                           h->for_overlap, r->order, &r->err);
     }
-    w->tried++;
-    return st == COMMSCHED_OK ? price(ctx, &w->S, &w->sim, r->order, sd->name,
-                                      &r->ms, &r->pk, &w->err)
-                              : st;
+    if (st == COMMSCHED_OK)
+        st = price(ctx, &S, &sim, r->order, sd->name, &r->ms, &r->pk,
+                   &r->err);
+    r->st = st;
+    free(tmp);
+    commsched_sim_destroy(sim);
+    cs_ov_run_free(&S);
 }
 
 /* Whether a seed at (ms, pk) replaces the best so far: faster by more than
@@ -519,6 +544,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     ov_before bf = {NULL, NULL};
     const commsched_sim_node *after = NULL;
     uint32_t *in_order = NULL;
+    uint32_t *final_own = NULL; /* the winning order, taken from its owner */
+    uint8_t *flags = NULL;      /* the winning sweep's (limit_of) */
+    double *ready = NULL;
     ov_seed_run seeds[sizeof ov_seeds / sizeof ov_seeds[0]];
     memset(seeds, 0, sizeof seeds);
     long *jobs = NULL;
@@ -562,6 +590,11 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             bf.wait[v] = sn[v].wait;
             bf.exposed[v] = sn[v].exposed_ns;
         }
+    /* The simulator's state (a record per node and its tables, ~120 MB at
+     * 1M nodes) is not read again until the winner is judged: not kept
+     * through the search, where the workers' own states peak. */
+    commsched_sim_destroy(sim);
+    sim = NULL;
     int64_t budget = NO_LIMIT;
     if (!isinf(factor)) {
         double lim = floor(factor * (double)ctx->pipeline_peak);
@@ -612,6 +645,29 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     if (!ctx->verify && !omp_in_parallel() && n >= OV_THREADS_MIN_NODES)
         want = omp_get_max_threads();
 #endif
+    /* The seeds (ov_seeds), where the knobs leave the order free as the
+     * passes of those names do: made and priced first, one a thread, and
+     * judged against the winner in order after the search. Only their
+     * orders stay meanwhile. */
+    long nseeds = kn->overlap_collective_order == CS_ORDER_FREE &&
+                          window < 0 && cap == 0
+                      ? (long)(sizeof ov_seeds / sizeof ov_seeds[0])
+                      : 0;
+    int seed_threads = want < nseeds ? want : nseeds > 0 ? (int)nseeds : 1;
+    (void)seed_threads; /* without OpenMP */
+#if COMMSCHED_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(seed_threads) \
+    if (seed_threads > 1)
+#endif
+    for (long i = 0; i < nseeds; i++)
+        seed_job(ctx, &b, (size_t)i, in_order, &seeds[i]);
+    uint32_t tried = 0;
+    for (long i = 0; i < nseeds; i++, tried++)
+        if (seeds[i].st != COMMSCHED_OK) {
+            st = seeds[i].st;
+            *ctx->err = seeds[i].err;
+            goto cleanup;
+        }
     if (want > njobs)
         want = (int)njobs;
     if (want < 1)
@@ -624,38 +680,23 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             worker_free(&wk[nt]);
             goto oom;
         }
-    /* The seeds (ov_seeds), where the knobs leave the order free as the
-     * passes of those names do. */
-    long nseeds = kn->overlap_collective_order == CS_ORDER_FREE &&
-                          window < 0 && cap == 0
-                      ? (long)(sizeof ov_seeds / sizeof ov_seeds[0])
-                      : 0;
-    for (long i = 0; i < nseeds; i++) {
-        seeds[i].order = cs_malloc_array(nn, sizeof *seeds[i].order);
-        seeds[i].tmp = cs_malloc_array(nn, sizeof *seeds[i].tmp);
-        if (!seeds[i].order || !seeds[i].tmp)
-            goto oom;
-    }
-    jobs = cs_malloc_array((size_t)(njobs + nseeds), sizeof *jobs);
+    jobs = cs_malloc_array((size_t)njobs, sizeof *jobs);
     if (!jobs)
         goto oom;
     /* The heaviest jobs first (the dynamic frame rules cost up to three
      * times a fixed-order sweep): started last, one of them would leave
-     * the other threads idle at the end; the seeds last (a heap order
-     * each). Which thread runs which job, and when, does not change the
-     * answer (beats(), and the seeds are judged in order below). */
+     * the other threads idle at the end. Which thread runs which job, and
+     * when, does not change the answer (beats()). */
     size_t nj = 0;
     for (int w8 = 2; w8 >= 0; w8--)
         for (long j = 0; j < njobs; j++)
             if (job_weight(&cs_ov_variants[(size_t)j % nv]) == w8)
                 jobs[nj++] = j;
-    for (long i = 0; i < nseeds; i++)
-        jobs[nj++] = njobs + i;
-    assert(nj == (size_t)(njobs + nseeds));
+    assert(nj == (size_t)njobs);
 #if COMMSCHED_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
 #endif
-    for (long i = 0; i < njobs + nseeds; i++) {
+    for (long i = 0; i < njobs; i++) {
         long j = jobs[i];
         int t = 0;
 #if COMMSCHED_HAVE_OPENMP
@@ -664,11 +705,6 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         ov_worker *w = &wk[t];
         if (w->st != COMMSCHED_OK)
             continue;
-        if (j >= njobs) {
-            size_t si = (size_t)(j - njobs);
-            w->st = seed_job(ctx, w, si, in_order, &seeds[si]);
-            continue;
-        }
         size_t li = (size_t)j / nv;
         const ov_variant *var = &cs_ov_variants[(size_t)j % nv];
         if (window == 0 && var->frame != FR_REF)
@@ -679,7 +715,6 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
                         (size_t)j, lv[li]);
     }
     ov_worker *win = NULL;
-    uint32_t tried = 0;
     for (int t = 0; t < nt; t++) {
         if (wk[t].st != COMMSCHED_OK) {
             st = wk[t].st;
@@ -692,18 +727,10 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             win = &wk[t];
     }
 
-    /* The statistics read the winner's flags through worker 0's run. */
-    ov_run *S = &wk[0].S;
-    S->b = &b;
-    const uint32_t *final = win ? win->order : in_order;
     const char *name = win ? win->name : NULL;
     double level = win ? win->level : factor;
-    if (win) {
-        memcpy(S->flags, win->flags, nn * sizeof *S->flags);
-        memcpy(S->ready_t, win->ready, nn * sizeof *S->ready_t);
-    }
     /* The seeds, at the budget itself, against the winner, in order. */
-    const ov_seed_run *kept = NULL;
+    ov_seed_run *kept = NULL;
     for (long i = 0; i < nseeds; i++) {
         double best_ms = kept ? kept->ms : win ? win->ms : in_makespan;
         int64_t best_pk = kept ? kept->pk : win ? win->pk : in_peak;
@@ -711,23 +738,54 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             !seed_beats(seeds[i].ms, seeds[i].pk, best_ms, best_pk))
             continue;
         kept = &seeds[i];
-        final = kept->order;
         name = ov_seeds[i].name;
         level = factor;
     }
-    if (kept)
-        for (size_t v = 0; v < nn; v++) {
-            S->flags[v] = 0;
-            S->ready_t[v] = INFINITY;
-        }
+    /* What the rest reads of the search: the final order and, for a
+     * sweep's, its flags and ready times (the statistics' limits; a seed
+     * has none). They are taken out of their worker or seed, and all the
+     * rest is freed before the simulator is made again: the workers'
+     * states, the other orders and the input order are most of the
+     * pass's memory, and the judge and the statistics come on top. */
+    int from_sweep = kept || win;
+    if (kept) {
+        final_own = kept->order;
+        kept->order = NULL;
+    } else if (win) {
+        final_own = win->order;
+        flags = win->flags;
+        ready = win->ready;
+        win->order = NULL;
+        win->flags = NULL;
+        win->ready = NULL;
+    }
+    for (int t = 0; t < nt; t++)
+        worker_free(&wk[t]);
+    free(wk);
+    wk = NULL;
+    nt = 0;
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        free(seeds[i].order);
+        seeds[i].order = NULL;
+    }
+    free(jobs);
+    jobs = NULL;
+    cs_ov_base_trim(&b);
+    const uint32_t *final = in_order;
+    if (from_sweep) {
+        free(in_order);
+        in_order = NULL;
+        final = final_own;
+    }
     double ms_after;
     int64_t pk_after;
-    if ((st = judge(sim, final, ctx->runtime_ns, &ms_after, &pk_after,
+    if ((st = commsched_sim_create(g, &sim, ctx->err)) != COMMSCHED_OK ||
+        (st = judge(sim, final, ctx->runtime_ns, &ms_after, &pk_after,
                     ctx->err)) != COMMSCHED_OK)
         goto cleanup;
     /* The simulator's results stay until its next run: none follows. */
     after = commsched_sim_get_nodes(sim);
-    if (budget != NO_LIMIT && pk_after > budget && final != in_order) {
+    if (budget != NO_LIMIT && pk_after > budget && from_sweep) {
         st = commsched_error_set(ctx->err, COMMSCHED_EINTERNAL, NULL,
                                  "overlap: peak %lld above the budget %lld",
                                  (long long)pk_after, (long long)budget);
@@ -735,7 +793,7 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     }
     /* Relink the list: moving each node to the end in turn leaves them in
      * exactly that order. */
-    if (final != in_order)
+    if (from_sweep)
         for (uint32_t k = 0; k < n; k++)
             commsched_schedule_move_run_before(ctx->s, final[k], final[k],
                                                NONE);
@@ -744,7 +802,7 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         /* Fake edges bind overlap's own order; when overlap keeps its
          * input, an earlier pass (RCPPM, sink_waits_iterative) may have
          * legitimately crossed them, so only the real edges are checked. */
-        if ((st = commsched_schedule_check(ctx->s, final != in_order,
+        if ((st = commsched_schedule_check(ctx->s, from_sweep,
                                            ctx->err)) != COMMSCHED_OK ||
             (st = commsched_memory_create(ctx->s, &m, ctx->err)) !=
                 COMMSCHED_OK)
@@ -768,7 +826,7 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     ctx->rec->pub.overlap_variant = ctx->rec->overlap_variant;
     ctx->rec->pub.overlap_budget_bytes = budget == NO_LIMIT ? -1 : budget;
     ctx->rec->pub.overlap_candidates = tried;
-    st = record_stats(ctx, &b, S, final != in_order, &bf, after, final);
+    st = record_stats(ctx, &b, flags, ready, from_sweep, &bf, after, final);
     goto cleanup;
 oom:
     st = commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
@@ -778,14 +836,15 @@ cleanup:
     free(bf.wait);
     free(bf.exposed);
     free(in_order);
+    free(final_own);
+    free(flags);
+    free(ready);
     for (int t = 0; t < nt; t++)
         worker_free(&wk[t]);
     free(wk);
     free(jobs);
-    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
         free(seeds[i].order);
-        free(seeds[i].tmp);
-    }
     cs_ov_base_free(&b);
     return st;
 }

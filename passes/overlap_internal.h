@@ -46,6 +46,8 @@ typedef struct ov_base {
     uint32_t *stream;     /* collectives: their group (their comm stream) */
     int64_t *bytes;       /* collectives: bytes moved (in-flight limit) */
     cs_csr deps, users;   /* data + after + after_fake, distinct */
+    unsigned borrowed;    /* bits 1, 2, 4: deps, users, reads are the
+                             graph's own (cs_ov_base_init), not freed */
     cs_csr wcoll;         /* wait -> the collectives whose outputs it reads */
     cs_csr reads;         /* node -> buffers freed after their last reader
                              that it reads (the memory model's tracked set) */
@@ -139,7 +141,10 @@ typedef struct ov_run {
     uint8_t *sched, *in_fh, *in_sh; /* placed; in fh; in sh or shf */
     uint32_t *order, k;
     uint32_t *rem;
-    double *cend, *wend, now, *sf;
+    double *cend;       /* a collective's end; a wait's, the latest end
+                           of its collectives (one array: the two sets
+                           are disjoint, and it is 8 bytes a node) */
+    double now, *sf;
     int64_t *infl, cur, peak;
     cs_rankset fh;        /* ready frame nodes, by the frame rule's key
                              (ranks frk; kept only by the dynamic rules) */
@@ -164,8 +169,7 @@ typedef struct ov_run {
     double *ready_t; /* collectives: compute-stream time they became
                         issuable (inputs ready or one cheap step away) */
     uint8_t *flags;
-    uint32_t *stk, *list, *mark, *mark2, epoch, *undo;
-    uint32_t *pos, *lastpos, *head, *next, *tmp_order; /* sink_waits_late */
+    uint32_t *stk, *list, *mark, *mark2, epoch, *undo; /* list: n + 1 */
     int oom;
 } ov_run;
 
@@ -175,6 +179,9 @@ extern const size_t cs_ov_n_variants;
 
 /* overlap_state.c: the heap, the segment tree, the shared state. */
 void cs_ov_base_free(ov_base *b);
+/* Frees all of b but what the statistics read after the search (g, n, rt,
+ * cls, pos_in); cs_ov_base_free still frees those. */
+void cs_ov_base_trim(ov_base *b);
 int cs_ov_base_init(ov_base *b, const commsched_graph *g,
                      const commsched_schedule *s, const double *rt);
 int cs_ov_base_order(ov_base *b, int i, int mode);
@@ -184,6 +191,7 @@ void cs_ov_base_use(ov_base *b, int i);
 double cs_ov_issue(ov_run *S, uint32_t c);
 int cs_ov_run_alloc(ov_run *S, const ov_base *b);
 void cs_ov_run_free(ov_run *S);
+/* Right after cs_ov_sweep only: its scratch is the sweep's own. */
 void cs_ov_sink_waits_late(ov_run *S);
 int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
                  long window);

@@ -38,7 +38,6 @@ void cs_ov_run_free(ov_run *S)
     free(S->order);
     free(S->rem);
     free(S->cend);
-    free(S->wend);
     free(S->sf);
     free(S->infl);
     cs_rankset_free(&S->fh);
@@ -54,11 +53,6 @@ void cs_ov_run_free(ov_run *S)
     free(S->mark);
     free(S->mark2);
     free(S->undo);
-    free(S->pos);
-    free(S->lastpos);
-    free(S->head);
-    free(S->next);
-    free(S->tmp_order);
     free(S->wit);
 }
 
@@ -76,22 +70,17 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->order = cs_malloc_array(nn, sizeof *S->order);
     S->rem = cs_malloc_array(nb, sizeof *S->rem);
     S->cend = cs_malloc_array(nn, sizeof *S->cend);
-    S->wend = cs_malloc_array(nn, sizeof *S->wend);
     S->sf = cs_malloc_array(b->n_streams, sizeof *S->sf);
     S->infl = cs_malloc_array(b->n_streams, sizeof *S->infl);
     S->ready_t = cs_malloc_array(nn, sizeof *S->ready_t);
     S->flags = cs_malloc_array(nn, sizeof *S->flags);
     S->stk = cs_malloc_array(nn, sizeof *S->stk);
-    S->list = cs_malloc_array(nn, sizeof *S->list);
+    /* n + 1: cs_ov_sink_waits_late's heads (below) */
+    S->list = cs_malloc_array(nn + 1, sizeof *S->list);
     S->mark = cs_calloc(nn, sizeof *S->mark);
     S->mark2 = cs_calloc(nn, sizeof *S->mark2);
     size_t nr = b->reads.off[n];
     S->undo = cs_malloc_array(nr ? nr : 1, sizeof *S->undo);
-    S->pos = cs_malloc_array(nn, sizeof *S->pos);
-    S->lastpos = cs_malloc_array(nb, sizeof *S->lastpos);
-    S->head = cs_malloc_array(nn + 1, sizeof *S->head);
-    S->next = cs_malloc_array(nn, sizeof *S->next);
-    S->tmp_order = cs_malloc_array(nn, sizeof *S->tmp_order);
     S->wit = cs_malloc_array(nn, sizeof *S->wit);
     /* positions 0 .. n: a jump's range may end past the last node */
     int failed = cs_segtree_init(&S->seg, n + 1) |
@@ -99,11 +88,10 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
                cs_rankset_init(&S->sh, b->n_coll) |
                cs_rankset_init(&S->shf, b->n_coll);
     return failed == 0 && S->unmet && S->blockers && S->sched && S->in_fh &&
-                   S->in_sh && S->order && S->rem && S->cend && S->wend &&
+                   S->in_sh && S->order && S->rem && S->cend &&
                    S->sf && S->infl && S->ready_t && S->flags &&
                    S->stk && S->list && S->mark && S->mark2 && S->undo &&
-                   S->pos && S->lastpos && S->head &&
-                   S->next && S->tmp_order && S->wit
+                   S->wit
                ? 0
                : -1;
 }
@@ -146,7 +134,7 @@ static void became_ready(ov_run *S, uint32_t u)
         for (uint32_t x = b->wcoll.off[u]; x < b->wcoll.off[u + 1]; x++)
             if (S->cend[b->wcoll.idx[x]] > e)
                 e = S->cend[b->wcoll.idx[x]];
-        S->wend[u] = e;
+        S->cend[u] = e; /* a wait: when its collectives end */
         push(S, &S->wh, ov_key(0, b->tpos[u], e, u));
     } else if (b->cls[u] == C_COLL) {
         S->ready_t[u] = S->now;
@@ -529,7 +517,7 @@ static cs_heap_item force_key(const ov_run *S, uint32_t v)
                       b->dom[v] == NONE ? (double)INFINITY : (double)b->dom[v],
                       v);
     case C_WAIT:
-        return ov_key(2, b->tpos[v], S->wend[v], v);
+        return ov_key(2, b->tpos[v], S->cend[v], v);
     default:
         return ov_key(1, b->tpos[v], 0.0, v);
     }
@@ -719,7 +707,7 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
         S->sched[v] = S->in_fh[v] = S->in_sh[v] = 0;
         S->flags[v] = 0;
         S->wit[v].pos = NONE;
-        S->cend[v] = S->wend[v] = 0;
+        S->cend[v] = 0;
         S->ready_t[v] = INFINITY;
         uint32_t u = CS_ROW_LEN(b->deps, v);
         if (b->ord_prev[v] != NONE && !b->ord_dup[v])
@@ -835,33 +823,39 @@ void cs_ov_sink_waits_late(ov_run *S)
 {
     const ov_base *b = S->b;
     uint32_t n = b->n, nb = b->g->n_buffers;
+    /* Its scratch is the sweep's, which is done with it: unmet, blockers,
+     * stk, list and rem are all set again before the next sweep (or the
+     * replay: rem) reads them. Arrays of their own were 16 bytes a node
+     * and 4 a buffer in every worker. */
+    uint32_t *pos = S->unmet, *next = S->blockers, *tmp_order = S->stk;
+    uint32_t *head = S->list, *lastpos = S->rem; /* head: n + 1 */
     for (uint32_t k = 0; k < n; k++)
-        S->pos[S->order[k]] = k;
+        pos[S->order[k]] = k;
     for (uint32_t x = 0; x < nb; x++)
-        S->lastpos[x] = 0;
+        lastpos[x] = 0;
     for (uint32_t v = 0; v < n; v++)
         for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
             uint32_t x = b->reads.idx[e];
-            if (S->pos[v] > S->lastpos[x])
-                S->lastpos[x] = S->pos[v];
+            if (pos[v] > lastpos[x])
+                lastpos[x] = pos[v];
         }
     for (uint32_t k = 0; k <= n; k++)
-        S->head[k] = NONE;
+        head[k] = NONE;
     /* Waits to insert before position p, in their order: walk backward
      * and push at the front. */
     uint32_t moved = 0;
     for (uint32_t k = n; k-- > 0;) {
         uint32_t w = S->order[k];
-        S->next[w] = NONE;
+        next[w] = NONE;
         if (b->cls[w] != C_WAIT)
             continue;
         uint32_t bound = n;
         int frees = 0;
         for (uint32_t e = b->users.off[w]; e < b->users.off[w + 1]; e++)
-            if (S->pos[b->users.idx[e]] < bound)
-                bound = S->pos[b->users.idx[e]];
+            if (pos[b->users.idx[e]] < bound)
+                bound = pos[b->users.idx[e]];
         for (uint32_t e = b->reads.off[w]; e < b->reads.off[w + 1]; e++) {
-            uint32_t lp = S->lastpos[b->reads.idx[e]];
+            uint32_t lp = lastpos[b->reads.idx[e]];
             if (lp == k)
                 frees = 1;
             else if (lp < bound)
@@ -872,9 +866,9 @@ void cs_ov_sink_waits_late(ov_run *S)
         /* Its new slot, so that an earlier wait it depends on (an after
          * edge between waits) stops at or before it: at the same slot the
          * earlier one is pushed in front. */
-        S->next[w] = S->head[bound];
-        S->head[bound] = w;
-        S->pos[w] = bound;
+        next[w] = head[bound];
+        head[bound] = w;
+        pos[w] = bound;
         S->flags[w] |= F_MOVED; /* skipped at its old place */
         moved++;
     }
@@ -882,13 +876,13 @@ void cs_ov_sink_waits_late(ov_run *S)
         return;
     uint32_t m = 0;
     for (uint32_t k = 0; k <= n; k++) {
-        for (uint32_t w = S->head[k]; w != NONE; w = S->next[w])
-            S->tmp_order[m++] = w;
+        for (uint32_t w = head[k]; w != NONE; w = next[w])
+            tmp_order[m++] = w;
         if (k < n && !(S->flags[S->order[k]] & F_MOVED))
-            S->tmp_order[m++] = S->order[k];
+            tmp_order[m++] = S->order[k];
         else if (k < n)
             S->flags[S->order[k]] &= (uint8_t)~F_MOVED;
     }
     assert(m == n); /* every node once, at its old place or its slot */
-    memcpy(S->order, S->tmp_order, (size_t)n * sizeof *S->order);
+    memcpy(S->order, tmp_order, (size_t)n * sizeof *S->order);
 }

@@ -11,13 +11,22 @@
 
 void cs_ov_base_free(ov_base *b)
 {
+    cs_ov_base_trim(b);
     free(b->cls);
+    free(b->pos_in);
+}
+
+void cs_ov_base_trim(ov_base *b)
+{
     free(b->stream);
     free(b->bytes);
-    cs_csr_free(&b->deps);
-    cs_csr_free(&b->users);
+    if (!(b->borrowed & 1))
+        cs_csr_free(&b->deps);
+    if (!(b->borrowed & 2))
+        cs_csr_free(&b->users);
     cs_csr_free(&b->wcoll);
-    cs_csr_free(&b->reads);
+    if (!(b->borrowed & 4))
+        cs_csr_free(&b->reads);
     free(b->bsize);
     free(b->nreaders);
     free(b->alloc);
@@ -44,7 +53,18 @@ void cs_ov_base_free(ov_base *b)
         free(b->set[i].urank);
         free(b->set[i].uat);
     }
-    free(b->pos_in);
+    /* What stays is cls and pos_in; the rest reads as "not made". */
+    uint8_t *cls = b->cls;
+    uint32_t *pos_in = b->pos_in;
+    const commsched_graph *g = b->g;
+    const double *rt = b->rt;
+    uint32_t n = b->n;
+    memset(b, 0, sizeof *b);
+    b->g = g;
+    b->rt = rt;
+    b->n = n;
+    b->cls = cls;
+    b->pos_in = pos_in;
 }
 
 /* The memory model over `order` (DESIGN.md §3, as src/memory.c computes
@@ -177,6 +197,29 @@ out:
     return rc;
 }
 
+/* Whether a and b, of `rows` rows each, hold the same rows. */
+static int csr_same(const cs_csr *a, const cs_csr *b, uint32_t rows)
+{
+    size_t m = a->off[rows];
+    return memcmp(a->off, b->off, ((size_t)rows + 1) * sizeof *a->off) == 0 &&
+           (m == 0 || memcmp(a->idx, b->idx, m * sizeof *a->idx) == 0);
+}
+
+/* Replaces *own with the graph's table when the two are the same (bit
+ * `bit` of b->borrowed then says it is not b's to free): a graph without
+ * fake edges and without repeated dependencies has exactly the tables the
+ * pass derives (deps, users, and reads where no buffer is untracked), ~9
+ * MB each at 1M nodes, so they are not kept twice. */
+static void borrow_same(ov_base *b, cs_csr *own, const cs_csr *graph_csr,
+                        unsigned bit)
+{
+    if (!csr_same(own, graph_csr, b->n))
+        return;
+    cs_csr_free(own);
+    *own = *graph_csr;
+    b->borrowed |= bit;
+}
+
 /* Appends the edge "v after d" at rows/vals[k] unless v has it already
  * (stamp[d] == v + 1); returns the new count. */
 static size_t add_dep(uint32_t *stamp, uint32_t *rows, uint32_t *vals,
@@ -300,6 +343,8 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     if (cs_csr_from_pairs(&b->deps, n, rows, vals, k) != 0 ||
         cs_csr_transpose(&b->users, &b->deps, n, n) != 0)
         goto out;
+    borrow_same(b, &b->deps, &g->deps, 1);
+    borrow_same(b, &b->users, &g->users, 2);
 
     /* wait -> collectives it reads (the simulator's rule). */
     k = 0;
@@ -375,6 +420,7 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
             }
     if (cs_csr_from_pairs(&b->reads, n, rows, vals, k) != 0)
         goto out;
+    borrow_same(b, &b->reads, &g->reads, 4);
 
     rc = topo_closest(b);
     if (rc != 0)
