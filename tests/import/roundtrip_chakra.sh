@@ -85,4 +85,19 @@ PY
 a=$("$cli" info "$graph" | grep '^bytes moved:')
 b=$("$cli" info "$scratch/plain.json" | grep '^bytes moved:')
 [ "$a" = "$b" ] || fail "bytes moved: \"$a\" before, \"$b\" from the Chakra fields"
+# export --chakra-fields-only writes those fields alone (no commsched.*
+# attribute), and they import as the exact export's fields do: the same
+# graph but for its name, which comes from the file's.
+"$cli" export chakra --chakra-fields-only --ranks 1 "$graph" -o "$scratch/f" \
+    2> "$scratch/notes" || fail "export --chakra-fields-only: $(cat "$scratch/notes")"
+! grep -q "commsched\." "$scratch/f.0.et" ||
+    fail "export --chakra-fields-only left commsched.* attributes in"
+[ "$(wc -c < "$scratch/f.0.et")" -lt "$(wc -c < "$scratch/t.0.et")" ] ||
+    fail "the fields-only trace is not smaller than the exact one"
+# shellcheck disable=SC2086
+"$cli" import chakra $sizes "$scratch/f.0.et" -o "$scratch/fields.json" \
+    2> "$scratch/notes" || fail "import of the fields-only trace: $(cat "$scratch/notes")"
+sed 's/"name": "chakra-f\.0\.et"/"name": "chakra-t.0.et"/' "$scratch/fields.json" |
+    cmp -s - "$scratch/plain.json" ||
+    fail "the fields-only export imports otherwise than the exact export's fields"
 exit 0

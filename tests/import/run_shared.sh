@@ -45,6 +45,21 @@ grep -q '"makespan_ns":[1-9]' "$scratch/sim.json" ||
     fail "the default pipeline fails on the imported graph"
 "$cli" simulate --format json "$scratch/opt.json" -o "$scratch/opt_sim.json" ||
     fail "the optimized graph does not simulate"
+# Every command that reads a graph reads a binary Chakra trace too, as the
+# importer does with its defaults: optimizing the trace itself gives what
+# optimizing its import gives, byte for byte.
+case "$file" in
+*.et)
+    "$cli" optimize "$file" -o "$scratch/opt_direct.json" 2> "$scratch/notes" ||
+        fail "optimize $file: exit status $?: $(cat "$scratch/notes")"
+    cmp -s "$scratch/opt.json" "$scratch/opt_direct.json" ||
+        fail "optimize of the trace differs from optimize of its import"
+    "$cli" simulate --format json "$file" -o "$scratch/sim_direct.json" \
+        2> "$scratch/notes" || fail "simulate $file: $(cat "$scratch/notes")"
+    cmp -s "$scratch/sim.json" "$scratch/sim_direct.json" ||
+        fail "simulate of the trace differs from simulate of its import"
+    ;;
+esac
 if [ -n "$corpus" ]; then
     cmp -s "$out" "$corpus" ||
         fail "import differs from the corpus copy $corpus (regenerate it: graphs/README.md)"

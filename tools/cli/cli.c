@@ -191,6 +191,10 @@ char *cli_read_file(const char *path, size_t *len)
 
 int cli_load(const char *path, unsigned flags, commsched_graph **out)
 {
+    if (strcmp(path, "-") != 0 && import_is_chakra_et(path)) {
+        import_options o = {1.0, 0, 0, 0, 0, 0, -1, NULL, NULL, 0, NULL};
+        return import_chakra(path, &o, out);
+    }
     commsched_error err = {0};
     if (commsched_graph_load_file(path, flags, out, &err) != COMMSCHED_OK)
         return cli_report(strcmp(path, "-") == 0 ? "<stdin>" : path, &err);

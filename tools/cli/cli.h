@@ -61,6 +61,10 @@ FILE *cli_open_input(const char *path);
 char *cli_read_file(const char *path, size_t *len);
 
 /* Loads a graph ("-" is stdin), printing a located error on failure.
+ * A file that is a Chakra binary trace by content (import_is_chakra_et)
+ * is imported as `commsched import chakra FILE` would, with its defaults
+ * (flags do not apply: the importer orders the nodes as Chakra's feeder
+ * does), so a trace goes straight to the passes without a JSON copy.
  * Returns 0 or the exit code to use. */
 int cli_load(const char *path, unsigned flags, commsched_graph **out);
 
@@ -234,6 +238,9 @@ int import_astra(const char *path, const import_options *o,
 void import_astra_policies(FILE *f, const char *indent);
 int import_chakra(const char *path, const import_options *o,
                   commsched_graph **out);
+/* 1 when the file at path is a Chakra binary trace (.et) by content, 0
+ * otherwise (JSON, anything else, or a file that cannot be read). */
+int import_is_chakra_et(const char *path);
 int import_kineto(const char *path, const import_options *o,
                   commsched_graph **out);
 int import_pytorch_et(const char *path, const import_options *o,
@@ -250,9 +257,10 @@ int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
 
 /* `export chakra` (tools/import/export_chakra.c): writes PREFIX.<rank>.et
  * for ranks 0..ranks-1 (ranks 0: the largest group's size), runtime[i]
- * the duration of node i in ns. All files or none; returns 0 or the exit
- * code after printing why. */
+ * the duration of node i in ns; exact: also the commsched.* attributes
+ * that give the exact graph back on import. All files or none; returns 0
+ * or the exit code after printing why. */
 int export_chakra(const commsched_graph *g, const double *runtime,
-                  const char *prefix, long ranks);
+                  const char *prefix, long ranks, int exact);
 
 #endif /* COMMSCHED_CLI_H */

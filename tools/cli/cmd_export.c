@@ -23,6 +23,10 @@ static void usage(FILE *f)
             "  -o, --output PREFIX  where to write (required)\n"
             "  --ranks N            files to write (default: the largest\n"
             "                       group's size, 1 without collectives)\n"
+            "  --chakra-fields-only  leave the commsched.* attributes out:\n"
+            "                       the files hold what a PyTorch trace\n"
+            "                       converted by Chakra holds (a quarter of\n"
+            "                       the size), and import as such a trace does\n"
             CLI_COST_HELP
             "\n"
             "All files or none: a failure removes those already written.\n");
@@ -30,17 +34,18 @@ static void usage(FILE *f)
 
 int cmd_export(int argc, char **argv)
 {
-    enum { O_RANKS = 256, O_DEVICE, O_MODEL };
+    enum { O_RANKS = 256, O_DEVICE, O_MODEL, O_FIELDS };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"ranks", required_argument, 0, O_RANKS},
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
+        {"chakra-fields-only", no_argument, 0, O_FIELDS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *prefix = NULL, *device = NULL, *model = NULL;
     long ranks = 0;
-    int c;
+    int c, exact = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': prefix = optarg; break;
@@ -56,6 +61,7 @@ int cmd_export(int argc, char **argv)
         }
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
+        case O_FIELDS: exact = 0; break;
         case 'h': usage(stdout); return EXIT_OK;
         default: return cli_bad_option("export", argc, argv, "o:h", opts);
         }
@@ -73,7 +79,7 @@ int cmd_export(int argc, char **argv)
         return rc;
     double *runtime = NULL;
     if ((rc = cli_estimate(g, &cost, &runtime, NULL)) == 0)
-        rc = export_chakra(g, runtime, prefix, ranks);
+        rc = export_chakra(g, runtime, prefix, ranks, exact);
     free(runtime);
     commsched_graph_destroy(g);
     return rc;

@@ -35,7 +35,9 @@ static void usage(FILE *f)
     fprintf(f,
             "\n"
             "FILE is a graph in commsched format v1 (docs/FORMAT.md); '-' is\n"
-            "standard input. 'commsched <command> --help' describes a command.\n"
+            "standard input. A Chakra binary trace (.et) is read as well, as\n"
+            "'commsched import chakra FILE' reads it (told apart by content).\n"
+            "'commsched <command> --help' describes a command.\n"
             "Exit status: 0 success, 1 runtime failure, 2 bad input.\n");
 }
 

@@ -20,7 +20,9 @@
  * Every record also carries its node as commsched JSON ("commsched.node";
  * the metadata holds the rest of the graph as "commsched.graph"), so
  * `commsched import chakra` of an exported file gives back the very graph;
- * other readers skip attributes they do not know.
+ * other readers skip attributes they do not know. Without them
+ * (--chakra-fields-only) the file holds what a PyTorch trace converted
+ * by Chakra holds, and imports as one.
  * All ranks run the same step (SPMD), so the files are identical. */
 #include <errno.h>
 #include <jansson.h>
@@ -145,7 +147,7 @@ static int64_t comm_size_of(const commsched_graph *g, uint32_t node,
 
 /* Writes the whole trace to f. */
 static int write_trace(FILE *f, const commsched_graph *g, json_t *doc,
-                       const double *runtime)
+                       const double *runtime, int exact)
 {
     json_t *nodes = json_incref(json_object_get(doc, "nodes"));
     json_t *grps = json_object_get(doc, "groups"); /* in index order */
@@ -175,7 +177,7 @@ static int write_trace(FILE *f, const commsched_graph *g, json_t *doc,
         graph.string_val = header;
         CommschedChakra__Attribute *attrs[2] = {&schema, &graph};
         meta.attr = attrs;
-        meta.n_attr = 2;
+        meta.n_attr = exact ? 2 : 1;
         if (put_message(f, &meta.base, &buf, &cap) != 0)
             goto done;
     }
@@ -267,13 +269,16 @@ static int write_trace(FILE *f, const commsched_graph *g, json_t *doc,
                 na++;
             }
         }
-        char *own = json_dumps(node, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        if (!own)
-            goto done;
-        attr_init(&a[na], "commsched.node");
-        a[na].value_case = COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_STRING_VAL;
-        a[na].string_val = own;
-        na++;
+        char *own = NULL;
+        if (exact) {
+            own = json_dumps(node, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            if (!own)
+                goto done;
+            attr_init(&a[na], "commsched.node");
+            a[na].value_case = COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_STRING_VAL;
+            a[na].string_val = own;
+            na++;
+        }
         for (size_t k = 0; k < na; k++)
             ap[k] = &a[k];
         m.attr = ap;
@@ -326,7 +331,7 @@ static int copy_file(const char *from, FILE *to)
 }
 
 int export_chakra(const commsched_graph *g, const double *runtime,
-                  const char *prefix, long ranks)
+                  const char *prefix, long ranks, int exact)
 {
     /* The graph as format-v1 JSON, parsed back: the accessors do not give
      * every field, and the exact node text goes into the trace. */
@@ -394,7 +399,7 @@ int export_chakra(const commsched_graph *g, const double *runtime,
         cli_out out;
         if ((rc = cli_out_open(&out, path)) != 0)
             break;
-        int bad = r == 0 ? write_trace(out.f, g, doc, runtime)
+        int bad = r == 0 ? write_trace(out.f, g, doc, runtime, exact)
                          : copy_file(first, out.f);
         if (bad) {
             fprintf(stderr, "commsched: cannot write %s: %s\n", path,

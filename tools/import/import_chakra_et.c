@@ -17,6 +17,7 @@
  * after export loses nothing (--chakra-fields-only ignores them). */
 #include <errno.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,94 @@ static int next_record(chakra *c, reader *r, size_t rec, size_t *len)
     return 1;
 }
 
+/* Where protobuf-c puts one decoded record: a bump arena emptied before
+ * the next, so decoding a record costs no malloc per field and freeing it
+ * nothing (malloc and protobuf-c's free_unpacked walk were a sixth of
+ * importing a large trace). What does not fit the block goes to malloc,
+ * on a list freed at the reset, which also grows the block to hold the
+ * largest record seen, so overflow happens only while records grow. */
+typedef struct spill {
+    struct spill *next;
+    max_align_t data[]; /* the allocation */
+} spill;
+
+typedef struct record_arena {
+    ProtobufCAllocator pb; /* its allocator_data is the arena */
+    unsigned char *block;
+    size_t cap, used, spilled;
+    spill *spills;
+} record_arena;
+
+static void *arena_alloc(void *data, size_t size)
+{
+    record_arena *a = data;
+    const size_t align = sizeof(max_align_t);
+    size_t need = (size + align - 1) / align * align;
+    if (need >= size && need <= a->cap - a->used) {
+        void *p = a->block + a->used;
+        a->used += need;
+        return p;
+    }
+    if (size > SIZE_MAX - sizeof(spill))
+        return NULL;
+    spill *sp = malloc(sizeof(spill) + size);
+    if (!sp)
+        return NULL;
+    sp->next = a->spills;
+    a->spills = sp;
+    a->spilled += size + sizeof(spill);
+    return sp->data;
+}
+
+static void arena_free(void *data, void *ptr)
+{
+    (void)data; /* everything goes at the reset */
+    (void)ptr;
+}
+
+static void arena_init(record_arena *a)
+{
+    memset(a, 0, sizeof *a);
+    a->pb.alloc = arena_alloc;
+    a->pb.free = arena_free;
+    a->pb.allocator_data = a;
+}
+
+static void arena_drop_spills(record_arena *a)
+{
+    while (a->spills) {
+        spill *next = a->spills->next;
+        free(a->spills);
+        a->spills = next;
+    }
+}
+
+/* Empties the arena for the next record; -1 when growing its block failed
+ * (the arena stays usable: what does not fit keeps spilling). */
+static int arena_reset(record_arena *a)
+{
+    size_t want = a->used + a->spilled;
+    arena_drop_spills(a);
+    a->used = a->spilled = 0;
+    if (want <= a->cap)
+        return 0;
+    want = want < 4096 ? 4096 : 2 * want;
+    unsigned char *b = malloc(want);
+    if (!b)
+        return -1;
+    free(a->block);
+    a->block = b;
+    a->cap = want;
+    return 0;
+}
+
+static void arena_release(record_arena *a)
+{
+    arena_drop_spills(a);
+    free(a->block);
+    memset(a, 0, sizeof *a);
+}
+
 /* An integer attribute in any of protobuf's integer encodings. */
 static int attr_int(const CommschedChakra__Attribute *a, int64_t *out)
 {
@@ -134,6 +223,16 @@ static int copy_ids(const uint64_t *ids, size_t n, int64_t **out,
     }
     *count = n;
     return 0;
+}
+
+/* "attr[K] (NAME)" into buf: an attribute's place in an error message,
+ * formatted only for one (formatting it for every attribute was a sixth
+ * of importing a large trace). */
+#define ATTR_AT_SIZE 96
+static const char *attr_at(char buf[ATTR_AT_SIZE], size_t k, const char *key)
+{
+    snprintf(buf, ATTR_AT_SIZE, "attr[%zu] (%.40s)", k, key);
+    return buf;
 }
 
 /* One Node message into the table. `ext`: where to put its
@@ -179,15 +278,15 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
     for (size_t k = 0; k < m->n_attr; k++) {
         const CommschedChakra__Attribute *a = m->attr[k];
         const char *key = a->name ? a->name : "";
-        char field[96];
-        snprintf(field, sizeof field, "attr[%zu] (%.40s)", k, key);
+        char field[ATTR_AT_SIZE];
         int64_t v = 0;
         if (strcmp(key, "comm_type") == 0) {
             if (attr_int(a, &v) != 0)
-                return chakra_fail(c, i, field, "expected an integer");
+                return chakra_fail(c, i, attr_at(field, k, key),
+                                   "expected an integer");
             n->coll = chakra_coll_from_type(v);
             if (n->coll < 0)
-                return chakra_fail(c, i, field,
+                return chakra_fail(c, i, attr_at(field, k, key),
                                    "collective type %lld has no commsched "
                                    "counterpart (GATHER and SCATTER are not "
                                    "supported)",
@@ -196,23 +295,24 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
         } else if (strcmp(key, "comm_size") == 0 ||
                    strcmp(key, "tensor_size") == 0) {
             if (attr_int(a, &v) != 0 || v < 0)
-                return chakra_fail(c, i, field,
+                return chakra_fail(c, i, attr_at(field, k, key),
                                    "expected an integer >= 0 (bytes)");
             if (v > COMMSCHED_MAX_SIZE)
-                return chakra_fail(c, i, field,
+                return chakra_fail(c, i, attr_at(field, k, key),
                                    "%lld bytes is beyond the format's limit "
                                    "of 2^53",
                                    (long long)v);
             *(key[0] == 'c' ? &comm_size : &tensor_size) = v;
         } else if (strcmp(key, "is_cpu_op") == 0) {
             if (a->value_case != COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_BOOL_VAL)
-                return chakra_fail(c, i, field, "expected a bool_val");
+                return chakra_fail(c, i, attr_at(field, k, key),
+                                   "expected a bool_val");
             n->cpu = a->bool_val != 0;
         } else if (strcmp(key, "pg_name") == 0) {
             if (a->value_case !=
                     COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_STRING_VAL ||
                 !a->string_val || !a->string_val[0])
-                return chakra_fail(c, i, field,
+                return chakra_fail(c, i, attr_at(field, k, key),
                                    "expected a non-empty string_val");
             free(n->pg);
             n->pg = strdup(a->string_val);
@@ -222,12 +322,14 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
             }
         } else if (strcmp(key, "involved_dim") == 0) {
             if (a->value_case != COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_BOOL_LIST)
-                return chakra_fail(c, i, field, "expected a bool_list");
+                return chakra_fail(c, i, attr_at(field, k, key),
+                                   "expected a bool_list");
         } else if (ext && strcmp(key, "commsched.node") == 0) {
             if (a->value_case !=
                     COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_STRING_VAL ||
                 !a->string_val)
-                return chakra_fail(c, i, field, "expected a string_val");
+                return chakra_fail(c, i, attr_at(field, k, key),
+                                   "expected a string_val");
             free(*ext);
             *ext = strdup(a->string_val);
             if (!*ext) {
@@ -317,6 +419,8 @@ int import_chakra_et(const char *file, FILE *in, const import_options *o,
     c.file = file;
     c.binary = 1;
     reader r = {in, 0, NULL, 0};
+    record_arena arena;
+    arena_init(&arena);
     size_t len = 0, rec = 0;
     char *header = NULL, **ext = NULL;
     size_t ext_cap = 0;
@@ -354,8 +458,13 @@ int import_chakra_et(const char *file, FILE *in, const import_options *o,
             rc = -got;
             break;
         }
+        if (arena_reset(&arena) != 0) {
+            fprintf(stderr, "commsched: out of memory\n");
+            rc = EXIT_RUNTIME;
+            break;
+        }
         CommschedChakra__Node *m =
-            commsched_chakra__node__unpack(NULL, len, r.buf);
+            commsched_chakra__node__unpack(&arena.pb, len, r.buf);
         if (!m) {
             /* chakra_fail needs the record in the table for its offset */
             rc = chakra_fail(&c, SIZE_MAX, NULL,
@@ -370,7 +479,6 @@ int import_chakra_et(const char *file, FILE *in, const import_options *o,
                 size_t nc = ext_cap ? 2 * ext_cap : 64;
                 char **t = realloc(ext, nc * sizeof *t);
                 if (!t) {
-                    commsched_chakra__node__free_unpacked(m, NULL);
                     fprintf(stderr, "commsched: out of memory\n");
                     rc = EXIT_RUNTIME;
                     break;
@@ -383,8 +491,7 @@ int import_chakra_et(const char *file, FILE *in, const import_options *o,
         }
         /* Records are numbered from the metadata (record 0); the table
          * from the first node. */
-        rc = take_node(&c, m, offset, slot);
-        commsched_chakra__node__free_unpacked(m, NULL);
+        rc = take_node(&c, m, offset, slot); /* m lives in the arena */
         if (rc)
             break;
     }
@@ -404,6 +511,7 @@ done:
     free(ext);
     free(header);
     free(r.buf);
+    arena_release(&arena);
     chakra_free(&c);
     return rc;
 }
