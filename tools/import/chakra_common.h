@@ -103,5 +103,8 @@ int import_chakra_json(const char *file, FILE *in, const import_options *o,
                        commsched_graph **out);
 int import_chakra_et(const char *file, FILE *in, const import_options *o,
                      commsched_graph **out);
+/* 1 when the stream starts with a length-delimited record that decodes as
+ * Chakra's GlobalMetadata (what every .et starts with), else 0. */
+int chakra_et_starts_with_metadata(FILE *in);
 
 #endif /* COMMSCHED_CHAKRA_COMMON_H */

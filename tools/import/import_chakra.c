@@ -286,21 +286,20 @@ static int looks_like_json(FILE *in)
     return seen > 0; /* "{" alone: let the JSON reader say what is wrong */
 }
 
-/* A Chakra binary trace, by content: not JSON by looks_like_json, and a
- * varint length followed by a GlobalMetadata's first field (field 1,
- * version, or 2, attr: both length-delimited, bytes 0x0a and 0x12). */
+/* A Chakra binary trace, by content: not JSON by looks_like_json, and its
+ * first record a whole GlobalMetadata message. A JSON text that happens to
+ * start like a length ("[\n" is 91 and a protobuf tag) announces more
+ * bytes than follow or does not decode, and stays JSON for the loader's
+ * own error. */
 int import_is_chakra_et(const char *path)
 {
     FILE *in = fopen(path, "rb");
     if (!in)
         return 0; /* the JSON loader says why it cannot be opened */
-    int et = 0, ch = 0;
+    int et = 0;
     if (!looks_like_json(in)) {
         rewind(in);
-        int bytes = 0;
-        while ((ch = getc(in)) != EOF && (ch & 0x80) && ++bytes < 10)
-            ;
-        et = ch != EOF && !(ch & 0x80) && ((ch = getc(in)) == 0x0a || ch == 0x12);
+        et = chakra_et_starts_with_metadata(in);
     }
     fclose(in);
     return et;

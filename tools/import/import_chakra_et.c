@@ -411,6 +411,33 @@ static int rebuild(chakra *c, const char *header, char **nodes,
     return 0;
 }
 
+int chakra_et_starts_with_metadata(FILE *in)
+{
+    uint64_t len = 0;
+    int ch = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if ((ch = getc(in)) == EOF)
+            return 0;
+        len |= (uint64_t)(ch & 0x7f) << shift;
+        if (!(ch & 0x80))
+            break;
+    }
+    if ((ch & 0x80) || len > MAX_RECORD)
+        return 0;
+    uint8_t *buf = malloc(len ? (size_t)len : 1);
+    if (!buf)
+        return 0;
+    int ok = 0;
+    if (fread(buf, 1, (size_t)len, in) == len) {
+        CommschedChakra__GlobalMetadata *meta =
+            commsched_chakra__global_metadata__unpack(NULL, (size_t)len, buf);
+        ok = meta != NULL;
+        commsched_chakra__global_metadata__free_unpacked(meta, NULL);
+    }
+    free(buf);
+    return ok;
+}
+
 int import_chakra_et(const char *file, FILE *in, const import_options *o,
                      commsched_graph **out)
 {
