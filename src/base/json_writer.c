@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "fmt_g.h"
+
 static void flush(cs_jw *w)
 {
     if (w->len && fwrite(w->buf, 1, w->len, w->f) != w->len && !w->error)
@@ -309,14 +311,8 @@ void cs_jw_key_string(cs_jw *w, const char *key, const char *s)
  * locale for numbers, as jansson assumes when it finds no localeconv. */
 static void put_real(cs_jw *w, double d, int precision)
 {
-    char buf[48];
-    int n = snprintf(buf, sizeof buf - 2, "%.*g", precision ? precision : 17,
-                     d);
-    if (n < 0 || (size_t)n >= sizeof buf - 2) {
-        fail(w, CS_JW_ENUMBER);
-        return;
-    }
-    size_t len = (size_t)n;
+    char buf[CS_FMT_G_SIZE + 2];
+    size_t len = cs_fmt_g(buf, d, precision ? precision : 17);
     char *e = memchr(buf, 'e', len);
     if (!e && !memchr(buf, '.', len)) {
         buf[len++] = '.';
@@ -376,12 +372,8 @@ void cs_jw_number_g(cs_jw *w, double d, int precision)
         put_integral(w, d);
         return;
     }
-    char buf[48];
-    int n = snprintf(buf, sizeof buf, "%.*g", precision, d);
-    if (n < 0 || (size_t)n >= sizeof buf)
-        fail(w, CS_JW_ENUMBER);
-    else
-        put(w, buf, (size_t)n);
+    char buf[CS_FMT_G_SIZE];
+    put(w, buf, cs_fmt_g(buf, d, precision));
 }
 
 void cs_jw_number_g_or_null(cs_jw *w, double d, int precision)

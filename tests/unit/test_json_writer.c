@@ -1,7 +1,8 @@
 /* The one JSON writer (src/base/json_writer.h): escaping and numbers
  * checked against jansson itself (the files it replaced jansson in must
  * stay byte-identical), UTF-8 validation, nesting and layout, misuse, and
- * a stream that refuses writes. */
+ * a stream that refuses writes; the integer formatter behind its numbers
+ * (fmt_g.h) against printf on random values and every kind of tie. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt_g.h"
 #include "json_writer.h"
 
 /* Runs body on a fresh writer over a memory stream; returns the text
@@ -175,6 +177,70 @@ static void test_numbers_like_jansson(void **state)
         if (isfinite(d))
             check_real(d, i % 2 ? 12 : 0);
     }
+}
+
+/* cs_fmt_g(d, p) is snprintf's "%.*g" byte for byte. */
+static void check_fmt_g(double d, int p)
+{
+    char ours[CS_FMT_G_SIZE], ref[64];
+    size_t len = cs_fmt_g(ours, d, p);
+    snprintf(ref, sizeof ref, "%.*g", p, d);
+    if (strcmp(ours, ref) != 0 || len != strlen(ref))
+        fail_msg("%%.%dg of %a: ours \"%s\", printf \"%s\"", p, d, ours,
+                 ref);
+}
+
+static void test_fmt_g_like_printf(void **state)
+{
+    (void)state;
+    uint64_t x = 0xD1B54A32D192ED03u;
+    /* Values spread evenly over the magnitudes of the integer path, 1e-4
+     * to 1e17, and past both ends (printf's own path). */
+    for (int i = 0; i < 40000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double u = (double)(x >> 11) / 9007199254740992.0;
+        double d = pow(10.0, -6.0 + 24.0 * u);
+        if (x & 1)
+            d = -d;
+        for (int p = 1; p <= 17; p++)
+            check_fmt_g(d, p);
+    }
+    /* Halfway cases, where rounding half to even decides: odd / 2^s has an
+     * exact decimal expansion ending in 5 (s fractional digits), a tie at
+     * the precision one short of its significant digits. */
+    for (int s = 0; s <= 44; s++)
+        for (uint64_t odd = 1; odd < 4096; odd += 2 + 2 * (odd % 7)) {
+            for (int shift = 0; shift <= 40; shift += 8) {
+                double d = ldexp((double)((odd << shift) | 1), -s);
+                for (int p = 1; p <= 17; p++)
+                    check_fmt_g(d, p);
+            }
+        }
+    /* Powers of ten and their neighbours, where log10's guess of the
+     * exponent is off by one and rounding carries into a new digit. */
+    for (int e = -6; e <= 18; e++) {
+        double t = pow(10.0, e);
+        double d = t;
+        for (int k = 0; k < 4; k++)
+            d = nextafter(d, 0);
+        for (int k = 0; k < 9; k++, d = nextafter(d, INFINITY))
+            for (int p = 1; p <= 17; p++) {
+                check_fmt_g(d, p);
+                check_fmt_g(d * 0.99999999, p);
+                check_fmt_g(d * 0.9999999999999999, p);
+            }
+    }
+    static const double edge[] = {0.0, -0.0, 5e-324, DBL_MIN, DBL_MAX,
+                                  1e-4, 9.99999999999999e-5, 0.5, 1.5,
+                                  2.5, 9007199254740991.0, 123456.5,
+                                  99999999999999999.0, 9.5, 0.95, 0.095};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
+        for (int p = 1; p <= 17; p++) {
+            check_fmt_g(edge[i], p);
+            check_fmt_g(-edge[i], p);
+        }
 }
 
 static void test_number_integral(void **state)
@@ -561,6 +627,7 @@ int main(void)
         cmocka_unit_test(test_escapes_like_jansson),
         cmocka_unit_test(test_invalid_utf8_rejected),
         cmocka_unit_test(test_numbers_like_jansson),
+        cmocka_unit_test(test_fmt_g_like_printf),
         cmocka_unit_test(test_number_integral),
         cmocka_unit_test(test_number_g_like_printf),
         cmocka_unit_test(test_integers),

@@ -9,6 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "fmt_g.h"
+
 void cs_html_put_lines(cs_html_out *w, const char *const *lines)
 {
     for (size_t i = 0; lines[i]; i++)
@@ -137,7 +139,12 @@ void cs_html_jstr(cs_html_out *w, const char *s)
 
 /* Exact figures for data-value attributes (tests compare them with
  * `simulate --format json`). */
-void cs_html_num_exact(cs_html_out *w, double d) { cs_html_putf(w, "%.17g", d); }
+void cs_html_num_exact(cs_html_out *w, double d)
+{
+    char buf[CS_FMT_G_SIZE];
+    cs_fmt_g(buf, d, 17);
+    cs_html_put(w, buf);
+}
 
 /* Data-block numbers: whole units (ns, bytes) are enough to draw and to
  * read in a tooltip, and keep the block small. */
