@@ -14,6 +14,7 @@ slices."""
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -161,6 +162,21 @@ def main():
         check_trace(json.load(f), n_nodes)
     with open(out_path) as f:
         json.load(f)
+
+    # optimize --verbose: one line of stage times on stderr, whose passes
+    # figure is the sum of the passes' own wall_ms in --stats=json.
+    p = run("optimize", "--verbose", "--stats=json", "-o", path("opt.json"),
+            chain)
+    m = re.search(r"commsched optimize: (\d+) nodes; load ([\d.]+) ms, "
+                  r"passes ([\d.]+) ms, the rest of optimizing (-?[\d.]+) "
+                  r"ms, save ([\d.]+) ms", p.stderr)
+    if not m or int(m.group(1)) != n_nodes:
+        fail("optimize --verbose: no stage line for %d nodes: %r"
+             % (n_nodes, p.stderr))
+    walls = sum(ps["wall_ms"] for ps in json.loads(p.stdout))
+    if abs(float(m.group(3)) - walls) > 0.1 + 1e-3 * walls:
+        fail("optimize --verbose: passes %s ms, their wall_ms sum to %.3f"
+             % (m.group(3), walls))
 
     # The bundled example, if present: table and a trace that checks out.
     example = os.path.join(SRC, "graphs", "examples", "fsdp_2layer.json")

@@ -48,6 +48,8 @@ static void usage(FILE *f)
             "                       the first difference; check every pass\n"
             "  --list-passes        list passes and knobs with their defaults\n"
             "  --toposort           repair a non-topological input order first\n"
+            "  --verbose            print the stages' wall time to standard\n"
+            "                       error: load, passes, the rest, save\n"
             "\n"
             "Tables go to standard output, or to standard error when the graph\n"
             "itself goes to standard output.\n");
@@ -207,7 +209,7 @@ static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
 int cmd_optimize(int argc, char **argv)
 {
     enum { O_PASSES = 256, O_SET, O_STATS, O_REPORT, O_VERIFY, O_LIST,
-           O_TOPO, O_DEVICE, O_MODEL, O_HTML };
+           O_TOPO, O_DEVICE, O_MODEL, O_HTML, O_VERBOSE };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"passes", required_argument, 0, O_PASSES},
@@ -220,6 +222,7 @@ int cmd_optimize(int argc, char **argv)
         {"verify-memory", no_argument, 0, O_VERIFY},
         {"list-passes", no_argument, 0, O_LIST},
         {"toposort", no_argument, 0, O_TOPO},
+        {"verbose", no_argument, 0, O_VERBOSE},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *out_path = NULL, *passes = commsched_default_pipeline();
@@ -227,7 +230,7 @@ int cmd_optimize(int argc, char **argv)
     const char *html = NULL;
     /* The HTML page's budget line uses the knob the RCPPM passes obey. */
     double budget_fraction = 0.2;
-    int report = 0, c, rc = 0;
+    int report = 0, verbose = 0, c, rc = 0;
     unsigned flags = 0, pipe_flags = 0;
     commsched_error err = {0};
     commsched_knobs *knobs = NULL;
@@ -273,6 +276,7 @@ int cmd_optimize(int argc, char **argv)
             list_passes();
             return EXIT_OK;
         case O_TOPO: flags |= COMMSCHED_FINISH_TOPOSORT; break;
+        case O_VERBOSE: verbose = 1; break;
         case 'h':
             commsched_knobs_destroy(knobs);
             usage(stdout);
@@ -326,8 +330,10 @@ int cmd_optimize(int argc, char **argv)
     cli_cost cost;
     if ((rc = cli_cost_setup(&cost, "optimize", device, model)) != 0)
         goto done;
+    double t_load = cli_now();
     if ((rc = cli_load(in_path, flags, &g)) != 0)
         goto done;
+    double t_loaded = cli_now();
     uint32_t n = commsched_graph_node_count(g);
     runtime = malloc((size_t)n * sizeof *runtime);
     order = malloc((size_t)n * sizeof *order);
@@ -369,6 +375,7 @@ int cmd_optimize(int argc, char **argv)
         commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto fail;
     }
+    double t_saving = cli_now();
     if ((rc = cli_out_open(&out, out_path)) != 0)
         goto done;
     cli_schedule sched = {head, knobs_j, g, run};
@@ -380,6 +387,20 @@ int cmd_optimize(int argc, char **argv)
     int to_stdout = out.f == stdout;
     if ((rc = cli_out_commit(&out)) != 0)
         goto done;
+    if (verbose) {
+        /* The passes' own time is in their statistics; the rest of the
+         * middle stage is the cost model, the memory measurements, the
+         * schedule check and --report's simulations. */
+        double passes_ms = 0;
+        for (size_t i = 0; i < commsched_run_pass_count(run); i++)
+            passes_ms += commsched_run_pass(run, i)->wall_ms;
+        fprintf(stderr,
+                "commsched optimize: %u nodes; load %.1f ms, passes %.1f ms, "
+                "the rest of optimizing %.1f ms, save %.1f ms\n",
+                commsched_graph_node_count(g), 1e3 * (t_loaded - t_load),
+                passes_ms, 1e3 * (t_saving - t_loaded) - passes_ms,
+                1e3 * (cli_now() - t_saving));
+    }
     FILE *tables = to_stdout ? stderr : stdout;
     if (stats && strcmp(stats, "json") == 0) {
         if (commsched_run_stats_write_json(
