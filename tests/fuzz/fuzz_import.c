@@ -43,6 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.gpu_only = (mode & 1) != 0;
     o.chakra_fields_only = (mode & 2) != 0;
     o.rank = (mode & 4) ? 0 : -1;
+    /* What cli_load asks of every input file: a Chakra trace or not. */
+    int et = import_is_chakra_et(path);
+    FUZZ_CHECK(et == 0 || et == 1, "import_is_chakra_et gave %d", et);
     commsched_graph *g = NULL;
     int rc = FUZZ_IMPORTER(path, &o, &g);
     close(fd);
