@@ -120,3 +120,38 @@ size_t cs_fmt_g(char buf[CS_FMT_G_SIZE], double d, int precision)
     buf[len] = '\0';
     return len;
 }
+
+size_t cs_fmt_u64(char buf[CS_FMT_G_SIZE], uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = '\0';
+    return n;
+}
+
+size_t cs_fmt_f0(char buf[CS_FMT_G_SIZE], double d)
+{
+    if (!isfinite(d)) {
+        int n = snprintf(buf, CS_FMT_G_SIZE, "%.0f", d);
+        assert(n > 0 && n < CS_FMT_G_SIZE);
+        return (size_t)n;
+    }
+    double a = fabs(d);
+    assert(a < 1e19);
+    /* Below 2^64 the integer part is exact and so is a - q (both have
+     * a's exponent or less and no bits below a's last one). */
+    uint64_t q = (uint64_t)a;
+    double r = a - (double)q;
+    if (r > 0.5 || (r == 0.5 && (q & 1)))
+        q++;
+    size_t len = 0;
+    if (signbit(d)) /* "-0" too, as printf writes -0.3 */
+        buf[len++] = '-';
+    return len + cs_fmt_u64(buf + len, q);
+}

@@ -243,6 +243,59 @@ static void test_fmt_g_like_printf(void **state)
         }
 }
 
+/* cs_fmt_f0 is snprintf's "%.0f" (overlap's "hidden N%" text, values in
+ * [0, 100]): every multiple of 1/1024 there (every tie k + 0.5 among
+ * them), their neighbours, random values, and the ends. cs_fmt_u64 is
+ * "%" PRIu64. */
+static void check_fmt_f0(double d)
+{
+    char ours[CS_FMT_G_SIZE], ref[64];
+    size_t len = cs_fmt_f0(ours, d);
+    snprintf(ref, sizeof ref, "%.0f", d);
+    if (strcmp(ours, ref) != 0 || len != strlen(ref))
+        fail_msg("%%.0f of %a: ours \"%s\", printf \"%s\"", d, ours, ref);
+}
+
+static void test_fmt_f0_like_printf(void **state)
+{
+    (void)state;
+    for (int i = 0; i <= 100 * 1024; i++) {
+        double d = i / 1024.0;
+        check_fmt_f0(d);
+        check_fmt_f0(-d);
+        check_fmt_f0(nextafter(d, INFINITY));
+        check_fmt_f0(nextafter(d, -INFINITY));
+        check_fmt_f0(100 * (d / 100)); /* as overlap computes it */
+    }
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double u = (double)(x >> 11) / 9007199254740992.0;
+        check_fmt_f0(100 * u);
+        check_fmt_f0(pow(10.0, -3.0 + 21.0 * u) * 0.999);
+    }
+    static const double edge[] = {0.0, -0.0, 0.5, 1.5, 2.5, 99.5, 100.5,
+                                  0.49999999999999994, 4503599627370495.5,
+                                  4503599627370496.0, 9007199254740993.0,
+                                  9.99e18, 5e-324, INFINITY, -INFINITY,
+                                  NAN, -NAN};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        check_fmt_f0(edge[i]);
+        check_fmt_f0(-edge[i]);
+    }
+    static const uint64_t u[] = {0, 1, 9, 10, 99, 100, 4294967295u,
+                                 4294967296u, UINT64_MAX};
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        char ours[CS_FMT_G_SIZE], ref[32];
+        size_t len = cs_fmt_u64(ours, u[i]);
+        snprintf(ref, sizeof ref, "%llu", (unsigned long long)u[i]);
+        assert_string_equal(ours, ref);
+        assert_int_equal(len, strlen(ref));
+    }
+}
+
 static void test_number_integral(void **state)
 {
     (void)state;
@@ -628,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8_rejected),
         cmocka_unit_test(test_numbers_like_jansson),
         cmocka_unit_test(test_fmt_g_like_printf),
+        cmocka_unit_test(test_fmt_f0_like_printf),
         cmocka_unit_test(test_number_integral),
         cmocka_unit_test(test_number_g_like_printf),
         cmocka_unit_test(test_integers),
