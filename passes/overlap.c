@@ -134,7 +134,7 @@ static int replay(ov_run *S, const uint32_t *order, double *makespan,
             break;
         case C_COLL:
         case C_SYNC:
-            S->cend[v] = cs_clock_collective(&clk, b->stream[v], r,
+            S->cend[v] = cs_clock_collective(&clk, ov_stream(b, v), r,
                                              b->cls[v] == C_SYNC) + r;
             break;
         default: { /* wait */
@@ -152,8 +152,9 @@ static int replay(ov_run *S, const uint32_t *order, double *makespan,
     return overflow;
 }
 
-/* flags and ready are the winning sweep's (S->flags, S->ready_t), NULL for
- * an order no sweep made (a seed): no flags, never issuable early. */
+/* flags and ready (by cix) are the winning sweep's (S->flags, S->ready_t),
+ * NULL for an order no sweep made (a seed): no flags, never issuable
+ * early. */
 static const char *limit_of(const ov_base *b, const uint8_t *flags,
                             const double *ready, int from_sweep, uint32_t c,
                             const commsched_sim_node *a)
@@ -174,7 +175,7 @@ static const char *limit_of(const ov_base *b, const uint8_t *flags,
         return "stream busy";
     /* Issued as soon as its inputs existed: what follows it needed it
      * too soon (or nothing independent was left to run). */
-    if (!ready || !(a->issue_ns > ready[c]))
+    if (!ready || !(a->issue_ns > ready[b->cix[c]]))
         return (fl & F_NOCOMP) ? "no compute left" : "data dependency";
     return "stream busy"; /* held back while its stream was occupied */
 }
@@ -233,7 +234,8 @@ static void format_info(char buf[160], const commsched_overlap_stats *o)
 /* What the statistics keep of the input order's simulation, per
  * collective (the rest of a node's result is not read; at 1M nodes a
  * copy of every node's was 56 MB): the first wait completing it and its
- * exposed time. Positions in the input order are the base's pos_in. */
+ * exposed time, indexed by the base's cix (collectives and syncs only).
+ * Positions in the input order are the base's pos_in. */
 typedef struct ov_before {
     uint32_t *wait;
     double *exposed;
@@ -267,12 +269,13 @@ static commsched_status record_stats(cs_pass_ctx *ctx, const ov_base *b,
         o->wait = sa->wait;
         o->issue_before = b->pos_in[c];
         o->issue_after = sa->position;
-        o->wait_before = bf->wait[c] == NONE ? NONE : b->pos_in[bf->wait[c]];
+        uint32_t ci = b->cix[c], wb = bf->wait[ci];
+        o->wait_before = wb == NONE ? NONE : b->pos_in[wb];
         o->wait_after = sa->wait == NONE ? NONE : after[sa->wait].position;
         o->comm_ns = b->rt[c];
-        o->exposed_before_ns = bf->exposed[c];
+        o->exposed_before_ns = bf->exposed[ci];
         o->exposed_after_ns = sa->exposed_ns;
-        o->hidden_before = hidden(o->comm_ns, bf->exposed[c]);
+        o->hidden_before = hidden(o->comm_ns, bf->exposed[ci]);
         o->hidden_after = hidden(o->comm_ns, sa->exposed_ns);
         o->limit = limit_of(b, flags, ready, from_sweep, c, sa);
         commsched_node_stats *row = cs_record_row(rec, c);
@@ -280,7 +283,7 @@ static commsched_status record_stats(cs_pass_ctx *ctx, const ov_base *b,
             goto oom;
         row->comm_time = o->comm_ns;
         row->comp_time = sa->overlapped_ns;
-        row->initial_exposed = bf->exposed[c];
+        row->initial_exposed = bf->exposed[ci];
         row->final_exposed = sa->exposed_ns;
         row->moves = o->issue_before > o->issue_after
                          ? o->issue_before - o->issue_after
@@ -337,7 +340,7 @@ static int worker_alloc(ov_worker *w, const ov_base *b)
     w->view = *b;
     w->order = cs_malloc_array(nn, sizeof *w->order);
     w->flags = cs_malloc_array(nn, sizeof *w->flags);
-    w->ready = cs_malloc_array(nn, sizeof *w->ready);
+    w->ready = cs_malloc_array(b->n_cs ? b->n_cs : 1, sizeof *w->ready);
     return !w->order || !w->flags || !w->ready ||
                    cs_ov_run_alloc(&w->S, &w->view) != 0
                ? -1
@@ -434,7 +437,7 @@ static commsched_status consider(cs_pass_ctx *ctx, ov_worker *w,
         w->level = level;
         memcpy(w->order, S->order, nn * sizeof *w->order);
         memcpy(w->flags, S->flags, nn * sizeof *w->flags);
-        memcpy(w->ready, S->ready_t, nn * sizeof *w->ready);
+        memcpy(w->ready, S->ready_t, (size_t)S->b->n_cs * sizeof *w->ready);
     }
     return st;
 }
@@ -600,8 +603,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     cs_ov_base_use(&b, 0);
     size_t nn = n ? n : 1;
     in_order = cs_malloc_array(nn, sizeof *in_order);
-    bf.wait = cs_malloc_array(nn, sizeof *bf.wait);
-    bf.exposed = cs_malloc_array(nn, sizeof *bf.exposed);
+    size_t ncs = b.n_cs ? b.n_cs : 1;
+    bf.wait = cs_malloc_array(ncs, sizeof *bf.wait);
+    bf.exposed = cs_malloc_array(ncs, sizeof *bf.exposed);
     if (!in_order || !bf.wait || !bf.exposed)
         goto oom;
     if ((st = commsched_schedule_to_array(ctx->s, in_order, ctx->err)) !=
@@ -621,8 +625,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     for (uint32_t v = 0; v < n; v++)
         if (b.cls[v] == C_COLL || b.cls[v] == C_SYNC) {
             assert(sn[v].position == b.pos_in[v]);
-            bf.wait[v] = sn[v].wait;
-            bf.exposed[v] = sn[v].exposed_ns;
+            bf.wait[b.cix[v]] = sn[v].wait;
+            bf.exposed[b.cix[v]] = sn[v].exposed_ns;
         }
     /* The simulator's state (a record per node and its tables, ~120 MB at
      * 1M nodes) is not read again until the winner is judged: not kept
@@ -702,6 +706,10 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             *ctx->err = seeds[i].err;
             goto cleanup;
         }
+    /* The input order is the base's pos_in inverted: not kept through the
+     * search (4 B a node), remade below if it stays the answer. */
+    free(in_order);
+    in_order = NULL;
     if (want > njobs)
         want = (int)njobs;
     if (want < 1)
@@ -805,12 +813,14 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     free(jobs);
     jobs = NULL;
     cs_ov_base_trim(&b);
-    const uint32_t *final = in_order;
-    if (from_sweep) {
-        free(in_order);
-        in_order = NULL;
-        final = final_own;
+    if (!from_sweep) {
+        final_own = cs_malloc_array(nn, sizeof *final_own);
+        if (!final_own)
+            goto oom;
+        for (uint32_t v = 0; v < n; v++)
+            final_own[b.pos_in[v]] = v;
     }
+    const uint32_t *final = final_own;
     double ms_after;
     int64_t pk_after;
     if ((st = commsched_sim_create(g, &sim, ctx->err)) != COMMSCHED_OK ||

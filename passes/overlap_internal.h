@@ -43,8 +43,10 @@ typedef struct ov_base {
     uint32_t n, n_streams;
     const double *rt;
     uint8_t *cls;
-    uint32_t *stream;     /* collectives: their group (their comm stream) */
-    int64_t *bytes;       /* collectives: bytes moved (in-flight limit) */
+    uint32_t *stream;     /* collectives, by cix: their group (their comm
+                             stream; ov_stream) */
+    int64_t *bytes;       /* collectives, by cix: bytes moved (in-flight
+                             limit; ov_bytes) */
     cs_csr deps, users;   /* data + after + after_fake, distinct */
     unsigned borrowed;    /* bits 1, 2, 4: deps, users, reads are the
                              graph's own (cs_ov_base_init), not freed */
@@ -69,31 +71,86 @@ typedef struct ov_base {
                               critical-path rule's key */
     uint32_t n_frame, n_coll; /* frame nodes; collectives (C_COLL) */
     uint32_t *soff;       /* per stream + 1: its first collective rank */
-    uint32_t *gap_start;  /* frame nodes: T position after the previous
-                             frame node */
-    int64_t *level;       /* T position -> post_alloc of that step in T */
-    int64_t *free_ref;    /* per node: bytes freed after it in T */
-    int64_t *dref;        /* per node: alloc - free_ref */
+    uint32_t *gap_start;  /* frame nodes, by frank: T position after the
+                             previous frame node */
+    int64_t *free_ref;    /* per node: bytes freed after it in T (a
+                             node's delta, ov_dref, is computed where
+                             read: one subtraction, not 8 B a node) */
+    /* Collectives and syncs (C_COLL, C_SYNC), in node order: cix[v] is
+     * v's index among them (NONE for the other nodes), n_cs their count.
+     * What is kept of a collective only (ready times, the input order's
+     * waits and exposed times) is indexed by it, a third of the nodes in
+     * a training step instead of all. Kept by cs_ov_base_trim. */
+    uint32_t *cix, n_cs;
     /* The collective order in force (ov_ord below) — the knob's, or the
      * input order's for the variants that pin it; the sweep reads these. */
-    uint32_t *dom;        /* frame rank of the first frame node reached */
-    uint32_t *unl;        /* smallest dom of a collective reached */
-    uint32_t *ord_prev, *ord_next; /* collective order edges */
+    uint32_t *dom;        /* collectives and syncs, by cix (ov_dom): frame
+                             rank of the first frame node reached */
+    uint32_t *ord_prev, *ord_next; /* collective order edges, by cix
+                                      (ov_prev); NULL when there are none
+                                      ("free") */
     uint8_t *ord_dup;     /* the order edge duplicates a real one */
     /* The ready sets' keys as ranks (cs_rankset): collectives (C_COLL) by
      * (dom, T position) within their stream, the streams one after the
      * other (stream s's ranks are soff[s] .. soff[s + 1]); frame nodes by
      * (unl, T position) for the unlock rule (by T position: frank). */
     uint32_t *crank, *cat; /* collective -> rank, rank -> collective */
-    uint32_t *urank, *uat; /* frame node -> rank, rank -> frame node */
+    uint32_t *urank, *uat; /* frame node -> rank, rank -> frame node;
+                              urank is crank's array (the two sets of
+                              nodes are disjoint) */
     struct ov_ord {
-        uint32_t *dom, *unl, *prev, *next;
+        uint32_t *dom, *prev, *next;
         uint8_t *dup;
         uint32_t *crank, *cat, *urank, *uat;
     } set[2];             /* [0] the knob's order, [1] the input's */
     int n_sets;
     uint32_t *pos_in;     /* position in the pass's input order */
 } ov_base;
+
+/* Collective c's domination index (dom above). */
+static inline uint32_t ov_dom(const ov_base *b, uint32_t c)
+{
+    return b->dom[b->cix[c]];
+}
+
+/* Collective (or sync) c's comm stream, and the bytes it moves. */
+static inline uint32_t ov_stream(const ov_base *b, uint32_t c)
+{
+    return b->stream[b->cix[c]];
+}
+
+static inline int64_t ov_bytes(const ov_base *b, uint32_t c)
+{
+    return b->bytes[b->cix[c]];
+}
+
+/* The bytes node v adds to the levels it jumps: what it allocates less
+ * what it frees at its reference position. */
+static inline int64_t ov_dref(const ov_base *b, uint32_t v)
+{
+    return b->alloc[v] - b->free_ref[v];
+}
+
+/* The collective-order edges in force: v's predecessor and successor
+ * (NONE for none: always so for a node other than a collective or sync,
+ * and under "free", which allocates no arrays), and whether v's edge
+ * from its predecessor duplicates a real one. */
+static inline uint32_t ov_prev(const ov_base *b, uint32_t v)
+{
+    return b->ord_prev && b->cix[v] != NONE ? b->ord_prev[b->cix[v]]
+                                            : NONE;
+}
+
+static inline uint32_t ov_next(const ov_base *b, uint32_t v)
+{
+    return b->ord_next && b->cix[v] != NONE ? b->ord_next[b->cix[v]]
+                                            : NONE;
+}
+
+static inline int ov_dup(const ov_base *b, uint32_t v)
+{
+    return b->ord_dup && b->cix[v] != NONE ? b->ord_dup[b->cix[v]] : 0;
+}
 
 enum { FR_REF = 0, FR_DYN_POS = 1, FR_DYN_UNLOCK = 2, FR_DYN_CRIT = 3 };
 
@@ -158,7 +215,9 @@ typedef struct ov_run {
                              as soon as it is placed */
     cs_segtree seg;
     int use_seg;
-    struct ov_wit {     /* per node: where the tree last refused it */
+    struct ov_wit {     /* where the tree last refused a node: frame
+                           nodes at frank, collectives at n_frame + cix
+                           (ov_wit_of; nothing else is tested) */
         int64_t val;    /* the level there, as of epoch ep */
         uint32_t pos;   /* the position, NONE for none */
         uint32_t ep;
@@ -166,8 +225,9 @@ typedef struct ov_run {
     uint32_t neg_ep;    /* counts the tree's negative adds: while it stays,
                            every level is at least what it was */
     uint32_t fi, lo;
-    double *ready_t; /* collectives: compute-stream time they became
-                        issuable (inputs ready or one cheap step away) */
+    double *ready_t; /* collectives, by cix: compute-stream time they
+                        became issuable (inputs ready or one cheap step
+                        away) */
     uint8_t *flags;
     uint32_t *stk, *list, *mark, *mark2, epoch, *undo; /* list: n + 1 */
     int oom;

@@ -72,7 +72,7 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->cend = cs_malloc_array(nn, sizeof *S->cend);
     S->sf = cs_malloc_array(b->n_streams, sizeof *S->sf);
     S->infl = cs_malloc_array(b->n_streams, sizeof *S->infl);
-    S->ready_t = cs_malloc_array(nn, sizeof *S->ready_t);
+    S->ready_t = cs_malloc_array(b->n_cs ? b->n_cs : 1, sizeof *S->ready_t);
     S->flags = cs_malloc_array(nn, sizeof *S->flags);
     S->stk = cs_malloc_array(nn, sizeof *S->stk);
     /* n + 1: cs_ov_sink_waits_late's heads (below) */
@@ -81,7 +81,8 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->mark2 = cs_calloc(nn, sizeof *S->mark2);
     size_t nr = b->reads.off[n];
     S->undo = cs_malloc_array(nr ? nr : 1, sizeof *S->undo);
-    S->wit = cs_malloc_array(nn, sizeof *S->wit);
+    S->wit = cs_malloc_array((size_t)b->n_frame + b->n_cs + 1,
+                             sizeof *S->wit);
     /* positions 0 .. n: a jump's range may end past the last node */
     int failed = cs_segtree_init(&S->seg, n + 1) |
                cs_rankset_init(&S->fh, b->n_frame) |
@@ -105,7 +106,9 @@ static void push(ov_run *S, cs_heap *h, cs_heap_item x)
 static cs_heap_item coll_key(const ov_base *b, uint32_t c)
 {
     return ov_key(0, b->tpos[c],
-                  b->dom[c] == NONE ? (double)INFINITY : (double)b->dom[c], c);
+                  ov_dom(b, c) == NONE ? (double)INFINITY
+                                       : (double)ov_dom(b, c),
+                  c);
 }
 
 /* Puts u in the heaps it now qualifies for. */
@@ -122,7 +125,7 @@ static void touch(ov_run *S, uint32_t u)
     }
     if (c == C_COLL && !S->in_sh[u] && S->blockers[u] == 0) {
         S->in_sh[u] = 1;
-        cs_rankset_add(b->dref[u] <= 0 ? &S->shf : &S->sh, b->crank[u]);
+        cs_rankset_add(ov_dref(b, u) <= 0 ? &S->shf : &S->sh, b->crank[u]);
     }
 }
 
@@ -137,7 +140,7 @@ static void became_ready(ov_run *S, uint32_t u)
         S->cend[u] = e; /* a wait: when its collectives end */
         push(S, &S->wh, ov_key(0, b->tpos[u], e, u));
     } else if (b->cls[u] == C_COLL) {
-        S->ready_t[u] = S->now;
+        S->ready_t[b->cix[u]] = S->now;
     } else if (b->cls[u] == C_COMPUTE) {
         for (uint32_t x = b->users.off[u]; x < b->users.off[u + 1]; x++) {
             uint32_t w = b->users.idx[x];
@@ -173,7 +176,7 @@ static void advance_frontier(ov_run *S)
     while (S->fi < b->n &&
            (S->sched[b->topo[S->fi]] || !is_frame(b->cls[b->topo[S->fi]])))
         S->fi++;
-    S->lo = S->fi < b->n ? b->gap_start[b->topo[S->fi]] : b->n;
+    S->lo = S->fi < b->n ? b->gap_start[b->frank[b->topo[S->fi]]] : b->n;
 }
 
 static void sched_node(ov_run *S, uint32_t v)
@@ -189,7 +192,8 @@ static void sched_node(ov_run *S, uint32_t v)
         S->in_fh[v] = 0;
     }
     if (S->in_sh[v]) {
-        cs_rankset_remove(b->dref[v] <= 0 ? &S->shf : &S->sh, b->crank[v]);
+        cs_rankset_remove(ov_dref(b, v) <= 0 ? &S->shf : &S->sh,
+                          b->crank[v]);
         S->in_sh[v] = 0;
     }
     /* memory and time through the model's kernel (kernel.h), so the
@@ -212,14 +216,14 @@ static void sched_node(ov_run *S, uint32_t v)
         cs_clock_compute(&clk, r);
         break;
     case C_COLL: {
-        uint32_t s = b->stream[v];
+        uint32_t s = ov_stream(b, v);
         S->cend[v] = cs_clock_collective(&clk, s, r, 0) + r;
-        S->infl[s] += b->bytes[v];
+        S->infl[s] += ov_bytes(b, v);
         S->flags[v] |= F_INFLIGHT;
         break;
     }
     case C_SYNC:
-        S->cend[v] = cs_clock_collective(&clk, b->stream[v], r, 1) + r;
+        S->cend[v] = cs_clock_collective(&clk, ov_stream(b, v), r, 1) + r;
         break;
     default: { /* wait */
         double e = clk.now;
@@ -228,9 +232,9 @@ static void sched_node(ov_run *S, uint32_t v)
             if (S->cend[c] > e)
                 e = S->cend[c];
             if (S->flags[c] & F_INFLIGHT) {
-                assert(S->infl[b->stream[c]] >= b->bytes[c]);
+                assert(S->infl[ov_stream(b, c)] >= ov_bytes(b, c));
                 S->flags[c] &= (uint8_t)~F_INFLIGHT;
-                S->infl[b->stream[c]] -= b->bytes[c];
+                S->infl[ov_stream(b, c)] -= ov_bytes(b, c);
             }
         }
         cs_clock_wait(&clk, e, r);
@@ -241,14 +245,15 @@ static void sched_node(ov_run *S, uint32_t v)
     /* Placed before its reference position: its memory delta now holds
      * over the positions it jumped. */
     if (S->use_seg && b->tpos[v] > S->lo) {
-        cs_segtree_add(&S->seg, S->lo, b->tpos[v], b->dref[v]);
-        if (b->dref[v] < 0)
+        int64_t d = ov_dref(b, v);
+        cs_segtree_add(&S->seg, S->lo, b->tpos[v], d);
+        if (d < 0)
             S->neg_ep++;
     }
     for (uint32_t e = b->users.off[v]; e < b->users.off[v + 1]; e++)
         release(S, v, b->users.idx[e]);
-    uint32_t on = b->ord_next[v];
-    if (on != NONE && !b->ord_dup[on])
+    uint32_t on = ov_next(b, v);
+    if (on != NONE && !ov_dup(b, on))
         release(S, v, on);
     if (is_frame(b->cls[v]))
         advance_frontier(S);
@@ -270,7 +275,7 @@ static double stall_of(const ov_run *S, uint32_t f)
             if (S->sched[c]) {
                 end = S->cend[c];
             } else {
-                double sf = S->sf[b->stream[c]];
+                double sf = S->sf[ov_stream(b, c)];
                 end = (S->now > sf ? S->now : sf) + b->rt[c];
             }
             if (end > t)
@@ -291,8 +296,8 @@ static uint32_t feeders(ov_run *S, uint32_t c)
         if (!S->sched[d])
             S->list[nf++] = d;
     }
-    uint32_t op = b->ord_prev[c];
-    if (op != NONE && !b->ord_dup[c] && !S->sched[op])
+    uint32_t op = ov_prev(b, c);
+    if (op != NONE && !ov_dup(b, c) && !S->sched[op])
         S->list[nf++] = op;
     for (uint32_t i = 1; i < nf; i++) { /* insertion sort: a few entries */
         uint32_t x = S->list[i], j = i;
@@ -305,6 +310,15 @@ static uint32_t feeders(ov_run *S, uint32_t c)
     return nf;
 }
 
+/* v's witness: frame nodes and collectives are the only ones tested. */
+static struct ov_wit *wit_of(ov_run *S, uint32_t v)
+{
+    const ov_base *b = S->b;
+    assert(is_frame(b->cls[v]) || b->cls[v] == C_COLL);
+    return &S->wit[is_frame(b->cls[v]) ? b->frank[v]
+                                       : b->n_frame + b->cix[v]];
+}
+
 /* Does v's witness still show that placing it now (lo) with delta more
  * bytes live up to its reference position would push a level of the tree
  * past the budget? Most tests re-ask what an earlier step refused (the
@@ -313,9 +327,9 @@ static uint32_t feeders(ov_run *S, uint32_t c)
  * too high, the refusal stands without a range maximum. The level read
  * there is refreshed only after a negative add (positive ones only raise
  * it). Never refuses what the tree would accept. */
-static int witness_refuses(ov_run *S, uint32_t v, int64_t delta)
+static int witness_refuses(ov_run *S, struct ov_wit *w, uint32_t v,
+                           int64_t delta)
 {
-    struct ov_wit *w = &S->wit[v];
     if (!S->use_seg || w->pos == NONE || w->pos < S->lo ||
         w->pos >= S->b->tpos[v])
         return 0;
@@ -333,9 +347,9 @@ static int seg_refuses(ov_run *S, uint32_t v, int64_t delta)
     uint32_t r = S->b->tpos[v];
     if (r <= S->lo)
         return 0;
-    if (witness_refuses(S, v, delta))
+    struct ov_wit *w = wit_of(S, v);
+    if (witness_refuses(S, w, v, delta))
         return 1;
-    struct ov_wit *w = &S->wit[v];
     uint32_t p;
     int64_t m = cs_segtree_max(&S->seg, S->lo, r, &p);
     if (m + delta <= S->B)
@@ -424,10 +438,10 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
 {
     const ov_base *b = S->b;
     uint32_t nf = feeders(S, c);
-    int64_t d = b->dref[c];
+    int64_t d = ov_dref(b, c);
     double pull = 0;
     for (uint32_t j = 0; j < nf; j++) {
-        d += b->dref[S->list[j]];
+        d += ov_dref(b, S->list[j]);
         pull += b->rt[S->list[j]];
     }
     if (only_freeing && d > 0)
@@ -437,7 +451,7 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
      * the frame order. */
     if (pull > FEEDER_FRACTION * b->rt[c])
         return 0;
-    if (S->cap > 0 && d > 0 && S->infl[s] + b->bytes[c] > S->cap) {
+    if (S->cap > 0 && d > 0 && S->infl[s] + ov_bytes(b, c) > S->cap) {
         S->flags[c] |= F_INFL;
         return 0;
     }
@@ -447,7 +461,8 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
      * budget of the decisions that led to it. The sum of the drefs, d, is
      * at most the delta mem_ok prices, so a witness refusing d refuses
      * without that walk. */
-    if (d > 0 && (witness_refuses(S, c, d) || !mem_ok(S, nf, c))) {
+    if (d > 0 &&
+        (witness_refuses(S, wit_of(S, c), c, d) || !mem_ok(S, nf, c))) {
         S->flags[c] |= F_MEM;
         return 0;
     }
@@ -514,7 +529,8 @@ static cs_heap_item force_key(const ov_run *S, uint32_t v)
     switch (b->cls[v]) {
     case C_COLL:
         return ov_key(0, b->tpos[v],
-                      b->dom[v] == NONE ? (double)INFINITY : (double)b->dom[v],
+                      ov_dom(b, v) == NONE ? (double)INFINITY
+                                           : (double)ov_dom(b, v),
                       v);
     case C_WAIT:
         return ov_key(2, b->tpos[v], S->cend[v], v);
@@ -539,7 +555,7 @@ static void force(ov_run *S, uint32_t f)
     S->mark[f] = ep;
     while (ns > 0) {
         uint32_t x = S->stk[--ns];
-        uint32_t op = b->ord_prev[x];
+        uint32_t op = ov_prev(b, x);
         for (uint32_t e = b->deps.off[x]; e <= b->deps.off[x + 1]; e++) {
             uint32_t d = e < b->deps.off[x + 1] ? b->deps.idx[e] : op;
             if (d == NONE || S->sched[d] || S->mark[d] == ep)
@@ -564,7 +580,7 @@ static void force(ov_run *S, uint32_t f)
         if (S->sched[a])
             continue;
         sched_node(S, a);
-        uint32_t on = b->ord_next[a];
+        uint32_t on = ov_next(b, a);
         for (uint32_t e = b->users.off[a]; e <= b->users.off[a + 1]; e++) {
             uint32_t u = e < b->users.off[a + 1] ? b->users.idx[e] : on;
             if (u == NONE || u == f || S->mark[u] != ep || S->mark2[u] == ep ||
@@ -585,7 +601,8 @@ static int frame_mem_ok(ov_run *S, uint32_t x)
         return 1;
     if (S->cur + b->alloc[x] > S->B)
         return 0;
-    return !S->use_seg || b->dref[x] <= 0 || !seg_refuses(S, x, b->dref[x]);
+    int64_t d = ov_dref(b, x);
+    return !S->use_seg || d <= 0 || !seg_refuses(S, x, d);
 }
 
 /* The next frame node: the input order's next one (the frontier), or in
@@ -603,7 +620,7 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
      * ready and frees at least what it allocates: running other work
      * ahead of it would hold its inputs live longer. A tighter budget
      * (the rebuild after an excess) makes this rule bite earlier. */
-    if (S->B != NO_LIMIT && S->unmet[fs] == 0 && b->dref[fs] <= 0 &&
+    if (S->B != NO_LIMIT && S->unmet[fs] == 0 && ov_dref(b, fs) <= 0 &&
         S->cur + b->max_alloc > S->B)
         return fs;
     /* The K_FRAME first entries of fh in key order, read in place. */
@@ -701,25 +718,38 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     memcpy(S->rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *S->rem);
     S->use_seg = budget != NO_LIMIT;
     S->neg_ep = 0;
-    if (S->use_seg)
-        cs_segtree_build(&S->seg, b->level, n);
+    if (S->use_seg) {
+        /* The reference order's levels, written straight into the tree's
+         * leaves (what mem_walk computes: the level after each step's
+         * allocation, then its frees), not kept in the base. */
+        int64_t *lv = cs_segtree_leaves(&S->seg), cur = b->baseline;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t v = b->topo[k];
+            cur += b->alloc[v];
+            lv[k] = cur;
+            cur -= b->free_ref[v];
+        }
+        cs_segtree_build(&S->seg, NULL, n);
+    }
     for (uint32_t v = 0; v < n; v++) {
         S->sched[v] = S->in_fh[v] = S->in_sh[v] = 0;
         S->flags[v] = 0;
-        S->wit[v].pos = NONE;
         S->cend[v] = 0;
-        S->ready_t[v] = INFINITY;
         uint32_t u = CS_ROW_LEN(b->deps, v);
-        if (b->ord_prev[v] != NONE && !b->ord_dup[v])
+        if (ov_prev(b, v) != NONE && !ov_dup(b, v))
             u++;
         S->unmet[v] = u;
     }
+    for (uint32_t i = 0; i < b->n_cs; i++)
+        S->ready_t[i] = INFINITY;
+    for (uint32_t i = 0; i < b->n_frame + b->n_cs; i++)
+        S->wit[i].pos = NONE;
     for (uint32_t v = 0; v < n; v++) {
         uint32_t bl = 0;
-        uint32_t op = b->ord_prev[v];
+        uint32_t op = ov_prev(b, v);
         for (uint32_t e = b->deps.off[v]; e <= b->deps.off[v + 1]; e++) {
             uint32_t d = e < b->deps.off[v + 1] ? b->deps.idx[e]
-                         : (op != NONE && !b->ord_dup[v] ? op : NONE);
+                         : (op != NONE && !ov_dup(b, v) ? op : NONE);
             if (d != NONE && !(b->cls[d] == C_COMPUTE && S->unmet[d] == 0))
                 bl++;
         }

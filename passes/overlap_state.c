@@ -14,6 +14,7 @@ void cs_ov_base_free(ov_base *b)
     cs_ov_base_trim(b);
     free(b->cls);
     free(b->pos_in);
+    free(b->cix);
 }
 
 void cs_ov_base_trim(ov_base *b)
@@ -39,23 +40,19 @@ void cs_ov_base_trim(ov_base *b)
     free(b->bat);
     free(b->soff);
     free(b->gap_start);
-    free(b->level);
     free(b->free_ref);
-    free(b->dref);
     for (int i = 0; i < 2; i++) {
         free(b->set[i].dom);
-        free(b->set[i].unl);
         free(b->set[i].prev);
         free(b->set[i].next);
         free(b->set[i].dup);
-        free(b->set[i].crank);
+        free(b->set[i].crank); /* urank too: the same array */
         free(b->set[i].cat);
-        free(b->set[i].urank);
         free(b->set[i].uat);
     }
-    /* What stays is cls and pos_in; the rest reads as "not made". */
+    /* What stays is cls, pos_in and cix; the rest reads as "not made". */
     uint8_t *cls = b->cls;
-    uint32_t *pos_in = b->pos_in;
+    uint32_t *pos_in = b->pos_in, *cix = b->cix, n_cs = b->n_cs;
     const commsched_graph *g = b->g;
     const double *rt = b->rt;
     uint32_t n = b->n;
@@ -65,22 +62,22 @@ void cs_ov_base_trim(ov_base *b)
     b->n = n;
     b->cls = cls;
     b->pos_in = pos_in;
+    b->cix = cix;
+    b->n_cs = n_cs;
 }
 
 /* The memory model over `order` (DESIGN.md §3, as src/memory.c computes
- * it): post_alloc per position (level, may be NULL) and bytes freed after
- * each node (fr, may be NULL). rem is scratch of one entry per buffer.
- * Returns the peak. */
+ * it): bytes freed after each node (fr). rem is scratch of one entry per
+ * buffer. The levels (post_alloc per position) follow from fr and alloc;
+ * each sweep writes them into its tree (cs_ov_sweep). Returns the peak. */
 static int64_t mem_walk(const ov_base *b, const uint32_t *order,
-                        uint32_t *rem, int64_t *level, int64_t *fr)
+                        uint32_t *rem, int64_t *fr)
 {
     memcpy(rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *rem);
     int64_t cur = b->baseline, peak = cur;
     for (uint32_t k = 0; k < b->n; k++) {
         uint32_t v = order[k];
         cur += b->alloc[v];
-        if (level)
-            level[k] = cur;
         if (cur > peak)
             peak = cur;
         int64_t f = b->unread_free[v];
@@ -89,8 +86,7 @@ static int64_t mem_walk(const ov_base *b, const uint32_t *order,
             if (--rem[x] == 0)
                 f += b->bsize[x];
         }
-        if (fr)
-            fr[v] = f;
+        fr[v] = f;
         cur -= f;
     }
     return peak;
@@ -252,9 +248,12 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     b->rt = rt;
     b->n_streams = g->n_groups > 0 ? g->n_groups : 1;
     size_t nn = n ? n : 1, nbb = nb ? nb : 1;
+    for (uint32_t v = 0; v < n; v++)
+        b->n_cs += g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
+    size_t ncs = b->n_cs ? b->n_cs : 1;
     b->cls = cs_malloc_array(nn, sizeof *b->cls);
-    b->stream = cs_calloc(nn, sizeof *b->stream);
-    b->bytes = cs_calloc(nn, sizeof *b->bytes);
+    b->stream = cs_calloc(ncs, sizeof *b->stream);
+    b->bytes = cs_calloc(ncs, sizeof *b->bytes);
     b->bsize = cs_calloc(nbb, sizeof *b->bsize);
     b->nreaders = cs_calloc(nbb, sizeof *b->nreaders);
     b->alloc = cs_calloc(nn, sizeof *b->alloc);
@@ -265,9 +264,8 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     b->fat = cs_malloc_array(nn, sizeof *b->fat);
     b->soff = cs_calloc((size_t)b->n_streams + 1, sizeof *b->soff);
     b->gap_start = cs_malloc_array(nn, sizeof *b->gap_start);
-    b->level = cs_malloc_array(nn, sizeof *b->level);
     b->free_ref = cs_malloc_array(nn, sizeof *b->free_ref);
-    b->dref = cs_malloc_array(nn, sizeof *b->dref);
+    b->cix = cs_malloc_array(nn, sizeof *b->cix);
     b->pos_in = cs_malloc_array(nn, sizeof *b->pos_in);
     uint32_t *stamp = cs_calloc(nn, sizeof *stamp);
     uint32_t *rows = NULL, *vals = NULL, *rem = NULL;
@@ -275,7 +273,7 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     if (!b->cls || !b->stream || !b->bytes || !b->bsize || !b->nreaders ||
         !b->alloc || !b->unread_free || !b->topo || !b->tpos || !b->frank ||
         !b->fat || !b->soff ||
-        !b->gap_start || !b->level || !b->free_ref || !b->dref ||
+        !b->gap_start || !b->free_ref || !b->cix ||
         !b->pos_in || !stamp)
         goto out;
 
@@ -283,21 +281,25 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     for (uint32_t v = commsched_schedule_first(s); v != NONE;
          v = commsched_schedule_next(s, v))
         b->pos_in[v] = p++;
+    uint32_t ci = 0;
     for (uint32_t v = 0; v < n; v++) {
         const cs_node *nd = &g->nodes[v];
+        b->cix[v] = NONE;
         if (nd->kind == COMMSCHED_NODE_COLLECTIVE) {
             b->cls[v] = nd->is_sync ? C_SYNC : C_COLL;
-            b->stream[v] = nd->group < g->n_groups ? nd->group : 0;
+            b->cix[v] = ci;
+            b->stream[ci] = nd->group < g->n_groups ? nd->group : 0;
             double by = commsched_cost_collective_bytes(g, v);
-            b->bytes[v] = by > 0 ? (int64_t)by : 0;
+            b->bytes[ci++] = by > 0 ? (int64_t)by : 0;
         } else {
             b->cls[v] = nd->kind == COMMSCHED_NODE_WAIT ? C_WAIT : C_COMPUTE;
         }
         if (b->cls[v] == C_COLL) {
-            b->soff[b->stream[v] + 1]++;
+            b->soff[ov_stream(b, v) + 1]++;
             b->n_coll++;
         }
     }
+    assert(ci == b->n_cs);
     for (uint32_t s2 = 0; s2 < b->n_streams; s2++)
         b->soff[s2 + 1] += b->soff[s2];
 
@@ -435,20 +437,26 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
         if (!is_frame(b->cls[v]))
             continue;
         b->fat[fr] = v;
+        b->gap_start[fr] = after_prev;
         b->frank[v] = fr++;
-        b->gap_start[v] = after_prev;
         after_prev = i + 1;
     }
     b->n_frame = fr;
+    { /* one entry a frame node, read by frank (the rest was not) */
+        uint32_t *gs = cs_realloc_array(b->gap_start, fr ? fr : 1,
+                                        sizeof *gs);
+        if (!gs)
+            goto out;
+        b->gap_start = gs;
+    }
     if (crit_ranks(b) != 0)
         goto out;
     /* The reference profile. */
     rem = cs_malloc_array(nbb, sizeof *rem);
     if (!rem)
         goto out;
-    mem_walk(b, b->topo, rem, b->level, b->free_ref);
+    mem_walk(b, b->topo, rem, b->free_ref);
     for (uint32_t v = 0; v < n; v++) {
-        b->dref[v] = b->alloc[v] - b->free_ref[v];
         if (b->alloc[v] > b->max_alloc)
             b->max_alloc = b->alloc[v];
     }
@@ -467,13 +475,16 @@ out:
  * keeps T order among equal keys; NONE sorts last, as the heap keys'
  * infinity did. Then the collectives go to their streams' ranges, in that
  * order. O(V). Returns 0, or -1 on OOM. */
-static int rank_keys(const ov_base *b, struct ov_ord *o)
+static int rank_keys(const ov_base *b, struct ov_ord *o,
+                     const uint32_t *dom, const uint32_t *unl)
 {
     uint32_t n = b->n, nk = b->n_frame + 2;
     size_t nn = n ? n : 1;
+    /* crank is read for collectives only and urank for frame nodes only:
+     * one array holds both (4 B a node a set). */
     o->crank = cs_malloc_array(nn, sizeof *o->crank);
+    o->urank = o->crank;
     o->cat = cs_malloc_array(b->n_coll ? b->n_coll : 1, sizeof *o->cat);
-    o->urank = cs_malloc_array(nn, sizeof *o->urank);
     o->uat = cs_malloc_array(b->n_frame ? b->n_frame : 1, sizeof *o->uat);
     uint32_t *cnt = cs_malloc_array(nk, sizeof *cnt);
     uint32_t *tmp = cs_malloc_array(nn, sizeof *tmp);
@@ -484,7 +495,7 @@ static int rank_keys(const ov_base *b, struct ov_ord *o)
         goto out;
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: collectives by dom; pass 1: frame nodes by unl */
-        const uint32_t *key = pass == 0 ? o->dom : o->unl;
+        const uint32_t *key = pass == 0 ? dom : unl;
         memset(cnt, 0, (size_t)nk * sizeof *cnt);
         uint32_t m = 0;
         for (uint32_t k = 0; k < n; k++) {
@@ -513,7 +524,7 @@ static int rank_keys(const ov_base *b, struct ov_ord *o)
         }
         memcpy(fill, b->soff, (size_t)b->n_streams * sizeof *fill);
         for (uint32_t r = 0; r < m; r++) {
-            uint32_t c = tmp[r], at = fill[b->stream[c]]++;
+            uint32_t c = tmp[r], at = fill[ov_stream(b, c)]++;
             o->cat[at] = c;
             o->crank[c] = at;
         }
@@ -536,55 +547,73 @@ int cs_ov_base_order(ov_base *b, int i, int mode)
     uint32_t n = b->n;
     size_t nn = n ? n : 1;
     struct ov_ord *o = &b->set[i];
-    o->dom = cs_malloc_array(nn, sizeof *o->dom);
-    o->unl = cs_malloc_array(nn, sizeof *o->unl);
-    o->prev = cs_malloc_array(nn, sizeof *o->prev);
-    o->next = cs_malloc_array(nn, sizeof *o->next);
-    o->dup = cs_calloc(nn, sizeof *o->dup);
+    /* "free" has no order edges: no arrays (9 B a node; ov_prev). unl is
+     * read only by the ranking below, and dom after it only for
+     * collectives (o->dom, by cix). */
+    int edges = mode != CS_ORDER_FREE;
+    uint32_t *dom = cs_malloc_array(nn, sizeof *dom);
+    uint32_t *unl = cs_malloc_array(nn, sizeof *unl);
+    o->dom = cs_malloc_array(b->n_cs ? b->n_cs : 1, sizeof *o->dom);
+    if (edges) {
+        size_t ncs = b->n_cs ? b->n_cs : 1; /* by cix (ov_prev) */
+        o->prev = cs_malloc_array(ncs, sizeof *o->prev);
+        o->next = cs_malloc_array(ncs, sizeof *o->next);
+        o->dup = cs_calloc(ncs, sizeof *o->dup);
+    }
     uint32_t *last = cs_malloc_array(b->n_streams, sizeof *last);
-    if (!o->dom || !o->unl || !o->prev || !o->next || !o->dup || !last) {
+    if (!o->dom || !dom || !unl ||
+        (edges && (!o->prev || !o->next || !o->dup)) || !last) {
         free(last);
+        free(dom);
+        free(unl);
         return -1;
     }
-    for (uint32_t v = 0; v < n; v++)
-        o->prev[v] = o->next[v] = NONE;
+    for (uint32_t j = 0; j < b->n_cs && edges; j++)
+        o->prev[j] = o->next[j] = NONE;
     for (uint32_t s = 0; s < b->n_streams; s++)
         last[s] = NONE;
     uint32_t glast = NONE;
-    for (uint32_t k = 0; k < n && mode != CS_ORDER_FREE; k++) {
+    for (uint32_t k = 0; k < n && edges; k++) {
         uint32_t c = b->topo[k];
         if (b->cls[c] != C_COLL && b->cls[c] != C_SYNC)
             continue;
-        uint32_t p = mode == CS_ORDER_INPUT ? glast : last[b->stream[c]];
+        uint32_t p = mode == CS_ORDER_INPUT ? glast : last[ov_stream(b, c)];
         if (p != NONE) {
-            o->prev[c] = p;
-            o->next[p] = c;
+            o->prev[b->cix[c]] = p;
+            o->next[b->cix[p]] = c;
             for (uint32_t e = b->deps.off[c]; e < b->deps.off[c + 1]; e++)
                 if (b->deps.idx[e] == p)
-                    o->dup[c] = 1;
+                    o->dup[b->cix[c]] = 1;
         }
         glast = c;
-        last[b->stream[c]] = c;
+        last[ov_stream(b, c)] = c;
     }
     free(last);
     for (uint32_t k = n; k-- > 0;) {
         uint32_t v = b->topo[k];
         uint32_t d = is_frame(b->cls[v]) ? b->frank[v] : NONE, u = NONE;
+        uint32_t on = edges && b->cix[v] != NONE ? o->next[b->cix[v]]
+                                                 : NONE;
         for (uint32_t e = b->users.off[v]; e <= b->users.off[v + 1]; e++) {
-            uint32_t w = e < b->users.off[v + 1] ? b->users.idx[e] : o->next[v];
+            uint32_t w = e < b->users.off[v + 1] ? b->users.idx[e] : on;
             if (w == NONE)
                 continue;
-            if (o->dom[w] < d)
-                d = o->dom[w];
-            if (o->unl[w] < u)
-                u = o->unl[w];
+            if (dom[w] < d)
+                d = dom[w];
+            if (unl[w] < u)
+                u = unl[w];
         }
-        o->dom[v] = d;
+        dom[v] = d;
         if ((b->cls[v] == C_COLL || b->cls[v] == C_SYNC) && d < u)
             u = d;
-        o->unl[v] = u;
+        unl[v] = u;
+        if (b->cix[v] != NONE)
+            o->dom[b->cix[v]] = d;
     }
-    if (rank_keys(b, o) != 0)
+    int rc = rank_keys(b, o, dom, unl);
+    free(dom);
+    free(unl);
+    if (rc != 0)
         return -1;
     if (i >= b->n_sets)
         b->n_sets = i + 1;
@@ -595,7 +624,6 @@ int cs_ov_base_order(ov_base *b, int i, int mode)
 void cs_ov_base_use(ov_base *b, int i)
 {
     b->dom = b->set[i].dom;
-    b->unl = b->set[i].unl;
     b->ord_prev = b->set[i].prev;
     b->ord_next = b->set[i].next;
     b->ord_dup = b->set[i].dup;

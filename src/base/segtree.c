@@ -52,10 +52,18 @@ static void seg_pull(cs_segtree *s, uint32_t x)
     }
 }
 
+int64_t *cs_segtree_leaves(cs_segtree *s)
+{
+    return s->t + s->size;
+}
+
 void cs_segtree_build(cs_segtree *s, const int64_t *leaf, uint32_t n)
 {
-    for (uint32_t i = 0; i < s->size; i++)
-        s->t[s->size + i] = i < n ? leaf[i] : CS_SEG_LOW;
+    assert(n <= s->size);
+    if (leaf)
+        memcpy(s->t + s->size, leaf, (size_t)n * sizeof *leaf);
+    for (uint32_t i = n; i < s->size; i++)
+        s->t[s->size + i] = CS_SEG_LOW;
     memset(s->d, 0, (size_t)s->size * sizeof *s->d);
     for (uint32_t x = s->size - 1; x > 0; x--)
         s->t[x] = s->t[2 * x] > s->t[2 * x + 1] ? s->t[2 * x] : s->t[2 * x + 1];

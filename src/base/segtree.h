@@ -30,8 +30,13 @@ typedef struct cs_segtree {
  * on OOM (s then owns nothing). cs_segtree_free releases it. */
 int cs_segtree_init(cs_segtree *s, uint32_t n);
 void cs_segtree_free(cs_segtree *s);
-/* Positions 0 .. n-1 hold leaf[i], the rest CS_SEG_LOW; no adds. */
+/* Positions 0 .. n-1 hold leaf[i], the rest CS_SEG_LOW; no adds. leaf
+ * NULL: what the caller wrote at cs_segtree_leaves(s)[0 .. n-1]. */
 void cs_segtree_build(cs_segtree *s, const int64_t *leaf, uint32_t n);
+/* The leaf row (size entries), for a caller that computes the leaves
+ * where they go instead of keeping a copy (overlap: 8 B a node); then
+ * cs_segtree_build(s, NULL, n). */
+int64_t *cs_segtree_leaves(cs_segtree *s);
 /* Adds v to positions [l, r) (r <= size). */
 void cs_segtree_add(cs_segtree *s, uint32_t l, uint32_t r, int64_t v);
 /* The maximum over [l, r) (CS_SEG_LOW when empty), and in *pos (when not
