@@ -72,6 +72,7 @@ def main():
     a = ap.parse_args()
     cli = os.path.join(a.build, "tools", "commsched")
     work = a.work or tempfile.mkdtemp(prefix="et-bench-")
+    os.makedirs(work, exist_ok=True)
     out = os.path.join(work, "imported.json")
 
     et = export(cli, a.nodes, os.path.join(work, "chain"), [])

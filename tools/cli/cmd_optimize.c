@@ -85,19 +85,25 @@ static commsched_status measure(const commsched_schedule *s, figures *out,
 }
 
 /* The simulator's totals for the current order of s (runtimes from the
- * same cost model the passes used). */
-static commsched_status simulate(commsched_sim *sim, const commsched_schedule *s,
+ * same cost model the passes used), for --report. The simulator lives
+ * only for the call: kept across the passes, it was ~100 MB of a 1M-node
+ * run's peak. */
+static commsched_status simulate(const commsched_graph *g,
+                                 const commsched_schedule *s,
                                  const double *runtime,
                                  commsched_sim_totals *out,
                                  commsched_error *err)
 {
+    commsched_sim *sim = NULL;
     commsched_sim_options so;
     commsched_sim_options_init(&so);
     so.flags |= COMMSCHED_SIM_BOUND;
-    commsched_status st =
-        commsched_sim_run_schedule(sim, s, runtime, &so, err);
+    commsched_status st = commsched_sim_create(g, &sim, err);
+    if (st == COMMSCHED_OK)
+        st = commsched_sim_run_schedule(sim, s, runtime, &so, err);
     if (st == COMMSCHED_OK)
         *out = *commsched_sim_get_totals(sim);
+    commsched_sim_destroy(sim);
     return st;
 }
 
@@ -154,12 +160,12 @@ static json_t *schedule_head(const char *passes, const figures *b,
  * and *s pointing at a graph and schedule the run owns; *g_in and *s_in
  * then keep the loaded ones, which stay ours to destroy. Everything sized
  * or built for the graph follows it: the runtimes (the run's), the order
- * buffer, the report's simulator and the estimate sources (sources may
- * be NULL, *sources NULL when not kept). */
+ * buffer and the estimate sources (sources may be NULL, *sources NULL
+ * when not kept). */
 static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
                                    commsched_graph **g_in,
                                    commsched_schedule **s_in, double **runtime,
-                                   uint32_t **order, commsched_sim **sim,
+                                   uint32_t **order,
                                    commsched_cost_source **sources,
                                    const cli_cost *cost, const char *passes,
                                    const commsched_knobs *knobs, unsigned flags,
@@ -198,11 +204,6 @@ static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
     memcpy(rt, commsched_run_runtime_ns(*run), (size_t)n * sizeof *rt);
     free(*runtime);
     *runtime = rt;
-    if (*sim) {
-        commsched_sim_destroy(*sim);
-        *sim = NULL;
-        st = commsched_sim_create(*g, sim, err);
-    }
     return st;
 }
 
@@ -317,7 +318,6 @@ int cmd_optimize(int argc, char **argv)
     json_t *head = NULL, *knobs_j = NULL; /* before and after "stats" */
     figures before, after;
     cli_out out = {0};
-    commsched_sim *sim = NULL;
     commsched_sim_totals sim_before, sim_after;
     /* --html: both orders simulated with their memory curves. */
     commsched_sim *html_before = NULL, *html_after = NULL;
@@ -348,19 +348,18 @@ int cmd_optimize(int argc, char **argv)
         commsched_schedule_create(g, NULL, &s, &err) != COMMSCHED_OK ||
         measure(s, &before, &err) != COMMSCHED_OK ||
         (report &&
-         (commsched_sim_create(g, &sim, &err) != COMMSCHED_OK ||
-          simulate(sim, s, runtime, &sim_before, &err) != COMMSCHED_OK)) ||
+         simulate(g, s, runtime, &sim_before, &err) != COMMSCHED_OK) ||
         (html &&
          (commsched_sim_create(g, &html_before, &err) != COMMSCHED_OK ||
           commsched_sim_run_schedule(html_before, s, runtime, &curve,
                                      &err) != COMMSCHED_OK)) ||
-        run_passes(&g, &s, &g_in, &s_in, &runtime, &order, &sim, &sources,
+        run_passes(&g, &s, &g_in, &s_in, &runtime, &order, &sources,
                    &cost, passes, knobs, pipe_flags, &run, &err) !=
             COMMSCHED_OK ||
         commsched_schedule_check(s, 0, &err) != COMMSCHED_OK ||
         measure(s, &after, &err) != COMMSCHED_OK ||
         (report &&
-         simulate(sim, s, runtime, &sim_after, &err) != COMMSCHED_OK) ||
+         simulate(g, s, runtime, &sim_after, &err) != COMMSCHED_OK) ||
         (html &&
          (commsched_sim_create(g, &html_after, &err) != COMMSCHED_OK ||
           commsched_sim_run_schedule(html_after, s, runtime, &curve, &err) !=
@@ -459,7 +458,6 @@ done:
     commsched_free(dropped);
     free(order);
     free(runtime);
-    commsched_sim_destroy(sim);
     commsched_run_destroy(run);
     /* The loaded graph and its schedule; a rewritten pair is the run's. */
     commsched_schedule_destroy(g_in ? s_in : s);
