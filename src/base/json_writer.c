@@ -271,15 +271,9 @@ void cs_jw_bool(cs_jw *w, int b)
 /* Digits of v, most significant first, into the end of buf[21]. */
 static void put_u64(cs_jw *w, uint64_t v, int negative)
 {
-    char buf[21];
-    size_t i = sizeof buf;
-    do {
-        buf[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    if (negative)
-        buf[--i] = '-';
-    put(w, buf + i, sizeof buf - i);
+    char buf[1 + CS_FMT_G_SIZE] = "-";
+    size_t n = cs_fmt_u64(buf + 1, v);
+    put(w, negative ? buf : buf + 1, n + (negative != 0));
 }
 
 void cs_jw_int(cs_jw *w, int64_t v)

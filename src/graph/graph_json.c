@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <jansson.h>
 
+#include "fmt_g.h"
 #include "json_util.h"
 #include "json_writer.h"
 #include <math.h>
@@ -92,20 +93,17 @@ static json_t *lookup(const fields *f, const char *key)
 static const char *index_path(char *buf, size_t size, const char *a,
                               const char *b, size_t i)
 {
-    char digits[24];
-    size_t nd = 0, len = 0;
-    do {
-        digits[nd++] = (char)('0' + i % 10);
-        i /= 10;
-    } while (i);
+    char digits[CS_FMT_G_SIZE];
+    size_t len = 0;
+    cs_fmt_u64(digits, i);
     for (const char *s = a; *s && len + 1 < size; s++)
         buf[len++] = *s;
     for (const char *s = b; *s && len + 1 < size; s++)
         buf[len++] = *s;
     if (len + 1 < size)
         buf[len++] = '[';
-    while (nd && len + 1 < size)
-        buf[len++] = digits[--nd];
+    for (const char *s = digits; *s && len + 1 < size; s++)
+        buf[len++] = *s;
     if (len + 1 < size)
         buf[len++] = ']';
     buf[len] = '\0';
