@@ -163,6 +163,11 @@ def main():
     with open(out_path) as f:
         json.load(f)
 
+    # A pipe named by a path (/dev/stdin, a shell's <(...)) is read once,
+    # as JSON: deciding whether a file is a Chakra trace must not eat it.
+    with open(chain) as f:
+        run("validate", "/dev/stdin", stdin=f.read())
+
     # optimize --verbose: one line of stage times on stderr, whose passes
     # figure is the sum of the passes' own wall_ms in --stats=json.
     p = run("optimize", "--verbose", "--stats=json", "-o", path("opt.json"),

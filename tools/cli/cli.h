@@ -239,7 +239,8 @@ void import_astra_policies(FILE *f, const char *indent);
 int import_chakra(const char *path, const import_options *o,
                   commsched_graph **out);
 /* 1 when the file at path is a Chakra binary trace (.et) by content, 0
- * otherwise (JSON, anything else, or a file that cannot be read). */
+ * otherwise (JSON, anything else, a file that cannot be read, or one
+ * that is not a regular file: a pipe cannot be read twice). */
 int import_is_chakra_et(const char *path);
 int import_kineto(const char *path, const import_options *o,
                   commsched_graph **out);

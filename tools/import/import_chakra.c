@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "chakra_common.h"
 #include "progress.h"
@@ -296,8 +297,12 @@ int import_is_chakra_et(const char *path)
     FILE *in = fopen(path, "rb");
     if (!in)
         return 0; /* the JSON loader says why it cannot be opened */
+    /* Only a regular file can be read twice: the bytes sniffed from a pipe
+     * (/dev/stdin, a shell's <(...)) would be gone for the loader. */
+    struct stat st;
     int et = 0;
-    if (!looks_like_json(in)) {
+    if (fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode) &&
+        !looks_like_json(in)) {
         rewind(in);
         et = chakra_et_starts_with_metadata(in);
     }
