@@ -90,11 +90,8 @@ size_t cs_fmt_g(char buf[CS_FMT_G_SIZE], double d, int precision)
         return fallback(buf, d, precision);
     if (x >= precision) /* exponential notation */
         return fallback(buf, d, precision);
-    char dig[20];
-    for (int i = precision - 1; i >= 0; i--) {
-        dig[i] = (char)('0' + digits % 10);
-        digits /= 10;
-    }
+    char dig[CS_FMT_G_SIZE]; /* exactly `precision` digits: lo <= digits */
+    cs_fmt_u64(dig, digits);
     int nd = precision; /* significant digits, trailing zeros dropped */
     while (nd > x + 1 && nd > 0 && dig[nd - 1] == '0')
         nd--;

@@ -34,8 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     import_options o;
-    memset(&o, 0, sizeof o);
-    o.clock_ghz = 1.0;
+    import_options_init(&o);
     /* The first byte picks the options, so each mode is explored: chakra
      * with and without CPU-side ops and its own attributes, kineto for the
      * only device or device 0. */

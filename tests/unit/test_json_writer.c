@@ -20,6 +20,15 @@
 #include "fmt_g.h"
 #include "json_writer.h"
 
+/* The next of Marsaglia's xorshift64 states: the tests' reproducible
+ * random bit patterns. */
+static void xorshift(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+}
+
 /* Runs body on a fresh writer over a memory stream; returns the text
  * (caller frees) and the finish status. */
 typedef void (*writer_body)(cs_jw *w, const void *arg);
@@ -169,9 +178,7 @@ static void test_numbers_like_jansson(void **state)
     /* Random bit patterns cover every exponent. */
     uint64_t x = 0x9E3779B97F4A7C15u;
     for (int i = 0; i < 20000; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        xorshift(&x);
         double d;
         memcpy(&d, &x, sizeof d);
         if (isfinite(d))
@@ -197,9 +204,7 @@ static void test_fmt_g_like_printf(void **state)
     /* Values spread evenly over the magnitudes of the integer path, 1e-4
      * to 1e17, and past both ends (printf's own path). */
     for (int i = 0; i < 40000; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        xorshift(&x);
         double u = (double)(x >> 11) / 9007199254740992.0;
         double d = pow(10.0, -6.0 + 24.0 * u);
         if (x & 1)
@@ -269,9 +274,7 @@ static void test_fmt_f0_like_printf(void **state)
     }
     uint64_t x = 0x9E3779B97F4A7C15u;
     for (int i = 0; i < 200000; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        xorshift(&x);
         double u = (double)(x >> 11) / 9007199254740992.0;
         check_fmt_f0(100 * u);
         check_fmt_f0(pow(10.0, -3.0 + 21.0 * u) * 0.999);
@@ -339,9 +342,7 @@ static void test_number_g_like_printf(void **state)
     (void)state;
     uint64_t x = 0x2545F4914F6CDD1Du;
     for (int i = 0; i < 20000; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        xorshift(&x);
         double d;
         if (i % 3 == 0)
             d = (double)(int64_t)(x % 2000000001u) - 1e9; /* integral */

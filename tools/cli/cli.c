@@ -189,10 +189,18 @@ char *cli_read_file(const char *path, size_t *len)
     return buf;
 }
 
+void import_options_init(import_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->clock_ghz = 1.0;
+    o->rank = -1;
+}
+
 int cli_load(const char *path, unsigned flags, commsched_graph **out)
 {
     if (strcmp(path, "-") != 0 && import_is_chakra_et(path)) {
-        import_options o = {1.0, 0, 0, 0, 0, 0, -1, NULL, NULL, 0, NULL};
+        import_options o;
+        import_options_init(&o);
         return import_chakra(path, &o, out);
     }
     commsched_error err = {0};

@@ -231,6 +231,9 @@ typedef struct import_options {
     size_t n_group_sizes;
     const char *comm_groups;
 } import_options;
+/* The defaults every importer starts from: 1 cycle per ns, sizes from the
+ * file, no rank chosen (-1: the only one), no option given. */
+void import_options_init(import_options *o);
 int import_astra(const char *path, const import_options *o,
                  commsched_graph **out);
 /* Prints the ASTRA-sim parallelism policies and comm types import astra

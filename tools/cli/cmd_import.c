@@ -149,7 +149,9 @@ static int run_import(int argc, char **argv, import_group_size *sizes)
         {"comm-group", required_argument, 0, O_COMM_GROUP},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    import_options io = {1.0, 0, 0, 0, 0, 0, -1, NULL, sizes, 0, NULL};
+    import_options io;
+    import_options_init(&io);
+    io.group_sizes = sizes;
     const char *out_path = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {

@@ -44,7 +44,9 @@ int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
                          FILE *f, commsched_graph **g_out,
                          commsched_schedule **s_out, commsched_run **run_out)
 {
-    import_options io = {1.0, 0, 0, 0, 0, 0, rank, NULL, NULL, 0, NULL};
+    import_options io;
+    import_options_init(&io);
+    io.rank = rank;
     kineto *k = NULL;
     commsched_graph *g = NULL;
     commsched_schedule *s = NULL;

@@ -37,37 +37,52 @@ typedef struct reader {
     size_t cap;
 } reader;
 
-/* 1: a record in r->buf (*len bytes); 0: clean end of file; < 0: error
- * printed. */
-static int next_record(chakra *c, reader *r, size_t rec, size_t *len)
+/* What reading a record's length found. */
+enum { VARINT_OK, VARINT_END, VARINT_TRUNCATED, VARINT_OVERFLOW,
+       VARINT_IOERR };
+
+/* A protobuf varint from in into *v; *offset counts the bytes read.
+ * VARINT_END: end of file before its first byte. */
+static int read_varint(FILE *in, uint64_t *v, int64_t *offset)
 {
-    uint64_t v = 0;
-    int shift = 0, ch;
-    int64_t start = r->offset;
-    for (;;) {
-        ch = getc(r->in);
-        if (ch == EOF) {
-            if (shift == 0 && !ferror(r->in))
-                return 0;
-            return -chakra_fail(c, SIZE_MAX, NULL,
-                                "record %zu (byte %lld): %s", rec,
-                                (long long)start,
-                                ferror(r->in) ? strerror(errno)
-                                              : "file ends inside a length");
-        }
-        r->offset++;
+    *v = 0;
+    for (int shift = 0;; shift += 7) {
+        int ch = getc(in);
+        if (ch == EOF)
+            return ferror(in) ? VARINT_IOERR
+                   : shift == 0 ? VARINT_END
+                                : VARINT_TRUNCATED;
+        ++*offset;
         /* A varint holds 64 bits in at most ten bytes: the tenth may add
          * only the top bit, and an eleventh (even of zero payload, which
          * would shift past the width) is malformed. */
         if (shift > 63 || (shift == 63 && (ch & 0x7f) > 1))
-            return -chakra_fail(c, SIZE_MAX, NULL,
-                                "record %zu (byte %lld): length varint "
-                                "overflows 64 bits",
-                                rec, (long long)start);
-        v |= (uint64_t)(ch & 0x7f) << shift;
-        shift += 7;
+            return VARINT_OVERFLOW;
+        *v |= (uint64_t)(ch & 0x7f) << shift;
         if (!(ch & 0x80))
-            break;
+            return VARINT_OK;
+    }
+}
+
+/* 1: a record in r->buf (*len bytes); 0: clean end of file; < 0: error
+ * printed. */
+static int next_record(chakra *c, reader *r, size_t rec, size_t *len)
+{
+    uint64_t v;
+    int64_t start = r->offset;
+    switch (read_varint(r->in, &v, &r->offset)) {
+    case VARINT_OK: break;
+    case VARINT_END: return 0;
+    case VARINT_OVERFLOW:
+        return -chakra_fail(c, SIZE_MAX, NULL,
+                            "record %zu (byte %lld): length varint "
+                            "overflows 64 bits",
+                            rec, (long long)start);
+    default:
+        return -chakra_fail(c, SIZE_MAX, NULL, "record %zu (byte %lld): %s",
+                            rec, (long long)start,
+                            ferror(r->in) ? strerror(errno)
+                                          : "file ends inside a length");
     }
     if (v > MAX_RECORD)
         return -chakra_fail(c, SIZE_MAX, NULL,
@@ -413,16 +428,9 @@ static int rebuild(chakra *c, const char *header, char **nodes,
 
 int chakra_et_starts_with_metadata(FILE *in)
 {
-    uint64_t len = 0;
-    int ch = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if ((ch = getc(in)) == EOF)
-            return 0;
-        len |= (uint64_t)(ch & 0x7f) << shift;
-        if (!(ch & 0x80))
-            break;
-    }
-    if ((ch & 0x80) || len > MAX_RECORD)
+    uint64_t len;
+    int64_t offset = 0;
+    if (read_varint(in, &len, &offset) != VARINT_OK || len > MAX_RECORD)
         return 0;
     uint8_t *buf = malloc(len ? (size_t)len : 1);
     if (!buf)
