@@ -34,7 +34,7 @@ typedef struct sched_state {
     uint32_t *rank, *at; /* node -> rank of its (s0, s1, s2), and back */
     uint32_t *unmet;     /* dependencies not yet scheduled (distinct) */
     uint32_t *stamp;     /* scratch for de-duplicating users */
-    cs_rankset compute, other; /* the ready nodes, by rank */
+    cs_rankset *compute, *other; /* the ready nodes, by rank */
     uint32_t *order;
     uint32_t n_order;
 } sched_state;
@@ -46,7 +46,7 @@ static int is_compute(const commsched_graph *g, uint32_t v)
 
 static void make_ready(sched_state *st, uint32_t v)
 {
-    cs_rankset_add(is_compute(st->g, v) ? &st->compute : &st->other,
+    cs_rankset_add(is_compute(st->g, v) ? st->compute : st->other,
                    st->rank[v]);
 }
 
@@ -129,31 +129,67 @@ static uint32_t topo_order(const commsched_graph *g, uint32_t *order,
     return tail;
 }
 
+int cs_heap_scratch_init(cs_heap_scratch *h, uint32_t n)
+{
+    size_t nn = n ? n : 1;
+    memset(h, 0, sizeof *h);
+    h->n = n;
+    h->rank = cs_malloc_array(nn, sizeof *h->rank);
+    h->at = cs_malloc_array(nn, sizeof *h->at);
+    h->unmet = cs_malloc_array(nn, sizeof *h->unmet);
+    h->stamp = cs_malloc_array(nn, sizeof *h->stamp);
+    h->reach = cs_malloc_array(nn, sizeof *h->reach);
+    h->s0 = cs_malloc_array(nn, sizeof *h->s0);
+    int sets_failed = cs_rankset_init(&h->compute, n) != 0 ||
+                      cs_rankset_init(&h->other, n) != 0;
+    if (sets_failed || !h->rank || !h->at || !h->unmet || !h->stamp ||
+        !h->reach || !h->s0) {
+        cs_heap_scratch_free(h);
+        return -1;
+    }
+    return 0;
+}
+
+void cs_heap_scratch_free(cs_heap_scratch *h)
+{
+    free(h->rank);
+    free(h->at);
+    free(h->unmet);
+    free(h->stamp);
+    free(h->reach);
+    free(h->s0);
+    cs_rankset_free(&h->compute);
+    cs_rankset_free(&h->other);
+    memset(h, 0, sizeof *h);
+}
+
 commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
                                const double *runtime_ns, int raise_comms,
                                int sink_waits, int for_overlap, uint32_t *out,
-                               commsched_error *err)
+                               cs_heap_scratch *scratch, commsched_error *err)
 {
     uint32_t n = g->n_nodes;
-    size_t nn = n ? n : 1;
+    cs_heap_scratch own;
+    cs_heap_scratch *h = scratch ? scratch : &own;
+    if (!scratch && cs_heap_scratch_init(&own, n) != 0)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    assert(h->n == n);
     sched_state st;
     memset(&st, 0, sizeof st);
     st.g = g;
-    st.rank = cs_malloc_array(nn, sizeof *st.rank);
-    st.at = cs_malloc_array(nn, sizeof *st.at);
-    st.unmet = cs_malloc_array(nn, sizeof *st.unmet);
-    st.stamp = cs_calloc(nn, sizeof *st.stamp);
-    int sets_failed = cs_rankset_init(&st.compute, n) != 0 ||
-                      cs_rankset_init(&st.other, n) != 0;
+    st.rank = h->rank;
+    st.at = h->at;
+    st.unmet = h->unmet;
+    st.stamp = h->stamp;
+    memset(st.stamp, 0, (size_t)n * sizeof *st.stamp);
+    st.compute = &h->compute;
+    st.other = &h->other;
+    cs_rankset_clear(st.compute);
+    cs_rankset_clear(st.other);
     st.order = out;
-    uint64_t *reach = cs_malloc_array(nn, sizeof *reach);
-    uint64_t *s0 = cs_malloc_array(nn, sizeof *s0);
+    uint64_t *reach = h->reach, *s0 = h->s0;
     commsched_status rc = COMMSCHED_OK;
-    if (!st.rank || !st.at || !st.unmet || !st.stamp || sets_failed ||
-        !reach || !s0) {
-        rc = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
-        goto cleanup;
-    }
 
     /* each collective's index in the current order */
     const uint64_t inf = UINT64_MAX;
@@ -207,17 +243,17 @@ commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
 
     for (;;) {
         /* the least key of both sets (ranks are distinct; empty: MAX) */
-        uint32_t rc_min = cs_rankset_next(&st.compute, 0);
-        uint32_t ro_min = cs_rankset_next(&st.other, 0);
+        uint32_t rc_min = cs_rankset_next(st.compute, 0);
+        uint32_t ro_min = cs_rankset_next(st.other, 0);
         if (rc_min == UINT32_MAX && ro_min == UINT32_MAX)
             break;
-        uint32_t v = pop(&st, rc_min < ro_min ? &st.compute : &st.other);
+        uint32_t v = pop(&st, rc_min < ro_min ? st.compute : st.other);
         schedule_node(&st, v);
         if (for_overlap && cs_is_collective(g, v)) {
             double cost = runtime_ns[v];
             while (cost > 0 &&
-                   cs_rankset_next(&st.compute, 0) != UINT32_MAX) {
-                uint32_t c = pop(&st, &st.compute);
+                   cs_rankset_next(st.compute, 0) != UINT32_MAX) {
+                uint32_t c = pop(&st, st.compute);
                 schedule_node(&st, c);
                 cost -= runtime_ns[c];
             }
@@ -227,15 +263,8 @@ commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
         rc = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
                                  "heap scheduler placed %u of %u nodes",
                                  st.n_order, n);
-cleanup:
-    free(st.rank);
-    free(st.at);
-    free(st.unmet);
-    free(st.stamp);
-    cs_rankset_free(&st.compute);
-    cs_rankset_free(&st.other);
-    free(reach);
-    free(s0);
+    if (!scratch)
+        cs_heap_scratch_free(&own);
     return rc;
 }
 
@@ -252,7 +281,7 @@ static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
     else if ((rc = commsched_schedule_to_array(ctx->s, in, ctx->err)) ==
                  COMMSCHED_OK &&
              (rc = cs_heap_order(ctx->g, in, ctx->runtime_ns, raise_comms,
-                                 sink_waits, for_overlap, out, ctx->err)) ==
+                                 sink_waits, for_overlap, out, NULL, ctx->err)) ==
                  COMMSCHED_OK)
         /* Relink the list in the new order: moving each node to the end
          * in turn leaves them in exactly that order. */

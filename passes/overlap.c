@@ -502,54 +502,75 @@ static const struct ov_seed {
     {"reorder_compute_for_overlap", 1, {{1, 1, 1}}},
 };
 
-/* A seed's order, its price, and how making it went. */
+/* A seed's order, its price, how making it went, and its working memory
+ * (the replay's scratch: rem, sf, cend; the heap scheduler's; tmp for a
+ * seed of two steps). All of it is allocated by seed_alloc on the pass's
+ * own thread before the seeds run, one a thread: a thread's allocations
+ * come from its own malloc arena, where glibc keeps what is freed resident
+ * (cs_heap_scratch). */
 typedef struct ov_seed_run {
     uint32_t *order; /* n */
     double ms;
     int64_t pk;
     commsched_status st;
     commsched_error err;
+    ov_run S;
+    cs_heap_scratch hs;
+    uint32_t *tmp;
 } ov_seed_run;
 
-/* Seed `i`'s order from in_order into r, and its price. Run before the
- * search's workers exist (cs_pass_overlap): the heap scheduler's own
- * state (~30 bytes a node) and a sweep's (~140) are never live at once.
- * The replay's scratch is all of a run it needs (rem, sf, cend). */
+/* Frees r's working memory; its order stays. */
+static void seed_free_scratch(ov_seed_run *r)
+{
+    cs_ov_run_free(&r->S);
+    memset(&r->S, 0, sizeof r->S);
+    cs_heap_scratch_free(&r->hs);
+    free(r->tmp);
+    r->tmp = NULL;
+}
+
+static int seed_alloc(ov_seed_run *r, const ov_base *b, size_t i)
+{
+    size_t nn = b->n ? b->n : 1, nb = b->g->n_buffers ? b->g->n_buffers : 1;
+    r->S.b = b;
+    r->S.rem = cs_malloc_array(nb, sizeof *r->S.rem);
+    r->S.sf = cs_malloc_array(b->n_streams, sizeof *r->S.sf);
+    r->S.cend = cs_malloc_array(nn, sizeof *r->S.cend);
+    if (ov_seeds[i].n_steps > 1)
+        r->tmp = cs_malloc_array(nn, sizeof *r->tmp);
+    r->order = cs_malloc_array(nn, sizeof *r->order);
+    return r->S.rem && r->S.sf && r->S.cend && r->order &&
+                   (ov_seeds[i].n_steps == 1 || r->tmp) &&
+                   cs_heap_scratch_init(&r->hs, b->n) == 0
+               ? 0
+               : -1;
+}
+
+/* Seed `i`'s order from in_order into r (seed_alloc'd), and its price.
+ * Run before the search's workers exist (cs_pass_overlap): the heap
+ * scheduler's state (~34 bytes a node) and a sweep's (~140) are never
+ * live at once. */
 static void seed_job(cs_pass_ctx *ctx, const ov_base *b, size_t i,
                      const uint32_t *in_order, ov_seed_run *r)
 {
     const struct ov_seed *sd = &ov_seeds[i];
-    size_t nn = b->n ? b->n : 1, nb = b->g->n_buffers ? b->g->n_buffers : 1;
     commsched_sim *sim = NULL;
-    ov_run S;
-    memset(&S, 0, sizeof S);
-    S.b = b;
-    S.rem = cs_malloc_array(nb, sizeof *S.rem);
-    S.sf = cs_malloc_array(b->n_streams, sizeof *S.sf);
-    S.cend = cs_malloc_array(nn, sizeof *S.cend);
-    uint32_t *tmp = sd->n_steps > 1 ? cs_malloc_array(nn, sizeof *tmp) : NULL;
-    r->order = cs_malloc_array(nn, sizeof *r->order);
     commsched_status st = COMMSCHED_OK;
-    if (!S.rem || !S.sf || !S.cend || !r->order || (sd->n_steps > 1 && !tmp))
-        st = commsched_error_set(&r->err, COMMSCHED_ENOMEM, NULL,
-                                 "out of memory");
     const uint32_t *src = in_order;
     for (size_t k = 0; k < sd->n_steps && st == COMMSCHED_OK; k++) {
         const ov_heap_step *h = &sd->step[k];
         if (k > 0) {
-            memcpy(tmp, r->order, b->n * sizeof *tmp);
-            src = tmp;
+            memcpy(r->tmp, r->order, b->n * sizeof *r->tmp);
+            src = r->tmp;
         }
         st = cs_heap_order(ctx->g, src, ctx->runtime_ns, h->raise, h->sink,
-                           h->for_overlap, r->order, &r->err);
+                           h->for_overlap, r->order, &r->hs, &r->err);
     }
     if (st == COMMSCHED_OK)
-        st = price(ctx, &S, &sim, r->order, sd->name, &r->ms, &r->pk,
+        st = price(ctx, &r->S, &sim, r->order, sd->name, &r->ms, &r->pk,
                    &r->err);
     r->st = st;
-    free(tmp);
     commsched_sim_destroy(sim);
-    cs_ov_run_free(&S);
 }
 
 /* Whether a seed at (ms, pk) replaces the best so far: faster by more than
@@ -693,12 +714,17 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
                       : 0;
     int seed_threads = want < nseeds ? want : nseeds > 0 ? (int)nseeds : 1;
     (void)seed_threads; /* without OpenMP */
+    for (long i = 0; i < nseeds; i++)
+        if (seed_alloc(&seeds[i], &b, (size_t)i) != 0)
+            goto oom;
 #if COMMSCHED_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(seed_threads) \
     if (seed_threads > 1)
 #endif
     for (long i = 0; i < nseeds; i++)
         seed_job(ctx, &b, (size_t)i, in_order, &seeds[i]);
+    for (long i = 0; i < nseeds; i++)
+        seed_free_scratch(&seeds[i]);
     uint32_t tried = 0;
     for (long i = 0; i < nseeds; i++, tried++)
         if (seeds[i].st != COMMSCHED_OK) {
@@ -887,8 +913,10 @@ cleanup:
         worker_free(&wk[t]);
     free(wk);
     free(jobs);
-    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        seed_free_scratch(&seeds[i]);
         free(seeds[i].order);
+    }
     cs_ov_base_free(&b);
     return st;
 }

@@ -17,6 +17,7 @@
 #include "commsched/memory.h"
 #include "commsched/passes.h"
 #include "graph_internal.h"
+#include "rankset.h"
 
 struct commsched_knobs {
     double reorder_iterative_peak_memory_budget;
@@ -190,15 +191,34 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
                      double *comp, cs_text *info, cs_walk *w);
 
+/* cs_heap_order's working memory (~34 bytes a node). A caller that runs
+ * the scheduler on a thread of its own makes it first on its calling
+ * thread: what a thread allocates comes from that thread's malloc arena,
+ * and glibc keeps up to tens of MB freed there resident, where the calling
+ * thread's next allocations would have reused it (overlap's seeds: ~40 MB
+ * of peak RSS at 1M nodes). */
+typedef struct cs_heap_scratch {
+    uint32_t n;
+    uint32_t *rank, *at, *unmet, *stamp;
+    uint64_t *reach, *s0;
+    cs_rankset compute, other;
+} cs_heap_scratch;
+
+/* Room for a graph of n nodes. Returns 0, or -1 on OOM (h then owns
+ * nothing). cs_heap_scratch_free releases it. */
+int cs_heap_scratch_init(cs_heap_scratch *h, uint32_t n);
+void cs_heap_scratch_free(cs_heap_scratch *h);
+
 /* The order the seed's heap list scheduler (_schedule_for_comm: raise_comms,
  * sink_waits, reorder_compute_for_overlap) makes from `in`, a permutation of
  * the nodes, into out (n entries, the caller's). runtime_ns is read only
- * with for_overlap. ENOMEM, or EINTERNAL when the edges form a cycle; out
- * is then unspecified. */
+ * with for_overlap. scratch: working memory for g's node count
+ * (cs_heap_scratch_init), or NULL to allocate its own. ENOMEM, or
+ * EINTERNAL when the edges form a cycle; out is then unspecified. */
 commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
                                const double *runtime_ns, int raise_comms,
                                int sink_waits, int for_overlap, uint32_t *out,
-                               commsched_error *err);
+                               cs_heap_scratch *scratch, commsched_error *err);
 
 /* The pass functions. */
 commsched_status cs_pass_raise_comms(cs_pass_ctx *ctx);
