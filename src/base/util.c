@@ -104,7 +104,7 @@ const char *cs_arena_strdup(cs_arena *a, const char *s)
 
 /* ---- name table --------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
+uint64_t cs_strmap_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) {
@@ -148,7 +148,7 @@ static int strmap_rehash(cs_strmap *m, size_t ncap)
         if (m->slots[i] == UINT32_MAX)
             continue;
         size_t j =
-            (size_t)hash_str(strmap_key(m, m->slots[i])) & (ncap - 1);
+            (size_t)cs_strmap_hash(strmap_key(m, m->slots[i])) & (ncap - 1);
         while (slots[j] != UINT32_MAX)
             j = (j + 1) & (ncap - 1);
         slots[j] = m->slots[i];
@@ -171,10 +171,16 @@ int cs_strmap_reserve(cs_strmap *m, size_t n)
 int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
                   uint32_t *existing)
 {
+    return cs_strmap_put_h(m, key, cs_strmap_hash(key), val, existing);
+}
+
+int cs_strmap_put_h(cs_strmap *m, const char *key, uint64_t h, uint32_t val,
+                    uint32_t *existing)
+{
     if ((m->count + 1) * 2 > m->cap &&
         strmap_rehash(m, m->cap ? m->cap * 2 : 64) != 0)
         return -1;
-    size_t j = (size_t)hash_str(key) & (m->cap - 1);
+    size_t j = (size_t)h & (m->cap - 1);
     while (m->slots[j] != UINT32_MAX) {
         if (strcmp(strmap_key(m, m->slots[j]), key) == 0) {
             if (existing)
@@ -190,15 +196,38 @@ int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
 
 uint32_t cs_strmap_get(const cs_strmap *m, const char *key)
 {
+    return cs_strmap_get_h(m, key, cs_strmap_hash(key));
+}
+
+uint32_t cs_strmap_get_h(const cs_strmap *m, const char *key, uint64_t h)
+{
     if (m->cap == 0)
         return UINT32_MAX;
-    size_t j = (size_t)hash_str(key) & (m->cap - 1);
+    size_t j = (size_t)h & (m->cap - 1);
     while (m->slots[j] != UINT32_MAX) {
         if (strcmp(strmap_key(m, m->slots[j]), key) == 0)
             return m->slots[j];
         j = (j + 1) & (m->cap - 1);
     }
     return UINT32_MAX;
+}
+
+void cs_strmap_prefetch(const cs_strmap *m, uint64_t h, int stage)
+{
+    if (m->cap == 0)
+        return;
+    const uint32_t *slot = &m->slots[(size_t)h & (m->cap - 1)];
+    if (stage == 0) {
+        __builtin_prefetch(slot);
+        return;
+    }
+    if (*slot == UINT32_MAX)
+        return;
+    const char *rec = m->base + (size_t)*slot * m->stride + m->offset;
+    if (stage == 1)
+        __builtin_prefetch(rec);
+    else
+        __builtin_prefetch(*(const char *const *)(const void *)rec);
 }
 
 /* ---- figures ------------------------------------------------------------ */

@@ -78,6 +78,21 @@ int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
 /* The value for key, or UINT32_MAX. */
 uint32_t cs_strmap_get(const cs_strmap *m, const char *key);
 
+/* The same lookups split in stages, for a caller that looks up many keys
+ * in a row (the builder resolving a million names): at that size the slot
+ * array, the records and the names are all out of cache and each lookup
+ * waits for three misses in turn. The caller hashes a key some lookups
+ * ahead (cs_strmap_hash), prefetches its stages as it comes nearer
+ * (cs_strmap_prefetch: 0 the home slot, 1 the record a full slot names,
+ * 2 that record's name; each a hint, any order is correct), and puts or
+ * gets it with the hash (the _h forms: the same as cs_strmap_put and
+ * cs_strmap_get for h = cs_strmap_hash(key)). */
+uint64_t cs_strmap_hash(const char *key);
+void cs_strmap_prefetch(const cs_strmap *m, uint64_t h, int stage);
+int cs_strmap_put_h(cs_strmap *m, const char *key, uint64_t h, uint32_t val,
+                    uint32_t *existing);
+uint32_t cs_strmap_get_h(const cs_strmap *m, const char *key, uint64_t h);
+
 /* Human-readable figures shared by every report (table, HTML, runtime,
  * CLI), so the same quantity reads the same everywhere.
  * cs_fmt_bytes: "512 B", "1.50 GiB" (binary units; negatives keep their

@@ -14,6 +14,7 @@
 #include "analysis.h"
 #include "graph_internal.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -536,15 +537,106 @@ static uint32_t sort_unique(uint32_t *v, uint32_t n)
 
 /* Resolves a run of reference names into indices through `map`; reports the
  * first unknown one as "nodes[i].<field>[k]: unknown <what> "x"". */
+/* Name lookups in a row, software-pipelined (cs_strmap_prefetch): a name
+ * is hashed and its home slot prefetched PIPE_AHEAD names before its
+ * turn, the record in that slot half way, the record's name a quarter of
+ * the way before. At a million nodes finish spent a third of a load in
+ * those misses, one after the other. */
+#define PIPE_AHEAD 16
+
+typedef struct name_pipe {
+    uint64_t h[PIPE_AHEAD];
+    const cs_strmap *m[PIPE_AHEAD];
+    size_t n; /* names queued so far */
+} name_pipe;
+
+/* Queues name number p->n, looked up in m, and moves the earlier ones on a
+ * stage. */
+static void pipe_push(name_pipe *p, const cs_strmap *m, const char *key)
+{
+    size_t i = p->n++, j;
+    p->h[i % PIPE_AHEAD] = cs_strmap_hash(key);
+    p->m[i % PIPE_AHEAD] = m;
+    cs_strmap_prefetch(m, p->h[i % PIPE_AHEAD], 0);
+    if (i >= PIPE_AHEAD / 2) {
+        j = (i - PIPE_AHEAD / 2) % PIPE_AHEAD;
+        cs_strmap_prefetch(p->m[j], p->h[j], 1);
+    }
+    if (i >= PIPE_AHEAD * 3 / 4) {
+        j = (i - PIPE_AHEAD * 3 / 4) % PIPE_AHEAD;
+        cs_strmap_prefetch(p->m[j], p->h[j], 2);
+    }
+}
+
+/* The hash of name i, queued and not yet overwritten. */
+static uint64_t pipe_hash(const name_pipe *p, size_t i)
+{
+    assert(i < p->n && p->n <= i + PIPE_AHEAD);
+    return p->h[i % PIPE_AHEAD];
+}
+
+/* A walk over every reference, node by node (b->nodes' order, which
+ * COMMSCHED_FINISH_TOPOSORT may have changed from the order they were
+ * added, and so from b->refs'): each node's inputs (buffer names), then
+ * its after and after_fake (node names). */
+typedef struct ref_walk {
+    size_t node, k;
+    int part;
+} ref_walk;
+
+/* The walk's next reference, and its table; 0 past the last. */
+static int ref_next(const commsched_builder *b, const commsched_graph *g,
+                    ref_walk *w, uint32_t *ref, const cs_strmap **map)
+{
+    for (; w->node < b->n_nodes; w->node++, w->part = 0, w->k = 0)
+        for (; w->part < 3; w->part++, w->k = 0) {
+            const bnode *bn = &b->nodes[w->node];
+            uint32_t first = w->part == 0   ? bn->in_first
+                             : w->part == 1 ? bn->after_first
+                                            : bn->fake_first;
+            uint32_t n = w->part == 0   ? bn->n_in
+                         : w->part == 1 ? bn->n_after
+                                        : bn->n_fake;
+            if (w->k < n) {
+                *ref = first + (uint32_t)w->k++;
+                *map = w->part == 0 ? &g->buffer_by_name : &g->node_by_name;
+                return 1;
+            }
+        }
+    return 0;
+}
+
+/* Every name of b->refs resolved into rv (UINT32_MAX: unknown) in its
+ * field's table: two walks, one queueing PIPE_AHEAD references ahead of
+ * the one that looks them up. */
+static void resolve_all_refs(const commsched_builder *b,
+                             const commsched_graph *g, uint32_t *rv)
+{
+    name_pipe p;
+    ref_walk lead = {0, 0, 0}, lag = {0, 0, 0};
+    uint32_t ref;
+    const cs_strmap *map;
+    p.n = 0;
+    for (size_t i = 0; ref_next(b, g, &lag, &ref, &map); i++) {
+        uint32_t r2;
+        const cs_strmap *m2;
+        while (p.n < i + PIPE_AHEAD && ref_next(b, g, &lead, &r2, &m2))
+            pipe_push(&p, m2, b->refs[r2]);
+        rv[ref] = cs_strmap_get_h(map, b->refs[ref], pipe_hash(&p, i));
+    }
+}
+
+/* Row `node`'s n references of `field`, resolved into rv by
+ * resolve_all_refs, into out. */
 static commsched_status resolve_refs(const commsched_builder *b,
-                                     const cs_strmap *map, uint32_t first,
+                                     const uint32_t *rv, uint32_t first,
                                      uint32_t n, uint32_t node,
                                      const char *field, const char *what,
                                      uint32_t *out, commsched_error *err)
 {
     for (uint32_t k = 0; k < n; k++) {
         const char *name = b->refs[first + k];
-        uint32_t v = cs_strmap_get(map, name);
+        uint32_t v = rv[first + k];
         if (v == UINT32_MAX) {
             char path[96];
             snprintf(path, sizeof path, "nodes[%u].%s[%u]", node, field, k);
@@ -635,10 +727,14 @@ static commsched_status define_nodes(commsched_graph *g,
                                      commsched_error *err)
 {
     char path[96], origin[96];
+    name_pipe pn, po; /* node names; output names (b->outs in order) */
+    pn.n = po.n = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const bnode *bn = &b->nodes[i];
         cs_node *n = &g->nodes[i];
         uint32_t first;
+        while (pn.n < g->n_nodes && pn.n < (size_t)i + PIPE_AHEAD)
+            pipe_push(&pn, &g->node_by_name, b->nodes[pn.n].name);
         n->name = bn->name;
         n->op = bn->op;
         n->kind = bn->kind;
@@ -653,7 +749,8 @@ static commsched_status define_nodes(commsched_graph *g,
         n->group = COMMSCHED_NONE;
         n->out_first = g->n_inputs + bn->out_first;
         n->n_out = bn->n_out;
-        int r = cs_strmap_put(&g->node_by_name, bn->name, i, &first);
+        int r = cs_strmap_put_h(&g->node_by_name, bn->name, pipe_hash(&pn, i),
+                                i, &first);
         if (r < 0)
             return oom(err);
         if (r == 0) {
@@ -671,7 +768,11 @@ static commsched_status define_nodes(commsched_graph *g,
             buf->alias_of = COMMSCHED_NONE;
             buf->root = bi;
             buf->producer = i;
-            r = cs_strmap_put(&g->buffer_by_name, o->name, bi, &first);
+            size_t oi = (size_t)bn->out_first + k;
+            while (po.n < b->n_outs && po.n < oi + PIPE_AHEAD)
+                pipe_push(&po, &g->buffer_by_name, b->outs[po.n].name);
+            r = cs_strmap_put_h(&g->buffer_by_name, o->name,
+                                pipe_hash(&po, oi), bi, &first);
             if (r < 0)
                 return oom(err);
             if (r == 0) {
@@ -687,17 +788,14 @@ static commsched_status define_nodes(commsched_graph *g,
     return COMMSCHED_OK;
 }
 
-/* Groups, inputs, after and after_fake of every node. */
-static commsched_status resolve_node_refs(commsched_graph *g,
-                                          const commsched_builder *b,
-                                          commsched_error *err)
+/* resolve_node_refs's checks and rows, node by node, from the resolved
+ * names rv. */
+static commsched_status resolve_rows(commsched_graph *g,
+                                     const commsched_builder *b,
+                                     const uint32_t *rv, commsched_error *err)
 {
     char path[96];
     commsched_status st;
-    if ((st = alloc_rows(&g->reads, b, 0, err)) != COMMSCHED_OK ||
-        (st = alloc_rows(&g->after, b, 1, err)) != COMMSCHED_OK ||
-        (st = alloc_rows(&g->after_fake, b, 2, err)) != COMMSCHED_OK)
-        return st;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const bnode *bn = &b->nodes[i];
         cs_node *n = &g->nodes[i];
@@ -718,15 +816,15 @@ static commsched_status resolve_node_refs(commsched_graph *g,
                          n->name,
                          commsched_node_kind_str((commsched_node_kind)n->kind));
         }
-        if ((st = resolve_refs(b, &g->buffer_by_name, bn->in_first, bn->n_in,
+        if ((st = resolve_refs(b, rv, bn->in_first, bn->n_in,
                                i, "inputs", "buffer",
                                CS_ROW_BEGIN(g->reads, i), err)) !=
                 COMMSCHED_OK ||
-            (st = resolve_refs(b, &g->node_by_name, bn->after_first,
+            (st = resolve_refs(b, rv, bn->after_first,
                                bn->n_after, i, "after", "node",
                                CS_ROW_BEGIN(g->after, i), err)) !=
                 COMMSCHED_OK ||
-            (st = resolve_refs(b, &g->node_by_name, bn->fake_first,
+            (st = resolve_refs(b, rv, bn->fake_first,
                                bn->n_fake, i, "after_fake", "node",
                                CS_ROW_BEGIN(g->after_fake, i), err)) !=
                 COMMSCHED_OK)
@@ -753,6 +851,25 @@ static commsched_status resolve_node_refs(commsched_graph *g,
     return COMMSCHED_OK;
 }
 
+/* Groups, inputs, after and after_fake of every node. */
+static commsched_status resolve_node_refs(commsched_graph *g,
+                                          const commsched_builder *b,
+                                          commsched_error *err)
+{
+    commsched_status st;
+    if ((st = alloc_rows(&g->reads, b, 0, err)) != COMMSCHED_OK ||
+        (st = alloc_rows(&g->after, b, 1, err)) != COMMSCHED_OK ||
+        (st = alloc_rows(&g->after_fake, b, 2, err)) != COMMSCHED_OK)
+        return st;
+    uint32_t *rv = cs_malloc_array(b->n_refs ? b->n_refs : 1, sizeof *rv);
+    if (!rv)
+        return oom(err);
+    resolve_all_refs(b, g, rv);
+    st = resolve_rows(g, b, rv, err);
+    free(rv);
+    return st;
+}
+
 /* alias_of must name a buffer the node reads or one of its own outputs;
  * chains are followed to their root with a cycle check. */
 static commsched_status resolve_aliases(commsched_graph *g,
@@ -760,6 +877,9 @@ static commsched_status resolve_aliases(commsched_graph *g,
                                         commsched_error *err)
 {
     char path[96];
+    name_pipe p; /* the alias_of names, b->outs in order */
+    size_t ahead = 0, q = 0; /* the next out to queue; the name's index */
+    p.n = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const bnode *bn = &b->nodes[i];
         const cs_node *n = &g->nodes[i];
@@ -767,7 +887,12 @@ static commsched_status resolve_aliases(commsched_graph *g,
             const char *base = b->outs[bn->out_first + k].alias_of;
             if (!base)
                 continue;
-            uint32_t bi = cs_strmap_get(&g->buffer_by_name, base);
+            for (; ahead < b->n_outs && p.n < q + PIPE_AHEAD; ahead++)
+                if (b->outs[ahead].alias_of)
+                    pipe_push(&p, &g->buffer_by_name,
+                              b->outs[ahead].alias_of);
+            uint32_t bi =
+                cs_strmap_get_h(&g->buffer_by_name, base, pipe_hash(&p, q++));
             if (bi == UINT32_MAX)
                 return failf(err, COMMSCHED_EGRAPH,
                              alias_path(path, sizeof path, i, k),
