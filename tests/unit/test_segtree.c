@@ -25,6 +25,18 @@ static uint64_t rng_next(uint64_t *x)
     return *x;
 }
 
+/* Every internal node holds the larger of its children plus its own
+ * pending add: an add that stopped recomputing too early (segtree.c stops
+ * where a value no longer moves) leaves a node stale even where the
+ * queries below happen not to read it. */
+static void check_nodes(const cs_segtree *s)
+{
+    for (uint32_t x = 1; x < s->size; x++) {
+        int64_t l = s->t[2 * x], r = s->t[2 * x + 1];
+        assert_true(s->t[x] == (l > r ? l : r) + s->d[x]);
+    }
+}
+
 static void check_tree(uint32_t n, uint64_t seed)
 {
     cs_segtree s;
@@ -51,6 +63,8 @@ static void check_tree(uint32_t n, uint64_t seed)
             cs_segtree_add(&s, l, r, v);
             for (uint32_t i = l; i < r; i++)
                 ref[i] += v;
+            if (n <= 64 || op % 64 == 0)
+                check_nodes(&s);
             continue;
         }
         uint32_t pos = UINT32_MAX;
