@@ -43,13 +43,11 @@ static void seg_apply(cs_segtree *s, uint32_t x, int64_t v)
         s->d[x] += v;
 }
 
-static void seg_pull(cs_segtree *s, uint32_t x)
+/* Recomputes internal node x from its children. */
+static void seg_fix(cs_segtree *s, uint32_t x)
 {
-    while (x > 1) {
-        x >>= 1;
-        int64_t l = s->t[2 * x], r = s->t[2 * x + 1];
-        s->t[x] = (l > r ? l : r) + s->d[x];
-    }
+    int64_t l = s->t[2 * x], r = s->t[2 * x + 1];
+    s->t[x] = (l > r ? l : r) + s->d[x];
 }
 
 int64_t *cs_segtree_leaves(cs_segtree *s)
@@ -82,8 +80,15 @@ void cs_segtree_add(cs_segtree *s, uint32_t l, uint32_t r, int64_t v)
         if (r & 1)
             seg_apply(s, --r, v);
     }
-    seg_pull(s, l0);
-    seg_pull(s, r0 - 1);
+    /* The ancestors of both ends, each once: below their meeting point
+     * two paths, from it to the root one. */
+    uint32_t a = l0 >> 1, b = (r0 - 1) >> 1;
+    for (; a != b; a >>= 1, b >>= 1) {
+        seg_fix(s, a);
+        seg_fix(s, b);
+    }
+    for (; a >= 1; a >>= 1)
+        seg_fix(s, a);
 }
 
 /* The maximum over positions [l, r) (CS_SEG_LOW when empty), and in *pos
