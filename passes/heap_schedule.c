@@ -281,8 +281,8 @@ static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
     else if ((rc = commsched_schedule_to_array(ctx->s, in, ctx->err)) ==
                  COMMSCHED_OK &&
              (rc = cs_heap_order(ctx->g, in, ctx->runtime_ns, raise_comms,
-                                 sink_waits, for_overlap, out, NULL, ctx->err)) ==
-                 COMMSCHED_OK)
+                                 sink_waits, for_overlap, out, NULL,
+                                 ctx->err)) == COMMSCHED_OK)
         /* Relink the list in the new order: moving each node to the end
          * in turn leaves them in exactly that order. */
         for (uint32_t k = 0; k < n; k++)

@@ -5,6 +5,7 @@
  * open-addressing table with FNV-1a hashing and a load factor below 1/2. */
 #include "util.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -104,7 +105,7 @@ const char *cs_arena_strdup(cs_arena *a, const char *s)
 
 /* ---- name table --------------------------------------------------------- */
 
-uint64_t cs_strmap_hash(const char *s)
+static uint64_t hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) {
@@ -148,7 +149,7 @@ static int strmap_rehash(cs_strmap *m, size_t ncap)
         if (m->slots[i] == UINT32_MAX)
             continue;
         size_t j =
-            (size_t)cs_strmap_hash(strmap_key(m, m->slots[i])) & (ncap - 1);
+            (size_t)hash_str(strmap_key(m, m->slots[i])) & (ncap - 1);
         while (slots[j] != UINT32_MAX)
             j = (j + 1) & (ncap - 1);
         slots[j] = m->slots[i];
@@ -171,7 +172,7 @@ int cs_strmap_reserve(cs_strmap *m, size_t n)
 int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
                   uint32_t *existing)
 {
-    return cs_strmap_put_h(m, key, cs_strmap_hash(key), val, existing);
+    return cs_strmap_put_h(m, key, hash_str(key), val, existing);
 }
 
 int cs_strmap_put_h(cs_strmap *m, const char *key, uint64_t h, uint32_t val,
@@ -196,7 +197,7 @@ int cs_strmap_put_h(cs_strmap *m, const char *key, uint64_t h, uint32_t val,
 
 uint32_t cs_strmap_get(const cs_strmap *m, const char *key)
 {
-    return cs_strmap_get_h(m, key, cs_strmap_hash(key));
+    return cs_strmap_get_h(m, key, hash_str(key));
 }
 
 uint32_t cs_strmap_get_h(const cs_strmap *m, const char *key, uint64_t h)
@@ -212,7 +213,9 @@ uint32_t cs_strmap_get_h(const cs_strmap *m, const char *key, uint64_t h)
     return UINT32_MAX;
 }
 
-void cs_strmap_prefetch(const cs_strmap *m, uint64_t h, int stage)
+/* A hint for a later lookup of a key of hash h: stage 0 its home slot,
+ * 1 the record a full home slot names, 2 that record's name. */
+static void strmap_prefetch(const cs_strmap *m, uint64_t h, int stage)
 {
     if (m->cap == 0)
         return;
@@ -228,6 +231,29 @@ void cs_strmap_prefetch(const cs_strmap *m, uint64_t h, int stage)
         __builtin_prefetch(rec);
     else
         __builtin_prefetch(*(const char *const *)(const void *)rec);
+}
+
+void cs_strmap_pipe_push(cs_strmap_pipe *p, const cs_strmap *m,
+                         const char *key)
+{
+    size_t i = p->n++, j;
+    p->h[i % CS_STRMAP_AHEAD] = hash_str(key);
+    p->m[i % CS_STRMAP_AHEAD] = m;
+    strmap_prefetch(m, p->h[i % CS_STRMAP_AHEAD], 0);
+    if (i >= CS_STRMAP_AHEAD / 2) {
+        j = (i - CS_STRMAP_AHEAD / 2) % CS_STRMAP_AHEAD;
+        strmap_prefetch(p->m[j], p->h[j], 1);
+    }
+    if (i >= CS_STRMAP_AHEAD * 3 / 4) {
+        j = (i - CS_STRMAP_AHEAD * 3 / 4) % CS_STRMAP_AHEAD;
+        strmap_prefetch(p->m[j], p->h[j], 2);
+    }
+}
+
+uint64_t cs_strmap_pipe_hash(const cs_strmap_pipe *p, size_t i)
+{
+    assert(i < p->n && p->n <= i + CS_STRMAP_AHEAD);
+    return p->h[i % CS_STRMAP_AHEAD];
 }
 
 /* ---- figures ------------------------------------------------------------ */

@@ -78,17 +78,28 @@ int cs_strmap_put(cs_strmap *m, const char *key, uint32_t val,
 /* The value for key, or UINT32_MAX. */
 uint32_t cs_strmap_get(const cs_strmap *m, const char *key);
 
-/* The same lookups split in stages, for a caller that looks up many keys
- * in a row (the builder resolving a million names): at that size the slot
- * array, the records and the names are all out of cache and each lookup
- * waits for three misses in turn. The caller hashes a key some lookups
- * ahead (cs_strmap_hash), prefetches its stages as it comes nearer
- * (cs_strmap_prefetch: 0 the home slot, 1 the record a full slot names,
- * 2 that record's name; each a hint, any order is correct), and puts or
- * gets it with the hash (the _h forms: the same as cs_strmap_put and
- * cs_strmap_get for h = cs_strmap_hash(key)). */
-uint64_t cs_strmap_hash(const char *key);
-void cs_strmap_prefetch(const cs_strmap *m, uint64_t h, int stage);
+/* Lookups in a row, software-pipelined, for a caller that looks up many
+ * keys one after the other (the builder resolving a million names): at
+ * that size the slot array, the records and the names are all out of
+ * cache, and each lookup waited for three misses in turn. The caller
+ * queues the keys CS_STRMAP_AHEAD lookups before their turn
+ * (cs_strmap_pipe_push hashes a key and prefetches its home slot, the
+ * record in that slot half way, the record's name a quarter of the way
+ * before), then puts or gets key i with its hash (cs_strmap_pipe_hash; the
+ * _h forms are cs_strmap_put and cs_strmap_get given the key's hash). */
+#define CS_STRMAP_AHEAD 16
+typedef struct cs_strmap_pipe {
+    uint64_t h[CS_STRMAP_AHEAD];
+    const cs_strmap *m[CS_STRMAP_AHEAD];
+    size_t n; /* keys queued so far; 0 to start */
+} cs_strmap_pipe;
+
+/* Queues key number p->n, to be looked up in m. */
+void cs_strmap_pipe_push(cs_strmap_pipe *p, const cs_strmap *m,
+                         const char *key);
+/* The hash of key i: queued (i < p->n) and not yet overwritten
+ * (p->n <= i + CS_STRMAP_AHEAD). */
+uint64_t cs_strmap_pipe_hash(const cs_strmap_pipe *p, size_t i);
 int cs_strmap_put_h(cs_strmap *m, const char *key, uint64_t h, uint32_t val,
                     uint32_t *existing);
 uint32_t cs_strmap_get_h(const cs_strmap *m, const char *key, uint64_t h);

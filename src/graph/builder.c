@@ -14,7 +14,6 @@
 #include "analysis.h"
 #include "graph_internal.h"
 
-#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -535,46 +534,6 @@ static uint32_t sort_unique(uint32_t *v, uint32_t n)
     return k;
 }
 
-/* Resolves a run of reference names into indices through `map`; reports the
- * first unknown one as "nodes[i].<field>[k]: unknown <what> "x"". */
-/* Name lookups in a row, software-pipelined (cs_strmap_prefetch): a name
- * is hashed and its home slot prefetched PIPE_AHEAD names before its
- * turn, the record in that slot half way, the record's name a quarter of
- * the way before. At a million nodes finish spent a third of a load in
- * those misses, one after the other. */
-#define PIPE_AHEAD 16
-
-typedef struct name_pipe {
-    uint64_t h[PIPE_AHEAD];
-    const cs_strmap *m[PIPE_AHEAD];
-    size_t n; /* names queued so far */
-} name_pipe;
-
-/* Queues name number p->n, looked up in m, and moves the earlier ones on a
- * stage. */
-static void pipe_push(name_pipe *p, const cs_strmap *m, const char *key)
-{
-    size_t i = p->n++, j;
-    p->h[i % PIPE_AHEAD] = cs_strmap_hash(key);
-    p->m[i % PIPE_AHEAD] = m;
-    cs_strmap_prefetch(m, p->h[i % PIPE_AHEAD], 0);
-    if (i >= PIPE_AHEAD / 2) {
-        j = (i - PIPE_AHEAD / 2) % PIPE_AHEAD;
-        cs_strmap_prefetch(p->m[j], p->h[j], 1);
-    }
-    if (i >= PIPE_AHEAD * 3 / 4) {
-        j = (i - PIPE_AHEAD * 3 / 4) % PIPE_AHEAD;
-        cs_strmap_prefetch(p->m[j], p->h[j], 2);
-    }
-}
-
-/* The hash of name i, queued and not yet overwritten. */
-static uint64_t pipe_hash(const name_pipe *p, size_t i)
-{
-    assert(i < p->n && p->n <= i + PIPE_AHEAD);
-    return p->h[i % PIPE_AHEAD];
-}
-
 /* A walk over every reference, node by node (b->nodes' order, which
  * COMMSCHED_FINISH_TOPOSORT may have changed from the order they were
  * added, and so from b->refs'): each node's inputs (buffer names), then
@@ -607,12 +566,12 @@ static int ref_next(const commsched_builder *b, const commsched_graph *g,
 }
 
 /* Every name of b->refs resolved into rv (UINT32_MAX: unknown) in its
- * field's table: two walks, one queueing PIPE_AHEAD references ahead of
+ * field's table: two walks, one queueing CS_STRMAP_AHEAD references ahead of
  * the one that looks them up. */
 static void resolve_all_refs(const commsched_builder *b,
                              const commsched_graph *g, uint32_t *rv)
 {
-    name_pipe p;
+    cs_strmap_pipe p;
     ref_walk lead = {0, 0, 0}, lag = {0, 0, 0};
     uint32_t ref;
     const cs_strmap *map;
@@ -620,14 +579,16 @@ static void resolve_all_refs(const commsched_builder *b,
     for (size_t i = 0; ref_next(b, g, &lag, &ref, &map); i++) {
         uint32_t r2;
         const cs_strmap *m2;
-        while (p.n < i + PIPE_AHEAD && ref_next(b, g, &lead, &r2, &m2))
-            pipe_push(&p, m2, b->refs[r2]);
-        rv[ref] = cs_strmap_get_h(map, b->refs[ref], pipe_hash(&p, i));
+        while (p.n < i + CS_STRMAP_AHEAD && ref_next(b, g, &lead, &r2, &m2))
+            cs_strmap_pipe_push(&p, m2, b->refs[r2]);
+        rv[ref] = cs_strmap_get_h(map, b->refs[ref],
+                                  cs_strmap_pipe_hash(&p, i));
     }
 }
 
 /* Row `node`'s n references of `field`, resolved into rv by
- * resolve_all_refs, into out. */
+ * resolve_all_refs, into out; reports the first unknown one as
+ * "nodes[i].<field>[k]: unknown <what> "x"". */
 static commsched_status resolve_refs(const commsched_builder *b,
                                      const uint32_t *rv, uint32_t first,
                                      uint32_t n, uint32_t node,
@@ -727,14 +688,14 @@ static commsched_status define_nodes(commsched_graph *g,
                                      commsched_error *err)
 {
     char path[96], origin[96];
-    name_pipe pn, po; /* node names; output names (b->outs in order) */
+    cs_strmap_pipe pn, po; /* node names; output names (b->outs in order) */
     pn.n = po.n = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const bnode *bn = &b->nodes[i];
         cs_node *n = &g->nodes[i];
         uint32_t first;
-        while (pn.n < g->n_nodes && pn.n < (size_t)i + PIPE_AHEAD)
-            pipe_push(&pn, &g->node_by_name, b->nodes[pn.n].name);
+        while (pn.n < g->n_nodes && pn.n < (size_t)i + CS_STRMAP_AHEAD)
+            cs_strmap_pipe_push(&pn, &g->node_by_name, b->nodes[pn.n].name);
         n->name = bn->name;
         n->op = bn->op;
         n->kind = bn->kind;
@@ -749,8 +710,8 @@ static commsched_status define_nodes(commsched_graph *g,
         n->group = COMMSCHED_NONE;
         n->out_first = g->n_inputs + bn->out_first;
         n->n_out = bn->n_out;
-        int r = cs_strmap_put_h(&g->node_by_name, bn->name, pipe_hash(&pn, i),
-                                i, &first);
+        int r = cs_strmap_put_h(&g->node_by_name, bn->name,
+                                cs_strmap_pipe_hash(&pn, i), i, &first);
         if (r < 0)
             return oom(err);
         if (r == 0) {
@@ -769,10 +730,11 @@ static commsched_status define_nodes(commsched_graph *g,
             buf->root = bi;
             buf->producer = i;
             size_t oi = (size_t)bn->out_first + k;
-            while (po.n < b->n_outs && po.n < oi + PIPE_AHEAD)
-                pipe_push(&po, &g->buffer_by_name, b->outs[po.n].name);
+            while (po.n < b->n_outs && po.n < oi + CS_STRMAP_AHEAD)
+                cs_strmap_pipe_push(&po, &g->buffer_by_name,
+                                    b->outs[po.n].name);
             r = cs_strmap_put_h(&g->buffer_by_name, o->name,
-                                pipe_hash(&po, oi), bi, &first);
+                                cs_strmap_pipe_hash(&po, oi), bi, &first);
             if (r < 0)
                 return oom(err);
             if (r == 0) {
@@ -877,7 +839,7 @@ static commsched_status resolve_aliases(commsched_graph *g,
                                         commsched_error *err)
 {
     char path[96];
-    name_pipe p; /* the alias_of names, b->outs in order */
+    cs_strmap_pipe p; /* the alias_of names, b->outs in order */
     size_t ahead = 0, q = 0; /* the next out to queue; the name's index */
     p.n = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
@@ -887,12 +849,12 @@ static commsched_status resolve_aliases(commsched_graph *g,
             const char *base = b->outs[bn->out_first + k].alias_of;
             if (!base)
                 continue;
-            for (; ahead < b->n_outs && p.n < q + PIPE_AHEAD; ahead++)
+            for (; ahead < b->n_outs && p.n < q + CS_STRMAP_AHEAD; ahead++)
                 if (b->outs[ahead].alias_of)
-                    pipe_push(&p, &g->buffer_by_name,
-                              b->outs[ahead].alias_of);
-            uint32_t bi =
-                cs_strmap_get_h(&g->buffer_by_name, base, pipe_hash(&p, q++));
+                    cs_strmap_pipe_push(&p, &g->buffer_by_name,
+                                        b->outs[ahead].alias_of);
+            uint32_t bi = cs_strmap_get_h(&g->buffer_by_name, base,
+                                          cs_strmap_pipe_hash(&p, q++));
             if (bi == UINT32_MAX)
                 return failf(err, COMMSCHED_EGRAPH,
                              alias_path(path, sizeof path, i, k),
