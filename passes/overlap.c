@@ -610,19 +610,25 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     memset(seeds, 0, sizeof seeds);
     long *jobs = NULL;
     commsched_status st = COMMSCHED_OK;
-    memset(&b, 0, sizeof b); /* freeable until cs_ov_base_init fills it */
+    int rc = cs_ov_base_init(&b, g, ctx->s, ctx->runtime_ns);
+    if (rc == 1) {
+        cs_ov_base_free(&b);
+        return commsched_error_set(ctx->err, COMMSCHED_EINTERNAL, NULL,
+                                   "overlap: the graph's edges form a cycle");
+    }
+    if (rc != 0)
+        goto oom;
+    if (cs_ov_base_order(&b, 0, kn->overlap_collective_order) != 0 ||
+        (kn->overlap_collective_order != CS_ORDER_INPUT &&
+         cs_ov_base_order(&b, 1, CS_ORDER_INPUT) != 0))
+        goto oom;
+    cs_ov_base_use(&b, 0);
     size_t nn = n ? n : 1;
-    int want = 1;
-#if COMMSCHED_HAVE_OPENMP
-    /* Inside tune's parallel loop the cores are taken already; and a graph
-     * below OV_THREADS_MIN_NODES is searched in a few milliseconds on one
-     * thread, so its caller (a compiler's process, which may run its own
-     * OpenMP runtime) gets no threads started on its behalf. */
-    if (!ctx->verify && !omp_in_parallel() && n >= OV_THREADS_MIN_NODES)
-        want = omp_get_max_threads();
-#endif
     in_order = cs_malloc_array(nn, sizeof *in_order);
-    if (!in_order)
+    size_t ncs = b.n_cs ? b.n_cs : 1;
+    bf.wait = cs_malloc_array(ncs, sizeof *bf.wait);
+    bf.exposed = cs_malloc_array(ncs, sizeof *bf.exposed);
+    if (!in_order || !bf.wait || !bf.exposed)
         goto oom;
     if ((st = commsched_schedule_to_array(ctx->s, in_order, ctx->err)) !=
             COMMSCHED_OK ||
@@ -631,58 +637,12 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
 
     /* The input order: the bar to beat. The budget is a factor of the
      * pipeline's input peak, but never below this order's own peak (the
-     * input order is always a valid answer). Its simulation and the
-     * search's shared state (the base) read nothing the other writes: on
-     * two threads they are made side by side (0.1-0.2 s each at 1M
-     * nodes), the base by this thread, whose malloc arena keeps it, the
-     * simulator made here before, so that the other thread only runs it. */
-    double in_makespan = 0;
-    int64_t in_peak = 0;
-    int rc = 0, order_failed = 0;
-    commsched_status judge_st = COMMSCHED_OK;
-    commsched_error judge_err;
-    memset(&judge_err, 0, sizeof judge_err);
-    int side = want > 1 ? 2 : 1;
-    (void)side; /* without OpenMP */
-#if COMMSCHED_HAVE_OPENMP
-#pragma omp parallel num_threads(side) if (side > 1)
-#endif
-    {
-        int t = 0, nth = 1;
-#if COMMSCHED_HAVE_OPENMP
-        t = omp_get_thread_num();
-        nth = omp_get_num_threads();
-#endif
-        if (t == 0) {
-            rc = cs_ov_base_init(&b, g, ctx->s, ctx->runtime_ns);
-            order_failed =
-                rc == 0 &&
-                (cs_ov_base_order(&b, 0, kn->overlap_collective_order) != 0 ||
-                 (kn->overlap_collective_order != CS_ORDER_INPUT &&
-                  cs_ov_base_order(&b, 1, CS_ORDER_INPUT) != 0));
-        }
-        if (t == 1 || nth == 1)
-            judge_st = judge(sim, in_order, ctx->runtime_ns, &in_makespan,
-                             &in_peak, &judge_err);
-    }
-    if (rc == 1) {
-        st = commsched_error_set(ctx->err, COMMSCHED_EINTERNAL, NULL,
-                                 "overlap: the graph's edges form a cycle");
+     * input order is always a valid answer). */
+    double in_makespan;
+    int64_t in_peak;
+    if ((st = judge(sim, in_order, ctx->runtime_ns, &in_makespan, &in_peak,
+                    ctx->err)) != COMMSCHED_OK)
         goto cleanup;
-    }
-    if (rc != 0 || order_failed)
-        goto oom;
-    cs_ov_base_use(&b, 0);
-    size_t ncs = b.n_cs ? b.n_cs : 1;
-    bf.wait = cs_malloc_array(ncs, sizeof *bf.wait);
-    bf.exposed = cs_malloc_array(ncs, sizeof *bf.exposed);
-    if (!bf.wait || !bf.exposed)
-        goto oom;
-    if (judge_st != COMMSCHED_OK) {
-        st = judge_st;
-        *ctx->err = judge_err;
-        goto cleanup;
-    }
     const commsched_sim_node *sn = commsched_sim_get_nodes(sim);
     for (uint32_t v = 0; v < n; v++)
         if (b.cls[v] == C_COLL || b.cls[v] == C_SYNC) {
@@ -736,6 +696,15 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
      * mode, which is for tests); each worker keeps its best and the best
      * of those is the answer a single thread gives (beats()). */
     long njobs = (long)(nl * nv);
+    int want = 1;
+#if COMMSCHED_HAVE_OPENMP
+    /* Inside tune's parallel loop the cores are taken already; and a graph
+     * below OV_THREADS_MIN_NODES is searched in a few milliseconds on one
+     * thread, so its caller (a compiler's process, which may run its own
+     * OpenMP runtime) gets no threads started on its behalf. */
+    if (!ctx->verify && !omp_in_parallel() && n >= OV_THREADS_MIN_NODES)
+        want = omp_get_max_threads();
+#endif
     /* The seeds (ov_seeds), where the knobs leave the order free as the
      * passes of those names do: made and priced first, one a thread, and
      * judged against the winner in order after the search. Only their
