@@ -229,7 +229,8 @@ typedef struct ov_run {
                         became issuable (inputs ready or one cheap step
                         away) */
     uint8_t *flags;
-    uint32_t *stk, *list, *mark, *mark2, epoch, *undo; /* list: n + 1 */
+    uint32_t *stk, *list, *mark, epoch, *undo; /* list: n + 1; mark:
+                                                   force()'s stamps */
     int oom;
 } ov_run;
 

@@ -51,7 +51,6 @@ void cs_ov_run_free(ov_run *S)
     free(S->stk);
     free(S->list);
     free(S->mark);
-    free(S->mark2);
     free(S->undo);
     free(S->wit);
 }
@@ -78,7 +77,6 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     /* n + 1: cs_ov_sink_waits_late's heads (below) */
     S->list = cs_malloc_array(nn + 1, sizeof *S->list);
     S->mark = cs_calloc(nn, sizeof *S->mark);
-    S->mark2 = cs_calloc(nn, sizeof *S->mark2);
     size_t nr = b->reads.off[n];
     S->undo = cs_malloc_array(nr ? nr : 1, sizeof *S->undo);
     S->wit = cs_malloc_array((size_t)b->n_frame + b->n_cs + 1,
@@ -91,7 +89,7 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     return failed == 0 && S->unmet && S->blockers && S->sched && S->in_fh &&
                    S->in_sh && S->order && S->rem && S->cend &&
                    S->sf && S->infl && S->ready_t && S->flags &&
-                   S->stk && S->list && S->mark && S->mark2 && S->undo &&
+                   S->stk && S->list && S->mark && S->undo &&
                    S->wit
                ? 0
                : -1;
@@ -545,22 +543,23 @@ static cs_heap_item force_key(const ov_run *S, uint32_t v)
 static void force(ov_run *S, uint32_t f)
 {
     const ov_base *b = S->b;
-    if (++S->epoch == 0) {
+    /* mark[x]: `in` when x is f or one of the ancestors this call found,
+     * `queued` once it went into ah too (one stamp array, not two). */
+    if (++S->epoch >= UINT32_MAX / 2) {
         memset(S->mark, 0, (size_t)b->n * sizeof *S->mark);
-        memset(S->mark2, 0, (size_t)b->n * sizeof *S->mark2);
         S->epoch = 1;
     }
-    uint32_t ep = S->epoch, ns = 0, na = 0;
+    uint32_t in = 2 * S->epoch, queued = in + 1, ns = 0, na = 0;
     S->stk[ns++] = f;
-    S->mark[f] = ep;
+    S->mark[f] = in;
     while (ns > 0) {
         uint32_t x = S->stk[--ns];
         uint32_t op = ov_prev(b, x);
         for (uint32_t e = b->deps.off[x]; e <= b->deps.off[x + 1]; e++) {
             uint32_t d = e < b->deps.off[x + 1] ? b->deps.idx[e] : op;
-            if (d == NONE || S->sched[d] || S->mark[d] == ep)
+            if (d == NONE || S->sched[d] || (S->mark[d] | 1) == queued)
                 continue;
-            S->mark[d] = ep;
+            S->mark[d] = in;
             S->list[na++] = d;
             S->stk[ns++] = d;
         }
@@ -571,7 +570,7 @@ static void force(ov_run *S, uint32_t f)
     for (uint32_t i = 0; i < na; i++) {
         uint32_t a = S->list[i];
         if (S->unmet[a] == 0) {
-            S->mark2[a] = ep;
+            S->mark[a] = queued;
             push(S, &S->ah, force_key(S, a));
         }
     }
@@ -583,10 +582,10 @@ static void force(ov_run *S, uint32_t f)
         uint32_t on = ov_next(b, a);
         for (uint32_t e = b->users.off[a]; e <= b->users.off[a + 1]; e++) {
             uint32_t u = e < b->users.off[a + 1] ? b->users.idx[e] : on;
-            if (u == NONE || u == f || S->mark[u] != ep || S->mark2[u] == ep ||
-                S->sched[u] || S->unmet[u] != 0)
+            if (u == NONE || u == f || S->mark[u] != in || S->sched[u] ||
+                S->unmet[u] != 0)
                 continue;
-            S->mark2[u] = ep;
+            S->mark[u] = queued;
             push(S, &S->ah, force_key(S, u));
         }
     }
