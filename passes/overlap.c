@@ -311,10 +311,26 @@ oom:
 /* The smallest graph whose search runs on more than one thread. */
 #define OV_THREADS_MIN_NODES 10000u
 
+/* The best order the search has seen, one for all its threads: a job
+ * that beats it copies its order in under a lock. The jobs' answers
+ * compare by beats(), a total order, so the order kept is the same
+ * whichever thread finished which job first (one copy of n entries
+ * instead of one a thread: 7 MB at 1M nodes). */
+typedef struct ov_best {
+    int have;             /* a best below */
+    double ms;
+    int64_t pk;
+    size_t job;
+    const char *name;     /* its variant */
+    double level;
+    uint32_t *order;
+    uint8_t *flags;
+    double *ready;
+} ov_best;
+
 /* One thread's share of the search: its own sweep state, a view of the
- * base whose collective-order set it may switch, a simulator made only
- * when a replay cannot decide (overflow) or verify asks, and the best
- * order it has seen. */
+ * base whose collective-order set it may switch, and a simulator made
+ * only when a replay cannot decide (overflow) or verify asks. */
 typedef struct ov_worker {
     ov_base view;
     ov_run S;
@@ -322,45 +338,39 @@ typedef struct ov_worker {
     commsched_status st;
     commsched_error err;
     uint32_t tried;
-    int have;             /* a best below */
-    double ms;
-    int64_t pk;
-    size_t job;
-    const char *name;     /* the best's variant, or seed */
-    double level;
-    uint32_t *order;
-    uint8_t *flags;
-    double *ready;
+    ov_best *best;        /* the search's, shared */
 } ov_worker;
 
-static int worker_alloc(ov_worker *w, const ov_base *b)
+static int worker_alloc(ov_worker *w, const ov_base *b, ov_best *best)
 {
-    size_t nn = b->n ? b->n : 1;
     memset(w, 0, sizeof *w);
     w->view = *b;
-    w->order = cs_malloc_array(nn, sizeof *w->order);
-    w->flags = cs_malloc_array(nn, sizeof *w->flags);
-    w->ready = cs_malloc_array(b->n_cs ? b->n_cs : 1, sizeof *w->ready);
-    return !w->order || !w->flags || !w->ready ||
-                   cs_ov_run_alloc(&w->S, &w->view) != 0
-               ? -1
-               : 0;
+    w->best = best;
+    return cs_ov_run_alloc(&w->S, &w->view);
 }
 
 static void worker_free(ov_worker *w)
 {
     cs_ov_run_free(&w->S);
     commsched_sim_destroy(w->sim);
-    free(w->order);
-    free(w->flags);
-    free(w->ready);
 }
 
-/* Whether (ms, pk) of job `job` beats w's best: faster wins; as fast, less
- * memory; then the earlier job, so the answer is the same whichever thread
- * ran which job, and the same as one thread trying them in job order. An
- * order must be strictly faster than the input (in_ms) to count. */
-static int beats(const ov_worker *w, double in_ms, double ms, int64_t pk,
+static int best_alloc(ov_best *best, const ov_base *b)
+{
+    size_t nn = b->n ? b->n : 1;
+    memset(best, 0, sizeof *best);
+    best->order = cs_malloc_array(nn, sizeof *best->order);
+    best->flags = cs_malloc_array(nn, sizeof *best->flags);
+    best->ready = cs_malloc_array(b->n_cs ? b->n_cs : 1, sizeof *best->ready);
+    return best->order && best->flags && best->ready ? 0 : -1;
+}
+
+/* Whether (ms, pk) of job `job` beats the best w: faster wins; as fast,
+ * less memory; then the earlier job, so the answer is the same whichever
+ * thread ran which job, and the same as one thread trying them in job
+ * order. An order must be strictly faster than the input (in_ms) to
+ * count. */
+static int beats(const ov_best *w, double in_ms, double ms, int64_t pk,
                  size_t job)
 {
     if (!(ms < in_ms))
@@ -415,8 +425,8 @@ static commsched_status price(cs_pass_ctx *ctx, ov_run *S, commsched_sim **sim,
     return COMMSCHED_OK;
 }
 
-/* Prices the sweep's order and keeps it as w's best when it fits target
- * and beats it (beats()). Errors go to w->err. */
+/* Prices the sweep's order and keeps it as the search's best when it fits
+ * target and beats it (beats()). Errors go to w->err. */
 static commsched_status consider(cs_pass_ctx *ctx, ov_worker *w,
                                  const char *name, int64_t target,
                                  double in_ms, size_t job, double level,
@@ -428,17 +438,23 @@ static commsched_status consider(cs_pass_ctx *ctx, ov_worker *w,
     w->tried++;
     commsched_status st =
         price(ctx, S, &w->sim, S->order, name, &ms, pk, &w->err);
-    if (st == COMMSCHED_OK && (target == NO_LIMIT || *pk <= target) &&
-        beats(w, in_ms, ms, *pk, job)) {
-        w->have = 1;
-        w->ms = ms;
-        w->pk = *pk;
-        w->job = job;
-        w->name = name;
-        w->level = level;
-        memcpy(w->order, S->order, nn * sizeof *w->order);
-        memcpy(w->flags, S->flags, nn * sizeof *w->flags);
-        memcpy(w->ready, S->ready_t, (size_t)S->b->n_cs * sizeof *w->ready);
+    if (st != COMMSCHED_OK || (target != NO_LIMIT && *pk > target))
+        return st;
+    ov_best *best = w->best;
+#if COMMSCHED_HAVE_OPENMP
+#pragma omp critical(cs_ov_best)
+#endif
+    if (beats(best, in_ms, ms, *pk, job)) {
+        best->have = 1;
+        best->ms = ms;
+        best->pk = *pk;
+        best->job = job;
+        best->name = name;
+        best->level = level;
+        memcpy(best->order, S->order, nn * sizeof *best->order);
+        memcpy(best->flags, S->flags, nn * sizeof *best->flags);
+        memcpy(best->ready, S->ready_t,
+               (size_t)S->b->n_cs * sizeof *best->ready);
     }
     return st;
 }
@@ -608,6 +624,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     double *ready = NULL;
     ov_seed_run seeds[sizeof ov_seeds / sizeof ov_seeds[0]];
     memset(seeds, 0, sizeof seeds);
+    ov_best best;
+    memset(&best, 0, sizeof best);
     long *jobs = NULL;
     commsched_status st = COMMSCHED_OK;
     int rc = cs_ov_base_init(&b, g, ctx->s, ctx->runtime_ns);
@@ -692,9 +710,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         }
     }
     /* Job j = (level j / nv, variant j % nv). The jobs share nothing
-     * writable, so they run on every core (OpenMP; one thread in verify
-     * mode, which is for tests); each worker keeps its best and the best
-     * of those is the answer a single thread gives (beats()). */
+     * writable but the best (ov_best, under a lock), so they run on every
+     * core (OpenMP; one thread in verify mode, which is for tests); the
+     * best kept is the answer a single thread gives (beats()). */
     long njobs = (long)(nl * nv);
     int want = 1;
 #if COMMSCHED_HAVE_OPENMP
@@ -742,10 +760,10 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     if (want < 1)
         want = 1;
     wk = cs_calloc((size_t)want, sizeof *wk);
-    if (!wk)
+    if (!wk || best_alloc(&best, &b) != 0)
         goto oom;
     for (; nt < want; nt++)
-        if (worker_alloc(&wk[nt], &b) != 0) {
+        if (worker_alloc(&wk[nt], &b, &best) != 0) {
             worker_free(&wk[nt]);
             goto oom;
         }
@@ -782,7 +800,6 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         w->st = run_job(ctx, w, &b, var, tg[li], cap, window, in_makespan,
                         (size_t)j, lv[li]);
     }
-    ov_worker *win = NULL;
     for (int t = 0; t < nt; t++) {
         if (wk[t].st != COMMSCHED_OK) {
             st = wk[t].st;
@@ -790,10 +807,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             goto cleanup;
         }
         tried += wk[t].tried;
-        if (wk[t].have &&
-            (!win || beats(win, in_makespan, wk[t].ms, wk[t].pk, wk[t].job)))
-            win = &wk[t];
     }
+    ov_best *win = best.have ? &best : NULL;
 
     const char *name = win ? win->name : NULL;
     double level = win ? win->level : factor;
@@ -811,7 +826,7 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     }
     /* What the rest reads of the search: the final order and, for a
      * sweep's, its flags and ready times (the statistics' limits; a seed
-     * has none). They are taken out of their worker or seed, and all the
+     * has none). They are taken out of the best or the seed, and all the
      * rest is freed before the simulator is made again: the workers'
      * states, the other orders and the input order are most of the
      * pass's memory, and the judge and the statistics come on top. */
@@ -917,6 +932,9 @@ cleanup:
         seed_free_scratch(&seeds[i]);
         free(seeds[i].order);
     }
+    free(best.order);
+    free(best.flags);
+    free(best.ready);
     cs_ov_base_free(&b);
     return st;
 }
