@@ -312,10 +312,13 @@ oom:
 #define OV_THREADS_MIN_NODES 10000u
 
 /* The best order the search has seen, one for all its threads: a job
- * that beats it copies its order in under a lock. The jobs' answers
+ * that beats it copies its order in under the lock. The jobs' answers
  * compare by beats(), a total order, so the order kept is the same
  * whichever thread finished which job first (one copy of n entries
- * instead of one a thread: 7 MB at 1M nodes). */
+ * instead of one a thread: 7 MB at 1M nodes). The lock is the search's
+ * own, not a named critical section: that is a global symbol, exported
+ * from the shared library, and one lock for every tune candidate's
+ * search at once. */
 typedef struct ov_best {
     int have;             /* a best below */
     double ms;
@@ -326,6 +329,10 @@ typedef struct ov_best {
     uint32_t *order;
     uint8_t *flags;
     double *ready;
+#if COMMSCHED_HAVE_OPENMP
+    omp_lock_t lock;
+    int locked;           /* lock initialised */
+#endif
 } ov_best;
 
 /* One thread's share of the search: its own sweep state, a view of the
@@ -355,14 +362,29 @@ static void worker_free(ov_worker *w)
     commsched_sim_destroy(w->sim);
 }
 
+/* best is all zero (memset) before; best_free releases it either way. */
 static int best_alloc(ov_best *best, const ov_base *b)
 {
     size_t nn = b->n ? b->n : 1;
-    memset(best, 0, sizeof *best);
+#if COMMSCHED_HAVE_OPENMP
+    omp_init_lock(&best->lock);
+    best->locked = 1;
+#endif
     best->order = cs_malloc_array(nn, sizeof *best->order);
     best->flags = cs_malloc_array(nn, sizeof *best->flags);
     best->ready = cs_malloc_array(b->n_cs ? b->n_cs : 1, sizeof *best->ready);
     return best->order && best->flags && best->ready ? 0 : -1;
+}
+
+static void best_free(ov_best *best)
+{
+    free(best->order);
+    free(best->flags);
+    free(best->ready);
+#if COMMSCHED_HAVE_OPENMP
+    if (best->locked)
+        omp_destroy_lock(&best->lock);
+#endif
 }
 
 /* Whether (ms, pk) of job `job` beats the best w: faster wins; as fast,
@@ -442,7 +464,7 @@ static commsched_status consider(cs_pass_ctx *ctx, ov_worker *w,
         return st;
     ov_best *best = w->best;
 #if COMMSCHED_HAVE_OPENMP
-#pragma omp critical(cs_ov_best)
+    omp_set_lock(&best->lock);
 #endif
     if (beats(best, in_ms, ms, *pk, job)) {
         best->have = 1;
@@ -456,6 +478,9 @@ static commsched_status consider(cs_pass_ctx *ctx, ov_worker *w,
         memcpy(best->ready, S->ready_t,
                (size_t)S->b->n_cs * sizeof *best->ready);
     }
+#if COMMSCHED_HAVE_OPENMP
+    omp_unset_lock(&best->lock);
+#endif
     return st;
 }
 
@@ -932,9 +957,7 @@ cleanup:
         seed_free_scratch(&seeds[i]);
         free(seeds[i].order);
     }
-    free(best.order);
-    free(best.flags);
-    free(best.ready);
+    best_free(&best);
     cs_ov_base_free(&b);
     return st;
 }
