@@ -16,14 +16,7 @@
 #include <stdlib.h>
 
 #include "segtree.h"
-
-static uint64_t rng_next(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
+#include "testutil.h"
 
 /* Every internal node holds the larger of its children plus its own
  * pending add: an add that stopped recomputing too early (segtree.c stops
@@ -44,22 +37,23 @@ static void check_tree(uint32_t n, uint64_t seed)
     assert_true(s.size >= n + 1 && (s.size & (s.size - 1)) == 0);
     int64_t *ref = calloc(n, sizeof *ref);
     assert_non_null(ref);
-    uint64_t x = seed;
+    tu_rng x;
+    tu_rng_seed(&x, seed);
     for (uint32_t i = 0; i < n; i++)
-        ref[i] = (int64_t)(rng_next(&x) % 1000) - 500;
+        ref[i] = (int64_t)(tu_rng_next(&x) % 1000) - 500;
     cs_segtree_build(&s, ref, n);
     for (int op = 0; op < 4000; op++) {
-        uint32_t l = (uint32_t)(rng_next(&x) % (n + 1));
-        uint32_t r = (uint32_t)(rng_next(&x) % (n + 1));
+        uint32_t l = (uint32_t)(tu_rng_next(&x) % (n + 1));
+        uint32_t r = (uint32_t)(tu_rng_next(&x) % (n + 1));
         if (l > r) {
             uint32_t t = l;
             l = r;
             r = t;
         }
-        if (rng_next(&x) % 2) {
+        if (tu_rng_next(&x) % 2) {
             /* small values, so ties (several positions at the maximum)
              * are common */
-            int64_t v = (int64_t)(rng_next(&x) % 7) - 3;
+            int64_t v = (int64_t)(tu_rng_next(&x) % 7) - 3;
             cs_segtree_add(&s, l, r, v);
             for (uint32_t i = l; i < r; i++)
                 ref[i] += v;
@@ -85,7 +79,7 @@ static void check_tree(uint32_t n, uint64_t seed)
         /* the rightmost position holding it */
         assert_int_equal(pos, last);
         assert_true(cs_segtree_at(&s, pos) == want);
-        uint32_t p = (uint32_t)(rng_next(&x) % n);
+        uint32_t p = (uint32_t)(tu_rng_next(&x) % n);
         assert_true(cs_segtree_at(&s, p) == ref[p]);
     }
     cs_segtree_free(&s);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "util.h"
 
 typedef struct rec {
@@ -24,26 +25,19 @@ typedef struct rec {
     uint32_t extra; /* a record is more than its name (stride != 8) */
 } rec;
 
-static uint64_t rng_next(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
 /* n names, some repeated (every 7th repeats an earlier one), in recs;
  * their text in buf (n * 24 bytes). */
 static void make_names(rec *recs, char *buf, uint32_t n, uint64_t seed)
 {
-    uint64_t x = seed;
+    tu_rng x;
+    tu_rng_seed(&x, seed);
     for (uint32_t i = 0; i < n; i++) {
         char *s = buf + (size_t)i * 24;
         if (i > 0 && i % 7 == 0)
-            snprintf(s, 24, "%s", recs[rng_next(&x) % i].name);
+            snprintf(s, 24, "%s", recs[tu_rng_below(&x, i)].name);
         else
             snprintf(s, 24, "n%u:%llx", i,
-                     (unsigned long long)(rng_next(&x) % 100000));
+                     (unsigned long long)tu_rng_below(&x, 100000));
         recs[i].name = s;
         recs[i].extra = i;
     }
