@@ -15,117 +15,126 @@ int cs_segtree_init(cs_segtree *s, uint32_t n)
     s->size = 1;
     while (s->size < n)
         s->size <<= 1;
-    s->t = cs_malloc_array(2 * (size_t)s->size, sizeof *s->t);
-    s->d = cs_malloc_array(s->size, sizeof *s->d);
-    if (!s->t || !s->d) {
-        cs_segtree_free(s);
-        return -1;
-    }
-    return 0;
+    s->a = cs_malloc_array(2 * (size_t)s->size, sizeof *s->a);
+    return s->a ? 0 : -1;
 }
 
 void cs_segtree_free(cs_segtree *s)
 {
-    free(s->t);
-    free(s->d);
-    s->t = s->d = NULL;
+    free(s->a);
+    s->a = NULL;
 }
 
-/* t[x] is the maximum over x's subtree with every add applied at x or
- * below; d[x] (internal nodes) the adds applied to x's whole subtree. An
- * add never pushes d down: a query adds the d of the ancestors of what it
- * collects on its way up instead, so both are one bottom-up walk. */
+/* a[1] is the maximum of the whole row; a[x], below it, the maximum over
+ * x's subtree less its parent's, so at most 0, and 0 for one child of
+ * every internal node at least. A position's value is the sum of a over
+ * its leaf's path to the root: an add to a whole subtree changes only the
+ * a of the subtree's node (its descendants are relative to it), and no
+ * add pushes anything down. One array of 2 size entries where a maximum
+ * per node and a pending add per internal node took three halves of it
+ * (8 B a position less: the overlap pass keeps one tree a thread). */
 
-static void seg_apply(cs_segtree *s, uint32_t x, int64_t v)
+/* Restores x's invariant after a change of its children's a: the larger
+ * of them becomes 0 and x takes up what it was. Returns that change of
+ * a[x] (0: nothing above x moves on x's account). */
+static int64_t seg_pull(cs_segtree *s, uint32_t x)
 {
-    s->t[x] += v;
-    if (x < s->size)
-        s->d[x] += v;
-}
-
-/* Recomputes internal node x from its children. */
-static void seg_fix(cs_segtree *s, uint32_t x)
-{
-    int64_t l = s->t[2 * x], r = s->t[2 * x + 1];
-    s->t[x] = (l > r ? l : r) + s->d[x];
+    int64_t l = s->a[2 * x], r = s->a[2 * x + 1];
+    int64_t m = l > r ? l : r;
+    if (m != 0) {
+        s->a[2 * x] = l - m;
+        s->a[2 * x + 1] = r - m;
+        s->a[x] += m;
+    }
+    return m;
 }
 
 int64_t *cs_segtree_leaves(cs_segtree *s)
 {
-    return s->t + s->size;
+    return s->a + s->size;
 }
 
 void cs_segtree_build(cs_segtree *s, const int64_t *leaf, uint32_t n)
 {
     assert(n <= s->size);
+    int64_t *a = s->a;
     if (leaf)
-        memcpy(s->t + s->size, leaf, (size_t)n * sizeof *leaf);
+        memcpy(a + s->size, leaf, (size_t)n * sizeof *leaf);
     for (uint32_t i = n; i < s->size; i++)
-        s->t[s->size + i] = CS_SEG_LOW;
-    memset(s->d, 0, (size_t)s->size * sizeof *s->d);
+        a[s->size + i] = CS_SEG_LOW;
+    /* The maxima first, then each node less its parent's: from the last
+     * node down, a parent (a smaller index) still holds its maximum. */
     for (uint32_t x = s->size - 1; x > 0; x--)
-        s->t[x] = s->t[2 * x] > s->t[2 * x + 1] ? s->t[2 * x] : s->t[2 * x + 1];
+        a[x] = a[2 * x] > a[2 * x + 1] ? a[2 * x] : a[2 * x + 1];
+    for (uint32_t x = 2 * s->size - 1; x > 1; x--)
+        a[x] -= a[x >> 1];
+    a[0] = 0; /* added by a query whose left side reaches the root */
 }
 
-/* Adds v to positions [l, r). */
+/* Adds v to positions [l, r): to the a of the nodes that tile the range
+ * (at the lowest `top` levels), then pulls their ancestors, which lie on
+ * the paths of the range's two ends: below the paths' meeting point both,
+ * from it up one. Above the tiling levels a node's a moves only by its
+ * pull, so the walk stops at the first pull that moves nothing. */
 void cs_segtree_add(cs_segtree *s, uint32_t l, uint32_t r, int64_t v)
 {
     assert(r <= s->size);
     if (l >= r || v == 0)
         return;
-    uint32_t l0 = l + s->size, r0 = r + s->size;
-    for (l = l0, r = r0; l < r; l >>= 1, r >>= 1) {
+    uint32_t l0 = l + s->size, r0 = r + s->size, top = 0;
+    for (l = l0, r = r0; l < r; l >>= 1, r >>= 1, top++) {
         if (l & 1)
-            seg_apply(s, l++, v);
+            s->a[l++] += v;
         if (r & 1)
-            seg_apply(s, --r, v);
+            s->a[--r] += v;
     }
-    /* The ancestors of both ends, each once: below their meeting point
-     * two paths, from it to the root one. */
-    uint32_t a = l0 >> 1, b = (r0 - 1) >> 1;
-    for (; a != b; a >>= 1, b >>= 1) {
-        seg_fix(s, a);
-        seg_fix(s, b);
+    uint32_t a = l0 >> 1, b = (r0 - 1) >> 1, level = 1;
+    for (; a != b; a >>= 1, b >>= 1, level++) {
+        seg_pull(s, a);
+        seg_pull(s, b);
     }
-    for (; a >= 1; a >>= 1)
-        seg_fix(s, a);
+    for (; a >= 1; a >>= 1, level++)
+        if (seg_pull(s, a) == 0 && level >= top)
+            break;
 }
 
 /* The maximum over positions [l, r) (CS_SEG_LOW when empty), and in *pos
- * (when not NULL) the rightmost position holding it. What the walk
- * collected on the left lies under node l - 1 once l moved up a level, on
- * the right under node r: their d apply to it. Each side keeps the node
- * its maximum came from (later left nodes lie further right, earlier
- * right ones too); the position is found below that node, taking the
- * right child on ties. */
+ * (when not NULL) the rightmost position holding it. A node's a is its
+ * maximum less the sum of its ancestors' a; the walk keeps each side's
+ * maximum in the same terms at its level, adding the a of the node over
+ * what it collected as it moves up: on the left node l - 1 once l moved
+ * up a level, on the right node r. Each side keeps the node its maximum
+ * came from (later left nodes lie further right, earlier right ones too);
+ * the position is found below that node, taking the right child on ties. */
 int64_t cs_segtree_max(const cs_segtree *s, uint32_t l, uint32_t r, uint32_t *pos)
 {
     assert(r <= s->size);
     if (l >= r)
         return CS_SEG_LOW;
+    const int64_t *a = s->a;
     int64_t ml = CS_SEG_LOW, mr = CS_SEG_LOW;
     uint32_t nl = 0, nr = 0; /* the nodes they came from, 0 for none */
     for (l += s->size, r += s->size; l < r;) {
         if (l & 1) {
-            if (!nl || s->t[l] >= ml) {
-                ml = s->t[l];
+            if (!nl || a[l] >= ml) {
+                ml = a[l];
                 nl = l;
             }
             l++;
         }
         if (r & 1) {
             --r;
-            if (!nr || s->t[r] > mr) {
-                mr = s->t[r];
+            if (!nr || a[r] > mr) {
+                mr = a[r];
                 nr = r;
             }
         }
         l >>= 1;
         r >>= 1;
         if (nl)
-            ml += s->d[l - 1];
+            ml += a[l - 1];
         if (nr)
-            mr += s->d[r];
+            mr += a[r];
     }
     /* l == r: the left part lies under l - 1, the right under r. Up to
      * their common ancestor each side adds its own ancestors; from there
@@ -142,37 +151,36 @@ int64_t cs_segtree_max(const cs_segtree *s, uint32_t l, uint32_t r, uint32_t *po
             x >>= 1;
             y >>= 1;
             if (x != y) {
-                ml += s->d[x];
-                mr += s->d[y];
+                ml += a[x];
+                mr += a[y];
             }
         }
         m = ml > mr ? ml : mr;
         if (x >= 1)
-            m += s->d[x];
+            m += a[x];
     }
     while (x > 1) {
         x >>= 1;
-        m += s->d[x];
+        m += a[x];
     }
     if (pos) {
         uint32_t v = nr && (!nl || mr >= ml) ? nr : nl;
         while (v < s->size)
-            v = s->t[2 * v + 1] >= s->t[2 * v] ? 2 * v + 1 : 2 * v;
+            v = a[2 * v + 1] >= a[2 * v] ? 2 * v + 1 : 2 * v;
         *pos = v - s->size;
     }
     return m;
 }
 
-/* The value at position p: its leaf plus the adds of its ancestors. */
+/* The value at position p: the a of its leaf and of every ancestor. */
 int64_t cs_segtree_at(const cs_segtree *s, uint32_t p)
 {
     assert(p < s->size);
     uint32_t x = p + s->size;
-    int64_t v = s->t[x];
+    int64_t v = s->a[x];
     while (x > 1) {
         x >>= 1;
-        v += s->d[x];
+        v += s->a[x];
     }
     return v;
 }
-

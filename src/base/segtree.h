@@ -5,11 +5,10 @@
  * Memory levels of an order: the overlap pass keeps the input order's
  * levels and adds a node's delta over the positions it jumps; the
  * bucketing passes' incremental pricing (passes/bucketing_incr.c) keeps
- * the closed buckets' levels likewise. t[x] is the maximum over x's
- * subtree with every add applied at x or below; d[x] (internal nodes)
- * the add applied to x's whole subtree. Adds never push down: a query
- * adds the d of the ancestors of what it collects on its way up, so both
- * are one bottom-up walk of O(log size). */
+ * the closed buckets' levels likewise. Each node holds its maximum less
+ * its parent's (the root its own): one int64 a node and no pending adds
+ * to push down; an add and a query are each one bottom-up walk of
+ * O(log size). */
 #ifndef COMMSCHED_SEGTREE_H
 #define COMMSCHED_SEGTREE_H
 
@@ -22,8 +21,9 @@
 
 typedef struct cs_segtree {
     uint32_t size;    /* leaves, a power of two */
-    int64_t *t, *d;   /* value of a subtree (with its own pending add), and
-                         the add pending for the whole subtree */
+    int64_t *a;       /* 2 size: a[1] the maximum of all positions, a[x]
+                         (x >= 2) the maximum under x less its parent's;
+                         the leaves at size .. 2 size - 1 */
 } cs_segtree;
 
 /* Room for positions 0 .. n-1 (n >= 1 leaves at least). Returns 0, or -1

@@ -18,16 +18,22 @@
 #include "segtree.h"
 #include "testutil.h"
 
-/* Every internal node holds the larger of its children plus its own
- * pending add: an add that stopped recomputing too early (segtree.c stops
- * where a value no longer moves) leaves a node stale even where the
- * queries below happen not to read it. */
-static void check_nodes(const cs_segtree *s)
+/* Below every internal node, the larger child is 0 (each node holds its
+ * maximum less its parent's), and the root holds the maximum of the
+ * reference: an add that stopped pulling too early (segtree.c stops where
+ * a pull moves nothing) leaves a node stale even where the queries below
+ * happen not to read it. */
+static void check_nodes(const cs_segtree *s, const int64_t *ref, uint32_t n)
 {
     for (uint32_t x = 1; x < s->size; x++) {
-        int64_t l = s->t[2 * x], r = s->t[2 * x + 1];
-        assert_true(s->t[x] == (l > r ? l : r) + s->d[x]);
+        int64_t l = s->a[2 * x], r = s->a[2 * x + 1];
+        assert_true((l > r ? l : r) == 0);
     }
+    int64_t m = CS_SEG_LOW;
+    for (uint32_t i = 0; i < n; i++)
+        if (ref[i] > m)
+            m = ref[i];
+    assert_true(s->a[1] == m);
 }
 
 static void check_tree(uint32_t n, uint64_t seed)
@@ -58,7 +64,7 @@ static void check_tree(uint32_t n, uint64_t seed)
             for (uint32_t i = l; i < r; i++)
                 ref[i] += v;
             if (n <= 64 || op % 64 == 0)
-                check_nodes(&s);
+                check_nodes(&s, ref, n);
             continue;
         }
         uint32_t pos = UINT32_MAX;
