@@ -183,6 +183,8 @@ enum {
 
 #define K_STREAM 8  /* collectives examined per prefetch decision */
 #define K_FRAME 16  /* frame candidates examined per step */
+#define OV_WIT_SLOTS 65536 /* at most: the witnesses re-read are those of
+                              the candidates near the sweep's front */
 #define FEEDER_FRACTION 0.25 /* compute a prefetch may pull along, as a
                                 fraction of the collective's runtime */
 
@@ -215,13 +217,16 @@ typedef struct ov_run {
                              as soon as it is placed */
     cs_segtree seg;
     int use_seg;
-    struct ov_wit {     /* where the tree last refused a node: frame
-                           nodes at frank, collectives at n_frame + cix
-                           (ov_wit_of; nothing else is tested) */
+    struct ov_wit {     /* where the tree last refused a node, in a
+                           direct-mapped cache (wit_key: frame nodes by
+                           frank, collectives after them by cix; nothing
+                           else is tested), wit_mask + 1 slots */
         int64_t val;    /* the level there, as of epoch ep */
-        uint32_t pos;   /* the position, NONE for none */
+        uint32_t pos;   /* the position */
         uint32_t ep;
+        uint32_t key;   /* whose witness it is, NONE for nobody's */
     } *wit;
+    uint32_t wit_mask;
     uint32_t neg_ep;    /* counts the tree's negative adds: while it stays,
                            every level is at least what it was */
     uint32_t fi, lo;

@@ -79,8 +79,11 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->mark = cs_calloc(nn, sizeof *S->mark);
     size_t nr = b->reads.off[n];
     S->undo = cs_malloc_array(nr ? nr : 1, sizeof *S->undo);
-    S->wit = cs_malloc_array((size_t)b->n_frame + b->n_cs + 1,
-                             sizeof *S->wit);
+    size_t nw = 1;
+    while (nw < OV_WIT_SLOTS && nw < (size_t)b->n_frame + b->n_cs)
+        nw <<= 1;
+    S->wit_mask = (uint32_t)(nw - 1);
+    S->wit = cs_malloc_array(nw, sizeof *S->wit);
     /* positions 0 .. n: a jump's range may end past the last node */
     int failed = cs_segtree_init(&S->seg, n + 1) |
                cs_rankset_init(&S->fh, b->n_frame) |
@@ -308,13 +311,13 @@ static uint32_t feeders(ov_run *S, uint32_t c)
     return nf;
 }
 
-/* v's witness: frame nodes and collectives are the only ones tested. */
-static struct ov_wit *wit_of(ov_run *S, uint32_t v)
+/* v's witness key: frame nodes and collectives are the only ones
+ * tested. */
+static uint32_t wit_key(const ov_run *S, uint32_t v)
 {
     const ov_base *b = S->b;
     assert(is_frame(b->cls[v]) || b->cls[v] == C_COLL);
-    return &S->wit[is_frame(b->cls[v]) ? b->frank[v]
-                                       : b->n_frame + b->cix[v]];
+    return is_frame(b->cls[v]) ? b->frank[v] : b->n_frame + b->cix[v];
 }
 
 /* Does v's witness still show that placing it now (lo) with delta more
@@ -324,12 +327,17 @@ static struct ov_wit *wit_of(ov_run *S, uint32_t v)
  * its witness, the position found too high: while that stays in range and
  * too high, the refusal stands without a range maximum. The level read
  * there is refreshed only after a negative add (positive ones only raise
- * it). Never refuses what the tree would accept. */
-static int witness_refuses(ov_run *S, struct ov_wit *w, uint32_t v,
-                           int64_t delta)
+ * it). Never refuses what the tree would accept. The witnesses are a
+ * cache (OV_WIT_SLOTS, 1.5 MB a thread, not 16 B a frame node and
+ * collective): one another node's refusal took costs a range maximum,
+ * never a different answer. */
+static int witness_refuses(ov_run *S, uint32_t v, int64_t delta)
 {
-    if (!S->use_seg || w->pos == NONE || w->pos < S->lo ||
-        w->pos >= S->b->tpos[v])
+    if (!S->use_seg)
+        return 0;
+    uint32_t key = wit_key(S, v);
+    struct ov_wit *w = &S->wit[key & S->wit_mask];
+    if (w->key != key || w->pos < S->lo || w->pos >= S->b->tpos[v])
         return 0;
     if (w->ep != S->neg_ep) {
         w->val = cs_segtree_at(&S->seg, w->pos);
@@ -345,13 +353,15 @@ static int seg_refuses(ov_run *S, uint32_t v, int64_t delta)
     uint32_t r = S->b->tpos[v];
     if (r <= S->lo)
         return 0;
-    struct ov_wit *w = wit_of(S, v);
-    if (witness_refuses(S, w, v, delta))
+    if (witness_refuses(S, v, delta))
         return 1;
     uint32_t p;
     int64_t m = cs_segtree_max(&S->seg, S->lo, r, &p);
     if (m + delta <= S->B)
         return 0;
+    uint32_t key = wit_key(S, v);
+    struct ov_wit *w = &S->wit[key & S->wit_mask];
+    w->key = key;
     w->pos = p;
     w->val = m;
     w->ep = S->neg_ep;
@@ -460,7 +470,7 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
      * at most the delta mem_ok prices, so a witness refusing d refuses
      * without that walk. */
     if (d > 0 &&
-        (witness_refuses(S, wit_of(S, c), c, d) || !mem_ok(S, nf, c))) {
+        (witness_refuses(S, c, d) || !mem_ok(S, nf, c))) {
         S->flags[c] |= F_MEM;
         return 0;
     }
@@ -741,8 +751,8 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     }
     for (uint32_t i = 0; i < b->n_cs; i++)
         S->ready_t[i] = INFINITY;
-    for (uint32_t i = 0; i < b->n_frame + b->n_cs; i++)
-        S->wit[i].pos = NONE;
+    for (uint32_t i = 0; i <= S->wit_mask; i++)
+        S->wit[i].key = NONE;
     for (uint32_t v = 0; v < n; v++) {
         uint32_t bl = 0;
         uint32_t op = ov_prev(b, v);
