@@ -291,8 +291,11 @@ int cs_graph_set_fake_edges(commsched_graph *g, cs_csr *after_fake)
     cs_csr users = {0};
     if (cs_csr_transpose(&users, after_fake, g->n_nodes, g->n_nodes) != 0)
         return -1;
-    cs_csr_free(&g->after_fake);
-    cs_csr_free(&g->fake_users);
+    if (!g->fake_borrowed) {
+        cs_csr_free(&g->after_fake);
+        cs_csr_free(&g->fake_users);
+    }
+    g->fake_borrowed = 0;
     g->after_fake = *after_fake;
     g->fake_users = users;
     after_fake->off = after_fake->idx = NULL;

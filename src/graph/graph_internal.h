@@ -84,6 +84,9 @@ struct commsched_graph {
                           the in-place write edges below) */
     cs_csr users;      /* node -> nodes with a non-fake dependency on it */
     cs_csr fake_users; /* node -> nodes listing it in after_fake */
+    /* after_fake and fake_users are another graph's (an optimize result's
+     * view, src/api/optimize.c): replaced, never written or freed. */
+    uint8_t fake_borrowed;
     cs_csr readers;    /* buffer -> nodes reading it through any alias
                           (filled for root buffers; empty rows for aliases) */
     cs_csr derived;    /* node -> dependencies derived from in-place writes
