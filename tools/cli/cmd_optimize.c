@@ -159,13 +159,11 @@ static json_t *schedule_head(const char *passes, const figures *b,
 /* Runs the pipeline. A pass that rewrites the graph (bucketing) leaves *g
  * and *s pointing at a graph and schedule the run owns; *g_in and *s_in
  * then keep the loaded ones, which stay ours to destroy. Everything sized
- * or built for the graph follows it: the runtimes (the run's), the order
- * buffer and the estimate sources (sources may be NULL, *sources NULL
- * when not kept). */
+ * or built for the graph follows it: the runtimes (the run's) and the
+ * estimate sources (sources may be NULL, *sources NULL when not kept). */
 static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
                                    commsched_graph **g_in,
                                    commsched_schedule **s_in, double **runtime,
-                                   uint32_t **order,
                                    commsched_cost_source **sources,
                                    const cli_cost *cost, const char *passes,
                                    const commsched_knobs *knobs, unsigned flags,
@@ -181,15 +179,12 @@ static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
     *s_in = s0;
     uint32_t n = commsched_graph_node_count(*g);
     double *rt = malloc((size_t)n * sizeof *rt);
-    uint32_t *ord = realloc(*order, (size_t)n * sizeof *ord);
-    if (ord)
-        *order = ord;
     int want_sources = sources && *sources;
     commsched_cost_source *src =
         want_sources ? realloc(*sources, (size_t)n * sizeof *src) : NULL;
     if (src)
         *sources = src;
-    if (!rt || !ord || (want_sources && !src)) {
+    if (!rt || (want_sources && !src)) {
         free(rt);
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                    "out of memory");
@@ -336,10 +331,9 @@ int cmd_optimize(int argc, char **argv)
     double t_loaded = cli_now();
     uint32_t n = commsched_graph_node_count(g);
     runtime = malloc((size_t)n * sizeof *runtime);
-    order = malloc((size_t)n * sizeof *order);
     if (html)
         sources = malloc((size_t)(n ? n : 1) * sizeof *sources);
-    if (!runtime || !order || (html && !sources)) {
+    if (!runtime || (html && !sources)) {
         commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto fail;
     }
@@ -353,7 +347,7 @@ int cmd_optimize(int argc, char **argv)
          (commsched_sim_create(g, &html_before, &err) != COMMSCHED_OK ||
           commsched_sim_run_schedule(html_before, s, runtime, &curve,
                                      &err) != COMMSCHED_OK)) ||
-        run_passes(&g, &s, &g_in, &s_in, &runtime, &order, &sources,
+        run_passes(&g, &s, &g_in, &s_in, &runtime, &sources,
                    &cost, passes, knobs, pipe_flags, &run, &err) !=
             COMMSCHED_OK ||
         commsched_schedule_check(s, 0, &err) != COMMSCHED_OK ||
@@ -365,8 +359,16 @@ int cmd_optimize(int argc, char **argv)
           commsched_sim_run_schedule(html_after, s, runtime, &curve, &err) !=
               COMMSCHED_OK)) ||
         commsched_graph_drop_violated_fake_edges(g, s, &n_dropped, &dropped,
-                                                 &err) != COMMSCHED_OK ||
-        commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
+                                                 &err) != COMMSCHED_OK)
+        goto fail;
+    /* Made after the passes, whose peak it would add to (4 B a node), for
+     * the graph they leave. */
+    order = malloc((size_t)commsched_graph_node_count(g) * sizeof *order);
+    if (!order) {
+        commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    if (commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
         goto fail;
     head = schedule_head(passes, &before, &after, dropped, n_dropped);
     knobs_j = json_pack("{s:o}", "knobs", knobs_json(knobs));
