@@ -171,14 +171,17 @@ typedef struct ov_variant {
 /* The fast set is the first N_FAST variants; `full` runs them all. */
 #define N_FAST 8
 
-/* Per-collective flags the statistics read. */
+/* Per-node flags: the statistics read the first four of collectives;
+ * force()'s two are set only while it runs. */
 enum {
     F_MEM = 1,      /* the budget refused an issue it wanted */
     F_INFL = 2,     /* overlap_max_in_flight_bytes refused one */
     F_INFLIGHT = 4, /* issued, its wait not placed yet (in-flight bytes) */
     F_NOCOMP = 8,   /* its wait stalled with no other ready compute */
-    F_MOVED = 16    /* a wait cs_ov_sink_waits_late moves (its pos is the
+    F_MOVED = 16,   /* a wait cs_ov_sink_waits_late moves (its pos is the
                        slot it moves to) */
+    F_FORCE_IN = 32, /* force(): its target or an ancestor it found */
+    F_FORCE_QUEUED = 64 /* force(): ... and put in its heap (ah) */
 };
 
 #define K_STREAM 8  /* collectives examined per prefetch decision */
@@ -234,8 +237,7 @@ typedef struct ov_run {
                         became issuable (inputs ready or one cheap step
                         away) */
     uint8_t *flags;
-    uint32_t *stk, *list, *mark, epoch, *undo; /* list: n + 1; mark:
-                                                   force()'s stamps */
+    uint32_t *stk, *list, *undo; /* list: n + 1 */
     int oom;
 } ov_run;
 

@@ -50,7 +50,6 @@ void cs_ov_run_free(ov_run *S)
     free(S->flags);
     free(S->stk);
     free(S->list);
-    free(S->mark);
     free(S->undo);
     free(S->wit);
 }
@@ -76,7 +75,6 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->stk = cs_malloc_array(nn, sizeof *S->stk);
     /* n + 1: cs_ov_sink_waits_late's heads (below) */
     S->list = cs_malloc_array(nn + 1, sizeof *S->list);
-    S->mark = cs_calloc(nn, sizeof *S->mark);
     size_t nr = b->reads.off[n];
     S->undo = cs_malloc_array(nr ? nr : 1, sizeof *S->undo);
     size_t nw = 1;
@@ -92,7 +90,7 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     return failed == 0 && S->unmet && S->blockers && S->sched && S->in_fh &&
                    S->in_sh && S->order && S->rem && S->cend &&
                    S->sf && S->infl && S->ready_t && S->flags &&
-                   S->stk && S->list && S->mark && S->undo &&
+                   S->stk && S->list && S->undo &&
                    S->wit
                ? 0
                : -1;
@@ -553,34 +551,28 @@ static cs_heap_item force_key(const ov_run *S, uint32_t v)
 static void force(ov_run *S, uint32_t f)
 {
     const ov_base *b = S->b;
-    /* mark[x]: `in` when x is f or one of the ancestors this call found,
-     * `queued` once it went into ah too (one stamp array, not two). */
-    if (++S->epoch >= UINT32_MAX / 2) {
-        memset(S->mark, 0, (size_t)b->n * sizeof *S->mark);
-        S->epoch = 1;
-    }
-    uint32_t in = 2 * S->epoch, queued = in + 1, ns = 0, na = 0;
+    /* F_FORCE_IN marks f and the ancestors found (list[0 .. na)), cleared
+     * before returning; F_FORCE_QUEUED those that went into ah too. */
+    uint32_t ns = 0, na = 0;
     S->stk[ns++] = f;
-    S->mark[f] = in;
+    S->flags[f] |= F_FORCE_IN;
     while (ns > 0) {
         uint32_t x = S->stk[--ns];
         uint32_t op = ov_prev(b, x);
         for (uint32_t e = b->deps.off[x]; e <= b->deps.off[x + 1]; e++) {
             uint32_t d = e < b->deps.off[x + 1] ? b->deps.idx[e] : op;
-            if (d == NONE || S->sched[d] || (S->mark[d] | 1) == queued)
+            if (d == NONE || S->sched[d] || (S->flags[d] & F_FORCE_IN))
                 continue;
-            S->mark[d] = in;
+            S->flags[d] |= F_FORCE_IN;
             S->list[na++] = d;
             S->stk[ns++] = d;
         }
     }
-    if (na == 0)
-        return;
     S->ah.n = 0;
     for (uint32_t i = 0; i < na; i++) {
         uint32_t a = S->list[i];
         if (S->unmet[a] == 0) {
-            S->mark[a] = queued;
+            S->flags[a] |= F_FORCE_QUEUED;
             push(S, &S->ah, force_key(S, a));
         }
     }
@@ -592,13 +584,19 @@ static void force(ov_run *S, uint32_t f)
         uint32_t on = ov_next(b, a);
         for (uint32_t e = b->users.off[a]; e <= b->users.off[a + 1]; e++) {
             uint32_t u = e < b->users.off[a + 1] ? b->users.idx[e] : on;
-            if (u == NONE || u == f || S->mark[u] != in || S->sched[u] ||
-                S->unmet[u] != 0)
+            if (u == NONE || u == f ||
+                (S->flags[u] & (F_FORCE_IN | F_FORCE_QUEUED)) != F_FORCE_IN ||
+                S->sched[u] || S->unmet[u] != 0)
                 continue;
-            S->mark[u] = queued;
+            S->flags[u] |= F_FORCE_QUEUED;
             push(S, &S->ah, force_key(S, u));
         }
     }
+    /* sched_node leaves list alone: it holds what this call marked. */
+    uint8_t keep = (uint8_t)~(F_FORCE_IN | F_FORCE_QUEUED);
+    S->flags[f] &= keep;
+    for (uint32_t i = 0; i < na; i++)
+        S->flags[S->list[i]] &= keep;
 }
 
 /* Would running frame node x now, ahead of the input order, keep memory
