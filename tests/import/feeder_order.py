@@ -2,9 +2,11 @@
 """import chakra orders the nodes as ASTRA-sim's feeder issues them:
 Kahn's algorithm, the smallest ready Id first (docs/WORKLOADS.md). The
 importer compares indices instead of Ids when the records list their Ids
-in ascending order (chakra_common.c, order_nodes): this checks both that
-case and records listed in descending and in shuffled order, against the
-order computed here from the trace itself.
+in ascending order, and keeps the records' own order when each also
+follows its dependencies (chakra_common.c, order_nodes): this checks
+those cases, Ids ascending with dependencies listed later, and records
+listed in descending and in shuffled order, against the order computed
+here from the trace itself.
 
     feeder_order.py CLI SCRATCH_DIR
 """
@@ -51,13 +53,22 @@ def main():
         base.append({"Id": nid, "Name": "op%d" % k, "NodeType": 4,
                      "ctrlDeps": [], "data_deps": deps,
                      "runtime": 100 + k})
-    layouts = {"ascending": base, "descending": base[::-1]}
+    want = expected(base)
     shuffled = base[:]
     rng.shuffle(shuffled)
-    layouts["shuffled"] = shuffled
-    want = expected(base)
+    layouts = {"ascending": (base, want), "descending": (base[::-1], want),
+               "shuffled": (shuffled, want)}
+    # Ids ascending but nodes reading nodes listed after them: the
+    # importer's shortcut for records already in feeder order (every one
+    # after its dependencies) must not apply.
+    fwd = []
+    for k in range(40):
+        deps = sorted({1000 + 7 * rng.randrange(k + 1, 40) for _ in range(rng.randrange(3))}) if k < 39 else []
+        fwd.append({"Id": 1000 + 7 * k, "Name": "op%d" % k, "NodeType": 4,
+                    "ctrlDeps": [], "data_deps": deps, "runtime": 100 + k})
+    layouts["ascending-forward"] = (fwd, expected(fwd))
     failed = 0
-    for name, recs in layouts.items():
+    for name, (recs, want) in layouts.items():
         src = os.path.join(scratch, name + ".json")
         dst = os.path.join(scratch, name + ".graph.json")
         with open(src, "w") as f:

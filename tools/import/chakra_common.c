@@ -482,16 +482,35 @@ static uint32_t hpop(heap *h)
 static int order_nodes(chakra *c, uint32_t *order)
 {
     size_t n = c->count, done = 0;
+    const cnode *by_id = NULL; /* the heap's comparison (heap.nodes) */
+    for (size_t i = 1; i < n && !by_id; i++)
+        if (c->n[i - 1].id >= c->n[i].id)
+            by_id = c->n;
+    /* Ids ascending and every record after its dependencies, as converters
+     * write them: once the records before i are placed, i is the smallest
+     * ready one, so the order is the records' own (no users, no heap). */
+    if (!by_id) {
+        size_t i = 0;
+        for (; i < n; i++) {
+            size_t k = 0;
+            while (k < c->n[i].n_deps && c->n[i].deps[k] < i)
+                k++;
+            if (k < c->n[i].n_deps)
+                break;
+        }
+        if (i == n) {
+            for (i = 0; i < n; i++)
+                order[i] = (uint32_t)i;
+            return 0;
+        }
+    }
     uint32_t *indeg = calloc(n, sizeof *indeg);
     size_t *uoff = calloc(n + 1, sizeof *uoff);
     uint32_t *users = NULL;
-    heap h = {calloc(n, sizeof *h.a), 0, NULL};
+    heap h = {calloc(n, sizeof *h.a), 0, by_id};
     int rc = 0;
     if (!indeg || !uoff || !h.a)
         goto oom;
-    for (size_t i = 1; i < n && !h.nodes; i++)
-        if (c->n[i - 1].id >= c->n[i].id)
-            h.nodes = c->n;
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < c->n[i].n_deps; k++)
             uoff[c->n[i].deps[k] + 1]++;
