@@ -199,14 +199,19 @@ void import_options_init(import_options *o)
     o->rank = -1;
 }
 
-/* What a load frees (a parse tree, the importer's records, the builder's
- * tables) lies between the graph's arrays, where glibc keeps its pages
- * resident for reuse, and the passes' arrays fit those holes badly: giving
- * the pages back (glibc's malloc_trim releases free pages anywhere in its
- * heaps, not only at the top) lowers the peak that follows by what the
- * holes held, 29 MiB of 500 when optimize runs a 1M-node trace on two
- * threads. A process-wide choice, so the tool's and not the library's. */
-static void release_freed_pages(void)
+/* What a Chakra import frees (its record arenas, the importer's and the
+ * builder's tables) lies between the graph's arrays, where glibc keeps
+ * its pages resident for reuse, and the passes' arrays fit those holes
+ * badly: giving the pages back (glibc's malloc_trim releases free pages
+ * anywhere in its heaps, not only at the top) lowers the peak that
+ * follows by what the holes held, 29 MiB of 500 when optimize runs a
+ * 1M-node trace on two threads, for ~16K more page faults (~25 ms). Not
+ * after a JSON load: its parse tree is freed whole, the passes reuse it
+ * without raising the load's own peak, and giving it back would cost
+ * them a fault per page they take again (~36K, ~50 ms, for simulate on a
+ * 1M-node chain); tune calls it after either (cmd_tune.c). A
+ * process-wide choice, so the tool's, not the library's. */
+void cli_release_freed_pages(void)
 {
 #ifdef __GLIBC__
     malloc_trim(0);
@@ -215,20 +220,18 @@ static void release_freed_pages(void)
 
 int cli_load(const char *path, unsigned flags, commsched_graph **out)
 {
-    int rc;
     if (strcmp(path, "-") != 0 && import_is_chakra_et(path)) {
         import_options o;
         import_options_init(&o);
-        rc = import_chakra(path, &o, out);
-    } else {
-        commsched_error err = {0};
-        rc = commsched_graph_load_file(path, flags, out, &err) != COMMSCHED_OK
-                 ? cli_report(strcmp(path, "-") == 0 ? "<stdin>" : path, &err)
-                 : 0;
+        int rc = import_chakra(path, &o, out);
+        if (rc == 0)
+            cli_release_freed_pages();
+        return rc;
     }
-    if (rc == 0)
-        release_freed_pages();
-    return rc;
+    commsched_error err = {0};
+    if (commsched_graph_load_file(path, flags, out, &err) != COMMSCHED_OK)
+        return cli_report(strcmp(path, "-") == 0 ? "<stdin>" : path, &err);
+    return 0;
 }
 
 /* Names that stand for an already open descriptor: writing them must reach

@@ -67,6 +67,10 @@ char *cli_read_file(const char *path, size_t *len);
  * does), so a trace goes straight to the passes without a JSON copy.
  * Returns 0 or the exit code to use. */
 int cli_load(const char *path, unsigned flags, commsched_graph **out);
+/* Gives the pages of freed heap memory back to the system (glibc; nothing
+ * elsewhere). cli_load does after a Chakra import; see cli.c for when it
+ * pays. */
+void cli_release_freed_pages(void);
 
 /* An output file written atomically: data goes to a temporary file in the
  * same directory, renamed over `path` by cli_out_commit; cli_out_abort (or
