@@ -62,12 +62,16 @@ void cs_segtree_build(cs_segtree *s, const int64_t *leaf, uint32_t n)
         memcpy(a + s->size, leaf, (size_t)n * sizeof *leaf);
     for (uint32_t i = n; i < s->size; i++)
         a[s->size + i] = CS_SEG_LOW;
-    /* The maxima first, then each node less its parent's: from the last
-     * node down, a parent (a smaller index) still holds its maximum. */
-    for (uint32_t x = s->size - 1; x > 0; x--)
-        a[x] = a[2 * x] > a[2 * x + 1] ? a[2 * x] : a[2 * x + 1];
-    for (uint32_t x = 2 * s->size - 1; x > 1; x--)
-        a[x] -= a[x >> 1];
+    /* From the last internal node down: its children hold their own
+     * maxima still, so x takes the larger and they become relative to
+     * it. */
+    for (uint32_t x = s->size - 1; x > 0; x--) {
+        int64_t l = a[2 * x], r = a[2 * x + 1];
+        int64_t m = l > r ? l : r;
+        a[2 * x] = l - m;
+        a[2 * x + 1] = r - m;
+        a[x] = m;
+    }
     a[0] = 0; /* added by a query whose left side reaches the root */
 }
 
