@@ -110,7 +110,7 @@ static int replay(ov_run *S, const uint32_t *order, double *makespan,
                   int64_t *peak)
 {
     const ov_base *b = S->b;
-    memcpy(S->rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *S->rem);
+    memcpy(S->rem, b->nreaders, (size_t)b->n_tracked * sizeof *S->rem);
     for (uint32_t s = 0; s < b->n_streams; s++)
         S->sf[s] = 0;
     cs_clock clk = {0.0, S->sf};
@@ -573,9 +573,9 @@ static void seed_free_scratch(ov_seed_run *r)
 
 static int seed_alloc(ov_seed_run *r, const ov_base *b, size_t i)
 {
-    size_t nn = b->n ? b->n : 1, nb = b->g->n_buffers ? b->g->n_buffers : 1;
+    size_t nn = b->n ? b->n : 1, nt = b->n_tracked ? b->n_tracked : 1;
     r->S.b = b;
-    r->S.rem = cs_malloc_array(nb, sizeof *r->S.rem);
+    r->S.rem = cs_malloc_array(nt, sizeof *r->S.rem);
     r->S.sf = cs_malloc_array(b->n_streams, sizeof *r->S.sf);
     r->S.cend = cs_malloc_array(nn, sizeof *r->S.cend);
     if (ov_seeds[i].n_steps > 1)

@@ -53,8 +53,13 @@ typedef struct ov_base {
     cs_csr wcoll;         /* wait -> the collectives whose outputs it reads */
     cs_csr reads;         /* node -> buffers freed after their last reader
                              that it reads (the memory model's tracked set) */
-    int64_t *bsize;       /* per buffer */
-    uint32_t *nreaders;   /* per buffer */
+    /* The buffers the memory model frees after their last reader, by
+     * their index in reads.idx (cs_ov_base_init): their rank among those
+     * buffers, or the buffer's own index when reads is the graph's. The
+     * workers' rem has n_tracked entries too. */
+    uint32_t n_tracked;
+    int64_t *bsize;
+    uint32_t *nreaders;
     int64_t *alloc;       /* per node: bytes its real outputs allocate */
     int64_t *unread_free; /* per node: its outputs nobody reads, not kept */
     int64_t baseline;

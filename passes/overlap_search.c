@@ -57,7 +57,7 @@ void cs_ov_run_free(ov_run *S)
 int cs_ov_run_alloc(ov_run *S, const ov_base *b)
 {
     uint32_t n = b->n;
-    size_t nn = n ? n : 1, nb = b->g->n_buffers ? b->g->n_buffers : 1;
+    size_t nn = n ? n : 1, nt = b->n_tracked ? b->n_tracked : 1;
     memset(S, 0, sizeof *S);
     S->b = b;
     S->unmet = cs_malloc_array(nn, sizeof *S->unmet);
@@ -66,7 +66,7 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->in_fh = cs_malloc_array(nn, sizeof *S->in_fh);
     S->in_sh = cs_malloc_array(nn, sizeof *S->in_sh);
     S->order = cs_malloc_array(nn, sizeof *S->order);
-    S->rem = cs_malloc_array(nb, sizeof *S->rem);
+    S->rem = cs_malloc_array(nt, sizeof *S->rem);
     S->cend = cs_malloc_array(nn, sizeof *S->cend);
     S->sf = cs_malloc_array(b->n_streams, sizeof *S->sf);
     S->infl = cs_malloc_array(b->n_streams, sizeof *S->infl);
@@ -722,7 +722,7 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
         S->sf[s] = 0;
         S->infl[s] = 0;
     }
-    memcpy(S->rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *S->rem);
+    memcpy(S->rem, b->nreaders, (size_t)b->n_tracked * sizeof *S->rem);
     S->use_seg = budget != NO_LIMIT;
     S->neg_ep = 0;
     if (S->use_seg) {
@@ -859,16 +859,16 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
 void cs_ov_sink_waits_late(ov_run *S)
 {
     const ov_base *b = S->b;
-    uint32_t n = b->n, nb = b->g->n_buffers;
+    uint32_t n = b->n, nt = b->n_tracked;
     /* Its scratch is the sweep's, which is done with it: unmet, blockers,
      * stk, list and rem are all set again before the next sweep (or the
      * replay: rem) reads them. Arrays of their own were 16 bytes a node
-     * and 4 a buffer in every worker. */
+     * and 4 a tracked buffer in every worker. */
     uint32_t *pos = S->unmet, *next = S->blockers, *tmp_order = S->stk;
     uint32_t *head = S->list, *lastpos = S->rem; /* head: n + 1 */
     for (uint32_t k = 0; k < n; k++)
         pos[S->order[k]] = k;
-    for (uint32_t x = 0; x < nb; x++)
+    for (uint32_t x = 0; x < nt; x++)
         lastpos[x] = 0;
     for (uint32_t v = 0; v < n; v++)
         for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {

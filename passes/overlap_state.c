@@ -73,7 +73,7 @@ void cs_ov_base_trim(ov_base *b)
 static int64_t mem_walk(const ov_base *b, const uint32_t *order,
                         uint32_t *rem, int64_t *fr)
 {
-    memcpy(rem, b->nreaders, (size_t)b->g->n_buffers * sizeof *rem);
+    memcpy(rem, b->nreaders, (size_t)b->n_tracked * sizeof *rem);
     int64_t cur = b->baseline, peak = cur;
     for (uint32_t k = 0; k < b->n; k++) {
         uint32_t v = order[k];
@@ -229,6 +229,15 @@ static size_t add_dep(uint32_t *stamp, uint32_t *rows, uint32_t *vals,
     return k + 1;
 }
 
+/* Whether the memory model frees buffer bu (nr readers) after its last
+ * reader: a real buffer, not kept, read, and made by a node or a graph
+ * input that may be freed. */
+static int tracked(const cs_buffer *bu, uint32_t nr)
+{
+    return bu->alias_of == NONE && !bu->keep && nr > 0 &&
+           (!bu->is_input || bu->freeable);
+}
+
 /* Whether the fake edge "v after d" is a collective's on a wait (above). */
 static int fake_to_wait(const commsched_graph *g, const ov_base *b,
                         uint32_t v, uint32_t d)
@@ -247,15 +256,13 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     b->n = n;
     b->rt = rt;
     b->n_streams = g->n_groups > 0 ? g->n_groups : 1;
-    size_t nn = n ? n : 1, nbb = nb ? nb : 1;
+    size_t nn = n ? n : 1;
     for (uint32_t v = 0; v < n; v++)
         b->n_cs += g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
     size_t ncs = b->n_cs ? b->n_cs : 1;
     b->cls = cs_malloc_array(nn, sizeof *b->cls);
     b->stream = cs_calloc(ncs, sizeof *b->stream);
     b->bytes = cs_calloc(ncs, sizeof *b->bytes);
-    b->bsize = cs_calloc(nbb, sizeof *b->bsize);
-    b->nreaders = cs_calloc(nbb, sizeof *b->nreaders);
     b->alloc = cs_calloc(nn, sizeof *b->alloc);
     b->unread_free = cs_calloc(nn, sizeof *b->unread_free);
     b->topo = cs_malloc_array(nn, sizeof *b->topo);
@@ -270,7 +277,7 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     uint32_t *stamp = cs_calloc(nn, sizeof *stamp);
     uint32_t *rows = NULL, *vals = NULL, *rem = NULL;
     int rc = -1;
-    if (!b->cls || !b->stream || !b->bytes || !b->bsize || !b->nreaders ||
+    if (!b->cls || !b->stream || !b->bytes ||
         !b->alloc || !b->unread_free || !b->topo || !b->tpos || !b->frank ||
         !b->fat || !b->soff ||
         !b->gap_start || !b->free_ref || !b->cix ||
@@ -378,7 +385,26 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     if (cs_csr_from_pairs(&b->wcoll, n, rows, vals, k) != 0)
         goto out;
 
-    /* Memory (src/memory.c's rules). */
+    /* Memory (src/memory.c's rules). When every buffer read is tracked,
+     * reads may be the graph's own table (borrow_same), indexed by buffer;
+     * otherwise a tracked buffer's index is its rank among them, so bsize,
+     * nreaders and each worker's rem skip the rest (the graph inputs that
+     * stay, the kept outputs: half the buffers of a training step). */
+    uint32_t nt = 0, t = 0;
+    int by_buffer = 1;
+    for (uint32_t x = 0; x < nb; x++) {
+        uint32_t nr = CS_ROW_LEN(g->readers, x);
+        if (tracked(&g->buffers[x], nr))
+            nt++;
+        else if (nr > 0)
+            by_buffer = 0;
+    }
+    b->n_tracked = by_buffer ? nb : nt;
+    size_t ntt = b->n_tracked ? b->n_tracked : 1;
+    b->bsize = cs_calloc(ntt, sizeof *b->bsize);
+    b->nreaders = cs_calloc(ntt, sizeof *b->nreaders);
+    if (!b->bsize || !b->nreaders)
+        goto out;
     size_t mt = 0;
     for (uint32_t x = 0; x < nb; x++) {
         const cs_buffer *bu = &g->buffers[x];
@@ -398,8 +424,10 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
             b->unread_free[bu->producer] += bu->size;
             continue;
         }
-        b->bsize[x] = bu->size;
-        b->nreaders[x] = nr;
+        assert(tracked(bu, nr));
+        uint32_t i = by_buffer ? x : t++;
+        b->bsize[i] = bu->size;
+        b->nreaders[i] = nr;
         mt += nr;
     }
     {
@@ -413,13 +441,16 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
         vals = v2;
     }
     k = 0;
-    for (uint32_t x = 0; x < nb; x++)
-        if (b->nreaders[x] > 0)
-            for (uint32_t e = g->readers.off[x]; e < g->readers.off[x + 1];
-                 e++) {
-                rows[k] = g->readers.idx[e];
-                vals[k++] = x;
-            }
+    t = 0;
+    for (uint32_t x = 0; x < nb; x++) {
+        if (!tracked(&g->buffers[x], CS_ROW_LEN(g->readers, x)))
+            continue;
+        uint32_t i = by_buffer ? x : t++;
+        for (uint32_t e = g->readers.off[x]; e < g->readers.off[x + 1]; e++) {
+            rows[k] = g->readers.idx[e];
+            vals[k++] = i;
+        }
+    }
     if (cs_csr_from_pairs(&b->reads, n, rows, vals, k) != 0)
         goto out;
     borrow_same(b, &b->reads, &g->reads, 4);
@@ -452,7 +483,7 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     if (crit_ranks(b) != 0)
         goto out;
     /* The reference profile. */
-    rem = cs_malloc_array(nbb, sizeof *rem);
+    rem = cs_malloc_array(ntt, sizeof *rem);
     if (!rem)
         goto out;
     mem_walk(b, b->topo, rem, b->free_ref);
