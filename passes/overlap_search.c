@@ -309,13 +309,14 @@ static uint32_t feeders(ov_run *S, uint32_t c)
     return nf;
 }
 
-/* v's witness key: frame nodes and collectives are the only ones
- * tested. */
-static uint32_t wit_key(const ov_run *S, uint32_t v)
+/* v's key among the witnesses (frame nodes and collectives are the only
+ * ones tested) into *key, and the cache slot it maps to. */
+static struct ov_wit *wit_slot(ov_run *S, uint32_t v, uint32_t *key)
 {
     const ov_base *b = S->b;
     assert(is_frame(b->cls[v]) || b->cls[v] == C_COLL);
-    return is_frame(b->cls[v]) ? b->frank[v] : b->n_frame + b->cix[v];
+    *key = is_frame(b->cls[v]) ? b->frank[v] : b->n_frame + b->cix[v];
+    return &S->wit[*key & S->wit_mask];
 }
 
 /* Does v's witness still show that placing it now (lo) with delta more
@@ -329,13 +330,11 @@ static uint32_t wit_key(const ov_run *S, uint32_t v)
  * cache (OV_WIT_SLOTS, 1.5 MB a thread, not 16 B a frame node and
  * collective): one another node's refusal took costs a range maximum,
  * never a different answer. */
-static int witness_refuses(ov_run *S, uint32_t v, int64_t delta)
+static int witness_refuses(ov_run *S, struct ov_wit *w, uint32_t key,
+                           uint32_t v, int64_t delta)
 {
-    if (!S->use_seg)
-        return 0;
-    uint32_t key = wit_key(S, v);
-    struct ov_wit *w = &S->wit[key & S->wit_mask];
-    if (w->key != key || w->pos < S->lo || w->pos >= S->b->tpos[v])
+    if (!S->use_seg || w->key != key || w->pos < S->lo ||
+        w->pos >= S->b->tpos[v])
         return 0;
     if (w->ep != S->neg_ep) {
         w->val = cs_segtree_at(&S->seg, w->pos);
@@ -351,14 +350,14 @@ static int seg_refuses(ov_run *S, uint32_t v, int64_t delta)
     uint32_t r = S->b->tpos[v];
     if (r <= S->lo)
         return 0;
-    if (witness_refuses(S, v, delta))
+    uint32_t key;
+    struct ov_wit *w = wit_slot(S, v, &key);
+    if (witness_refuses(S, w, key, v, delta))
         return 1;
     uint32_t p;
     int64_t m = cs_segtree_max(&S->seg, S->lo, r, &p);
     if (m + delta <= S->B)
         return 0;
-    uint32_t key = wit_key(S, v);
-    struct ov_wit *w = &S->wit[key & S->wit_mask];
     w->key = key;
     w->pos = p;
     w->val = m;
@@ -467,10 +466,13 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
      * budget of the decisions that led to it. The sum of the drefs, d, is
      * at most the delta mem_ok prices, so a witness refusing d refuses
      * without that walk. */
-    if (d > 0 &&
-        (witness_refuses(S, c, d) || !mem_ok(S, nf, c))) {
-        S->flags[c] |= F_MEM;
-        return 0;
+    if (d > 0) {
+        uint32_t key;
+        struct ov_wit *w = wit_slot(S, c, &key);
+        if (witness_refuses(S, w, key, c, d) || !mem_ok(S, nf, c)) {
+            S->flags[c] |= F_MEM;
+            return 0;
+        }
     }
     return 1;
 }
