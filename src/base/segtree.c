@@ -63,14 +63,11 @@ void cs_segtree_build(cs_segtree *s, const int64_t *leaf, uint32_t n)
     for (uint32_t i = n; i < s->size; i++)
         a[s->size + i] = CS_SEG_LOW;
     /* From the last internal node down: its children hold their own
-     * maxima still, so x takes the larger and they become relative to
-     * it. */
+     * maxima still, so a pull from 0 gives x the larger and makes them
+     * relative to it. */
     for (uint32_t x = s->size - 1; x > 0; x--) {
-        int64_t l = a[2 * x], r = a[2 * x + 1];
-        int64_t m = l > r ? l : r;
-        a[2 * x] = l - m;
-        a[2 * x + 1] = r - m;
-        a[x] = m;
+        a[x] = 0;
+        seg_pull(s, x);
     }
     a[0] = 0; /* added by a query whose left side reaches the root */
 }
