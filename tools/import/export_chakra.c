@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -333,6 +334,21 @@ static int copy_file(const char *from, FILE *to)
 int export_chakra(const commsched_graph *g, const double *runtime,
                   const char *prefix, long ranks, int exact)
 {
+    /* All or nothing holds against Ctrl-C too: the signals wait while a
+     * file is written and are looked for between files, so an interrupt
+     * removes the ranks already written before it ends the process (once
+     * unblocked below). One file's write is the longest wait. Blocked
+     * from the start: the save below may start the library's threads (a
+     * large graph's lines are made on every core), and a thread inherits
+     * the mask it is started with; one started unblocked would take the
+     * signal itself, and its handler would end the process with the ranks
+     * already written left behind. */
+    sigset_t stop, saved;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, &saved);
     /* The graph as format-v1 JSON, parsed back: the accessors do not give
      * every field, and the exact node text goes into the trace. */
     char *text = NULL;
@@ -340,12 +356,14 @@ int export_chakra(const commsched_graph *g, const double *runtime,
     FILE *mem = open_memstream(&text, &len);
     commsched_error err = {0};
     if (!mem) {
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
         fprintf(stderr, "commsched: out of memory\n");
         return EXIT_RUNTIME;
     }
     commsched_status st = commsched_graph_save_stream(g, NULL, NULL, mem, &err);
     fclose(mem);
     if (st != COMMSCHED_OK) {
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
         free(text);
         return cli_report(NULL, &err);
     }
@@ -353,6 +371,7 @@ int export_chakra(const commsched_graph *g, const double *runtime,
     json_t *doc = json_loads(text, 0, &jerr);
     free(text);
     if (!doc) {
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
         fprintf(stderr, "commsched: the graph's own JSON does not parse: %s\n",
                 jerr.text);
         return EXIT_RUNTIME;
@@ -375,16 +394,6 @@ int export_chakra(const commsched_graph *g, const double *runtime,
         fprintf(stderr, "commsched: out of memory\n");
         rc = EXIT_RUNTIME;
     }
-    /* All or nothing holds against Ctrl-C too: the signals wait while a
-     * file is written and are looked for between files, so an interrupt
-     * removes the ranks already written before it ends the process (once
-     * unblocked below). One file's write is the longest wait. */
-    sigset_t stop, saved;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGHUP);
-    sigprocmask(SIG_BLOCK, &stop, &saved);
     cli_progress progress;
     const char *base = strrchr(prefix, '/');
     cli_progress_begin(&progress, "files", (uint64_t)ranks,
@@ -428,7 +437,7 @@ int export_chakra(const commsched_graph *g, const double *runtime,
             snprintf(path, plen, "%s.%ld.et", prefix, r);
             remove(path);
         }
-    sigprocmask(SIG_SETMASK, &saved, NULL); /* a pending signal ends us */
+    pthread_sigmask(SIG_SETMASK, &saved, NULL); /* a pending signal ends us */
     if (rc == 0)
         fprintf(stderr,
                 "commsched export: note: %ld file%s %s.<rank>.et, %u nodes "
