@@ -1,15 +1,42 @@
 /* commsched — the one JSON writer (json_writer.h). */
 #include "json_writer.h"
 
+#include <assert.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fmt_g.h"
 
+/* n bytes onto the stream, or onto a memory writer's text. */
+static void sink(cs_jw *w, const char *s, size_t n)
+{
+    if (w->f) {
+        if (fwrite(s, 1, n, w->f) != n && !w->error)
+            w->error = CS_JW_EIO;
+        return;
+    }
+    if (n > w->mem_cap - w->mem_len) {
+        size_t cap = w->mem_cap ? w->mem_cap : CS_JW_BUFFER;
+        while (cap - w->mem_len < n && cap <= SIZE_MAX / 2)
+            cap *= 2;
+        char *m = cap - w->mem_len >= n ? realloc(w->mem, cap) : NULL;
+        if (!m) {
+            if (!w->error)
+                w->error = CS_JW_ENOMEM;
+            return;
+        }
+        w->mem = m;
+        w->mem_cap = cap;
+    }
+    memcpy(w->mem + w->mem_len, s, n);
+    w->mem_len += n;
+}
+
 static void flush(cs_jw *w)
 {
-    if (w->len && fwrite(w->buf, 1, w->len, w->f) != w->len && !w->error)
-        w->error = CS_JW_EIO;
+    if (w->len)
+        sink(w, w->buf, w->len);
     w->len = 0;
 }
 
@@ -18,8 +45,7 @@ static void put(cs_jw *w, const char *s, size_t n)
     if (n > CS_JW_BUFFER - w->len) {
         flush(w);
         if (n > CS_JW_BUFFER) {
-            if (fwrite(s, 1, n, w->f) != n && !w->error)
-                w->error = CS_JW_EIO;
+            sink(w, s, n);
             return;
         }
     }
@@ -45,9 +71,11 @@ static void fail(cs_jw *w, cs_jw_error e)
 void cs_jw_init(cs_jw *w, FILE *f)
 {
     w->f = f;
+    w->mem = NULL;
+    w->mem_len = w->mem_cap = 0;
     w->len = 0;
     w->error = CS_JW_OK;
-    w->depth = 0;
+    w->depth = w->base = 0;
     memset(&w->levels[0], 0, sizeof w->levels[0]);
     w->levels[0].sep = " ";
     w->levels[0].colon = ": ";
@@ -421,9 +449,52 @@ FILE *cs_jw_value_stream(cs_jw *w)
 commsched_status cs_jw_finish(cs_jw *w)
 {
     flush(w);
-    if (!w->error && (w->depth != 0 || ferror(w->f)))
-        w->error = w->depth != 0 ? CS_JW_ENEST : CS_JW_EIO;
-    if (!w->error)
-        return COMMSCHED_OK;
-    return w->error == CS_JW_EIO ? COMMSCHED_EIO : COMMSCHED_EINVAL;
+    if (!w->error && w->depth != w->base)
+        w->error = CS_JW_ENEST;
+    if (!w->error && w->f && ferror(w->f))
+        w->error = CS_JW_EIO;
+    switch (w->error) {
+    case CS_JW_OK: return COMMSCHED_OK;
+    case CS_JW_EIO: return COMMSCHED_EIO;
+    case CS_JW_ENOMEM: return COMMSCHED_ENOMEM;
+    default: return COMMSCHED_EINVAL;
+    }
+}
+
+void cs_jw_init_memory(cs_jw *w) { cs_jw_init(w, NULL); }
+
+void cs_jw_items(cs_jw *w, const char *sep, const char *colon, int has_items)
+{
+    assert(!w->f);
+    w->len = w->mem_len = 0;
+    w->error = CS_JW_OK;
+    w->depth = w->base = 1;
+    cs_jw_level *l = &w->levels[1];
+    memset(l, 0, sizeof *l);
+    l->sep = sep;
+    l->colon = colon;
+    l->has_items = has_items != 0;
+}
+
+void cs_jw_splice(cs_jw *w, cs_jw *part)
+{
+    assert(!part->f);
+    if (!part->error && part->depth != part->base)
+        part->error = CS_JW_ENEST; /* an item left open */
+    if (part->error) {
+        if (!w->error)
+            w->error = part->error;
+    } else if (!w->error) {
+        if (part->mem_len)
+            put(w, part->mem, part->mem_len);
+        put(w, part->buf, part->len);
+    }
+    part->len = part->mem_len = 0;
+}
+
+void cs_jw_release(cs_jw *w)
+{
+    free(w->mem);
+    w->mem = NULL;
+    w->mem_len = w->mem_cap = 0;
 }

@@ -28,7 +28,12 @@
  * Errors are sticky: the first failure (invalid UTF-8, a non-finite number,
  * a misnested call, a failed write) is remembered, later calls write
  * nothing, and cs_jw_finish reports it. Callers therefore check once, at
- * the end. */
+ * the end.
+ *
+ * A writer may also keep its text in memory (cs_jw_init_memory): the items
+ * of one large array made in parts on several threads, each part spliced
+ * onto the stream's writer in order (cs_jw_splice), byte for byte what one
+ * writer would have written. */
 #ifndef COMMSCHED_JSON_WRITER_H
 #define COMMSCHED_JSON_WRITER_H
 
@@ -47,7 +52,8 @@ typedef enum cs_jw_error {
     CS_JW_EUTF8,   /* a string is not valid UTF-8 */
     CS_JW_ENUMBER, /* NaN or an infinity where a number was required */
     CS_JW_ENEST,   /* a key outside an object, an unbalanced end, too deep */
-    CS_JW_EIO      /* the stream refused a write */
+    CS_JW_EIO,     /* the stream refused a write */
+    CS_JW_ENOMEM   /* a memory writer could not grow its text */
 } cs_jw_error;
 
 typedef struct cs_jw_level {
@@ -58,10 +64,13 @@ typedef struct cs_jw_level {
 } cs_jw_level;
 
 typedef struct cs_jw {
-    FILE *f;
+    FILE *f;   /* NULL: a memory writer, its text in mem */
+    char *mem; /* what a memory writer flushed, mem_len of mem_cap bytes */
+    size_t mem_len, mem_cap;
     size_t len;
     cs_jw_error error;
     int depth; /* levels[0] is the top level (outside any container) */
+    int base;  /* the depth cs_jw_finish expects: 1 for cs_jw_items */
     cs_jw_level levels[CS_JW_MAX_DEPTH + 1];
     char buf[CS_JW_BUFFER];
 } cs_jw;
@@ -131,9 +140,26 @@ void cs_jw_json(cs_jw *w, const json_t *v, const char *sep,
 FILE *cs_jw_value_stream(cs_jw *w);
 
 /* Flushes the buffer. Returns COMMSCHED_OK, COMMSCHED_EIO when a write
- * failed or COMMSCHED_EINVAL for anything the document could not hold
- * (w->error says which); the caller words the message. Does not set an
- * error struct and does not fflush the stream. */
+ * failed, COMMSCHED_ENOMEM when a memory writer could not grow, or
+ * COMMSCHED_EINVAL for anything the document could not hold (w->error
+ * says which); the caller words the message. Does not set an error struct
+ * and does not fflush the stream. */
 commsched_status cs_jw_finish(cs_jw *w);
+
+/* A writer whose text stays in memory, in a buffer it owns (freed by
+ * cs_jw_release), until cs_jw_splice moves it onto another writer. */
+void cs_jw_init_memory(cs_jw *w);
+/* Starts memory writer w over, its text and error cleared (its memory
+ * kept), as the items of an array another writer has open with the layout
+ * sep / colon: each value gets that array's comma and separator, the first
+ * one too when has_items (items were written before this part). */
+void cs_jw_items(cs_jw *w, const char *sep, const char *colon, int has_items);
+/* Writes the text of memory writer part onto w, as cs_jw_raw would (the
+ * comma state of w does not change: the items are part's), and empties
+ * part. A part that failed passes its error to w instead, unless w had
+ * failed already; its text is dropped. */
+void cs_jw_splice(cs_jw *w, cs_jw *part);
+/* Frees a memory writer's text. */
+void cs_jw_release(cs_jw *w);
 
 #endif /* COMMSCHED_JSON_WRITER_H */

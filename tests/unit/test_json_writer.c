@@ -107,6 +107,28 @@ static void test_escapes_like_jansson(void **state)
             free(ours);
             free(ref);
         }
+    /* Every byte at every place of plain strings up to 17 long: the
+     * writer scans eight bytes at a time, then byte by byte, so each byte
+     * must be seen in a whole word, in the tail, and at both ends. */
+    char t[18];
+    for (size_t len = 1; len < sizeof t; len++)
+        for (size_t at = 0; at < len; at++)
+            for (unsigned c = 1; c < 256; c++) {
+                memset(t, 'a', len);
+                t[len] = 0;
+                t[at] = (char)c;
+                commsched_status st;
+                char *ours = write_with(body_string, t, &st);
+                char *ref = jansson_string(t);
+                if (ref) {
+                    assert_int_equal(st, COMMSCHED_OK);
+                    assert_string_equal(ours, ref);
+                } else {
+                    assert_int_equal(st, COMMSCHED_EINVAL);
+                }
+                free(ours);
+                free(ref);
+            }
 }
 
 static void test_invalid_utf8_rejected(void **state)
@@ -548,6 +570,104 @@ static void test_value_stream(void **state)
     free(text);
 }
 
+/* The items of one array: item i is an object with a string a little
+ * longer each time, every 50th long enough (70 KB) to outgrow a writer's
+ * own buffer, so memory writers grow their text. */
+static void put_item(cs_jw *w, int i, char *big)
+{
+    size_t len = i % 50 == 49 ? 70000 : (size_t)i % 40;
+    memset(big, 'a' + i % 26, len);
+    big[len] = 0;
+    cs_jw_object(w);
+    cs_jw_key_int(w, "i", i);
+    cs_jw_key_string(w, "s", big);
+    cs_jw_end(w);
+}
+
+/* arg: the number of items per part, 0 for a single writer. */
+static void body_parts(cs_jw *w, const void *arg)
+{
+    int per = *(const int *)arg;
+    char *big = malloc(70001);
+    assert_non_null(big);
+    cs_jw_object(w);
+    cs_jw_key(w, "items");
+    cs_jw_array(w);
+    cs_jw_layout(w, "\n  ", ": ");
+    if (per == 0) {
+        for (int i = 0; i < 200; i++)
+            put_item(w, i, big);
+    } else {
+        cs_jw *part = malloc(sizeof *part);
+        assert_non_null(part);
+        cs_jw_init_memory(part);
+        for (int lo = 0; lo < 200; lo += per) {
+            cs_jw_items(part, "\n  ", ": ", lo > 0);
+            for (int i = lo; i < lo + per && i < 200; i++)
+                put_item(part, i, big);
+            cs_jw_splice(w, part);
+        }
+        cs_jw_release(part);
+        free(part);
+    }
+    cs_jw_end(w);
+    cs_jw_end(w);
+    free(big);
+}
+
+/* A part that fails (invalid UTF-8, an object left open) passes its
+ * error on; the parts after it write nothing. */
+static void body_part_fails(cs_jw *w, const void *arg)
+{
+    int how = *(const int *)arg;
+    cs_jw *part = malloc(sizeof *part);
+    assert_non_null(part);
+    cs_jw_init_memory(part);
+    cs_jw_array(w);
+    cs_jw_items(part, ", ", ": ", 0);
+    cs_jw_int(part, 1);
+    cs_jw_splice(w, part);
+    cs_jw_items(part, ", ", ": ", 1);
+    if (how == 0) {
+        cs_jw_string(part, "bad\xff");
+    } else {
+        cs_jw_object(part);
+        cs_jw_key_int(part, "open", 2);
+    }
+    cs_jw_splice(w, part);
+    cs_jw_items(part, ", ", ": ", 1);
+    cs_jw_int(part, 3);
+    assert_int_equal(cs_jw_finish(part), COMMSCHED_OK); /* a fresh start */
+    cs_jw_splice(w, part);
+    cs_jw_end(w);
+    cs_jw_release(part);
+    free(part);
+}
+
+static void test_memory_parts(void **state)
+{
+    (void)state;
+    commsched_status st;
+    int whole = 0;
+    char *ref = write_with(body_parts, &whole, &st);
+    assert_int_equal(st, COMMSCHED_OK);
+    assert_true(strlen(ref) > 200000);
+    static const int per[] = {1, 7, 50, 199, 200, 500};
+    for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
+        char *text = write_with(body_parts, &per[k], &st);
+        assert_int_equal(st, COMMSCHED_OK);
+        assert_string_equal(text, ref);
+        free(text);
+    }
+    free(ref);
+    for (int how = 0; how < 2; how++) {
+        char *text = write_with(body_part_fails, &how, &st);
+        assert_int_equal(st, COMMSCHED_EINVAL);
+        assert_string_equal(text, "[1"); /* nothing after the failed part */
+        free(text);
+    }
+}
+
 static void body_layout(cs_jw *w, const void *arg)
 {
     (void)arg;
@@ -691,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_indent_like_jansson),
         cmocka_unit_test(test_value_stream),
+        cmocka_unit_test(test_memory_parts),
         cmocka_unit_test(test_misuse),
         cmocka_unit_test(test_io_failure),
     };
