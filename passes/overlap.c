@@ -43,7 +43,7 @@
  * input's peak; what fits a tighter level fits the budget); the fastest
  * within the budget wins (then the lower peak, then the earlier variant),
  * and the input order is kept unless a variant is strictly faster (from
- * OV_THREADS_MIN_NODES nodes up the variants run on every core, OpenMP,
+ * CS_THREADS_MIN_NODES nodes up the variants run on every core, OpenMP,
  * each thread keeping its best; the answer is the one a single thread
  * gives trying them in order): the
  * pass is never slower than its input and never above overlap_peak_budget
@@ -307,9 +307,6 @@ oom:
     return commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
                                "out of memory");
 }
-
-/* The smallest graph whose search runs on more than one thread. */
-#define OV_THREADS_MIN_NODES 10000u
 
 /* The best order the search has seen, one for all its threads: a job
  * that beats it copies its order in under the lock. The jobs' answers
@@ -742,10 +739,10 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     int want = 1;
 #if COMMSCHED_HAVE_OPENMP
     /* Inside tune's parallel loop the cores are taken already; and a graph
-     * below OV_THREADS_MIN_NODES is searched in a few milliseconds on one
+     * below CS_THREADS_MIN_NODES is searched in a few milliseconds on one
      * thread, so its caller (a compiler's process, which may run its own
      * OpenMP runtime) gets no threads started on its behalf. */
-    if (!ctx->verify && !omp_in_parallel() && n >= OV_THREADS_MIN_NODES)
+    if (!ctx->verify && !omp_in_parallel() && n >= CS_THREADS_MIN_NODES)
         want = omp_get_max_threads();
 #endif
     /* The seeds (ov_seeds), where the knobs leave the order free as the

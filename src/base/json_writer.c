@@ -6,7 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commsched/config.h"
 #include "fmt_g.h"
+#if COMMSCHED_HAVE_OPENMP
+#include <omp.h>
+#endif
 
 /* n bytes onto the stream, or onto a memory writer's text. */
 static void sink(cs_jw *w, const char *s, size_t n)
@@ -463,17 +467,15 @@ commsched_status cs_jw_finish(cs_jw *w)
 
 void cs_jw_init_memory(cs_jw *w) { cs_jw_init(w, NULL); }
 
-void cs_jw_items(cs_jw *w, const char *sep, const char *colon, int has_items)
+void cs_jw_items_of(cs_jw *part, const cs_jw *w, int has_items)
 {
-    assert(!w->f);
-    w->len = w->mem_len = 0;
-    w->error = CS_JW_OK;
-    w->depth = w->base = 1;
-    cs_jw_level *l = &w->levels[1];
-    memset(l, 0, sizeof *l);
-    l->sep = sep;
-    l->colon = colon;
-    l->has_items = has_items != 0;
+    assert(!part->f && w->depth > 0 && !w->levels[w->depth].is_object);
+    part->len = part->mem_len = 0;
+    part->error = CS_JW_OK;
+    part->depth = part->base = w->depth;
+    memcpy(part->levels, w->levels,
+           ((size_t)w->depth + 1) * sizeof part->levels[0]);
+    part->levels[w->depth].has_items = has_items != 0;
 }
 
 void cs_jw_splice(cs_jw *w, cs_jw *part)
@@ -488,6 +490,12 @@ void cs_jw_splice(cs_jw *w, cs_jw *part)
         if (part->mem_len)
             put(w, part->mem, part->mem_len);
         put(w, part->buf, part->len);
+        /* Its items are the container's (an indented one closes on a line
+         * of its own). Written only when it changes: cs_jw_array_items
+         * sets it first, as other threads read w's levels. */
+        cs_jw_level *l = &w->levels[w->depth];
+        if (!l->has_items && part->levels[part->depth].has_items)
+            l->has_items = 1;
     }
     part->len = part->mem_len = 0;
 }
@@ -497,4 +505,48 @@ void cs_jw_release(cs_jw *w)
     free(w->mem);
     w->mem = NULL;
     w->mem_len = w->mem_cap = 0;
+}
+
+void cs_jw_array_items(cs_jw *w, size_t n, size_t per_part, int threaded,
+                       cs_jw_item_fn item, const void *ctx)
+{
+    int nt = 1;
+#if COMMSCHED_HAVE_OPENMP
+    if (threaded && n > per_part && !omp_in_parallel())
+        nt = omp_get_max_threads();
+#else
+    (void)threaded;
+#endif
+    cs_jw *parts = nt > 1 && !w->error && w->depth > 0 &&
+                           !w->levels[w->depth].is_object
+                       ? malloc((size_t)nt * sizeof *parts)
+                       : NULL;
+    if (!parts) {
+        for (size_t i = 0; i < n && !w->error; i++)
+            item(w, i, ctx);
+        return;
+    }
+#if COMMSCHED_HAVE_OPENMP
+    int had = w->levels[w->depth].has_items;
+    w->levels[w->depth].has_items = n > 0; /* before the threads read it */
+    for (int t = 0; t < nt; t++)
+        cs_jw_init_memory(&parts[t]);
+    long np = (long)((n + per_part - 1) / per_part);
+    /* Each part is made while the one before may still be waiting for its
+     * turn: the ordered splices are the only serial work. */
+#pragma omp parallel for ordered schedule(static, 1) num_threads(nt)
+    for (long p = 0; p < np; p++) {
+        cs_jw *pw = &parts[omp_get_thread_num()];
+        size_t lo = (size_t)p * per_part;
+        size_t hi = n - lo > per_part ? lo + per_part : n;
+        cs_jw_items_of(pw, w, p > 0 || had);
+        for (size_t i = lo; i < hi && !pw->error; i++)
+            item(pw, i, ctx);
+#pragma omp ordered
+        cs_jw_splice(w, pw);
+    }
+    for (int t = 0; t < nt; t++)
+        cs_jw_release(&parts[t]);
+#endif
+    free(parts);
 }

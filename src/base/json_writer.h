@@ -33,7 +33,7 @@
  * A writer may also keep its text in memory (cs_jw_init_memory): the items
  * of one large array made in parts on several threads, each part spliced
  * onto the stream's writer in order (cs_jw_splice), byte for byte what one
- * writer would have written. */
+ * writer would have written; cs_jw_array_items does all of that. */
 #ifndef COMMSCHED_JSON_WRITER_H
 #define COMMSCHED_JSON_WRITER_H
 
@@ -70,7 +70,7 @@ typedef struct cs_jw {
     size_t len;
     cs_jw_error error;
     int depth; /* levels[0] is the top level (outside any container) */
-    int base;  /* the depth cs_jw_finish expects: 1 for cs_jw_items */
+    int base;  /* the depth cs_jw_finish expects (cs_jw_items_of) */
     cs_jw_level levels[CS_JW_MAX_DEPTH + 1];
     char buf[CS_JW_BUFFER];
 } cs_jw;
@@ -149,17 +149,33 @@ commsched_status cs_jw_finish(cs_jw *w);
 /* A writer whose text stays in memory, in a buffer it owns (freed by
  * cs_jw_release), until cs_jw_splice moves it onto another writer. */
 void cs_jw_init_memory(cs_jw *w);
-/* Starts memory writer w over, its text and error cleared (its memory
- * kept), as the items of an array another writer has open with the layout
- * sep / colon: each value gets that array's comma and separator, the first
- * one too when has_items (items were written before this part). */
-void cs_jw_items(cs_jw *w, const char *sep, const char *colon, int has_items);
-/* Writes the text of memory writer part onto w, as cs_jw_raw would (the
- * comma state of w does not change: the items are part's), and empties
+/* Starts memory writer part over, its text and error cleared (its memory
+ * kept), as the continuation of w's innermost open container, an array:
+ * same nesting, layout and indent, so each value part writes is an item
+ * of that array, with its comma and separator (the first one too when
+ * has_items: items were written before this part). */
+void cs_jw_items_of(cs_jw *part, const cs_jw *w, int has_items);
+/* Writes the text of memory writer part (made by cs_jw_items_of(part, w,
+ * ..)) onto w, its items counted as those of w's container, and empties
  * part. A part that failed passes its error to w instead, unless w had
  * failed already; its text is dropped. */
 void cs_jw_splice(cs_jw *w, cs_jw *part);
 /* Frees a memory writer's text. */
 void cs_jw_release(cs_jw *w);
+
+/* Item i of an array, written on w (cs_jw_array_items). */
+typedef void (*cs_jw_item_fn)(cs_jw *w, size_t i, const void *ctx);
+
+/* Items 0 .. n-1 of w's innermost open container, an array, item i
+ * written by item(.., i, ctx). When threaded (the caller's judgement that
+ * the work is worth threads) and OpenMP gives more than one thread
+ * outside any parallel region, parts of per_part items are made on every
+ * core, each thread in a memory writer of its own allocated here (on the
+ * calling thread's heap), and spliced onto w in the parts' order: the
+ * bytes are those one writer makes, and w reports the first error among
+ * them (items after a failed one are not written). item must only read
+ * what ctx points to. */
+void cs_jw_array_items(cs_jw *w, size_t n, size_t per_part, int threaded,
+                       cs_jw_item_fn item, const void *ctx);
 
 #endif /* COMMSCHED_JSON_WRITER_H */

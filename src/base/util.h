@@ -8,6 +8,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The smallest graph for which the library starts threads (OpenMP) on
+ * its caller's behalf: the overlap pass's search, the save's node lines,
+ * the statistics' rows. Below it each takes a few milliseconds on one
+ * thread, and a compiler's process (which may run its own OpenMP runtime)
+ * working on a small graph gets no threads started for it. */
+#define CS_THREADS_MIN_NODES 10000u
+
 /* Allocation that reports failure (the library never aborts on OOM: it
  * returns COMMSCHED_ENOMEM). Overflow of n * size also returns NULL. */
 void *cs_calloc(size_t n, size_t size);

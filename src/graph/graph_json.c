@@ -21,11 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commsched/config.h"
-#if COMMSCHED_HAVE_OPENMP
-#include <omp.h>
-#endif
-
 #define FORMAT_NAME "commsched-graph"
 #define FORMAT_VERSION 1
 
@@ -815,56 +810,20 @@ static void node_json(cs_jw *w, const commsched_graph *g, uint32_t i)
     cs_jw_end(w);
 }
 
-/* From this many nodes on, the node lines are made on every core: below,
- * writing them takes a few milliseconds, and a compiler's process that
- * saves a small graph gets no threads started on its behalf (as for the
- * overlap pass). */
-#define SAVE_THREADS_MIN_NODES 10000u
-/* Nodes a thread makes at a time: ~50 KB of text at ~200 bytes a line,
- * so a part mostly stays in its writer's own buffer. */
+/* Nodes a thread writes at a time when the lines are made on every core:
+ * ~50 KB of text at ~200 bytes a line, so a part mostly stays in its
+ * writer's own buffer. */
 #define SAVE_PART_NODES 256u
 
-/* The nodes array's items, in order (the input order when order is
- * NULL). With threads, each makes parts of SAVE_PART_NODES lines in a
- * memory writer of its own and splices them onto w in the parts' order:
- * the text is the one a single writer makes, and the first error in it is
- * the one w reports. */
-static void nodes_json(cs_jw *w, const commsched_graph *g,
-                       const uint32_t *order)
+typedef struct node_lines {
+    const commsched_graph *g;
+    const uint32_t *order; /* NULL: the input order */
+} node_lines;
+
+static void node_item(cs_jw *w, size_t k, const void *ctx)
 {
-    uint32_t n = g->n_nodes;
-    int nt = 1;
-#if COMMSCHED_HAVE_OPENMP
-    if (n >= SAVE_THREADS_MIN_NODES && !omp_in_parallel())
-        nt = omp_get_max_threads();
-#endif
-    /* The parts' writers come from the calling thread's heap, as the
-     * overlap pass's workers do. */
-    cs_jw *parts = nt > 1 ? malloc((size_t)nt * sizeof *parts) : NULL;
-    if (!parts) {
-        for (uint32_t k = 0; k < n && !w->error; k++)
-            node_json(w, g, order ? order[k] : k);
-        return;
-    }
-#if COMMSCHED_HAVE_OPENMP
-    for (int t = 0; t < nt; t++)
-        cs_jw_init_memory(&parts[t]);
-    long np = (long)((n + SAVE_PART_NODES - 1) / SAVE_PART_NODES);
-#pragma omp parallel for ordered schedule(static, 1) num_threads(nt)
-    for (long p = 0; p < np; p++) {
-        cs_jw *pw = &parts[omp_get_thread_num()];
-        uint32_t lo = (uint32_t)p * SAVE_PART_NODES;
-        uint32_t hi = n - lo > SAVE_PART_NODES ? lo + SAVE_PART_NODES : n;
-        cs_jw_items(pw, "\n  ", ": ", p > 0);
-        for (uint32_t k = lo; k < hi && !pw->error; k++)
-            node_json(pw, g, order ? order[k] : k);
-#pragma omp ordered
-        cs_jw_splice(w, pw);
-    }
-    for (int t = 0; t < nt; t++)
-        cs_jw_release(&parts[t]);
-#endif
-    free(parts);
+    const node_lines *c = ctx;
+    node_json(w, c->g, c->order ? c->order[k] : (uint32_t)k);
 }
 
 static void groups_json(cs_jw *w, const commsched_graph *g)
@@ -957,10 +916,13 @@ static commsched_status save(const commsched_graph *g, const uint32_t *order,
     }
     cs_jw_key(w, "nodes");
     cs_jw_array(w);
-    cs_jw_layout(w, "\n  ", ": "); /* nodes_json's parts have it too */
+    cs_jw_layout(w, "\n  ", ": ");
     if (g->n_nodes)
         cs_jw_raw(w, "\n  ");
-    nodes_json(w, g, order);
+    /* The lines of a large graph on every core (most of the save). */
+    node_lines lines = {g, order};
+    cs_jw_array_items(w, g->n_nodes, SAVE_PART_NODES,
+                      g->n_nodes >= CS_THREADS_MIN_NODES, node_item, &lines);
     cs_jw_raw(w, "\n ");
     cs_jw_end(w);
     cs_jw_raw(w, "\n");

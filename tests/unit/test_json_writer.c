@@ -584,27 +584,56 @@ static void put_item(cs_jw *w, int i, char *big)
     cs_jw_end(w);
 }
 
-/* arg: the number of items per part, 0 for a single writer. */
-static void body_parts(cs_jw *w, const void *arg)
+typedef struct parts_case {
+    int per;      /* items per part; 0: one writer */
+    int indent;   /* jansson's JSON_INDENT(1) instead of a layout */
+    int helper;   /* through cs_jw_array_items (threaded) */
+    int bad;      /* the item with an invalid name, or -1 */
+} parts_case;
+
+typedef struct items_ctx {
+    int bad;
+} items_ctx;
+
+/* Items only read their context (they run on threads): each makes its
+ * string in a buffer of its own. */
+static void item_fn(cs_jw *w, size_t i, const void *ctx)
 {
-    int per = *(const int *)arg;
+    const items_ctx *c = ctx;
+    if ((int)i == c->bad) {
+        cs_jw_string(w, "bad\xff");
+        return;
+    }
     char *big = malloc(70001);
     assert_non_null(big);
+    put_item(w, (int)i, big);
+    free(big);
+}
+
+static void body_parts(cs_jw *w, const void *arg)
+{
+    const parts_case *pc = arg;
+    items_ctx ctx = {pc->bad};
     cs_jw_object(w);
     cs_jw_key(w, "items");
     cs_jw_array(w);
-    cs_jw_layout(w, "\n  ", ": ");
-    if (per == 0) {
+    if (pc->indent)
+        cs_jw_indent(w, 1);
+    else
+        cs_jw_layout(w, "\n  ", ": ");
+    if (pc->helper) {
+        cs_jw_array_items(w, 200, (size_t)pc->per, 1, item_fn, &ctx);
+    } else if (pc->per == 0) {
         for (int i = 0; i < 200; i++)
-            put_item(w, i, big);
+            item_fn(w, (size_t)i, &ctx);
     } else {
         cs_jw *part = malloc(sizeof *part);
         assert_non_null(part);
         cs_jw_init_memory(part);
-        for (int lo = 0; lo < 200; lo += per) {
-            cs_jw_items(part, "\n  ", ": ", lo > 0);
-            for (int i = lo; i < lo + per && i < 200; i++)
-                put_item(part, i, big);
+        for (int lo = 0; lo < 200; lo += pc->per) {
+            cs_jw_items_of(part, w, lo > 0);
+            for (int i = lo; i < lo + pc->per && i < 200; i++)
+                item_fn(part, (size_t)i, &ctx);
             cs_jw_splice(w, part);
         }
         cs_jw_release(part);
@@ -612,7 +641,6 @@ static void body_parts(cs_jw *w, const void *arg)
     }
     cs_jw_end(w);
     cs_jw_end(w);
-    free(big);
 }
 
 /* A part that fails (invalid UTF-8, an object left open) passes its
@@ -624,10 +652,10 @@ static void body_part_fails(cs_jw *w, const void *arg)
     assert_non_null(part);
     cs_jw_init_memory(part);
     cs_jw_array(w);
-    cs_jw_items(part, ", ", ": ", 0);
+    cs_jw_items_of(part, w, 0);
     cs_jw_int(part, 1);
     cs_jw_splice(w, part);
-    cs_jw_items(part, ", ", ": ", 1);
+    cs_jw_items_of(part, w, 1);
     if (how == 0) {
         cs_jw_string(part, "bad\xff");
     } else {
@@ -635,7 +663,7 @@ static void body_part_fails(cs_jw *w, const void *arg)
         cs_jw_key_int(part, "open", 2);
     }
     cs_jw_splice(w, part);
-    cs_jw_items(part, ", ", ": ", 1);
+    cs_jw_items_of(part, w, 1);
     cs_jw_int(part, 3);
     assert_int_equal(cs_jw_finish(part), COMMSCHED_OK); /* a fresh start */
     cs_jw_splice(w, part);
@@ -648,24 +676,33 @@ static void test_memory_parts(void **state)
 {
     (void)state;
     commsched_status st;
-    int whole = 0;
-    char *ref = write_with(body_parts, &whole, &st);
-    assert_int_equal(st, COMMSCHED_OK);
-    assert_true(strlen(ref) > 200000);
-    static const int per[] = {1, 7, 50, 199, 200, 500};
-    for (size_t k = 0; k < sizeof per / sizeof per[0]; k++) {
-        char *text = write_with(body_parts, &per[k], &st);
+    for (int indent = 0; indent < 2; indent++) {
+        parts_case whole = {0, indent, 0, -1};
+        char *ref = write_with(body_parts, &whole, &st);
         assert_int_equal(st, COMMSCHED_OK);
-        assert_string_equal(text, ref);
-        free(text);
+        assert_true(strlen(ref) > 200000);
+        static const int per[] = {1, 7, 50, 199, 200, 500};
+        for (size_t k = 0; k < sizeof per / sizeof per[0]; k++)
+            for (int helper = 0; helper < 2; helper++) {
+                parts_case pc = {per[k], indent, helper, -1};
+                char *text = write_with(body_parts, &pc, &st);
+                assert_int_equal(st, COMMSCHED_OK);
+                assert_string_equal(text, ref);
+                free(text);
+            }
+        free(ref);
     }
-    free(ref);
     for (int how = 0; how < 2; how++) {
         char *text = write_with(body_part_fails, &how, &st);
         assert_int_equal(st, COMMSCHED_EINVAL);
         assert_string_equal(text, "[1"); /* nothing after the failed part */
         free(text);
     }
+    /* A failing item among threaded parts fails the document. */
+    parts_case bad = {7, 0, 1, 120};
+    char *text = write_with(body_parts, &bad, &st);
+    assert_int_equal(st, COMMSCHED_EINVAL);
+    free(text);
 }
 
 static void body_layout(cs_jw *w, const void *arg)
