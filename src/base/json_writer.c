@@ -516,6 +516,7 @@ void cs_jw_array_items(cs_jw *w, size_t n, size_t per_part, int threaded,
         nt = omp_get_max_threads();
 #else
     (void)threaded;
+    (void)per_part;
 #endif
     cs_jw *parts = nt > 1 && !w->error && w->depth > 0 &&
                            !w->levels[w->depth].is_object
