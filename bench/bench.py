@@ -224,7 +224,10 @@ def speed_row(cli, label, graph, repeat, cap, stepwise_above, tmp):
     # command (load, default pipeline, save; no --stats) over validate,
     # in the same pairs, below the stepwise sizes.
     whole = nodes <= stepwise_above
-    for _ in range(max(repeat, 2)):
+    # Seven pairs up to 100K nodes (a second or two each): one pair's
+    # ratio moves by +-0.05 on a shared 2-core VM, a median of three by
+    # nearly as much.
+    for _ in range(max(repeat, 7 if nodes <= 100000 else 2)):
         dt, r, _, _ = run([cli, "validate", graph])
         _, _, _, text = run([cli, "optimize", graph, "--passes", "none",
                              "--verbose", "-o", out])
@@ -623,7 +626,7 @@ def update_doc(path, results, speed_lines, moves_lines, scal, qual_lines,
               "prints every pass's statistics); `optimize ÷ load` = plain "
               "`commsched optimize -o OUT` (load, default pipeline, save) "
               "over `validate`, the median of the same back-to-back pairs' "
-              "ratios (not run stepwise); RSS = peak resident set of "
+              "ratios (seven pairs up to 100K nodes; not run stepwise); RSS = peak resident set of "
               "the command. A pass that ran past the cap was killed: the "
               "cell says so and the passes after it did not run.", ""]
     if moves_lines:
