@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt_g.h"
 #include "passes_internal.h"
 
 int cs_text_appendf(cs_text *t, const char *fmt, ...)
@@ -117,8 +118,11 @@ const char *cs_pyfloat(char buf[static 32], double x)
     char e[40];
     int lo = 1, hi = 17; /* the answer is in [lo, hi] */
     while (lo < hi) {
+        /* "%.*g" with mid digits is the same rounded number as "%.*e"
+         * with mid - 1, and cs_fmt_g writes it by integer arithmetic
+         * (glibc's printf was most of this function's cost). */
         int mid = lo + (hi - lo) / 2;
-        snprintf(e, sizeof e, "%.*e", mid - 1, x);
+        cs_fmt_g(e, x, mid);
         if (strtod(e, NULL) == x)
             hi = mid;
         else
