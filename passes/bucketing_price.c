@@ -40,6 +40,53 @@ void cs_bk_placement_free(placement *pl)
     memset(pl, 0, sizeof *pl);
 }
 
+/* The placement's ready set, popped in (key, node) order as a heap of
+ * them would pop it, but by position: a key's high half is a position of
+ * the current order (1..n), and the sort meets nearly every node when the
+ * scan reaches its position. A ready node at or after the scan waits in
+ * its position's list (sorted: a bucket's nodes share one); one that
+ * became ready behind the scan (a dependency placed it late) goes into a
+ * heap, whose keys are all below the lists'. Linear where the heap of every
+ * ready node was O(V log V), most of a priced merge. */
+typedef struct pos_queue {
+    const uint64_t *key;
+    uint32_t *head; /* per position 0..n: its list, NONE for empty */
+    uint32_t *next; /* per node: the next in its position's list */
+    uint32_t cur;   /* positions below it have empty lists */
+    cs_heap late;   /* ready nodes whose position is below cur */
+} pos_queue;
+
+static int pq_before(const pos_queue *q, uint32_t a, uint32_t b)
+{
+    return q->key[a] != q->key[b] ? q->key[a] < q->key[b] : a < b;
+}
+
+static void pq_push(pos_queue *q, uint32_t v)
+{
+    uint32_t at = (uint32_t)(q->key[v] >> 32);
+    if (at < q->cur) {
+        bk_push_node(&q->late, q->key[v], v);
+        return;
+    }
+    uint32_t *link = &q->head[at];
+    while (*link != COMMSCHED_NONE && pq_before(q, *link, v))
+        link = &q->next[*link];
+    q->next[v] = *link;
+    *link = v;
+}
+
+/* The smallest ready node; the caller knows one is ready. */
+static uint32_t pq_pop(pos_queue *q)
+{
+    if (q->late.n > 0)
+        return cs_heap_pop(&q->late).v;
+    while (q->head[q->cur] == COMMSCHED_NONE)
+        q->cur++;
+    uint32_t v = q->head[q->cur];
+    q->head[q->cur] = q->next[v];
+    return v;
+}
+
 commsched_status cs_bk_place(bk_pass *p, const bucket *extra,
                               placement *pl)
 {
@@ -52,7 +99,7 @@ commsched_status cs_bk_place(bk_pass *p, const bucket *extra,
     uint32_t *rows = NULL, *vals = NULL, *indeg = NULL;
     uint64_t *key = NULL;
     cs_csr users = {0};
-    cs_heap h = {0};
+    pos_queue q = {0};
     memset(pl, 0, sizeof *pl);
     pl->nb = nb;
     pl->V = V;
@@ -75,10 +122,15 @@ commsched_status cs_bk_place(bk_pass *p, const bucket *extra,
     key = cs_malloc_array(V, sizeof *key);
     pl->newidx = cs_malloc_array(V, sizeof *pl->newidx);
     pl->vorder = cs_malloc_array(V, sizeof *pl->vorder);
-    int heap_failed = cs_heap_reserve(&h, V) != 0;
+    q.head = cs_malloc_array((size_t)n + 1, sizeof *q.head);
+    q.next = cs_malloc_array(V, sizeof *q.next);
+    int heap_failed = cs_heap_reserve(&q.late, V) != 0;
     if (!rows || !vals || !indeg || !key || !pl->newidx || !pl->vorder ||
-        heap_failed)
+        !q.head || !q.next || heap_failed)
         goto oom;
+    for (uint32_t i = 0; i <= n; i++)
+        q.head[i] = COMMSCHED_NONE;
+    q.key = key;
     size_t k = 0;
     for (uint32_t v = 0; v < n; v++) {
         key[v] = (uint64_t)(p->pos[v] + 1) << 32;
@@ -140,17 +192,25 @@ commsched_status cs_bk_place(bk_pass *p, const bucket *extra,
         goto oom;
     for (size_t e = 0; e < k; e++)
         indeg[vals[e]]++;
-    for (uint32_t v = 0; v < V; v++)
-        if ((v >= n || p->vmap[v] == v) && indeg[v] == 0)
-            bk_push_node(&h, key[v], v);
-    while (h.n > 0) {
-        uint32_t v = cs_heap_pop(&h).v;
+    /* Ready nodes are pushed in decreasing order, so a position's list
+     * takes each at its head. */
+    size_t ready = 0;
+    for (uint32_t v = (uint32_t)V; v-- > 0;)
+        if ((v >= n || p->vmap[v] == v) && indeg[v] == 0) {
+            pq_push(&q, v);
+            ready++;
+        }
+    while (ready > 0) {
+        uint32_t v = pq_pop(&q);
+        ready--;
         assert(pl->placed < V - removed); /* each node once */
         pl->newidx[v] = pl->placed;
         pl->vorder[pl->placed++] = v;
         for (uint32_t e = users.off[v]; e < users.off[v + 1]; e++)
-            if (--indeg[users.idx[e]] == 0)
-                bk_push_node(&h, key[users.idx[e]], users.idx[e]);
+            if (--indeg[users.idx[e]] == 0) {
+                pq_push(&q, users.idx[e]);
+                ready++;
+            }
     }
     if (pl->placed != V - removed)
         st = commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
@@ -165,7 +225,9 @@ cleanup:
     free(vals);
     free(indeg);
     free(key);
-    cs_heap_fini(&h);
+    free(q.head);
+    free(q.next);
+    cs_heap_fini(&q.late);
     if (st != COMMSCHED_OK)
         cs_bk_placement_free(pl);
     return st;
