@@ -46,7 +46,9 @@
  * priced with the memory model's and the simulator's arithmetic
  * (virtual_price), since building a graph through the builder for every
  * candidate cost ten times more; verify mode builds each one anyway and
- * requires the same figures. O(V log V + E) per priced merge; the peak
+ * requires the same figures. O(V + E) per priced merge (the sort's ready
+ * set is kept by position, bucketing_price.c), so cost mode, which prices
+ * every merge, grows with the square of the graph; the peak
  * alone (greedy mode) is priced incrementally instead, over the open
  * bucket's window of the schedule (bucketing_incr.c), which gives the
  * same figure.

@@ -3,7 +3,7 @@
  * The greedy walk (passes/bucketing.c) prices every merge it tries on the
  * whole graph: the closed buckets and the open one merged, placed by a
  * stable topological sort by key (bucketing_price.c). Done from scratch,
- * that is O(V log V) per candidate and the pass grows with the square of
+ * that is O(V + E) per candidate and the pass grows with the square of
  * the graph. This file gives the same peak from a state kept across the
  * walk, in time that depends on the open bucket's stretch of the schedule.
  *
