@@ -47,8 +47,9 @@
  * (virtual_price), since building a graph through the builder for every
  * candidate cost ten times more; verify mode builds each one anyway and
  * requires the same figures. O(V + E) per priced merge (the sort's ready
- * set is kept by position, bucketing_price.c), so cost mode, which prices
- * every merge, grows with the square of the graph; the peak
+ * set is kept by position, bucketing_price.c; a heap only for the nodes
+ * that become ready after the sort passed their position), so cost mode,
+ * which prices every merge, grows with the square of the graph; the peak
  * alone (greedy mode) is priced incrementally instead, over the open
  * bucket's window of the schedule (bucketing_incr.c), which gives the
  * same figure.
