@@ -53,6 +53,7 @@ typedef struct pos_queue {
     uint32_t *head; /* per position 0..n: its list, NONE for empty */
     uint32_t *next; /* per node: the next in its position's list */
     uint32_t cur;   /* positions below it have empty lists */
+    uint32_t n;     /* the last position */
     cs_heap late;   /* ready nodes whose position is below cur */
 } pos_queue;
 
@@ -64,6 +65,7 @@ static int pq_before(const pos_queue *q, uint32_t a, uint32_t b)
 static void pq_push(pos_queue *q, uint32_t v)
 {
     uint32_t at = (uint32_t)(q->key[v] >> 32);
+    assert(at <= q->n);
     if (at < q->cur) {
         bk_push_node(&q->late, q->key[v], v);
         return;
@@ -131,6 +133,7 @@ commsched_status cs_bk_place(bk_pass *p, const bucket *extra,
     for (uint32_t i = 0; i <= n; i++)
         q.head[i] = COMMSCHED_NONE;
     q.key = key;
+    q.n = n;
     size_t k = 0;
     for (uint32_t v = 0; v < n; v++) {
         key[v] = (uint64_t)(p->pos[v] + 1) << 32;
