@@ -45,9 +45,12 @@ void cs_bk_placement_free(placement *pl)
  * the current order (1..n), and the sort meets nearly every node when the
  * scan reaches its position. A ready node at or after the scan waits in
  * its position's list (sorted: a bucket's nodes share one); one that
- * became ready behind the scan (a dependency placed it late) goes into a
- * heap, whose keys are all below the lists'. Linear where the heap of every
- * ready node was O(V log V), most of a priced merge. */
+ * became ready behind the scan (a dependency placed it late: the
+ * consumers a bucket's wait releases) goes into a heap, whose keys are all
+ * below the lists'. Those could go at the front of the scan's own list in
+ * the same order, but one list of many of them would be sorted by
+ * insertion, quadratic; the heap keeps them O(log). Linear where the heap
+ * of every ready node was O(V log V), most of a priced merge. */
 typedef struct pos_queue {
     const uint64_t *key;
     uint32_t *head; /* per position 0..n: its list, NONE for empty */
@@ -195,8 +198,8 @@ commsched_status cs_bk_place(bk_pass *p, const bucket *extra,
         goto oom;
     for (size_t e = 0; e < k; e++)
         indeg[vals[e]]++;
-    /* Ready nodes are pushed in decreasing order, so a position's list
-     * takes each at its head. */
+    /* In decreasing order: a position's list then mostly takes each at
+     * its head (the order of pushes does not change the pops). */
     size_t ready = 0;
     for (uint32_t v = (uint32_t)V; v-- > 0;)
         if ((v >= n || p->vmap[v] == v) && indeg[v] == 0) {

@@ -1095,6 +1095,68 @@ static void expect_fake_edges(const fx *f, const char *want)
         fail_msg("fake edges\n  got:  %s\n  want: %s", got, want);
 }
 
+/* cs_pyfloat is Python's repr of a float (the iterative passes' texts):
+ * the values Python prints, and on random bit patterns and ns-scale
+ * times the two properties that define it -- the text reads back as x,
+ * and one significant digit fewer ("%.*e", correctly rounded) does not. */
+static void test_pyfloat_is_python_repr(void **state)
+{
+    (void)state;
+    static const struct {
+        double x;
+        const char *repr;
+    } known[] = {
+        {0.1, "0.1"},
+        {1e-7, "1e-07"},
+        {1e16, "1e+16"},
+        {123456789.0, "123456789.0"},
+        {0.1 + 0.2, "0.30000000000000004"},
+        {1e22, "1e+22"},
+        {-0.0, "-0.0"},
+        {5e-324, "5e-324"},
+        {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {1234.5, "1234.5"},
+        {1e-5, "1e-05"},
+        {1e15, "1000000000000000.0"},
+        {0.0025, "0.0025"},
+    };
+    char buf[32];
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        assert_string_equal(cs_pyfloat(buf, known[i].x), known[i].repr);
+    uint64_t r = 88172645463325252u;
+    for (int i = 0; i < 200000; i++) {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        double x;
+        if (i % 2) {
+            memcpy(&x, &r, sizeof x);
+            if (x != x || x - x != 0)
+                continue; /* NaN and infinities have their own words */
+        } else {
+            x = (double)(r >> 11) * 0x1p-53 * 1e9;
+        }
+        const char *t = cs_pyfloat(buf, x);
+        assert_true(strtod(t, NULL) == x);
+        int digits = 0, lead = 1;
+        for (const char *c = t; *c && *c != 'e'; c++)
+            if (*c >= '0' && *c <= '9') {
+                lead &= *c == '0';
+                digits += !lead;
+            }
+        /* trailing zeros (of "123.0", "1000.0") are not significant */
+        for (const char *c = strchr(t, 'e') ? strchr(t, 'e') : t + strlen(t);
+             c > t && (c[-1] == '0' || c[-1] == '.') && digits > 1; c--)
+            digits -= c[-1] == '0';
+        if (digits > 1) {
+            char e[40];
+            snprintf(e, sizeof e, "%.*e", digits - 2, x);
+            if (strtod(e, NULL) == x)
+                fail_msg("%s for %a: %s is shorter", t, x, e);
+        }
+    }
+}
+
 static void test_decide_global_ordering(void **state)
 {
     (void)state;
@@ -1374,6 +1436,7 @@ int main(void)
         cmocka_unit_test(test_sink_passes_sync_collective),
         cmocka_unit_test(test_sink_unexposed),
         cmocka_unit_test(test_decide_global_ordering),
+        cmocka_unit_test(test_pyfloat_is_python_repr),
         cmocka_unit_test(test_drop_violated_fake_edges),
         cmocka_unit_test(test_random_iterative_properties),
         cmocka_unit_test(test_random_order_properties),
