@@ -217,7 +217,12 @@ COMMSCHED_EXPORT commsched_status commsched_graph_load_string(
  * NULL: the graph's own order; otherwise a permutation of node indices).
  * `schedule_json`, when not NULL, is a JSON object text placed under
  * "schedule" (it must parse). Writes to an already open stream; the CLI
- * wraps this in an atomic temporary-file-and-rename. */
+ * wraps this in an atomic temporary-file-and-rename. From 10,000 nodes on
+ * the node lines are made on OpenMP's threads (outside a parallel region;
+ * OMP_NUM_THREADS=1 keeps the call on the caller's thread) and written in
+ * order from whichever thread holds the turn: the bytes are the same, but
+ * a stream with callbacks (fopencookie) may be called from another thread
+ * than the caller's, one call at a time. */
 COMMSCHED_EXPORT commsched_status commsched_graph_save_stream(
     const commsched_graph *g, const uint32_t *order, const char *schedule_json,
     FILE *out, commsched_error *err);

@@ -88,7 +88,9 @@ COMMSCHED_EXPORT commsched_status commsched_report_trace(
  * buckets or per-collective rows of bucketing and overlap passes), with
  * node names from g (or from the graph a pass built). Streams row by row:
  * the "stats" member of a saved schedule (commsched_graph_save_stream_with)
- * and `optimize --stats=json`. Borrows everything for the call. ENOMEM,
+ * and `optimize --stats=json`; the rows of a pass over 10,000 nodes or more
+ * are made on OpenMP's threads, as the save's node lines are
+ * (commsched_graph_save_stream). Borrows everything for the call. ENOMEM,
  * EIO when the stream fails, EINVAL for a non-finite figure (the output is
  * then incomplete). */
 COMMSCHED_EXPORT commsched_status commsched_run_stats_write_json(
