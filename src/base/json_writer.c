@@ -217,6 +217,20 @@ static size_t utf8_len(const unsigned char *p)
     return 0;
 }
 
+/* 1 for the bytes a string holds as they are: printable ASCII but the
+ * quote and the backslash. One load a byte where four compares were (the
+ * scan is most of a save's string work: names are plain ASCII). */
+static const unsigned char plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
 /* The quoted, escaped string. Runs of bytes that need no escape are copied
  * in one piece: names are almost always plain ASCII. */
 static void put_string(cs_jw *w, const char *s)
@@ -225,11 +239,9 @@ static void put_string(cs_jw *w, const char *s)
     const unsigned char *p = (const unsigned char *)s, *run = p;
     put_c(w, '"');
     for (;;) {
-        unsigned c = *p;
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+        while (plain[*p])
             p++;
-            continue;
-        }
+        unsigned c = *p;
         if (c >= 0x80) {
             size_t n = utf8_len(p);
             if (n == 0) {
