@@ -241,6 +241,23 @@ typedef struct ov_run {
     double *ready_t; /* collectives, by cix: compute-stream time they
                         became issuable (inputs ready or one cheap step
                         away) */
+    /* A stream's last walk of its candidates (try_issue), by 2 x stream +
+     * only_freeing, when it refused every one for reasons that stay true
+     * until one of the conditions kept here moves: the walk is not made
+     * again until then (its answer and its flags would be the same). */
+    struct ov_refusal {
+        uint32_t neg_ep; /* the tree's negative adds, as of the walk */
+        uint32_t minpos; /* the lowest witness position it relied on */
+        uint8_t stands;  /* 0: walk again (the stream's candidates, or a
+                            feeder of one, changed since) */
+    } *refused;
+    uint8_t walk_stable; /* scratch of one walk: every refusal so far is
+                            one that stands (issuable) */
+    uint32_t walk_minpos;
+#ifndef NDEBUG
+    uint32_t new_notes; /* flags issuable set that were not set: a walk
+                           try_issue skips must add none */
+#endif
     uint8_t *flags;
     uint32_t *stk, *list, *undo; /* list: n + 1 */
     int oom;

@@ -52,6 +52,7 @@ void cs_ov_run_free(ov_run *S)
     free(S->list);
     free(S->undo);
     free(S->wit);
+    free(S->refused);
 }
 
 int cs_ov_run_alloc(ov_run *S, const ov_base *b)
@@ -70,6 +71,8 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
     S->cend = cs_malloc_array(nn, sizeof *S->cend);
     S->sf = cs_malloc_array(b->n_streams, sizeof *S->sf);
     S->infl = cs_malloc_array(b->n_streams, sizeof *S->infl);
+    S->refused = cs_malloc_array(2 * (size_t)b->n_streams + 1,
+                                 sizeof *S->refused);
     S->ready_t = cs_malloc_array(b->n_cs ? b->n_cs : 1, sizeof *S->ready_t);
     S->flags = cs_malloc_array(nn, sizeof *S->flags);
     S->stk = cs_malloc_array(nn, sizeof *S->stk);
@@ -91,7 +94,7 @@ int cs_ov_run_alloc(ov_run *S, const ov_base *b)
                    S->in_sh && S->order && S->rem && S->cend &&
                    S->sf && S->infl && S->ready_t && S->flags &&
                    S->stk && S->list && S->undo &&
-                   S->wit
+                   S->wit && S->refused
                ? 0
                : -1;
 }
@@ -110,6 +113,14 @@ static cs_heap_item coll_key(const ov_base *b, uint32_t c)
                   c);
 }
 
+/* Stream s's candidates, or what one of them would pull along, changed:
+ * its next walk is made (try_issue). */
+static void walk_again(ov_run *S, uint32_t s)
+{
+    S->refused[2 * s].stands = 0;
+    S->refused[2 * s + 1].stands = 0;
+}
+
 /* Puts u in the heaps it now qualifies for. */
 static void touch(ov_run *S, uint32_t u)
 {
@@ -125,6 +136,7 @@ static void touch(ov_run *S, uint32_t u)
     if (c == C_COLL && !S->in_sh[u] && S->blockers[u] == 0) {
         S->in_sh[u] = 1;
         cs_rankset_add(ov_dref(b, u) <= 0 ? &S->shf : &S->sh, b->crank[u]);
+        walk_again(S, ov_stream(b, u));
     }
 }
 
@@ -159,6 +171,8 @@ static void release(ov_run *S, uint32_t v, uint32_t u)
     const ov_base *b = S->b;
     assert(S->unmet[u] > 0 && !S->sched[u]);
     S->unmet[u]--;
+    if (S->in_sh[u]) /* v was one of its feeders */
+        walk_again(S, ov_stream(b, u));
     if (b->cls[u] == C_COLL && b->cls[v] != C_COMPUTE) {
         assert(S->blockers[u] > 0);
         S->blockers[u]--;
@@ -194,6 +208,7 @@ static void sched_node(ov_run *S, uint32_t v)
         cs_rankset_remove(ov_dref(b, v) <= 0 ? &S->shf : &S->sh,
                           b->crank[v]);
         S->in_sh[v] = 0;
+        walk_again(S, ov_stream(b, v));
     }
     /* memory and time through the model's kernel (kernel.h), so the
      * order is priced exactly as the memory model and the simulator will */
@@ -437,6 +452,15 @@ static uint32_t walk(const cs_rankset *s, uint32_t *from, uint32_t end,
     return r;
 }
 
+/* Notes flag f (why it was refused) on collective c. */
+static void note(ov_run *S, uint32_t c, uint8_t f)
+{
+#ifndef NDEBUG
+    S->new_notes += (S->flags[c] & f) != f;
+#endif
+    S->flags[c] |= f;
+}
+
 /* Would collective c go now (in-flight and budget tests)? Notes why not
  * on c. */
 static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
@@ -449,6 +473,10 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
         d += ov_dref(b, S->list[j]);
         pull += b->rt[S->list[j]];
     }
+    /* The refusals that stand while c's feeders stay unplaced (d, pull)
+     * and, for the witness's, while the tree only grows and the frontier
+     * stays at or before the witness; the others (the level now, the
+     * in-flight bytes) can change with any node placed. */
     if (only_freeing && d > 0)
         return 0;
     /* Pull compute along only when it is cheap beside the collective (the
@@ -457,7 +485,8 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
     if (pull > FEEDER_FRACTION * b->rt[c])
         return 0;
     if (S->cap > 0 && d > 0 && S->infl[s] + ov_bytes(b, c) > S->cap) {
-        S->flags[c] |= F_INFL;
+        note(S, c, F_INFL);
+        S->walk_stable = 0;
         return 0;
     }
     /* A collective that frees at least what it allocates only gets dearer
@@ -469,22 +498,27 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
     if (d > 0) {
         uint32_t key;
         struct ov_wit *w = wit_slot(S, c, &key);
-        if (witness_refuses(S, w, key, c, d) || !mem_ok(S, nf, c)) {
-            S->flags[c] |= F_MEM;
+        if (witness_refuses(S, w, key, c, d)) {
+            note(S, c, F_MEM);
+            if (w->pos < S->walk_minpos)
+                S->walk_minpos = w->pos;
+            return 0;
+        }
+        if (!mem_ok(S, nf, c)) {
+            note(S, c, F_MEM);
+            S->walk_stable = 0;
             return 0;
         }
     }
     return 1;
 }
 
-/* Issues the first collective of stream s that passes the in-flight and
- * budget tests among the K_STREAM most urgent entries of sh (unless
- * only_freeing) and those of shf, tried in key order (issuing removes it
- * from its set). Returns it or NONE, and adds the compute it pulled along
- * to *t_next. The candidates are read in place (a walk), so the ones
- * refused stay where they are. */
-static uint32_t try_issue(ov_run *S, uint32_t s, int only_freeing,
-                          double *t_next)
+/* The first collective of stream s that passes the in-flight and budget
+ * tests among the K_STREAM most urgent entries of sh (unless
+ * only_freeing) and those of shf, tried in key order, or NONE. The
+ * candidates are read in place (a walk), so the ones refused stay where
+ * they are. */
+static uint32_t first_issuable(ov_run *S, uint32_t s, int only_freeing)
 {
     const ov_base *b = S->b;
     const cs_rankset *hs[2] = {&S->sh, &S->shf};
@@ -498,12 +532,47 @@ static uint32_t try_issue(ov_run *S, uint32_t s, int only_freeing,
         /* ranks of one stream, distinct: the smaller is the more urgent */
         int j = at[1] < at[0] ? 1 : 0;
         uint32_t c = b->cat[at[j]];
-        if (issuable(S, s, c, only_freeing)) {
-            *t_next += cs_ov_issue(S, c);
+        if (issuable(S, s, c, only_freeing))
             return c;
-        }
         at[j] = walk(hs[j], &from[j], end, &left[j]);
     }
+    return NONE;
+}
+
+#ifndef NDEBUG
+/* What try_issue relies on when it skips a walk: made again, it refuses
+ * every candidate and notes nothing new on them. */
+static int refusals_stand(ov_run *S, uint32_t s, int only_freeing)
+{
+    uint32_t notes = S->new_notes;
+    return first_issuable(S, s, only_freeing) == NONE &&
+           S->new_notes == notes;
+}
+#endif
+
+/* Issues first_issuable's collective (issuing removes it from its set).
+ * Returns it or NONE, and adds the compute it pulled along to *t_next.
+ * Most walks refuse what the walk before refused (the prefetch re-tests
+ * after every frame node): a walk whose refusals all stand is not made
+ * again until what they rest on moves (ov_refusal). */
+static uint32_t try_issue(ov_run *S, uint32_t s, int only_freeing,
+                          double *t_next)
+{
+    struct ov_refusal *rf = &S->refused[2 * s + (only_freeing != 0)];
+    if (rf->stands && rf->neg_ep == S->neg_ep && S->lo <= rf->minpos) {
+        assert(refusals_stand(S, s, only_freeing));
+        return NONE;
+    }
+    S->walk_stable = S->cap <= 0; /* the in-flight bytes move */
+    S->walk_minpos = NONE;
+    uint32_t c = first_issuable(S, s, only_freeing);
+    if (c != NONE) {
+        *t_next += cs_ov_issue(S, c);
+        return c;
+    }
+    rf->stands = S->walk_stable;
+    rf->neg_ep = S->neg_ep;
+    rf->minpos = S->walk_minpos;
     return NONE;
 }
 
@@ -723,6 +792,7 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
     for (uint32_t s = 0; s < b->n_streams; s++) {
         S->sf[s] = 0;
         S->infl[s] = 0;
+        walk_again(S, s);
     }
     memcpy(S->rem, b->nreaders, (size_t)b->n_tracked * sizeof *S->rem);
     S->use_seg = budget != NO_LIMIT;
