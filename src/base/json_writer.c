@@ -2,6 +2,7 @@
 #include "json_writer.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,14 +82,21 @@ void cs_jw_init(cs_jw *w, FILE *f)
     w->error = CS_JW_OK;
     w->depth = w->base = 0;
     memset(&w->levels[0], 0, sizeof w->levels[0]);
-    w->levels[0].sep = " ";
-    w->levels[0].colon = ": ";
+    cs_jw_layout(w, " ", ": ");
 }
 
 void cs_jw_layout(cs_jw *w, const char *sep, const char *colon)
 {
-    w->levels[w->depth].sep = sep;
-    w->levels[w->depth].colon = colon;
+    size_t ns = strlen(sep), nc = strlen(colon);
+    if (ns > UCHAR_MAX || nc > UCHAR_MAX) {
+        fail(w, CS_JW_ENEST);
+        return;
+    }
+    cs_jw_level *l = &w->levels[w->depth];
+    l->sep = sep;
+    l->colon = colon;
+    l->sep_len = (unsigned char)ns;
+    l->colon_len = (unsigned char)nc;
 }
 
 void cs_jw_indent(cs_jw *w, int width)
@@ -119,7 +127,7 @@ static void put_item_sep(cs_jw *w, const cs_jw_level *l)
     if (l->indent)
         put_indent(w, l, w->depth);
     else if (l->has_items)
-        put_s(w, l->sep);
+        put(w, l->sep, l->sep_len);
 }
 
 void cs_jw_raw(cs_jw *w, const char *s)
@@ -166,6 +174,8 @@ static void open_container(cs_jw *w, char c, unsigned char is_object)
     cs_jw_level *l = &w->levels[++w->depth];
     l->sep = up->sep;
     l->colon = up->colon;
+    l->sep_len = up->sep_len;
+    l->colon_len = up->colon_len;
     l->indent = up->indent;
     l->is_object = is_object;
     l->has_items = 0;
@@ -232,11 +242,23 @@ static const unsigned char plain[256] = {
 };
 
 /* The quoted, escaped string. Runs of bytes that need no escape are copied
- * in one piece: names are almost always plain ASCII. */
+ * in one piece: names are almost always plain ASCII, and then the whole
+ * string goes into the buffer with one test of its room. */
 static void put_string(cs_jw *w, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     const unsigned char *p = (const unsigned char *)s, *run = p;
+    while (plain[*p])
+        p++;
+    size_t plain_len = (size_t)(p - run);
+    if (*p == 0 && plain_len + 2 <= CS_JW_BUFFER - w->len) {
+        char *o = w->buf + w->len;
+        o[0] = '"';
+        memcpy(o + 1, s, plain_len);
+        o[plain_len + 1] = '"';
+        w->len += plain_len + 2;
+        return;
+    }
     put_c(w, '"');
     for (;;) {
         while (plain[*p])
@@ -288,7 +310,7 @@ void cs_jw_key(cs_jw *w, const char *key)
     put_item_sep(w, l);
     l->has_items = 1;
     put_string(w, key);
-    put_s(w, l->colon);
+    put(w, l->colon, l->colon_len);
     l->after_key = 1;
 }
 

@@ -59,6 +59,7 @@ typedef enum cs_jw_error {
 typedef struct cs_jw_level {
     const char *sep;   /* written after each comma */
     const char *colon; /* between a key and its value */
+    unsigned char sep_len, colon_len; /* their lengths */
     unsigned char indent; /* 0, or spaces per level (cs_jw_indent) */
     unsigned char is_object, has_items, after_key;
 } cs_jw_level;
@@ -83,7 +84,8 @@ void cs_jw_init(cs_jw *w, FILE *f);
 
 /* The separator after each comma and the colon of the innermost open
  * container (the top level when none is open). Both strings are borrowed
- * and must stay valid while the container is open (string literals). */
+ * and must stay valid while the container is open (string literals), at
+ * most 255 bytes each (longer fails the writer: CS_JW_ENEST). */
 void cs_jw_layout(cs_jw *w, const char *sep, const char *colon);
 
 /* jansson's JSON_INDENT(width) from the innermost open container inward
