@@ -759,12 +759,25 @@ static void body_two_values(cs_jw *w, const void *arg)
     cs_jw_int(w, 2);
 }
 
+/* A separator longer than the 255 bytes a level keeps the length of. */
+static void body_long_separator(cs_jw *w, const void *arg)
+{
+    (void)arg;
+    static char sep[257];
+    memset(sep, ' ', 256);
+    cs_jw_array(w);
+    cs_jw_layout(w, sep, ":");
+    cs_jw_int(w, 1);
+    cs_jw_int(w, 2);
+    cs_jw_end(w);
+}
+
 static void test_misuse(void **state)
 {
     (void)state;
     writer_body bodies[] = {body_key_in_array, body_value_without_key,
                             body_unbalanced, body_unclosed, body_too_deep,
-                            body_two_values};
+                            body_two_values, body_long_separator};
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         commsched_status st;
         free(write_with(bodies[i], NULL, &st));
