@@ -26,6 +26,16 @@ int cs_text_appendf(cs_text *t, const char *fmt, ...)
     return 0;
 }
 
+int cs_text_append(cs_text *t, const char *s)
+{
+    size_t n = strlen(s);
+    if (cs_grow((void **)&t->s, &t->cap, t->len + n + 1, 1) != 0)
+        return -1;
+    memcpy(t->s + t->len, s, n + 1);
+    t->len += n;
+    return 0;
+}
+
 void cs_text_clear(cs_text *t)
 {
     t->len = 0;
@@ -128,18 +138,30 @@ const char *cs_pyfloat(char buf[static 32], double x)
         else
             lo = mid + 1;
     }
-    int p = lo;
-    snprintf(e, sizeof e, "%.*e", p - 1, x);
+    /* Its digits and decimal point from the same "%.*g" text: plain
+     * ("-0.00123", "58688.96") or with an exponent ("1.5e+20"). */
+    cs_fmt_g(e, x, lo);
     char digits[24];
-    int nd = 0, neg = e[0] == '-';
+    int nd = 0, neg = e[0] == '-', before_point = 0, seen_point = 0;
     const char *c = e + neg;
-    for (; *c && *c != 'e'; c++)
-        if (*c >= '0' && *c <= '9')
+    for (; *c && *c != 'e'; c++) {
+        if (*c == '.') {
+            seen_point = 1;
+        } else {
             digits[nd++] = *c;
+            before_point += !seen_point;
+        }
+    }
+    int decpt = before_point + (*c == 'e' ? atoi(c + 1) : 0);
+    int lead = 0; /* "0.00123": the zeros before the first digit */
+    while (lead < nd - 1 && digits[lead] == '0')
+        lead++;
+    nd -= lead;
+    decpt -= lead;
+    memmove(digits, digits + lead, (size_t)nd);
     while (nd > 1 && digits[nd - 1] == '0')
         nd--;
-    digits[nd] = '\0';
-    int decpt = atoi(c + 1) + 1; /* digits are 0.DDD x 10^decpt */
+    digits[nd] = '\0'; /* digits are 0.DDD x 10^decpt */
     /* At most 24 characters: "-0.000" and 17 digits, or
      * "-d." 16 digits "e+308". */
     char *o = buf;
@@ -198,8 +220,14 @@ static void append_time(cs_text *info, const char *name, double after,
                         double before)
 {
     char b[32];
-    if (info->terms++ < CS_OVERLAP_INFO_TERMS)
-        cs_text_appendf(info, "+%s[%s]", name, cs_pyfloat(b, after - before));
+    if (info->terms++ < CS_OVERLAP_INFO_TERMS) {
+        /* "+%s[%s]" without printf: a term per node the walk passes */
+        cs_text_append(info, "+");
+        cs_text_append(info, name);
+        cs_text_append(info, "[");
+        cs_text_append(info, cs_pyfloat(b, after - before));
+        cs_text_append(info, "]");
+    }
 }
 
 /* Says how many terms the cap left out, so a reader knows the text is cut;
