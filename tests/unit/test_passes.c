@@ -1119,6 +1119,9 @@ static void test_pyfloat_is_python_repr(void **state)
         {1e-5, "1e-05"},
         {1e15, "1000000000000000.0"},
         {0.0025, "0.0025"},
+        {0.0, "0.0"},
+        {0.00012345, "0.00012345"},
+        {-2.5e-300, "-2.5e-300"},
     };
     char buf[32];
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
