@@ -81,14 +81,12 @@ typedef struct cs_text {
  * formatting it dominated the pass on large graphs. */
 #define CS_OVERLAP_INFO_TERMS 32
 
-/* Appends the formatted text, or s as it is (no format: the hot path of
- * overlap_info). Both return 0, or -1 on OOM with t unchanged. */
+/* Appends the formatted text; 0, or -1 on OOM with t unchanged. */
 int cs_text_appendf(cs_text *t, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-int cs_text_append(cs_text *t, const char *s);
 void cs_text_clear(cs_text *t);
 void cs_text_free(cs_text *t);
 /* A malloc'ed copy of s (C11 has no strdup); NULL on OOM. */
