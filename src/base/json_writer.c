@@ -227,9 +227,10 @@ static size_t utf8_len(const unsigned char *p)
     return 0;
 }
 
-/* 1 for the bytes a string holds as they are: printable ASCII but the
- * quote and the backslash. One load a byte where four compares were (the
- * scan is most of a save's string work: names are plain ASCII). */
+/* 1 for the bytes a string holds as they are: 0x20-0x7F but the quote
+ * and the backslash (what jansson leaves unescaped below 0x80). One load
+ * a byte where four compares were (the scan is most of a save's string
+ * work: names are plain ASCII). */
 static const unsigned char plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
