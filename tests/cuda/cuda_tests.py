@@ -51,11 +51,19 @@ def gpu_count():
                if n.startswith("nvidia") and n[6:].isdigit())
 
 
-def built_with_cuda(cli):
+def built_with(cli, runtime):
+    """Whether `run --help` lists runtime among those this build has."""
     h = subprocess.run([cli, "run", "--help"], capture_output=True,
                        text=True, timeout=30)
     line = h.stdout.replace("\n", " ")
-    return "has:" in line and " cuda" in line.split("has:", 1)[1][:40]
+    if "has:" not in line:
+        return False
+    has = line.split("has:", 1)[1].split(")", 1)[0]
+    return runtime in has.replace(",", " ").split()
+
+
+def built_with_cuda(cli):
+    return built_with(cli, "cuda")
 
 
 def run(cli, args, timeout=240):
@@ -106,8 +114,10 @@ def case_no_device(env):
             p.returncode, p.stderr, want))
     if p.stderr.count("\n") != 1:
         fail("expected one line of error, got:\n" + p.stderr)
-    if cuda and env.mpiexec:
-        # Every process fails the same way; one message, no hang.
+    if cuda and env.mpiexec and built_with(env.cli, "mpi"):
+        # Every process fails the same way; one message, no hang. (Without
+        # MPI the processes are separate worlds of one, each with its own
+        # message.)
         p, _ = env.mpirun(2, ["--runtime", "cuda", g], timeout=60)
         if p.returncode == 0 or p.stderr.count(want) != 1:
             fail("under mpirun: exit %d, stderr:\n%s" % (p.returncode,
@@ -147,13 +157,20 @@ def check_kinds(env, ranks, gpus_args, name, mpi_np=0):
             rep["step"]["median_ns"] / 1e3))
 
 
+# The overlap pair's all-reduce: 256 MiB, so that it lasts far longer than
+# the step's jitter (a few us) on one GPU too, where NCCL's all-reduce is a
+# local copy (about 6 us for 1 MiB on an H200: the pair's difference was
+# within the noise), and still well inside bwd2's 3 ms on two GPUs.
+OVERLAP_BYTES = 256 << 20
+
+
 def check_overlap(env, ranks, gpus_args, name, mpi_np=0):
     """The same step with its wait exposed and sunk: on a GPU the sunk one
-    hides the all-reduce behind bwd2, so it must be faster (the exposed
-    one pays the collective in full), and the prediction must be close."""
-    steps = {}
+    hides the all-reduce behind bwd2, so it must be faster by at least
+    half the collective's time (the exposed one pays it in full)."""
+    steps, coll = {}, {}
     for exposed in (True, False):
-        g = mt.overlap_graph(ranks, exposed)
+        g = mt.overlap_graph(ranks, exposed, OVERLAP_BYTES)
         tag = "exposed" if exposed else "sunk"
         path = g.write(env.path("%s-%s.json" % (name, tag)))
         rep = run_json(env, gpus_args + ["--iters", "10", "--warmup", "2",
@@ -162,13 +179,16 @@ def check_overlap(env, ranks, gpus_args, name, mpi_np=0):
                        path, "%s-%s" % (name, tag), mpi_np)
         mt.check_report(rep, g, ranks)
         steps[tag] = rep["step"]["median_ns"]
+        coll[tag] = next(n["end_ns"] - n["start_ns"] for n in rep["nodes"]
+                         if n["name"] == "ar1")
         err = rep["step"]["median_ns"] / rep["step"]["predicted_ns"] - 1
         print("%s %s: step %.1f us, predicted %.1f us (%+.1f%%), exposed "
               "%.1f us" % (name, tag, rep["step"]["median_ns"] / 1e3,
                            rep["step"]["predicted_ns"] / 1e3, 100 * err,
                            rep["totals"]["exposed_ns"] / 1e3))
-    if not steps["sunk"] < steps["exposed"]:
-        fail("sinking the wait did not help on the GPU: %r" % steps)
+    if not steps["exposed"] - steps["sunk"] > 0.5 * coll["exposed"]:
+        fail("sinking the wait did not hide the all-reduce on the GPU: "
+             "steps %r, all-reduce %r" % (steps, coll))
 
 
 def case_one_gpu(env):

@@ -145,15 +145,16 @@ def allreduce_graph(world, sizes, dtype="int32"):
     return g
 
 
-def overlap_graph(world, exposed):
-    """DDP-like: a gradient all-reduce with independent compute after it.
-    exposed: the wait right after the collective (input order); otherwise
-    the wait sunk past the independent compute (what sink_waits does)."""
+def overlap_graph(world, exposed, ar_bytes=1 << 20):
+    """DDP-like: a gradient all-reduce (ar_bytes) with independent compute
+    after it. exposed: the wait right after the collective (input order);
+    otherwise the wait sunk past the independent compute (what sink_waits
+    does)."""
     g = Graph("overlap-%s" % ("exposed" if exposed else "sunk"),
               [("world", world)])
     g.inp("x", 1 << 16)
-    g.compute("bwd1", ["x"], "grad1", 1 << 20, 1000)
-    g.coll("ar1", "all_reduce", "world", ["grad1"], "ar1_out", 1 << 20,
+    g.compute("bwd1", ["x"], "grad1", ar_bytes, 1000)
+    g.coll("ar1", "all_reduce", "world", ["grad1"], "ar1_out", ar_bytes,
            dtype="float32", wait=False)
     if exposed:
         g.wait("ar1_w", "ar1_out", "ar1_v")
