@@ -1,7 +1,8 @@
 # commsched — finds what the CUDA/NCCL runtime adaptor needs (docs/RUNTIME.md
 # "CUDA"): the CUDA toolkit with nvcc (the spin kernel), NCCL (header and
 # library; the toolkit of the build machines ships it under its prefix,
-# elsewhere NCCL_HOME or CMAKE_PREFIX_PATH points at it) and, optionally,
+# elsewhere NCCL_HOME, CMAKE_PREFIX_PATH or PyTorch's nvidia-nccl wheel in
+# the Python on PATH provides it) and, optionally,
 # cuBLAS for --compute gemm. Sets COMMSCHED_HAVE_CUDA / _CUBLAS and the
 # imported target commsched::nccl. Included only unless
 # COMMSCHED_WITH_CUDA is OFF; ON turns anything missing into an error.
@@ -21,10 +22,25 @@ if(CUDAToolkit_FOUND)
     list(APPEND _cs_cuda_missing "a working nvcc")
   endif()
 endif()
+# PyTorch's CUDA wheels bring NCCL as a package of their own
+# (site-packages/nvidia/nccl, the library under its soname only): where
+# the Python on PATH imports one, it is a place to look, after the
+# toolkit's and NCCL_HOME.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+set(_cs_nccl_wheel "")
+if(Python3_Interpreter_FOUND)
+  execute_process(
+    COMMAND "${Python3_EXECUTABLE}" -c
+            "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])"
+    OUTPUT_VARIABLE _cs_nccl_wheel OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_QUIET)
+endif()
 find_path(NCCL_INCLUDE_DIR nccl.h
-  HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME PATH_SUFFIXES include)
-find_library(NCCL_LIBRARY nccl
-  HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME PATH_SUFFIXES lib lib64)
+  HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME ${_cs_nccl_wheel}
+  PATH_SUFFIXES include)
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+  HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME ${_cs_nccl_wheel}
+  PATH_SUFFIXES lib lib64)
 if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
   list(APPEND _cs_cuda_missing "NCCL (nccl.h and libnccl)")
 else()
