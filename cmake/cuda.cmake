@@ -24,13 +24,19 @@ if(CUDAToolkit_FOUND)
 endif()
 # PyTorch's CUDA wheels bring NCCL as a package of their own
 # (site-packages/nvidia/nccl, the library under its soname only): where
-# the Python on PATH imports one, it is a place to look, after the
+# the torch environment the tests use (COMMSCHED_TORCH_PYTHON, as `make
+# test` passes build/venv's; tools/make-venv.sh adds the wheel there) or
+# else the Python on PATH imports one, it is a place to look, after the
 # toolkit's and NCCL_HOME.
-find_package(Python3 COMPONENTS Interpreter QUIET)
+set(_cs_py "${COMMSCHED_TORCH_PYTHON}")
+if(NOT _cs_py)
+  find_package(Python3 COMPONENTS Interpreter QUIET)
+  set(_cs_py "${Python3_EXECUTABLE}")
+endif()
 set(_cs_nccl_wheel "")
-if(Python3_Interpreter_FOUND)
+if(_cs_py)
   execute_process(
-    COMMAND "${Python3_EXECUTABLE}" -c
+    COMMAND "${_cs_py}" -c
             "import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])"
     OUTPUT_VARIABLE _cs_nccl_wheel OUTPUT_STRIP_TRAILING_WHITESPACE
     ERROR_QUIET)

@@ -15,3 +15,23 @@ if ! "$venv/bin/python" -c 'import torch, sys; sys.exit(torch.__version__.split(
 fi
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
   --no-build-isolation --no-index --force-reinstall "$here/python"
+# A CUDA toolkit without NCCL (the build machines have CUDA 13's compiler
+# but no NCCL): NCCL's wheel, the one PyTorch's CUDA builds depend on, goes
+# into the environment, and cmake/cuda.cmake finds it through this Python
+# (the debug build passes it as COMMSCHED_TORCH_PYTHON). The debug build
+# then compiles the CUDA runtime adaptor against the real CUDA and NCCL
+# headers and links it, and cuda/no-device runs the adaptor itself. Not
+# fatal: without it the adaptor is simply not built.
+nvcc=$(command -v nvcc || true)
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+if [ -n "$nvcc" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so' &&
+   ! "$venv/bin/python" -c 'import nvidia.nccl' 2>/dev/null; then
+  major=$("$nvcc" --version | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p')
+  case "$major" in
+    12|13)
+      echo "commsched: adding NCCL (nvidia-nccl-cu$major) to $venv for CUDA $major" >&2
+      "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
+        "nvidia-nccl-cu$major==2.27.7" ||
+        echo "commsched: could not install NCCL's wheel; the CUDA adaptor is left out" >&2 ;;
+  esac
+fi

@@ -244,7 +244,10 @@ typedef struct commsched_runtime_ops {
     /* Starts the runtime (MPI_Init; the CUDA adaptor also finds its GPUs
      * and fails with ENODEV, on every process, when there are none).
      * argc/argv may be NULL. On success *out is the context (fini frees
-     * it). */
+     * it). On failure *out is NULL, or, where the processes stopped
+     * together (the CUDA adaptor's ENODEV), the context: the caller prints
+     * its message, if any, and then calls fini, which no process leaves
+     * before every process has reached it. */
     commsched_status (*init)(int *argc, char ***argv, commsched_runtime **out,
                              commsched_error *err);
     /* This process's index and the process count (a CUDA process may
@@ -265,8 +268,8 @@ typedef struct commsched_runtime_ops {
                                 const commsched_run_options *o,
                                 commsched_measurement **out,
                                 commsched_error *err);
-    /* Stops the runtime (MPI_Finalize) and frees the context. NULL is
-     * allowed. */
+    /* Collective: waits for every process to get here, then stops the
+     * runtime (MPI_Finalize) and frees the context. NULL is allowed. */
     void (*fini)(commsched_runtime *rt);
 } commsched_runtime_ops;
 

@@ -20,7 +20,8 @@ typedef struct cs_boot cs_boot;
  * *out is the context (fini frees it). */
 commsched_status cs_boot_init(int *argc, char ***argv, cs_boot **out,
                               commsched_error *err);
-/* Leaves the job (MPI_Finalize when init started MPI). NULL is allowed. */
+/* Leaves the job: a barrier of every process, then MPI_Finalize, when init
+ * started MPI. NULL is allowed. */
 void cs_boot_fini(cs_boot *b);
 
 /* This process's index and the process count (local, not collective). */

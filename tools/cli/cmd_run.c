@@ -325,6 +325,7 @@ int cmd_run(int argc, char **argv)
         if (err.text[0])
             fprintf(stderr, "commsched run: %s\n",
                     commsched_error_format(&err, NULL, buf, sizeof buf));
+        ops->fini(rt); /* after the message: see runtime.h */
         return EXIT_RUNTIME;
     }
     int rank = ops->rank(rt);

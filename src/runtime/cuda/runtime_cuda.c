@@ -1127,14 +1127,17 @@ static commsched_status cuda_init(int *argc, char ***argv,
             "on CPUs)",
             rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
     /* Every process stops together: none is left waiting in NCCL's setup
-     * for one that has no GPU. */
+     * for one that has no GPU. The context goes back with the failure: the
+     * caller prints the message, then fini's barrier lets the processes
+     * exit (under mpirun the first to exit non-zero gets the others
+     * killed, the message unprinted: seen under load). */
     int lowest = cs_boot_first_failed(rt->base.boot, st != COMMSCHED_OK);
     if (lowest >= 0) {
         if (lowest != rt->base.rank && err) {
             commsched_error_clear(err);
             err->status = COMMSCHED_ENODEV;
         }
-        cs_driver_fini(rt);
+        *out = rt;
         return COMMSCHED_ENODEV;
     }
     int nccl = 0, cudart = 0;

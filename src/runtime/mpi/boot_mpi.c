@@ -62,8 +62,13 @@ void cs_boot_fini(cs_boot *b)
         return;
     int fin = 0;
     MPI_Finalized(&fin);
-    if (b->we_initialized && !fin)
+    /* No process leaves before every one has got here, and so has printed
+     * what it had to: mpirun kills the whole job when the first process
+     * exits non-zero. (MPI_Finalize itself need not wait.) */
+    if (b->we_initialized && !fin) {
+        MPI_Barrier(MPI_COMM_WORLD);
         MPI_Finalize();
+    }
     free(b);
 }
 
