@@ -418,6 +418,13 @@ def case_watchdog(env, np):
         fail("watchdog message should name the wait:\n" + p.stderr)
     if dt > 20:
         fail("the watchdog took %.1f s for a 1 s timeout" % dt)
+    # Warm-up runs before calibration (its first pass pays the one-time
+    # costs calibration must not see): the first pass to stall is a warm-up.
+    p, _ = env.mpirun(np, ["--no-preflight", "--timeout", "1",
+                           "--calibrate", "1", "--warmup", "1",
+                           env.path("stuck.%r.json")], timeout=40, expect=1)
+    if "in warm-up iteration" not in p.stderr:
+        fail("the first pass should be a warm-up iteration:\n" + p.stderr)
 
 
 def random_graph_for(seed, np):
