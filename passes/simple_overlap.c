@@ -17,7 +17,10 @@
  * the iterative passes use. */
 #include "passes_internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
+
+#include "segtree.h"
 
 /* 1 when a must stay after b: a non-fake dependency or a fake edge. */
 static int ordered_after(const commsched_graph *g, uint32_t a, uint32_t b)
@@ -152,6 +155,230 @@ static commsched_status raise_collectives(cs_pass_ctx *ctx, commsched_memory *m,
     return COMMSCHED_OK;
 }
 
+/* Phase 1 without one block ahead, a run of swaps at a time. There a
+ * collective never groups and never passes another collective, so the
+ * collectives keep their input order and each rises only past the
+ * non-collective nodes between the previous collective and itself, which
+ * keep their input order among themselves. Over input positions, two
+ * segment trees hold the level before each node (A) and after its
+ * allocations (B). The tracker prices c's swap past x
+ * (commsched_memory_plan_move, group {c}) at max(A_x + alloc(c),
+ * B_x + net(c)), net = alloc - free; so a run of swaps stops at the
+ * rightmost x, above c's dependencies and the previous collective, where
+ * A_x > limit - alloc(c) or B_x > limit - net(c), and each node passed
+ * rises by net(c). The exception is a reader x of a buffer whose last use
+ * is c: passing it moves that free to x (x's new level counts the buffer,
+ * and c frees that much less from then on), so such a node is priced on
+ * its own. O((V + E) log^2 V) where the swaps cost O(V x distance):
+ * quadratic on a long chain whose all-gathers rise to the start. */
+typedef struct batch {
+    cs_segtree A, B;
+    uint32_t *pos;     /* node -> input position */
+    uint32_t *lu;      /* root buffer -> its last use, as the swaps leave it */
+    uint32_t *before;  /* collective -> the input position it now sits
+                          right before (its own when it stays) */
+    uint32_t *special; /* scratch: input positions of c's special readers */
+    size_t n_special, cap_special;
+} batch;
+
+/* The rightmost position in [l, r) whose value is above x, or NONE. */
+static uint32_t rightmost_above(const cs_segtree *t, uint32_t l, uint32_t r,
+                                int64_t x)
+{
+    if (l >= r || cs_segtree_max(t, l, r, NULL) <= x)
+        return COMMSCHED_NONE;
+    while (r - l > 1) {
+        uint32_t mid = l + (r - l) / 2;
+        if (cs_segtree_max(t, mid, r, NULL) > x)
+            l = mid;
+        else
+            r = mid;
+    }
+    return l;
+}
+
+/* a - b, or INT64_MAX where that overflows (limit may be unbounded). */
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    return b < 0 && a > INT64_MAX + b ? INT64_MAX : a - b;
+}
+
+/* Bytes of the buffers x reads whose last use is c; take: they become
+ * x's. */
+static int64_t frees_of(const commsched_graph *g, batch *bt, uint32_t c,
+                        uint32_t x, int take)
+{
+    int64_t moved = 0;
+    for (uint32_t k = g->reads.off[x]; k < g->reads.off[x + 1]; k++) {
+        uint32_t b = g->buffers[g->reads.idx[k]].root;
+        if (bt->lu[b] == c) {
+            moved += g->buffers[b].size;
+            if (take)
+                bt->lu[b] = x;
+        }
+    }
+    return moved;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The lowest input position c may rise to: past its dependencies (a
+ * collective one lies before bar, the previous collective's place). */
+static uint32_t rise_floor(const commsched_graph *g, const batch *bt,
+                           uint32_t c, uint32_t bar)
+{
+    uint32_t lo = bar, pc = bt->pos[c];
+    for (int fake = 0; fake < 2; fake++) {
+        const cs_csr *e = fake ? &g->after_fake : &g->deps;
+        for (uint32_t k = e->off[c]; k < e->off[c + 1]; k++) {
+            uint32_t d = e->idx[k];
+            if (!cs_is_collective(g, d) && bt->pos[d] < pc &&
+                bt->pos[d] + 1 > lo)
+                lo = bt->pos[d] + 1;
+        }
+    }
+    return lo;
+}
+
+/* c's swaps: sets bt->before[c]. -1 on OOM. */
+static int rise_batched(const commsched_graph *g, commsched_memory *m,
+                        const uint32_t *order, batch *bt, uint32_t c,
+                        uint32_t bar, int64_t limit)
+{
+    uint32_t pc = bt->pos[c], lo = rise_floor(g, bt, c, bar);
+    bt->n_special = 0;
+    for (uint32_t k = g->reads.off[c]; k < g->reads.off[c + 1]; k++) {
+        uint32_t b = g->buffers[g->reads.idx[k]].root;
+        if (bt->lu[b] != c)
+            continue;
+        for (uint32_t r = g->readers.off[b]; r < g->readers.off[b + 1]; r++) {
+            uint32_t x = g->readers.idx[r];
+            if (cs_is_collective(g, x) || bt->pos[x] < lo || bt->pos[x] >= pc)
+                continue;
+            if (cs_grow((void **)&bt->special, &bt->cap_special,
+                        bt->n_special + 1, sizeof *bt->special) != 0)
+                return -1;
+            bt->special[bt->n_special++] = bt->pos[x];
+        }
+    }
+    qsort(bt->special, bt->n_special, sizeof *bt->special, cmp_desc);
+    commsched_node_memory cm = commsched_memory_node(m, c);
+    int64_t alloc_c = cm.size_alloc, net = cm.size_alloc - cm.size_free;
+    uint32_t cur = pc; /* c sits right before input position cur */
+    size_t si = 0;
+    for (;;) {
+        while (si < bt->n_special && bt->special[si] >= cur)
+            si++; /* a duplicate of one passed */
+        uint32_t sp = si < bt->n_special ? bt->special[si] : COMMSCHED_NONE;
+        uint32_t seg = sp != COMMSCHED_NONE ? sp + 1 : lo;
+        uint32_t fa = rightmost_above(&bt->A, seg, cur, sat_sub(limit, alloc_c));
+        uint32_t fb = rightmost_above(&bt->B, seg, cur, sat_sub(limit, net));
+        uint32_t f = fa == COMMSCHED_NONE ? fb
+                     : fb == COMMSCHED_NONE || fa > fb ? fa : fb;
+        uint32_t stop = f != COMMSCHED_NONE ? f + 1 : seg;
+        if (stop < cur) {
+            cs_segtree_add(&bt->A, stop, cur, net);
+            cs_segtree_add(&bt->B, stop, cur, net);
+            cur = stop;
+        }
+        if (f != COMMSCHED_NONE || sp == COMMSCHED_NONE)
+            break;
+        uint32_t x = order[sp];
+        int64_t moved = frees_of(g, bt, c, x, 0);
+        if (cs_segtree_at(&bt->A, sp) + alloc_c > limit ||
+            cs_segtree_at(&bt->B, sp) + net + moved > limit)
+            break;
+        frees_of(g, bt, c, x, 1);
+        net += moved;
+        cs_segtree_add(&bt->A, sp, sp + 1, net);
+        cs_segtree_add(&bt->B, sp, sp + 1, net);
+        cur = sp;
+    }
+    bt->before[c] = cur;
+    return 0;
+}
+
+static void batch_free(batch *bt)
+{
+    cs_segtree_free(&bt->A);
+    cs_segtree_free(&bt->B);
+    free(bt->pos);
+    free(bt->lu);
+    free(bt->before);
+    free(bt->special);
+}
+
+/* Phase 1 (no block ahead) into out: the order its swaps leave; *moved
+ * says whether any collective rose. */
+static commsched_status raise_batched(cs_pass_ctx *ctx, commsched_memory *m,
+                                      const uint32_t *order, uint32_t n,
+                                      int64_t limit, uint32_t *out, int *moved)
+{
+    const commsched_graph *g = ctx->g;
+    uint32_t nn = n ? n : 1, nb = g->n_buffers ? g->n_buffers : 1;
+    batch bt = {0};
+    bt.pos = cs_malloc_array(nn, sizeof *bt.pos);
+    bt.lu = cs_malloc_array(nb, sizeof *bt.lu);
+    bt.before = cs_malloc_array(nn, sizeof *bt.before);
+    if (!bt.pos || !bt.lu || !bt.before || cs_segtree_init(&bt.A, nn) != 0 ||
+        cs_segtree_init(&bt.B, nn) != 0) {
+        batch_free(&bt);
+        return commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    }
+    int64_t *la = cs_segtree_leaves(&bt.A), *lb = cs_segtree_leaves(&bt.B);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = order[i];
+        bt.pos[v] = i;
+        commsched_node_memory nm = commsched_memory_node(m, v);
+        /* Collectives are never passed: no level of theirs stops one. */
+        la[i] = cs_is_collective(g, v) ? CS_SEG_LOW : nm.post_alloc - nm.size_alloc;
+        lb[i] = cs_is_collective(g, v) ? CS_SEG_LOW : nm.post_alloc;
+    }
+    cs_segtree_build(&bt.A, NULL, n);
+    cs_segtree_build(&bt.B, NULL, n);
+    for (uint32_t b = 0; b < g->n_buffers; b++)
+        bt.lu[b] = g->buffers[b].root == b ? commsched_memory_last_use(m, b)
+                                           : COMMSCHED_NONE;
+    uint32_t bar = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t c = order[i];
+        if (!cs_is_collective(g, c))
+            continue;
+        bt.before[c] = i;
+        if (cs_is_async(g, c) &&
+            rise_batched(g, m, order, &bt, c, bar, limit) != 0) {
+            batch_free(&bt);
+            return commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
+                                       "out of memory");
+        }
+        bar = bt.before[c];
+        *moved |= bar != i;
+    }
+    /* Each collective right before the input position it rose to, after
+     * those that rose there before it (they keep their order). */
+    uint32_t k = 0, ci = 0; /* ci: the next collective to place */
+    for (uint32_t i = 0; i <= n; i++) {
+        for (; ci < n; ci++) {
+            uint32_t c = order[ci];
+            if (!cs_is_collective(g, c))
+                continue;
+            if (bt.before[c] != i)
+                break; /* it goes later: the before[] rise along order */
+            out[k++] = c;
+        }
+        if (i < n && !cs_is_collective(g, order[i]))
+            out[k++] = order[i];
+    }
+    batch_free(&bt);
+    assert(k == n);
+    return COMMSCHED_OK;
+}
+
 /* Phase 2: waits later. One block ahead (ahead set), a wait passes other
  * waits too: the plan waits for a gradient's reduction where it is read. */
 static commsched_status sink_waits(cs_pass_ctx *ctx, commsched_memory *m,
@@ -178,6 +405,42 @@ static commsched_status sink_waits(cs_pass_ctx *ctx, commsched_memory *m,
         }
     }
     return COMMSCHED_OK;
+}
+
+/* Phase 1 without one block ahead: the batched order relinked, the
+ * tracker recomputed for phase 2. In verify mode the swaps themselves run
+ * (they keep the tracker exact move by move) and must leave the same
+ * order. */
+static commsched_status raise_then_check(cs_pass_ctx *ctx, commsched_memory *m,
+                                         const uint32_t *order, uint32_t n,
+                                         int64_t limit, rise *r)
+{
+    uint32_t *fast = cs_malloc_array(n ? n : 1, sizeof *fast);
+    if (!fast)
+        return commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    int moved = 0;
+    commsched_status st = raise_batched(ctx, m, order, n, limit, fast, &moved);
+    if (st == COMMSCHED_OK && ctx->verify) {
+        st = raise_collectives(ctx, m, order, n, limit, 0, r);
+        uint32_t k = 0;
+        for (uint32_t v = commsched_schedule_first(ctx->s);
+             st == COMMSCHED_OK && v != COMMSCHED_NONE;
+             v = commsched_schedule_next(ctx->s, v), k++)
+            if (fast[k] != v)
+                st = commsched_error_set(
+                    ctx->err, COMMSCHED_EINTERNAL, NULL,
+                    "simple_overlap: the batched rise placed %s at %u, the "
+                    "swaps %s",
+                    ctx->g->nodes[fast[k]].name, k, ctx->g->nodes[v].name);
+    } else if (st == COMMSCHED_OK && moved) {
+        for (uint32_t k = 0; k < n; k++)
+            commsched_schedule_move_run_before(ctx->s, fast[k], fast[k],
+                                               COMMSCHED_NONE);
+        st = commsched_memory_recompute(m, ctx->s, ctx->err);
+    }
+    free(fast);
+    return st;
 }
 
 commsched_status cs_simple_overlap(cs_pass_ctx *ctx, double peak_budget,
@@ -207,7 +470,10 @@ commsched_status cs_simple_overlap(cs_pass_ctx *ctx, double peak_budget,
             double l = (double)peak * (1.0 + peak_budget);
             limit = l >= 9.2e18 ? INT64_MAX : (int64_t)l;
         }
-        st = raise_collectives(ctx, m, order, n, limit, one_block_ahead, &r);
+        if (one_block_ahead)
+            st = raise_collectives(ctx, m, order, n, limit, 1, &r);
+        else
+            st = raise_then_check(ctx, m, order, n, limit, &r);
         if (st == COMMSCHED_OK)
             st = sink_waits(ctx, m, order, n, limit, one_block_ahead);
     }
