@@ -203,19 +203,22 @@ static int64_t sat_sub(int64_t a, int64_t b)
     return b < 0 && a > INT64_MAX + b ? INT64_MAX : a - b;
 }
 
-/* Bytes of the buffers x reads whose last use is c; take: they become
- * x's. */
+/* Bytes of the buffers x reads whose last use is c, each root once (x
+ * may read it twice, or through two aliases); take: they become x's. */
 static int64_t frees_of(const commsched_graph *g, batch *bt, uint32_t c,
                         uint32_t x, int take)
 {
     int64_t moved = 0;
-    for (uint32_t k = g->reads.off[x]; k < g->reads.off[x + 1]; k++) {
-        uint32_t b = g->buffers[g->reads.idx[k]].root;
-        if (bt->lu[b] == c) {
-            moved += g->buffers[b].size;
-            if (take)
-                bt->lu[b] = x;
-        }
+    uint32_t lo = g->reads.off[x], hi = g->reads.off[x + 1];
+    for (uint32_t k = lo; k < hi; k++) {
+        uint32_t b = g->buffers[g->reads.idx[k]].root, j = lo;
+        while (j < k && g->buffers[g->reads.idx[j]].root != b)
+            j++;
+        if (j < k || bt->lu[b] != c)
+            continue; /* counted already, or not c's to free */
+        moved += g->buffers[b].size;
+        if (take)
+            bt->lu[b] = x;
     }
     return moved;
 }
