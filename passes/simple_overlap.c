@@ -268,7 +268,8 @@ static int rise_batched(const commsched_graph *g, commsched_memory *m,
             bt->special[bt->n_special++] = bt->pos[x];
         }
     }
-    qsort(bt->special, bt->n_special, sizeof *bt->special, cmp_desc);
+    if (bt->n_special > 1) /* qsort's base may not be NULL, even for 0 */
+        qsort(bt->special, bt->n_special, sizeof *bt->special, cmp_desc);
     commsched_node_memory cm = commsched_memory_node(m, c);
     int64_t alloc_c = cm.size_alloc, net = cm.size_alloc - cm.size_free;
     uint32_t cur = pc; /* c sits right before input position cur */

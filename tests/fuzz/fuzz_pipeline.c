@@ -6,7 +6,8 @@
  * merge priced both incrementally and on the built graph, which must
  * agree, and each order checked), as tune runs them, with a split the
  * input's length picks (bucket_cuts 0 .. 6: tune's split search): the
- * rewrite must give a graph that round-trips too. */
+ * rewrite must give a graph that round-trips too. And PyTorch's
+ * simple_overlap alone with verify (its batched rise against its swaps). */
 #include "fuzz.h"
 
 #include <math.h>
@@ -58,9 +59,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check_error(st, &err);
         return 0;
     }
-    commsched_optimize_options *o = NULL;
+    commsched_optimize_options *o = NULL, *so = NULL;
     char cuts[2] = {(char)('0' + size % 7), '\0'};
-    if (check_optimize(g, NULL) &&
+    int ok = check_optimize(g, NULL);
+    /* PyTorch's simple_overlap with verify: its batched rise must leave the
+     * order its one-position swaps leave. */
+    if (ok && commsched_optimize_options_create(&so, &err) == COMMSCHED_OK &&
+        commsched_optimize_options_set(so, "passes", "simple_overlap",
+                                       &err) == COMMSCHED_OK &&
+        commsched_optimize_options_set(so, "verify", "true", &err) ==
+            COMMSCHED_OK)
+        check_optimize(g, so);
+    commsched_optimize_options_destroy(so);
+    if (ok &&
         commsched_optimize_options_create(&o, &err) == COMMSCHED_OK &&
         commsched_optimize_options_set(
             o, "passes",
