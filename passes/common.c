@@ -89,6 +89,13 @@ int cs_depends_on(const commsched_graph *g, uint32_t a, uint32_t b)
     return lo < g->deps.off[a + 1] && g->deps.idx[lo] == b;
 }
 
+void cs_relink(commsched_schedule *s, const uint32_t *order, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        commsched_schedule_move_run_before(s, order[k], order[k],
+                                           COMMSCHED_NONE);
+}
+
 double *cs_iterative_runtimes(const cs_pass_ctx *ctx)
 {
     const commsched_graph *g = ctx->g;

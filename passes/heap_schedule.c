@@ -283,11 +283,7 @@ static commsched_status schedule_for_comm(cs_pass_ctx *ctx, int raise_comms,
              (rc = cs_heap_order(ctx->g, in, ctx->runtime_ns, raise_comms,
                                  sink_waits, for_overlap, out, NULL,
                                  ctx->err)) == COMMSCHED_OK)
-        /* Relink the list in the new order: moving each node to the end
-         * in turn leaves them in exactly that order. */
-        for (uint32_t k = 0; k < n; k++)
-            commsched_schedule_move_run_before(ctx->s, out[k], out[k],
-                                               COMMSCHED_NONE);
+        cs_relink(ctx->s, out, n);
     free(in);
     free(out);
     return rc;

@@ -898,12 +898,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
                                  (long long)pk_after, (long long)budget);
         goto cleanup;
     }
-    /* Relink the list: moving each node to the end in turn leaves them in
-     * exactly that order. */
     if (from_sweep)
-        for (uint32_t k = 0; k < n; k++)
-            commsched_schedule_move_run_before(ctx->s, final[k], final[k],
-                                               NONE);
+        cs_relink(ctx->s, final, n);
     if (ctx->verify) {
         commsched_memory *m = NULL;
         /* Fake edges bind overlap's own order; when overlap keeps its

@@ -167,6 +167,10 @@ static inline int cs_is_wait(const commsched_graph *g, uint32_t v)
 /* 1 when a has a non-fake dependency on b (binary search: rows sorted). */
 int cs_depends_on(const commsched_graph *g, uint32_t a, uint32_t b);
 
+/* Relinks s into `order` (a permutation of its n nodes): moving each node
+ * to the end in turn leaves them in exactly that order. O(n). */
+void cs_relink(commsched_schedule *s, const uint32_t *order, uint32_t n);
+
 /* Per-node runtimes as the iterative passes use them: estimate x the comm
  * or non-comm multiplier. Caller frees. */
 double *cs_iterative_runtimes(const cs_pass_ctx *ctx);

@@ -12,9 +12,12 @@
  *      another wait, or when the swap would raise peak memory.
  *
  * No runtime model, no budget: a move is taken only when the memory model
- * says the step's peak does not grow. Each swap is priced exactly by the
+ * says the step's peak does not grow. Each swap is priced as the
  * incremental memory tracker (commsched_memory_plan_move), the same one
- * the iterative passes use. */
+ * the iterative passes use, prices it: step 2 and the one-block-ahead
+ * variant through the tracker itself, swap by swap; step 1 otherwise a
+ * run of swaps at a time by the same formula (raise_batched), which
+ * verify mode checks against the swaps. */
 #include "passes_internal.h"
 
 #include <assert.h>
@@ -438,9 +441,7 @@ static commsched_status raise_then_check(cs_pass_ctx *ctx, commsched_memory *m,
                     "swaps %s",
                     ctx->g->nodes[fast[k]].name, k, ctx->g->nodes[v].name);
     } else if (st == COMMSCHED_OK && moved) {
-        for (uint32_t k = 0; k < n; k++)
-            commsched_schedule_move_run_before(ctx->s, fast[k], fast[k],
-                                               COMMSCHED_NONE);
+        cs_relink(ctx->s, fast, n);
         st = commsched_memory_recompute(m, ctx->s, ctx->err);
     }
     free(fast);
