@@ -172,7 +172,7 @@ commsched_status cs_driver_run(const cs_driver *d, commsched_status setup,
      * connections and kernel loading, cuBLAS's first GEMM of each shape,
      * MPI's shared-memory set-up, first-touch page faults), which would
      * otherwise land in the calibrated solo times (on an H200 a single
-     * calibration pass predicted twice the step it was calibrating). */
+     * calibration pass predicted 6.55 ms for a 1.82 ms step). */
     for (uint32_t w = 0; w < o->warmup; w++) {
         d->ops->pass(d->ctx, CS_PASS_WARMUP, "warm-up iteration", w, r.c0,
                      r.c1, r.cp, r.cs);
