@@ -39,6 +39,10 @@ typedef struct rcppm {
     uint32_t epoch;
     group_wait *waits;
     size_t n_waits, cap_waits;
+    uint32_t *run;     /* a run of candidates for the tracker to price */
+    int64_t *run_peak; /* and each one's potential peak */
+    size_t cap_run, cap_run_peak;
+    int verify_flip;   /* --verify-memory: which check the next run gets */
     cs_walk walk;
     cs_text info, why;
 } rcppm;
@@ -83,6 +87,108 @@ static void outs_list(rcppm *r, uint32_t c)
     cs_text_appendf(&r->why, "])");
 }
 
+/* Rule 5: the potential peak passes peak x (1 + budget). */
+static int over_budget(const rcppm *r, int64_t potential)
+{
+    return (double)(potential - r->peak_memory) >
+           (double)r->peak_memory *
+               r->ctx->k->reorder_iterative_peak_memory_budget;
+}
+
+static void why_memory(rcppm *r, int64_t potential)
+{
+    cs_text_appendf(&r->why, "peak memory new:%lld vs base:%lld",
+                    (long long)potential, (long long)r->peak_memory);
+}
+
+/* --verify-memory for a run: every other run is moved one node at a time
+ * with plan_move's own price compared against the run's (the stopping
+ * candidate's included), the others through commit_run; after either the
+ * tracker must equal a full recompute. */
+static commsched_status verify_run(rcppm *r, uint32_t head, uint32_t tail,
+                                   size_t planned, size_t k)
+{
+    commsched_schedule *s = r->ctx->s;
+    commsched_status st;
+    if ((r->verify_flip ^= 1) != 0) {
+        for (size_t j = 0; j < planned && j <= k; j++) {
+            int64_t potential;
+            st = commsched_memory_plan_move(r->m, s, COMMSCHED_MOVE_AFTER_GROUP,
+                                            r->run[j], head, tail, &potential,
+                                            r->ctx->err);
+            if (st != COMMSCHED_OK)
+                return st;
+            if (potential != r->run_peak[j])
+                return commsched_error_set(
+                    r->ctx->err, COMMSCHED_EINTERNAL, NULL,
+                    "RCPPM: the run priced moving \"%s\" at %lld bytes, one "
+                    "move at a time says %lld",
+                    r->g->nodes[r->run[j]].name, (long long)r->run_peak[j],
+                    (long long)potential);
+            if (j < k)
+                commsched_memory_commit_move(r->m, s);
+        }
+    } else {
+        commsched_memory_commit_run(r->m, s, k);
+    }
+    return commsched_memory_verify(r->m, s, r->ctx->err);
+}
+
+/* With runtime estimations off, rules 1 and 4 never apply, so from *cand
+ * back to the next candidate that stops the walk or joins the group every
+ * candidate only faces the memory test: the tracker prices the run in one
+ * go and the accepted prefix moves in one splice (the seed's order, moves
+ * and figures; a walk of n moves costs O(n + group), not O(n x group)).
+ * Takes at most *chunk candidates, doubling it each time, so a walk that
+ * stops early has not looked far ahead. Sets *stopped on a memory stop;
+ * leaves *cand at the next candidate, for the rules one at a time when
+ * *single (it stops or joins the walk, or takes a free from the group). */
+static commsched_status move_run(rcppm *r, commsched_node_stats *info,
+                                 uint32_t head, uint32_t tail, uint32_t *cand,
+                                 size_t *chunk, int *stopped, int *single)
+{
+    const commsched_graph *g = r->g;
+    commsched_schedule *s = r->ctx->s;
+    int unsafe = r->ctx->k->reorder_iterative_unsafe_collectives_reorder;
+    size_t n = 0;
+    *single = 1;
+    if (cs_grow((void **)&r->run, &r->cap_run, *chunk, sizeof *r->run) != 0 ||
+        cs_grow((void **)&r->run_peak, &r->cap_run_peak, *chunk,
+                sizeof *r->run_peak) != 0)
+        return oom(r);
+    for (uint32_t c = *cand; n < *chunk && c != COMMSCHED_NONE &&
+                             (unsafe || !cs_is_collective(g, c)) &&
+                             r->dep_mark[c] != r->epoch;
+         c = commsched_schedule_prev(s, c))
+        r->run[n++] = c;
+    if (n == 0)
+        return COMMSCHED_OK;
+    size_t planned, k = 0;
+    commsched_status st = commsched_memory_plan_run(
+        r->m, s, head, tail, r->run, n, r->run_peak, &planned, r->ctx->err);
+    if (st != COMMSCHED_OK)
+        return st;
+    while (k < planned && !over_budget(r, r->run_peak[k]))
+        k++;
+    if (r->ctx->verify) {
+        if ((st = verify_run(r, head, tail, planned, k)) != COMMSCHED_OK)
+            return st;
+    } else {
+        commsched_memory_commit_run(r->m, s, k);
+    }
+    info->moves += (uint32_t)k; /* k <= *chunk <= 2^16 */
+    if (k < planned) {
+        why_memory(r, r->run_peak[k]);
+        *stopped = 1;
+        return COMMSCHED_OK;
+    }
+    *cand = commsched_schedule_prev(s, head);
+    *single = planned < n;
+    if (*chunk < ((size_t)1 << 16))
+        *chunk *= 2;
+    return COMMSCHED_OK;
+}
+
 /* Processes one async collective; returns OK or an error status. */
 static commsched_status process(rcppm *r, uint32_t curr,
                                 commsched_node_stats *info)
@@ -109,7 +215,19 @@ static commsched_status process(rcppm *r, uint32_t curr,
     int stopped = 0;
 
     uint32_t cand = commsched_schedule_prev(s, curr);
+    size_t chunk = 8;
     while (cand != COMMSCHED_NONE) {
+        if (!k->reorder_iterative_use_runtime_estimations) {
+            int single;
+            commsched_status st = move_run(r, info, head, tail, &cand, &chunk,
+                                           &stopped, &single);
+            if (st != COMMSCHED_OK)
+                return st;
+            if (stopped)
+                break;
+            if (!single)
+                continue;
+        }
         if (k->reorder_iterative_use_runtime_estimations &&
             info->final_exposed <
                 -k->reorder_iterative_extra_comm_comp_overlap * info->comm_time) {
@@ -206,10 +324,8 @@ static commsched_status process(rcppm *r, uint32_t curr,
             r->ctx->err);
         if (st != COMMSCHED_OK)
             return st;
-        if ((double)(potential - r->peak_memory) >
-            (double)r->peak_memory * k->reorder_iterative_peak_memory_budget) {
-            cs_text_appendf(&r->why, "peak memory new:%lld vs base:%lld",
-                            (long long)potential, (long long)r->peak_memory);
+        if (over_budget(r, potential)) {
+            why_memory(r, potential);
             stopped = 1;
             break;
         }
@@ -307,6 +423,8 @@ cleanup:
     free(r.dep_mark);
     free(r.walk.mark);
     free(r.waits);
+    free(r.run);
+    free(r.run_peak);
     cs_text_free(&r.info);
     cs_text_free(&r.why);
     return st;

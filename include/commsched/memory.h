@@ -19,6 +19,7 @@
 #ifndef COMMSCHED_MEMORY_H
 #define COMMSCHED_MEMORY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "commsched/schedule.h"
@@ -95,6 +96,31 @@ COMMSCHED_EXPORT commsched_status commsched_memory_plan_move(
  * change to the schedule in between. */
 COMMSCHED_EXPORT void commsched_memory_commit_move(commsched_memory *m,
                                                    commsched_schedule *s);
+
+/* Prices a run of AFTER_GROUP moves in one go: candidates[0] sits right
+ * before head, candidates[i + 1] right before candidates[i], and each in
+ * turn moves right after the group head..tail (so the run keeps its order
+ * there), as commsched_memory_plan_move and commit_move would do one at a
+ * time. potential_peaks[i] (room for n) receives the i-th move's potential
+ * peak given the moves before it. The plan stops before the first
+ * candidate that reads a buffer last used in the group (its move takes
+ * that free: plan it with commsched_memory_plan_move): *n_planned <= n.
+ * The same legality as plan_move (asserted in debug builds). Borrows
+ * `candidates` until the commit. O(group + n + buffers the candidates
+ * read), against O(group) per move one at a time. Fails only with ENOMEM,
+ * leaving no plan and *n_planned 0. */
+COMMSCHED_EXPORT commsched_status commsched_memory_plan_run(
+    commsched_memory *m, const commsched_schedule *s, uint32_t head,
+    uint32_t tail, const uint32_t *candidates, size_t n,
+    int64_t *potential_peaks, size_t *n_planned, commsched_error *err);
+
+/* Performs the first k (<= *n_planned) moves of the last planned run: one
+ * splice of the schedule and the levels of the group and the k moved
+ * nodes. Must follow commsched_memory_plan_run with no other change to the
+ * schedule in between. O(group + k). */
+COMMSCHED_EXPORT void commsched_memory_commit_run(commsched_memory *m,
+                                                  commsched_schedule *s,
+                                                  size_t k);
 
 /* Recomputes from scratch and compares node by node and buffer by buffer.
  * Returns EINTERNAL naming the first difference, or OK. */

@@ -29,8 +29,10 @@ typedef struct moved_buf {
     uint32_t gidx; /* index of the group node in plan.group */
 } moved_buf;
 
+enum { PLAN_NONE, PLAN_MOVE, PLAN_RUN };
+
 typedef struct plan {
-    int valid;
+    int valid; /* PLAN_NONE, or what the last plan was */
     commsched_move dir;
     uint32_t cand, head, tail;
     uint32_t *group;       /* group nodes in order */
@@ -41,6 +43,9 @@ typedef struct plan {
     size_t n_moved, cap_moved;
     int64_t cand_post;     /* candidate's post_alloc after the move */
     int64_t cand_dfree;    /* change of the candidate's size_free */
+    const uint32_t *run;   /* a run's candidates (the caller's array) */
+    size_t n_run;          /* how many of them were planned */
+    int64_t run_pf;        /* post_free of the tail before the run */
 } plan;
 
 struct commsched_memory {
@@ -227,7 +232,7 @@ commsched_status commsched_memory_recompute(commsched_memory *m,
                                             const commsched_schedule *s,
                                             commsched_error *err)
 {
-    m->p.valid = 0;
+    m->p.valid = PLAN_NONE;
     int rc = compute(m->g, s, m->pos, &m->baseline, m->alloc, m->free_,
                      m->post_alloc, m->post_free, m->last_use);
     return rc != 0 ? compute_failed(rc, err) : COMMSCHED_OK;
@@ -354,7 +359,7 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
     p->head = head;
     p->tail = tail;
     p->n_moved = 0;
-    p->valid = 0;
+    p->valid = PLAN_NONE;
     if (mark_group(m, s, head, tail) != 0)
         return oom(err);
     int64_t cand_delta = m->alloc[cand] - m->free_[cand];
@@ -433,15 +438,99 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
             delta -= p->group_dfree[k];
         }
     }
-    p->valid = 1;
+    p->valid = PLAN_MOVE;
     *potential_peak = peak;
     return COMMSCHED_OK;
+}
+
+commsched_status commsched_memory_plan_run(commsched_memory *m,
+                                           const commsched_schedule *s,
+                                           uint32_t head, uint32_t tail,
+                                           const uint32_t *candidates,
+                                           size_t n, int64_t *potential_peaks,
+                                           size_t *n_planned,
+                                           commsched_error *err)
+{
+    plan *p = &m->p;
+    p->valid = PLAN_NONE;
+    *n_planned = 0;
+    if (mark_group(m, s, head, tail) != 0)
+        return oom(err);
+    /* No move of the run changes a free or a last use (the run ends before
+     * a candidate that would take one from the group), so each one lowers
+     * every group level by the candidate's net allocation and leaves the
+     * nodes after the group as they were: the i-th move's potential is
+     * max(0, group max - shift - net_i, tail's post_free - shift + free_i)
+     * with shift the net allocations of the moves before it, which is
+     * what commsched_memory_plan_move computes one move at a time. */
+    int64_t gmax = m->post_alloc[head];
+    for (size_t k = 1; k < p->n_group; k++)
+        if (m->post_alloc[p->group[k]] > gmax)
+            gmax = m->post_alloc[p->group[k]];
+    int64_t shift = 0;
+    size_t i = 0;
+    for (; i < n; i++) {
+        uint32_t c = candidates[i];
+        assert(commsched_schedule_next(s, c) ==
+               (i == 0 ? head : candidates[i - 1]));
+#ifndef NDEBUG
+        for (size_t k = 0; k < p->n_group; k++)
+            assert(!depends_on(m->g, p->group[k], c));
+#endif
+        const uint32_t *cb = CS_ROW_BEGIN(m->cand_bufs, c);
+        uint32_t n_cb = CS_ROW_LEN(m->cand_bufs, c), k = 0;
+        while (k < n_cb && (m->last_use[cb[k]] == COMMSCHED_NONE ||
+                            m->mark[m->last_use[cb[k]]] != m->epoch))
+            k++;
+        if (k < n_cb)
+            break; /* it would take a group node's free */
+        int64_t net = m->alloc[c] - m->free_[c];
+        int64_t peak = 0, gp = gmax - shift - net,
+                cp = m->post_free[tail] - shift + m->free_[c];
+        if (gp > peak)
+            peak = gp;
+        if (cp > peak)
+            peak = cp;
+        potential_peaks[i] = peak;
+        shift += net;
+    }
+    p->head = head;
+    p->tail = tail;
+    p->run = candidates;
+    p->n_run = i;
+    p->run_pf = m->post_free[tail];
+    p->valid = PLAN_RUN;
+    *n_planned = i;
+    return COMMSCHED_OK;
+}
+
+void commsched_memory_commit_run(commsched_memory *m, commsched_schedule *s,
+                                 size_t k)
+{
+    plan *p = &m->p;
+    assert(p->valid == PLAN_RUN && k <= p->n_run);
+    p->valid = PLAN_NONE;
+    if (k == 0)
+        return;
+    commsched_schedule_move_run_after(s, p->run[k - 1], p->run[0], p->tail);
+    int64_t shift = 0;
+    for (size_t i = 0; i < k; i++) {
+        uint32_t c = p->run[i];
+        m->post_free[c] = p->run_pf - shift;
+        m->post_alloc[c] = m->post_free[c] + m->free_[c];
+        shift += m->alloc[c] - m->free_[c];
+    }
+    for (size_t i = 0; i < p->n_group; i++) {
+        uint32_t v = p->group[i];
+        m->post_alloc[v] -= shift;
+        m->post_free[v] -= shift;
+    }
 }
 
 void commsched_memory_commit_move(commsched_memory *m, commsched_schedule *s)
 {
     plan *p = &m->p;
-    assert(p->valid);
+    assert(p->valid == PLAN_MOVE);
     if (p->dir == COMMSCHED_MOVE_AFTER_GROUP) {
         assert(commsched_schedule_next(s, p->cand) == p->head);
         commsched_schedule_unlink(s, p->cand);
@@ -464,7 +553,7 @@ void commsched_memory_commit_move(commsched_memory *m, commsched_schedule *s)
     m->free_[p->cand] += p->cand_dfree;
     m->post_alloc[p->cand] = p->cand_post;
     m->post_free[p->cand] = p->cand_post - m->free_[p->cand];
-    p->valid = 0;
+    p->valid = PLAN_NONE;
 }
 
 commsched_status commsched_memory_verify(const commsched_memory *m,

@@ -882,6 +882,140 @@ static void test_memory_random_moves_match_recompute(void **state)
                   total_moves, total_last_use_changes);
 }
 
+/* One run of plan_run/commit_run on (a, ma) against the same moves one at
+ * a time on (b, mb): every potential the run priced, up to the first one
+ * not committed, equals plan_move's; the orders and the tracked state
+ * agree after. Returns the moves made, *early 1 when the run stopped
+ * before a candidate that takes a group node's free. */
+static size_t one_run(commsched_schedule *a, commsched_memory *ma,
+                      commsched_schedule *b, commsched_memory *mb,
+                      uint32_t head, uint32_t tail, const uint32_t *cands,
+                      size_t nc, tu_rng *r, int *early)
+{
+    commsched_error err = {0};
+    int64_t peaks[16], pot;
+    size_t planned = 99;
+    assert_true(nc <= 16);
+    assert_int_equal(commsched_memory_plan_run(ma, a, head, tail, cands, nc,
+                                               peaks, &planned, &err),
+                     COMMSCHED_OK);
+    assert_true(planned <= nc);
+    size_t k = tu_rng_chance(r, 50) ? planned
+                                    : tu_rng_below(r, (uint32_t)planned + 1);
+    for (size_t j = 0; j < planned && j <= k; j++) {
+        assert_int_equal(commsched_memory_plan_move(mb, b,
+                                                    COMMSCHED_MOVE_AFTER_GROUP,
+                                                    cands[j], head, tail, &pot,
+                                                    &err),
+                         COMMSCHED_OK);
+        assert_int_equal(pot, peaks[j]);
+        if (j < k)
+            commsched_memory_commit_move(mb, b);
+    }
+    commsched_memory_commit_run(ma, a, k);
+    *early = 0;
+    if (k == planned && planned < nc) {
+        /* the stopping candidate moves one at a time on both, and takes a
+         * free: some buffer it reads was last used in the group */
+        const commsched_graph *g = commsched_schedule_graph(a);
+        uint32_t c = cands[planned], nb = commsched_graph_buffer_count(g);
+        uint32_t *lu = malloc(nb * sizeof *lu);
+        assert_non_null(lu);
+        for (uint32_t x = 0; x < nb; x++)
+            lu[x] = commsched_memory_last_use(ma, x);
+        commsched_memory *both[2] = {ma, mb};
+        commsched_schedule *sched[2] = {a, b};
+        for (int q = 0; q < 2; q++) {
+            assert_int_equal(commsched_memory_plan_move(
+                                 both[q], sched[q], COMMSCHED_MOVE_AFTER_GROUP,
+                                 c, head, tail, &pot, &err),
+                             COMMSCHED_OK);
+            commsched_memory_commit_move(both[q], sched[q]);
+        }
+        int took = 0;
+        for (uint32_t x = 0; x < nb; x++)
+            took |= lu[x] != c && commsched_memory_last_use(ma, x) == c;
+        free(lu);
+        assert_true(took);
+        *early = 1;
+    }
+    uint32_t n = commsched_graph_node_count(commsched_schedule_graph(a));
+    for (uint32_t v = commsched_schedule_first(a), w =
+             commsched_schedule_first(b), i = 0;
+         i < n; i++, v = commsched_schedule_next(a, v),
+                  w = commsched_schedule_next(b, w))
+        assert_int_equal(v, w);
+    if (commsched_memory_verify(ma, a, &err) != COMMSCHED_OK)
+        fail_msg("after a run: %s", err.text);
+    assert_int_equal(commsched_memory_verify(mb, b, &err), COMMSCHED_OK);
+    return k + (size_t)*early;
+}
+
+/* commsched_memory_plan_run/commit_run (RCPPM's runs of moves) against
+ * plan_move/commit_move over random graphs, groups and runs. */
+static void test_memory_runs_match_single_moves(void **state)
+{
+    (void)state;
+    size_t moved = 0, early = 0, runs_done = 0;
+    for (uint64_t seed = 21; seed < 27; seed++) {
+        tu_graph_opts o = tu_random_opts(150 + 50 * (uint32_t)(seed % 3));
+        o.fake_percent = 30;
+        commsched_graph *g = tu_random_graph(seed, &o);
+        uint32_t n = commsched_graph_node_count(g);
+        commsched_error err = {0};
+        commsched_schedule *a = NULL, *b = NULL;
+        commsched_memory *ma = NULL, *mb = NULL;
+        uint32_t *order = malloc(n * sizeof *order), cands[16];
+        assert_non_null(order);
+        tu_random_topo_order(g, seed * 5 + 3, 0, order);
+        assert_int_equal(commsched_schedule_create(g, order, &a, &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_schedule_create(g, order, &b, &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_memory_create(a, &ma, &err), COMMSCHED_OK);
+        assert_int_equal(commsched_memory_create(b, &mb, &err), COMMSCHED_OK);
+        tu_rng r;
+        tu_rng_seed(&r, seed);
+        for (unsigned done = 0, attempts = 0; done < 300;) {
+            assert_true(++attempts < 300 * 50);
+            assert_int_equal(commsched_schedule_to_array(a, order, &err),
+                             COMMSCHED_OK);
+            uint32_t len = 1 + tu_rng_below(&r, 5);
+            uint32_t i = 1 + tu_rng_below(&r, n - len - 1);
+            uint32_t head = order[i], tail = order[i + len - 1];
+            size_t nc = 0;
+            for (uint32_t j = i; j-- > 0 && nc < 16;) {
+                int legal = 1;
+                for (uint32_t q = i; q < i + len && legal; q++)
+                    legal = !depends(g, order[q], order[j]);
+                if (!legal)
+                    break;
+                cands[nc++] = order[j];
+            }
+            if (nc == 0)
+                continue;
+            int e;
+            moved += one_run(a, ma, b, mb, head, tail, cands, nc, &r, &e);
+            early += (size_t)e;
+            runs_done++;
+            done++;
+        }
+        free(order);
+        commsched_memory_destroy(ma);
+        commsched_memory_destroy(mb);
+        commsched_schedule_destroy(a);
+        commsched_schedule_destroy(b);
+        commsched_graph_destroy(g);
+    }
+    /* the runs must move many nodes and stop before a free-taking
+     * candidate often enough to test that case */
+    assert_true(moved >= 2000);
+    assert_true(early >= 50);
+    print_message("verified %zu runs: %zu moves, %zu stopped before a "
+                  "candidate taking a free\n",
+                  runs_done, moved, early);
+}
+
 /* verify notices a schedule changed behind the tracker's back, and names
  * where; a recompute repairs it. */
 static void test_memory_verify_detects_untracked_move(void **state)
@@ -1010,6 +1144,7 @@ int main(void)
         cmocka_unit_test(test_memory_move_group_of_three_round_trip),
         cmocka_unit_test(test_memory_move_unread_output_node),
         cmocka_unit_test(test_memory_random_moves_match_recompute),
+        cmocka_unit_test(test_memory_runs_match_single_moves),
         cmocka_unit_test(test_memory_verify_detects_untracked_move),
         cmocka_unit_test(test_memory_verify_detects_commit_on_other_schedule),
         cmocka_unit_test(test_memory_verify_detects_last_use_only_mismatch),
