@@ -29,7 +29,6 @@ int cs_text_appendf(cs_text *t, const char *fmt, ...)
 void cs_text_clear(cs_text *t)
 {
     t->len = 0;
-    t->terms = 0;
     if (t->s)
         t->s[0] = '\0';
 }
@@ -119,28 +118,36 @@ const char *cs_pyfloat(char buf[static 32], double x)
     /* The shortest %.*e that reads back as x: its digits and exponent.
      * Reading back is monotone in the digits (the nearest (p+1)-digit
      * number is at least as close as the nearest p-digit one, which is
-     * one of them), and 17 always reads back, so a binary search finds
-     * the same p as trying 1, 2, ... in about 4 formats instead of up to
-     * 17 (this text is most of what the iterative passes spend). */
-    char e[40];
+     * one of them), and 17 always reads back, so a search that halves
+     * [lo, hi] finds the same p as trying 1, 2, ... (this text is most of
+     * what the iterative passes spend). */
+    char e[CS_FMT_G_SIZE], best[CS_FMT_G_SIZE] = "";
     int lo = 1, hi = 17; /* the answer is in [lo, hi] */
+    /* The first probes are 16 and then 15 digits, not the middle: most of
+     * what the passes print is a sum of runtimes that needs 16 or 17, so
+     * one or two probes settle it, against four or five from the middle
+     * (a zero, the other common value, is formatted once, not read back). */
+    int mid = x == 0 ? 1 : 16;
     while (lo < hi) {
         /* "%.*g" with mid digits is the same rounded number as "%.*e"
          * with mid - 1, and cs_fmt_g writes it by integer arithmetic
          * (glibc's printf was most of this function's cost). */
-        int mid = lo + (hi - lo) / 2;
         cs_fmt_g(e, x, mid);
-        if (strtod(e, NULL) == x)
+        if (x == 0 || strtod(e, NULL) == x) {
             hi = mid;
-        else
+            memcpy(best, e, sizeof e);
+        } else {
             lo = mid + 1;
+        }
+        mid = hi == 16 && lo == 1 ? 15 : lo + (hi - lo) / 2;
     }
     /* Its digits and decimal point from the same "%.*g" text: plain
      * ("-0.00123", "58688.96") or with an exponent ("1.5e+20"). */
-    cs_fmt_g(e, x, lo);
+    if (best[0] == '\0') /* only 17 digits read back: not probed */
+        cs_fmt_g(best, x, lo);
     char digits[24];
-    int nd = 0, neg = e[0] == '-', before_point = 0, seen_point = 0;
-    const char *c = e + neg;
+    int nd = 0, neg = best[0] == '-', before_point = 0, seen_point = 0;
+    const char *c = best + neg;
     for (; *c && *c != 'e'; c++) {
         if (*c == '.') {
             seen_point = 1;
@@ -213,16 +220,13 @@ const char *cs_pymax0(char buf[static 32], double x)
 
 /* The seed's overlap_info entry: "+name[t]" where t is the walk's
  * comp_time after minus before the node, printed by Python. */
-static void append_time(cs_text *info, const char *name, double after,
-                        double before)
+static void append_time(cs_text *info, const char *name, double t)
 {
     char b[32];
-    if (info->terms++ >= CS_OVERLAP_INFO_TERMS)
-        return;
     /* "+%s[%s]", built by hand: a term per node the walk passes, and two
      * vsnprintf calls each were a fifth of RCPPM on a long chain */
-    const char *t = cs_pyfloat(b, after - before);
-    size_t nn = strlen(name), nt = strlen(t);
+    const char *x = cs_pyfloat(b, t);
+    size_t nn = strlen(name), nt = strlen(x);
     if (cs_grow((void **)&info->s, &info->cap, info->len + nn + nt + 4, 1) !=
         0)
         return; /* as cs_text_appendf: the term is left out */
@@ -231,97 +235,138 @@ static void append_time(cs_text *info, const char *name, double after,
     memcpy(o, name, nn);
     o += nn;
     *o++ = '[';
-    memcpy(o, t, nt);
+    memcpy(o, x, nt);
     o += nt;
     *o++ = ']';
     *o = '\0';
     info->len = (size_t)(o - info->s);
 }
 
-/* Says how many terms the cap left out, so a reader knows the text is cut;
- * placed where the cut is, before the walk's closing "->W[..]"/"->C[..]". */
-static void finish_info(cs_text *info)
+void cs_walk_info(const cs_walk_record *r, const commsched_graph *g,
+                  char end_kind, cs_text *info)
 {
-    if (info && info->terms > CS_OVERLAP_INFO_TERMS)
+    cs_text_clear(info);
+    size_t kept = r->terms < CS_OVERLAP_INFO_TERMS ? r->terms
+                                                   : CS_OVERLAP_INFO_TERMS;
+    for (size_t i = 0; i < kept; i++)
+        append_time(info, g->nodes[r->node[i]].name, r->time[i]);
+    /* how many terms the cap left out, so a reader knows the text is cut;
+     * placed where the cut is, before the closing "->W[..]"/"->C[..]" */
+    if (r->terms > CS_OVERLAP_INFO_TERMS)
         cs_text_appendf(info, "+...(%zu more)",
-                        info->terms - CS_OVERLAP_INFO_TERMS);
+                        r->terms - CS_OVERLAP_INFO_TERMS);
+    if (r->end != COMMSCHED_NONE)
+        cs_text_appendf(info, "->%c[%s]", end_kind, g->nodes[r->end].name);
+}
+
+/* One summed node of a walk: the record keeps the first terms. */
+static void record_term(cs_walk_record *r, uint32_t v, double after,
+                        double before)
+{
+    if (r->terms < CS_OVERLAP_INFO_TERMS) {
+        r->node[r->terms] = v;
+        r->time[r->terms] = after - before;
+    }
+    r->terms++;
+}
+
+int cs_walk_init(cs_walk *w, const commsched_graph *g)
+{
+    memset(w, 0, sizeof *w);
+    w->mark = cs_calloc(g->n_nodes, sizeof *w->mark);
+    w->cls = cs_malloc_array(g->n_nodes, sizeof *w->cls);
+    if (!w->mark || !w->cls) {
+        cs_walk_free(w);
+        return -1;
+    }
+    w->n = g->n_nodes;
+    for (uint32_t v = 0; v < g->n_nodes; v++)
+        w->cls[v] = (uint8_t)(cs_is_wait(g, v)         ? CS_WALK_WAIT
+                              : !cs_is_collective(g, v) ? CS_WALK_COMPUTE
+                              : cs_is_async(g, v)       ? CS_WALK_ASYNC
+                                                        : CS_WALK_SYNC);
+    return 0;
+}
+
+void cs_walk_free(cs_walk *w)
+{
+    free(w->mark);
+    free(w->cls);
+    memset(w, 0, sizeof *w);
+}
+
+/* A new stamp for w->mark, and an empty record. */
+static void walk_begin(cs_walk *w)
+{
+    if (++w->epoch == 0) {
+        memset(w->mark, 0, (size_t)w->n * sizeof *w->mark);
+        w->epoch = 1;
+    }
+    w->rec.terms = 0;
+    w->rec.end = COMMSCHED_NONE;
 }
 
 void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t coll, double *comm,
-                     double *comp, cs_text *info)
+                     double *comp, cs_walk *w)
 {
     double comp_time = 0.0;
-    if (info)
-        cs_text_clear(info);
+    /* "depends on coll" is a stamp on coll's users, not a search of each
+     * passed node's dependencies */
+    walk_begin(w);
+    for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++)
+        w->mark[g->users.idx[k]] = w->epoch;
     for (uint32_t v = commsched_schedule_next(s, coll); v != COMMSCHED_NONE;
          v = commsched_schedule_next(s, v)) {
-        if (cs_depends_on(g, v, coll)) {
-            if (info) {
-                finish_info(info);
-                cs_text_appendf(info, "->W[%s]", g->nodes[v].name);
-                info = NULL; /* finished */
-            }
+        if (w->mark[v] == w->epoch) {
+            w->rec.end = v;
             break;
         }
-        if (cs_is_collective(g, v)) {
-            if (!cs_is_async(g, v))
-                break;
+        if (w->cls[v] == CS_WALK_SYNC)
+            break;
+        if (w->cls[v] == CS_WALK_ASYNC)
             continue; /* async collectives run on their own stream */
-        }
         /* The seed also stops at a wait for one of the async collectives
          * passed on the way, but tests it against `coll` itself, which the
          * first check above already caught: that branch never fires. */
         double before = comp_time;
         comp_time += rt[v];
-        if (info)
-            append_time(info, g->nodes[v].name, comp_time, before);
+        record_term(&w->rec, v, comp_time, before);
     }
-    finish_info(info);
     *comm = rt[coll];
     *comp = comp_time;
 }
 
 void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
-                     double *comp, cs_text *info, cs_walk *w)
+                     double *comp, cs_walk *w)
 {
     double comm_time = 0.0, comp_time = 0.0;
     /* The seed keeps the waits seen on the way back and resets the compute
      * count at an async collective one of them completes (that wait stalls
      * the stream there), scanning the list at every collective. Stamping
      * each seen wait's dependencies answers the same question in O(1). */
-    if (++w->epoch == 0) {
-        memset(w->mark, 0, (size_t)w->n * sizeof *w->mark);
-        w->epoch = 1;
-    }
-    if (info)
-        cs_text_clear(info);
+    walk_begin(w);
     for (uint32_t v = commsched_schedule_prev(s, wait); v != COMMSCHED_NONE;
          v = commsched_schedule_prev(s, v)) {
-        if (cs_is_wait(g, v))
+        uint8_t c = w->cls[v];
+        if (c == CS_WALK_WAIT)
             for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)
                 w->mark[g->deps.idx[k]] = w->epoch;
-        if (cs_is_collective(g, v)) {
+        if (c >= CS_WALK_ASYNC) {
             if (cs_depends_on(g, wait, v)) {
                 comm_time = rt[v];
-                if (info) {
-                    finish_info(info);
-                    cs_text_appendf(info, "->C[%s]", g->nodes[v].name);
-                    info = NULL; /* finished */
-                }
+                w->rec.end = v;
                 break;
             }
-            if (!cs_is_async(g, v) || w->mark[v] == w->epoch)
+            if (c == CS_WALK_SYNC || w->mark[v] == w->epoch)
                 comp_time = 0.0;
             continue;
         }
         double before = comp_time;
         comp_time += rt[v];
-        if (info)
-            append_time(info, g->nodes[v].name, comp_time, before);
+        record_term(&w->rec, v, comp_time, before);
     }
-    finish_info(info);
     *comm = comm_time;
     *comp = comp_time;
 }

@@ -73,7 +73,6 @@ typedef enum cs_bucket_mode {
 typedef struct cs_text {
     char *s;
     size_t len, cap;
-    size_t terms; /* overlap_info terms seen since the last clear */
 } cs_text;
 
 /* overlap_info keeps the seed's first terms only: after a collective has
@@ -175,26 +174,54 @@ void cs_relink(commsched_schedule *s, const uint32_t *order, uint32_t n);
  * or non-comm multiplier. Caller frees. */
 double *cs_iterative_runtimes(const cs_pass_ctx *ctx);
 
-/* _coll_exposed_communication_time: walk forward from coll summing the
- * runtimes of the nodes after it until a node that depends on it or a sync
- * collective. info (may be NULL) receives the seed's overlap_info text. */
-void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
-                     const double *rt, uint32_t coll, double *comm,
-                     double *comp, cs_text *info);
+/* What an exposed-time walk passed, for the seed's overlap_info: its
+ * first terms (the node and the walk's comp_time after minus before it)
+ * and where it ended. Walks always keep it, and the text is written only
+ * for the walks whose text is printed (cs_walk_info). */
+typedef struct cs_walk_record {
+    uint32_t node[CS_OVERLAP_INFO_TERMS];
+    double time[CS_OVERLAP_INFO_TERMS];
+    size_t terms; /* nodes the walk summed, kept or not */
+    uint32_t end; /* the wait or collective it stopped at, or NONE */
+} cs_walk_record;
 
-/* Scratch for cs_wait_exposed: a stamp per node. Zero-initialise; the
- * owner allocates mark with one entry per node and frees it. */
+/* Scratch for the exposed-time walks: a stamp per node, and what a walk
+ * does at each node, read from one byte instead of the node record (the
+ * walks pass every node between a collective and its wait, and on a graph
+ * RCPPM has reordered that is most of the pass). cs_walk_init fills it;
+ * cs_walk_free releases it. rec is the last walk's record. */
+enum { CS_WALK_COMPUTE, CS_WALK_WAIT, CS_WALK_ASYNC, CS_WALK_SYNC };
 typedef struct cs_walk {
     uint32_t *mark;
+    uint8_t *cls; /* CS_WALK_* per node */
     uint32_t epoch;
     uint32_t n;
+    cs_walk_record rec;
 } cs_walk;
+
+/* 0, or -1 out of memory (w then holds nothing to free). */
+int cs_walk_init(cs_walk *w, const commsched_graph *g);
+void cs_walk_free(cs_walk *w);
+
+/* The seed's overlap_info text of a walk into info (cleared first): a
+ * "+name[t]" per kept term, "+...(N more)" for the terms past the cap,
+ * then "->W[wait]" (a collective's walk, end_kind 'W') or "->C[coll]" (a
+ * wait's, 'C') where it found one. */
+void cs_walk_info(const cs_walk_record *r, const commsched_graph *g,
+                  char end_kind, cs_text *info);
+
+/* _coll_exposed_communication_time: walk forward from coll summing the
+ * runtimes of the nodes after it until a node that depends on it or a sync
+ * collective; w->rec records it. */
+void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
+                     const double *rt, uint32_t coll, double *comm,
+                     double *comp, cs_walk *w);
 
 /* _wait_exposed_communication_time: walk backward from wait to the
  * collective it depends on. */
 void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
-                     double *comp, cs_text *info, cs_walk *w);
+                     double *comp, cs_walk *w);
 
 /* cs_heap_order's working memory (~34 bytes a node). A caller that runs
  * the scheduler on a thread of its own makes it first on its calling

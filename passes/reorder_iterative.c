@@ -197,7 +197,9 @@ static commsched_status process(rcppm *r, uint32_t curr,
     const commsched_knobs *k = r->ctx->k;
     commsched_schedule *s = r->ctx->s;
     double comm, comp;
-    cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, NULL);
+    cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, &r->walk);
+    /* the final walk's too when nothing moves */
+    cs_walk_record first = r->walk.rec;
     info->comm_time = comm;
     info->comp_time = comp;
     info->initial_exposed = info->final_exposed = comm - comp;
@@ -262,7 +264,7 @@ static commsched_status process(rcppm *r, uint32_t curr,
                     return oom(r);
                 group_wait *w = &r->waits[r->n_waits++];
                 w->node = cand;
-                cs_wait_exposed(g, s, r->rt, cand, &w->comm, &w->comp, NULL,
+                cs_wait_exposed(g, s, r->rt, cand, &w->comm, &w->comp,
                                 &r->walk);
             }
             if (!cs_is_async(g, cand))
@@ -300,7 +302,7 @@ static commsched_status process(rcppm *r, uint32_t curr,
                 }
             } else if (group_runtime > 0) {
                 double cc, cp;
-                cs_coll_exposed(g, s, r->rt, cand, &cc, &cp, NULL);
+                cs_coll_exposed(g, s, r->rt, cand, &cc, &cp, &r->walk);
                 double before = cc - cp, after = cc - cp + group_runtime;
                 double delta = (after > 0 ? after : 0) - (before > 0 ? before : 0);
                 if (delta > 0) {
@@ -336,7 +338,7 @@ static commsched_status process(rcppm *r, uint32_t curr,
          * otherwise the one walk at the end gives the same figures, and
          * skipping the rest keeps a pass linear in the moves. */
         if (k->reorder_iterative_use_runtime_estimations) {
-            cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, NULL);
+            cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, &r->walk);
             info->comm_time = comm;
             info->comp_time = comp;
             info->final_exposed = comm - comp;
@@ -348,12 +350,14 @@ static commsched_status process(rcppm *r, uint32_t curr,
         cand = commsched_schedule_prev(s, head);
     }
     /* overlap_info and the final figures as of the last move */
-    cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, &r->info);
     if (info->moves > 0) {
+        cs_coll_exposed(g, s, r->rt, curr, &comm, &comp, &r->walk);
         info->comm_time = comm;
         info->comp_time = comp;
         info->final_exposed = comm - comp;
+        first = r->walk.rec;
     }
+    cs_walk_info(&first, g, 'W', &r->info);
     char *ov = cs_text_take(&r->info);
     char *lf = factor ? cs_strdup(factor)
                       : stopped ? cs_text_take(&r->why) : cs_strdup("None");
@@ -385,9 +389,7 @@ commsched_status cs_pass_reorder_preserving_peak_memory(cs_pass_ctx *ctx)
         return COMMSCHED_OK;
     r.rt = cs_iterative_runtimes(ctx);
     r.dep_mark = cs_calloc(g->n_nodes, sizeof *r.dep_mark);
-    r.walk.mark = cs_calloc(g->n_nodes, sizeof *r.walk.mark);
-    r.walk.n = g->n_nodes;
-    if (!r.rt || !r.dep_mark || !r.walk.mark) {
+    if (!r.rt || !r.dep_mark || cs_walk_init(&r.walk, g) != 0) {
         st = oom(&r);
         goto cleanup;
     }
@@ -421,7 +423,7 @@ cleanup:
     commsched_memory_destroy(r.m);
     free(r.rt);
     free(r.dep_mark);
-    free(r.walk.mark);
+    cs_walk_free(&r.walk);
     free(r.waits);
     free(r.run);
     free(r.run_peak);

@@ -98,7 +98,11 @@ static commsched_status process(sinker *k, uint32_t curr,
     const commsched_knobs *kn = k->ctx->k;
     commsched_schedule *s = k->ctx->s;
     double comm, comp;
-    cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, NULL, &k->walk);
+    cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->walk);
+    /* the final walk's too when the wait does not move (a walk back to
+     * the collective can be most of the pass once RCPPM has raised the
+     * collectives) */
+    cs_walk_record first = k->walk.rec;
     info->initial_exposed = info->final_exposed = comm - comp;
     info->comm_time = comm;
     info->comp_time = comp;
@@ -148,7 +152,7 @@ static commsched_status process(sinker *k, uint32_t curr,
                     group_coll *c = &k->colls[k->n_colls++];
                     c->node = cand;
                     cs_coll_exposed(g, s, k->rt, cand, &c->comm, &c->comp,
-                                    NULL);
+                                    &k->walk);
                     /* Inductor adds only sync collectives' runtimes to the
                      * group (torch 2.13 comms.py:1901, inside this branch);
                      * grouped compute does not count. */
@@ -181,7 +185,7 @@ static commsched_status process(sinker *k, uint32_t curr,
         if (kn->sink_iterative_use_runtime_estimations) {
             if (cs_is_wait(g, cand)) {
                 double wc, wp;
-                cs_wait_exposed(g, s, k->rt, cand, &wc, &wp, NULL, &k->walk);
+                cs_wait_exposed(g, s, k->rt, cand, &wc, &wp, &k->walk);
                 double before = pos0(wc - wp);
                 double after = pos0(wc - wp + group_runtime);
                 if (after > before) {
@@ -239,7 +243,7 @@ static commsched_status process(sinker *k, uint32_t curr,
         commsched_memory_commit_move(k->m, s);
         /* As in RCPPM: re-walk per move only when a rule reads it. */
         if (kn->sink_iterative_use_runtime_estimations) {
-            cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, NULL, &k->walk);
+            cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->walk);
             info->comm_time = comm;
             info->comp_time = comp;
             info->final_exposed = comm - comp;
@@ -253,12 +257,14 @@ static commsched_status process(sinker *k, uint32_t curr,
     if (info->moves > CS_OVERLAP_INFO_TERMS)
         cs_text_appendf(&k->moves, "+...(%u more)",
                         info->moves - CS_OVERLAP_INFO_TERMS);
-    cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->info, &k->walk);
     if (info->moves > 0) {
+        cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->walk);
         info->comm_time = comm;
         info->comp_time = comp;
         info->final_exposed = comm - comp;
+        first = k->walk.rec;
     }
+    cs_walk_info(&first, g, 'C', &k->info);
     char *ov = cs_text_take(&k->info);
     char *lf = factor ? cs_strdup(factor)
                       : stopped ? cs_text_take(&k->why) : cs_strdup("None");
@@ -289,9 +295,7 @@ commsched_status cs_pass_sink_waits_iterative(cs_pass_ctx *ctx)
     k.rt = cs_iterative_runtimes(ctx);
     k.in_group = cs_calloc(g->n_nodes, sizeof *k.in_group);
     uint8_t *processed = cs_calloc(g->n_nodes, 1);
-    k.walk.mark = cs_calloc(g->n_nodes, sizeof *k.walk.mark);
-    k.walk.n = g->n_nodes;
-    if (!k.rt || !k.in_group || !processed || !k.walk.mark) {
+    if (!k.rt || !k.in_group || !processed || cs_walk_init(&k.walk, g) != 0) {
         st = oom(&k);
         goto cleanup;
     }
@@ -327,7 +331,7 @@ cleanup:
     free(k.rt);
     free(k.in_group);
     free(processed);
-    free(k.walk.mark);
+    cs_walk_free(&k.walk);
     free(k.colls);
     cs_text_free(&k.info);
     cs_text_free(&k.why);
