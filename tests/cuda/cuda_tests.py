@@ -106,9 +106,43 @@ def run_json(env, args, graph_path, name, mpi_np=0):
 # ---- cases ------------------------------------------------------------------
 
 
+def toolchain_present():
+    """What this machine offers the adaptor, found without CMake: an nvcc
+    (on PATH or the toolkit's usual place) and NCCL (the loader's cache, or
+    the wheel in the Python tools/make-venv.sh installs it into). Returns
+    a sentence naming both, or None when one is missing."""
+    nvcc = shutil.which("nvcc") or (
+        "/usr/local/cuda/bin/nvcc"
+        if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
+    if not nvcc:
+        return None
+    nccl = None
+    try:
+        cache = subprocess.run(["ldconfig", "-p"], capture_output=True,
+                               text=True, timeout=30).stdout
+        if "libnccl.so" in cache:
+            nccl = "libnccl in the loader's cache"
+    except OSError:
+        pass
+    py = os.environ.get("COMMSCHED_NCCL_PYTHON")
+    if not nccl and py and os.access(py, os.X_OK):
+        r = subprocess.run([py, "-c", "import nvidia.nccl"],
+                           capture_output=True, timeout=60)
+        if r.returncode == 0:
+            nccl = "NCCL's wheel in " + py
+    return "%s and %s" % (nvcc, nccl) if nccl else None
+
+
 def case_no_device(env):
     g = mt.overlap_graph(1, True).write(env.path("step.json"))
     cuda = built_with_cuda(env.cli)
+    # The build must not quietly leave the adaptor out where it can be
+    # compiled (a broken search in cmake/cuda.cmake would, and every other
+    # case would still pass).
+    have = toolchain_present()
+    if have and not cuda:
+        fail("this machine has %s, but `run --help` lists no cuda runtime: "
+             "the build left the CUDA adaptor out" % have)
     want = "no CUDA device" if cuda else "this build has no cuda runtime"
     p = run(env.cli, [g], timeout=60)
     if p.returncode != 1 or want not in p.stderr:
