@@ -414,6 +414,79 @@ static commsched_status sink_waits(cs_pass_ctx *ctx, commsched_memory *m,
     return COMMSCHED_OK;
 }
 
+/* Phase 2 one block ahead with no memory limit (the hand-written plan):
+ * no swap is refused, and a wait passes waits there, so each wait sinks
+ * to right before its first dependent after it (data, control or fake),
+ * or to the end: one relink, where the swaps passed every node on the way
+ * (quadratic on a chain, whose waits sink past the whole step). Which
+ * dependent comes first needs no order structure: a wait's dependents
+ * follow it in the input order, which the loop follows, so none of them
+ * has moved yet, nor the wait itself, and their positions at the start
+ * of the phase still compare them. O(V + E). */
+static commsched_status sink_unlimited(cs_pass_ctx *ctx, commsched_schedule *s,
+                                       const uint32_t *order, uint32_t n)
+{
+    const commsched_graph *g = ctx->g;
+    uint32_t *pos = cs_malloc_array(n ? n : 1, sizeof *pos);
+    if (!pos)
+        return commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    uint32_t k = 0;
+    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(s, v))
+        pos[v] = k++;
+    const cs_csr *rows[2] = {&g->users, &g->fake_users};
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = order[i];
+        if (!cs_is_wait(g, w))
+            continue;
+        uint32_t q = COMMSCHED_NONE; /* the end */
+        for (int r = 0; r < 2; r++)
+            for (uint32_t e = rows[r]->off[w]; e < rows[r]->off[w + 1]; e++) {
+                uint32_t d = rows[r]->idx[e];
+                if (pos[d] > pos[w] && (q == COMMSCHED_NONE || pos[d] < pos[q]))
+                    q = d;
+            }
+        if (commsched_schedule_next(s, w) == q)
+            continue;
+        commsched_schedule_unlink(s, w);
+        commsched_schedule_insert_before(s, w, q);
+    }
+    free(pos);
+    return COMMSCHED_OK;
+}
+
+/* Phase 2 unlimited, one block ahead. In verify mode it orders a copy,
+ * the swaps order the schedule, and the two must agree. The tracker is
+ * not read after phase 2, and is left behind the relinked order. */
+static commsched_status sink_then_check(cs_pass_ctx *ctx, commsched_memory *m,
+                                        const uint32_t *order, uint32_t n)
+{
+    if (!ctx->verify)
+        return sink_unlimited(ctx, ctx->s, order, n);
+    commsched_schedule *fast = NULL;
+    commsched_status st = commsched_schedule_clone(ctx->s, &fast, ctx->err);
+    if (st == COMMSCHED_OK)
+        st = sink_unlimited(ctx, fast, order, n);
+    if (st == COMMSCHED_OK)
+        st = sink_waits(ctx, m, order, n, INT64_MAX, 1);
+    uint32_t k = 0;
+    for (uint32_t v = commsched_schedule_first(ctx->s),
+                  f = fast ? commsched_schedule_first(fast) : COMMSCHED_NONE;
+         st == COMMSCHED_OK && v != COMMSCHED_NONE;
+         v = commsched_schedule_next(ctx->s, v),
+                  f = commsched_schedule_next(fast, f), k++)
+        if (f != v)
+            st = commsched_error_set(
+                ctx->err, COMMSCHED_EINTERNAL, NULL,
+                "simple_overlap: the unlimited sink placed %s at %u, the "
+                "swaps %s",
+                f == COMMSCHED_NONE ? "nothing" : ctx->g->nodes[f].name, k,
+                ctx->g->nodes[v].name);
+    commsched_schedule_destroy(fast);
+    return st;
+}
+
 /* Phase 1 without one block ahead: the batched order relinked, the
  * tracker recomputed for phase 2. In verify mode the swaps themselves run
  * (they keep the tracker exact move by move) and must leave the same
@@ -480,7 +553,9 @@ commsched_status cs_simple_overlap(cs_pass_ctx *ctx, double peak_budget,
         else
             st = raise_then_check(ctx, m, order, n, limit, &r);
         if (st == COMMSCHED_OK)
-            st = sink_waits(ctx, m, order, n, limit, one_block_ahead);
+            st = one_block_ahead && limit == INT64_MAX
+                     ? sink_then_check(ctx, m, order, n)
+                     : sink_waits(ctx, m, order, n, limit, one_block_ahead);
     }
     commsched_memory_destroy(m);
     free(order);

@@ -120,20 +120,18 @@ static int add2(commsched_tune_result *r, const char *passes,
 
 /* How heavy a candidate is likely to be, by what it runs: cost-mode
  * bucketing simulates the whole graph for every tentative merge, and
- * Inductor's iterative passes and the hand-written transformer-block plan
- * (PyTorch's simple_overlap one block ahead, whose collectives rise with
- * the nodes that feed them) move nodes one position at a time, so they
+ * Inductor's iterative passes move each collective past every node it
+ * passes and walk from each to its wait for their statistics, so they
  * grow with the square of the graph where the rest grow near-linearly
- * (docs/PERFORMANCE.md, "tune"; simple_overlap itself rises a run of
- * swaps at a time). 0 for the rest. */
+ * (docs/PERFORMANCE.md, "tune"; simple_overlap rises a run of swaps at a
+ * time, and the transformer-block plan's waits sink in one move each).
+ * 0 for the rest. */
 static int weight_of(const char *passes, const char *knobs)
 {
     if (knobs && strstr(knobs, "bucket_mode=cost"))
         return 2;
-    return strstr(passes, "reorder_communication_preserving_peak_memory") ||
-                   strstr(passes, "bucket_transformer_blocks")
-               ? 1
-               : 0;
+    return strstr(passes, "reorder_communication_preserving_peak_memory") ? 1
+                                                                          : 0;
 }
 
 /* Above this many nodes the built-in set leaves out the candidates whose
