@@ -456,6 +456,22 @@ static commsched_status sink_unlimited(cs_pass_ctx *ctx, commsched_schedule *s,
     return COMMSCHED_OK;
 }
 
+/* Verify mode: the swaps have ordered ctx->s; fast (n nodes) is what the
+ * one-go version of `what` computed. EINTERNAL at the first difference. */
+static commsched_status same_order(const cs_pass_ctx *ctx, const uint32_t *fast,
+                                   const char *what)
+{
+    uint32_t k = 0;
+    for (uint32_t v = commsched_schedule_first(ctx->s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(ctx->s, v), k++)
+        if (fast[k] != v)
+            return commsched_error_set(
+                ctx->err, COMMSCHED_EINTERNAL, NULL,
+                "simple_overlap: the %s placed %s at %u, the swaps %s", what,
+                ctx->g->nodes[fast[k]].name, k, ctx->g->nodes[v].name);
+    return COMMSCHED_OK;
+}
+
 /* Phase 2 unlimited, one block ahead. In verify mode it orders a copy,
  * the swaps order the schedule, and the two must agree. The tracker is
  * not read after phase 2, and is left behind the relinked order. */
@@ -464,26 +480,22 @@ static commsched_status sink_then_check(cs_pass_ctx *ctx, commsched_memory *m,
 {
     if (!ctx->verify)
         return sink_unlimited(ctx, ctx->s, order, n);
-    commsched_schedule *fast = NULL;
-    commsched_status st = commsched_schedule_clone(ctx->s, &fast, ctx->err);
+    commsched_schedule *copy = NULL;
+    uint32_t *fast = cs_malloc_array(n ? n : 1, sizeof *fast);
+    commsched_status st =
+        fast ? commsched_schedule_clone(ctx->s, &copy, ctx->err)
+             : commsched_error_set(ctx->err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
     if (st == COMMSCHED_OK)
-        st = sink_unlimited(ctx, fast, order, n);
+        st = sink_unlimited(ctx, copy, order, n);
+    if (st == COMMSCHED_OK)
+        st = commsched_schedule_to_array(copy, fast, ctx->err);
     if (st == COMMSCHED_OK)
         st = sink_waits(ctx, m, order, n, INT64_MAX, 1);
-    uint32_t k = 0;
-    for (uint32_t v = commsched_schedule_first(ctx->s),
-                  f = fast ? commsched_schedule_first(fast) : COMMSCHED_NONE;
-         st == COMMSCHED_OK && v != COMMSCHED_NONE;
-         v = commsched_schedule_next(ctx->s, v),
-                  f = commsched_schedule_next(fast, f), k++)
-        if (f != v)
-            st = commsched_error_set(
-                ctx->err, COMMSCHED_EINTERNAL, NULL,
-                "simple_overlap: the unlimited sink placed %s at %u, the "
-                "swaps %s",
-                f == COMMSCHED_NONE ? "nothing" : ctx->g->nodes[f].name, k,
-                ctx->g->nodes[v].name);
-    commsched_schedule_destroy(fast);
+    if (st == COMMSCHED_OK)
+        st = same_order(ctx, fast, "unlimited sink");
+    commsched_schedule_destroy(copy);
+    free(fast);
     return st;
 }
 
@@ -503,16 +515,8 @@ static commsched_status raise_then_check(cs_pass_ctx *ctx, commsched_memory *m,
     commsched_status st = raise_batched(ctx, m, order, n, limit, fast, &moved);
     if (st == COMMSCHED_OK && ctx->verify) {
         st = raise_collectives(ctx, m, order, n, limit, 0, r);
-        uint32_t k = 0;
-        for (uint32_t v = commsched_schedule_first(ctx->s);
-             st == COMMSCHED_OK && v != COMMSCHED_NONE;
-             v = commsched_schedule_next(ctx->s, v), k++)
-            if (fast[k] != v)
-                st = commsched_error_set(
-                    ctx->err, COMMSCHED_EINTERNAL, NULL,
-                    "simple_overlap: the batched rise placed %s at %u, the "
-                    "swaps %s",
-                    ctx->g->nodes[fast[k]].name, k, ctx->g->nodes[v].name);
+        if (st == COMMSCHED_OK)
+            st = same_order(ctx, fast, "batched rise");
     } else if (st == COMMSCHED_OK && moved) {
         cs_relink(ctx->s, fast, n);
         st = commsched_memory_recompute(m, ctx->s, ctx->err);
