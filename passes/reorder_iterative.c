@@ -17,7 +17,10 @@
  *
  * Literal details kept: the last node is never processed; after a
  * collective the walk resumes at the node that followed it before it was
- * processed. Cost: O(moves x group size) plus the exposed-time walks. */
+ * processed. Cost: with runtime estimations off, O(moves + group size x
+ * runs), a run being the moves between two candidates that join or stop
+ * the group (move_run); with them on, O(moves x group size); plus the
+ * exposed-time walks, O(distance to the wait) per collective. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -6,8 +6,8 @@
  * merge priced both incrementally and on the built graph, which must
  * agree, and each order checked), as tune runs them, with a split the
  * input's length picks (bucket_cuts 0 .. 6: tune's split search): the
- * rewrite must give a graph that round-trips too. And PyTorch's
- * simple_overlap alone with verify (its batched rise against its swaps). */
+ * rewrite must give a graph that round-trips too. And the passes that
+ * move a run at a time, alone with verify (against their swaps). */
 #include "fuzz.h"
 
 #include <math.h>
@@ -62,15 +62,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     commsched_optimize_options *o = NULL, *so = NULL;
     char cuts[2] = {(char)('0' + size % 7), '\0'};
     int ok = check_optimize(g, NULL);
-    /* PyTorch's simple_overlap with verify: its batched rise must leave the
-     * order its one-position swaps leave. */
-    if (ok && commsched_optimize_options_create(&so, &err) == COMMSCHED_OK &&
-        commsched_optimize_options_set(so, "passes", "simple_overlap",
-                                       &err) == COMMSCHED_OK &&
-        commsched_optimize_options_set(so, "verify", "true", &err) ==
-            COMMSCHED_OK)
-        check_optimize(g, so);
-    commsched_optimize_options_destroy(so);
+    /* The passes that move a run at a time, with verify: simple_overlap's
+     * batched rise and the transformer-block plan's one-move sink must
+     * leave the order their swaps leave, and RCPPM's runs must price every
+     * move as plan_move does and keep the tracker exact. */
+    static const char *const one_go[] = {
+        "simple_overlap", "bucket_transformer_blocks",
+        "reorder_communication_preserving_peak_memory,sink_waits_iterative"};
+    for (size_t i = 0; ok && i < sizeof one_go / sizeof one_go[0]; i++) {
+        if (commsched_optimize_options_create(&so, &err) == COMMSCHED_OK &&
+            commsched_optimize_options_set(so, "passes", one_go[i], &err) ==
+                COMMSCHED_OK &&
+            commsched_optimize_options_set(so, "verify", "true", &err) ==
+                COMMSCHED_OK)
+            check_optimize(g, so);
+        commsched_optimize_options_destroy(so);
+        so = NULL;
+    }
     if (ok &&
         commsched_optimize_options_create(&o, &err) == COMMSCHED_OK &&
         commsched_optimize_options_set(
