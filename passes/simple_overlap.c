@@ -21,6 +21,7 @@
 #include "passes_internal.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "segtree.h"
@@ -549,8 +550,11 @@ commsched_status cs_simple_overlap(cs_pass_ctx *ctx, double peak_budget,
         int64_t peak = commsched_memory_peak(m, ctx->s, NULL);
         int64_t limit = peak;
         if (peak_budget > 0) {
+            /* an infinite budget is no limit, even over a peak of 0 (where
+             * the product is NaN, which no cast may take) */
             double l = (double)peak * (1.0 + peak_budget);
-            limit = l >= 9.2e18 ? INT64_MAX : (int64_t)l;
+            limit = isinf(peak_budget) || !(l < 9.2e18) ? INT64_MAX
+                                                         : (int64_t)l;
         }
         if (one_block_ahead)
             st = raise_collectives(ctx, m, order, n, limit, 1, &r);
