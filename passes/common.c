@@ -316,8 +316,8 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
     walk_begin(w);
     for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++)
         w->mark[g->users.idx[k]] = w->epoch;
-    for (uint32_t v = commsched_schedule_next(s, coll); v != COMMSCHED_NONE;
-         v = commsched_schedule_next(s, v)) {
+    cs_links l = cs_schedule_links(s);
+    for (uint32_t v = l.next[coll]; v != l.end; v = l.next[v]) {
         if (w->mark[v] == w->epoch) {
             w->rec.end = v;
             break;
@@ -347,8 +347,8 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
      * the stream there), scanning the list at every collective. Stamping
      * each seen wait's dependencies answers the same question in O(1). */
     walk_begin(w);
-    for (uint32_t v = commsched_schedule_prev(s, wait); v != COMMSCHED_NONE;
-         v = commsched_schedule_prev(s, v)) {
+    cs_links l = cs_schedule_links(s);
+    for (uint32_t v = l.prev[wait]; v != l.end; v = l.prev[v]) {
         uint8_t c = w->cls[v];
         if (c == CS_WALK_WAIT)
             for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)

@@ -159,10 +159,11 @@ static commsched_status move_run(rcppm *r, commsched_node_stats *info,
         cs_grow((void **)&r->run_peak, &r->cap_run_peak, *chunk,
                 sizeof *r->run_peak) != 0)
         return oom(r);
-    for (uint32_t c = *cand; n < *chunk && c != COMMSCHED_NONE &&
+    cs_links l = cs_schedule_links(s);
+    for (uint32_t c = *cand; n < *chunk && c != l.end &&
                              (unsafe || !cs_is_collective(g, c)) &&
                              r->dep_mark[c] != r->epoch;
-         c = commsched_schedule_prev(s, c))
+         c = l.prev[c])
         r->run[n++] = c;
     if (n == 0)
         return COMMSCHED_OK;

@@ -94,6 +94,17 @@ struct commsched_graph {
                           do not already give; all of them are in deps */
 };
 
+/* A schedule's links, for loops that walk far through it (the iterative
+ * passes' statistics): prev and next of n + 1 entries, where n is the
+ * sentinel before the first node and after the last. Valid until the
+ * schedule changes size (never) or is destroyed. */
+typedef struct cs_links {
+    const uint32_t *prev, *next;
+    uint32_t end;
+} cs_links;
+struct commsched_schedule;
+cs_links cs_schedule_links(const struct commsched_schedule *s);
+
 static inline int cs_is_async_collective(const cs_node *n)
 {
     return n->kind == COMMSCHED_NODE_COLLECTIVE && !n->is_sync;

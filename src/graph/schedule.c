@@ -126,6 +126,12 @@ uint32_t commsched_schedule_prev(const commsched_schedule *s, uint32_t node)
     assert(node < s->n && s->prev[node] != COMMSCHED_NONE);
     return ext(s, s->prev[node]);
 }
+cs_links cs_schedule_links(const commsched_schedule *s)
+{
+    cs_links l = {s->prev, s->next, s->n};
+    return l;
+}
+
 int commsched_schedule_contains(const commsched_schedule *s, uint32_t node)
 {
     return node < s->n && s->next[node] != COMMSCHED_NONE;
