@@ -15,9 +15,10 @@
  * says the step's peak does not grow. Each swap is priced as the
  * incremental memory tracker (commsched_memory_plan_move), the same one
  * the iterative passes use, prices it: step 2 and the one-block-ahead
- * variant through the tracker itself, swap by swap; step 1 otherwise a
- * run of swaps at a time by the same formula (raise_batched), which
- * verify mode checks against the swaps. */
+ * rise through the tracker itself, swap by swap; step 1 otherwise a run of
+ * swaps at a time by the same formula (raise_batched); and one block ahead
+ * with no limit (the transformer-block plan) each wait sinks in one move
+ * (sink_unlimited). Verify mode checks both against the swaps. */
 #include "passes_internal.h"
 
 #include <assert.h>

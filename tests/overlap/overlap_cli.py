@@ -243,8 +243,7 @@ if len(splits) != 6:  # four reduce-scatters: 2^3 - 2 splits
     fail("tune on fsdp-mlp-4L-1: %d split candidates" % len(splits))
 
 # Above 50,000 nodes the built-in set leaves out the candidates that grow
-# with the square of the graph (Inductor's pipeline, cost-mode bucketing,
-# the hand-written plan's simple_overlap);
+# with the square of the graph (Inductor's pipeline, cost-mode bucketing);
 # at 50,000 they are in, and a --candidate always runs. Compute-only
 # chains keep this cheap.
 
