@@ -69,13 +69,7 @@ static void bx_open_graph(bx *x, commsched_graph *g, const uint32_t *order)
     assert_int_equal(commsched_schedule_create(g, order, &x->s0, &err),
                      COMMSCHED_OK);
     x->s = x->s0;
-    uint32_t n = commsched_graph_node_count(g);
-    x->rt0 = calloc(n, sizeof *x->rt0);
-    assert_non_null(x->rt0);
-    commsched_cost_options o;
-    commsched_cost_options_init(&o);
-    assert_int_equal(commsched_cost_graph(g, &o, x->rt0, NULL, &err),
-                     COMMSCHED_OK);
+    x->rt0 = tu_default_runtimes(g);
 }
 
 static void bx_open(bx *x, const char *single_quoted)

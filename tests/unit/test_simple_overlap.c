@@ -48,12 +48,7 @@
 static commsched_run *run_pass(commsched_graph *g, commsched_schedule **s)
 {
     commsched_error err = {0};
-    uint32_t n = commsched_graph_node_count(g);
-    double *rt = calloc(n, sizeof *rt);
-    assert_non_null(rt);
-    commsched_cost_options o;
-    commsched_cost_options_init(&o);
-    assert_int_equal(commsched_cost_graph(g, &o, rt, NULL, &err), COMMSCHED_OK);
+    double *rt = tu_default_runtimes(g);
     assert_int_equal(commsched_schedule_create(g, NULL, s, &err), COMMSCHED_OK);
     commsched_run *run = NULL;
     commsched_knobs *k = NULL;
@@ -196,13 +191,7 @@ static void plan_open(plan_run *pr, commsched_graph *g)
     commsched_error err = {0};
     memset(pr, 0, sizeof *pr);
     pr->g0 = pr->g = g;
-    uint32_t n = commsched_graph_node_count(g);
-    pr->rt = calloc(n, sizeof *pr->rt);
-    assert_non_null(pr->rt);
-    commsched_cost_options o;
-    commsched_cost_options_init(&o);
-    assert_int_equal(commsched_cost_graph(g, &o, pr->rt, NULL, &err),
-                     COMMSCHED_OK);
+    pr->rt = tu_default_runtimes(g);
     assert_int_equal(commsched_schedule_create(g, NULL, &pr->s, &err),
                      COMMSCHED_OK);
     pr->s0 = pr->s;

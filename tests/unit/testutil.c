@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commsched/cost.h"
 #include "graph_internal.h"
 #include "testutil.h"
 
@@ -533,4 +534,16 @@ uint32_t tu_buffer(const commsched_graph *g, const char *name)
     if (b == COMMSCHED_NONE)
         fail_msg("no buffer \"%s\"", name);
     return b;
+}
+
+double *tu_default_runtimes(const commsched_graph *g)
+{
+    commsched_error err = {0};
+    uint32_t n = commsched_graph_node_count(g);
+    double *rt = calloc(n ? n : 1, sizeof *rt);
+    assert_non_null(rt);
+    commsched_cost_options o;
+    commsched_cost_options_init(&o);
+    assert_int_equal(commsched_cost_graph(g, &o, rt, NULL, &err), COMMSCHED_OK);
+    return rt;
 }

@@ -50,6 +50,10 @@ commsched_graph *tu_random_graph(uint64_t seed, const tu_graph_opts *opts);
  * not load. Caller destroys. */
 commsched_graph *tu_graph_from_json(const char *json);
 
+/* Every node's runtime from the default cost model (h100, NCCL's model),
+ * failing the test on error. Caller frees. */
+double *tu_default_runtimes(const commsched_graph *g);
+
 /* Saves g (nodes in `order`, or the graph's order when NULL) to a malloc'ed
  * NUL-terminated string. Fails the test on error. Caller frees. */
 char *tu_graph_to_json(const commsched_graph *g, const uint32_t *order);
