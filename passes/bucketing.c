@@ -48,11 +48,12 @@
  * candidate cost ten times more; verify mode builds each one anyway and
  * requires the same figures. O(V + E) per priced merge (the sort's ready
  * set is kept by position, bucketing_price.c; a heap only for the nodes
- * that become ready after the sort passed their position), so cost mode,
- * which prices every merge, grows with the square of the graph; the peak
- * alone (greedy mode) is priced incrementally instead, over the open
- * bucket's window of the schedule (bucketing_incr.c), which gives the
- * same figure.
+ * that become ready after the sort passed their position), so that is
+ * the reference and the fallback: the peak is priced incrementally, over
+ * the open bucket's window of the schedule (bucketing_incr.c), which
+ * gives the same figure, and in cost mode the step from that window to
+ * within a rounding bound (bucketing_time.c), the full figures taken only
+ * where the bound cannot decide a comparison.
  *
  * Dependency test: a candidate depends on the open bucket when its
  * collective or its wait is reachable from a member's wait. Descendants are
@@ -617,48 +618,113 @@ cleanup:
     return st;
 }
 
-/* Peak memory and (makespan not NULL) the simulated step with the closed
- * buckets and `extra` merged. In verify mode the graph is also built and
- * priced by the real memory model and simulator, which must agree. */
-static commsched_status evaluate(bk_pass *p, const bucket *extra,
-                                 int64_t *peak, double *makespan)
+/* The full way: the merged graph placed and priced whole. */
+static commsched_status price_full(bk_pass *p, const bucket *extra,
+                                   int64_t *peak, double *makespan)
 {
     placement pl;
+    commsched_status st = cs_bk_place(p, extra, &pl);
+    if (st == COMMSCHED_OK)
+        st = cs_bk_virtual_price(p, extra, &pl, peak, makespan);
+    cs_bk_placement_free(&pl);
+    return st;
+}
+
+/* Peak memory and (step not NULL) the simulated step with the closed
+ * buckets and `extra` merged: incrementally where the window of the merge
+ * allows it (the step then within step->eps of step->est), else the full
+ * way (eps 0). In verify mode the full way always runs and must agree,
+ * and the graph is also built and priced by the real memory model and
+ * simulator, which must agree with the full way. */
+static commsched_status evaluate(bk_pass *p, const bucket *extra,
+                                 int64_t *peak, bk_step *step)
+{
     commsched_status st = COMMSCHED_OK;
+    double full_step = 0;
     map_extra(p, extra, 1);
-    int fast = !makespan && extra && cs_bk_incr_peak(p, extra, peak);
-    if (!fast || p->ctx->verify) {
+    int fast = extra && cs_bk_incr_peak(p, extra, peak);
+    int fast_step = fast && step && cs_bk_time_price(p, extra, step);
+    p->n_priced++;
+    p->n_full += !fast || (step && !fast_step);
+    if (!fast || (step && !fast_step) || p->ctx->verify) {
         int64_t full = 0;
-        st = cs_bk_place(p, extra, &pl);
-        if (st == COMMSCHED_OK)
-            st = cs_bk_virtual_price(p, extra, &pl, &full, makespan);
-        cs_bk_placement_free(&pl);
+        st = price_full(p, extra, &full, step ? &full_step : NULL);
         if (st == COMMSCHED_OK && fast && full != *peak)
             st = commsched_error_set(
                 p->ctx->err, COMMSCHED_EINTERNAL, NULL,
                 "bucketing: priced a merge incrementally at peak %lld; the "
                 "full placement has %lld",
                 (long long)*peak, (long long)full);
+        if (st == COMMSCHED_OK && fast_step &&
+            !(fabs(full_step - step->est) <= step->eps))
+            st = commsched_error_set(
+                p->ctx->err, COMMSCHED_EINTERNAL, NULL,
+                "bucketing: priced a merge's step incrementally at %.17g "
+                "(within %.3g); the full placement has %.17g",
+                step->est, step->eps, full_step);
         *peak = full;
+        if (step && !fast_step) {
+            step->est = full_step;
+            step->eps = 0.0;
+        }
     }
     map_extra(p, extra, 0);
     if (st != COMMSCHED_OK || !p->ctx->verify)
         return st;
     built bt;
     int64_t real_peak = 0;
-    double real_makespan = 0;
+    double real_step = 0;
     if ((st = materialize(p, extra, &bt)) == COMMSCHED_OK)
         st = cs_bk_price(bt.g, NULL, bt.runtime, &real_peak,
-                         makespan ? &real_makespan : NULL, p->ctx->err);
+                         step ? &real_step : NULL, p->ctx->err);
     built_free(&bt);
     if (st == COMMSCHED_OK &&
-        (real_peak != *peak || (makespan && real_makespan != *makespan)))
+        (real_peak != *peak || (step && real_step != full_step)))
         st = commsched_error_set(
             p->ctx->err, COMMSCHED_EINTERNAL, NULL,
             "bucketing: priced a merge at peak %lld, step %.17g; the built "
             "graph has %lld, %.17g",
-            (long long)*peak, makespan ? *makespan : 0.0,
-            (long long)real_peak, real_makespan);
+            (long long)*peak, full_step, (long long)real_peak, real_step);
+    return st;
+}
+
+/* The exact step with the closed buckets and `extra` merged. */
+static commsched_status exact_step(bk_pass *p, const bucket *extra,
+                                   bk_step *step)
+{
+    int64_t peak;
+    p->n_full++;
+    map_extra(p, extra, 1);
+    commsched_status st = price_full(p, extra, &peak, &step->est);
+    map_extra(p, extra, 0);
+    step->eps = 0.0;
+    return st;
+}
+
+/* Whether the step with `tentative` merged (*tried) is shorter than with
+ * the open bucket as accepted so far (*now: `open` merged when it has two
+ * members or more). Either may be an estimate; only where their intervals
+ * meet are both priced the full way, so the answer is the exact figures'. */
+static commsched_status shorter_step(bk_pass *p, const bucket *open,
+                                     const bucket *tentative, bk_step *tried,
+                                     bk_step *now, int *shorter)
+{
+    commsched_status st = COMMSCHED_OK;
+    if (tried->est + tried->eps < now->est - now->eps) {
+        *shorter = 1;
+        return st;
+    }
+    if (tried->est - tried->eps > now->est + now->eps) {
+        *shorter = 0;
+        return st;
+    }
+    if (now->eps != 0.0 &&
+        (st = exact_step(p, open->n >= 2 ? open : NULL, now)) != COMMSCHED_OK)
+        return st;
+    if (tried->eps != 0.0 &&
+        (st = exact_step(p, tentative, tried)) != COMMSCHED_OK)
+        return st;
+    *shorter = tried->est < now->est;
     return st;
 }
 
@@ -714,6 +780,7 @@ static void open_with(bk_pass *p, open_bucket *ob, size_t ci)
     desc_reset(p);
     desc_add(p, p->cands[ci].wait);
     cs_bk_incr_opened(p);
+    cs_bk_time_opened(p);
 }
 
 static commsched_status close_open(bk_pass *p, open_bucket *ob,
@@ -726,6 +793,7 @@ static commsched_status close_open(bk_pass *p, open_bucket *ob,
         ob->b.closed_by = why;
         map_bucket(p, &ob->b, p->n_bk, 1); /* mapped from now on */
         cs_bk_incr_closed(p, &ob->b);
+        cs_bk_time_closed(p);
         p->bk[p->n_bk++] = ob->b;
     } else {
         p->n_mem = ob->b.first; /* a bucket of one is no bucket */
@@ -756,10 +824,10 @@ static commsched_status walk(bk_pass *p)
     commsched_error *err = p->ctx->err;
     int cost_mode = k->bucket_mode == CS_BUCKET_COST;
     int64_t cap = cap_bytes(k->bucket_cap_mb), peak0 = 0, peak = 0;
-    double makespan = 0, tried = 0;
+    bk_step makespan = {0.0, 0.0}, tried = {0.0, 0.0};
     commsched_status st;
     if ((st = cs_bk_price(p->g, p->order, p->ctx->runtime_ns, &peak0,
-                    cost_mode ? &makespan : NULL, err)) != COMMSCHED_OK)
+                    cost_mode ? &makespan.est : NULL, err)) != COMMSCHED_OK)
         return st;
     double limit = (double)peak0 * (1.0 + k->bucket_peak_memory_budget);
     open_bucket ob;
@@ -801,13 +869,18 @@ static commsched_status walk(bk_pass *p)
             p->mem[p->n_mem++] = (uint32_t)ci;
             tentative.n++;
             st = evaluate(p, &tentative, &peak, cost_mode ? &tried : NULL);
+            int shorter = 1;
+            if (st == COMMSCHED_OK && (double)peak > limit)
+                refused = "memory";
+            else if (st == COMMSCHED_OK && cost_mode &&
+                     (st = shorter_step(p, &ob.b, &tentative, &tried,
+                                        &makespan, &shorter)) ==
+                         COMMSCHED_OK &&
+                     !shorter)
+                refused = "cost";
             p->n_mem--;
             if (st != COMMSCHED_OK)
                 return st;
-            if ((double)peak > limit)
-                refused = "memory";
-            else if (cost_mode && !(tried < makespan))
-                refused = "cost";
         }
         if (refused) {
             if ((st = close_open(p, &ob, refused)) != COMMSCHED_OK)
@@ -822,6 +895,7 @@ static commsched_status walk(bk_pass *p)
         if (cost_mode)
             makespan = tried;
         cs_bk_incr_accept(p);
+        cs_bk_time_accept(p);
         desc_add(p, c->wait);
     }
     if (ob.b.n)
@@ -896,6 +970,7 @@ static void pass_free(bk_pass *p)
     free(p->s_out);
     free(p->seen);
     cs_bk_incr_destroy(p);
+    cs_bk_time_destroy(p);
 }
 
 static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
@@ -945,10 +1020,13 @@ static commsched_status bucket_pass(cs_pass_ctx *ctx, commsched_coll_op op,
         }
     }
     if ((st = collect(&p)) != COMMSCHED_OK || (st = chains(&p)) != COMMSCHED_OK ||
-        (ctx->k->bucket_mode != CS_BUCKET_COST &&
-         (st = cs_bk_incr_create(&p)) != COMMSCHED_OK) ||
+        (st = cs_bk_incr_create(&p)) != COMMSCHED_OK ||
+        (ctx->k->bucket_mode == CS_BUCKET_COST &&
+         (st = cs_bk_time_create(&p)) != COMMSCHED_OK) ||
         (st = walk(&p)) != COMMSCHED_OK)
         goto cleanup;
+    ctx->rec->pub.merges_priced += p.n_priced;
+    ctx->rec->pub.full_pricings += p.n_full;
     if (p.n_bk == 0)
         goto cleanup; /* nothing merged: the graph stays as it is */
     if ((st = materialize(&p, NULL, &bt)) != COMMSCHED_OK ||

@@ -48,7 +48,7 @@
 /* One pricing, kept while its bucket is the open one. */
 typedef struct incr_rec {
     int valid;
-    uint32_t L, H;
+    uint32_t L, H, m; /* m: nodes placed in the window (win) */
     int64_t wmax, carry_end;
     uint64_t key[3]; /* copy-in, collective, wait */
 } incr_rec;
@@ -649,8 +649,21 @@ int cs_bk_incr_peak(bk_pass *p, const bucket *extra, int64_t *peak)
     s->cur.valid = 1;
     s->cur.L = L;
     s->cur.H = H;
+    s->cur.m = w.m;
     s->cur.wmax = wmax;
     s->cur.carry_end = carry_end;
+    return 1;
+}
+
+int cs_bk_incr_window(const bk_pass *p, bk_window *w)
+{
+    const bk_incr_t *s = p->incr;
+    if (!s || !s->ok || !s->cur.valid)
+        return 0;
+    w->L = s->cur.L;
+    w->H = s->cur.H;
+    w->m = s->cur.m;
+    w->v = s->win;
     return 1;
 }
 

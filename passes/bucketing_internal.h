@@ -12,6 +12,7 @@
 #include "passes_internal.h"
 
 typedef struct bk_incr bk_incr_t; /* bucketing_incr.c */
+typedef struct bk_time bk_time_t; /* bucketing_time.c */
 
 /* A collective of the pass's op, in wait order. */
 typedef struct cand {
@@ -77,6 +78,8 @@ typedef struct bk_pass {
     uint32_t *seen, seen_stamp;
     size_t cap_seen;
     bk_incr_t *incr;       /* incremental peak, or NULL */
+    bk_time_t *time;       /* incremental step (bucket_mode=cost), or NULL */
+    uint32_t n_priced, n_full; /* merges priced; pricings the full way */
 } bk_pass;
 
 static inline commsched_status bk_oom(commsched_error *err)
@@ -143,6 +146,10 @@ void cs_bk_placement_free(placement *pl);
 commsched_status cs_bk_price(const commsched_graph *g, const uint32_t *order,
                              const double *runtime, int64_t *peak,
                              double *makespan, commsched_error *err);
+/* The runtimes of bucket bk's copy-in and collective (flat f). */
+commsched_status cs_bk_new_runtimes(const bk_pass *p, const bucket *bk,
+                                    const flat *f, double *copy,
+                                    double *coll);
 /* Buffer x's root in the merged graph (root ids: the graph's buffers, then
  * "_in" and "_out" of each bucket); fl holds every mapped bucket's flat. */
 uint32_t cs_bk_new_root(const bk_pass *p, const flat *fl, uint32_t x);
@@ -164,5 +171,32 @@ void cs_bk_incr_accept(bk_pass *p);
 void cs_bk_incr_opened(bk_pass *p);
 void cs_bk_incr_closed(bk_pass *p, const bucket *bk);
 void cs_bk_incr_destroy(bk_pass *p);
+
+/* The window of the last pricing cs_bk_incr_peak did (it returned 1):
+ * input positions L .. H of the graph with the closed buckets merged are
+ * replaced by v[0 .. m), virtual ids in order; everything before L and
+ * after H is where that graph has it. Returns 0 when there is none. */
+typedef struct bk_window {
+    uint32_t L, H, m;
+    const uint32_t *v;
+} bk_window;
+int cs_bk_incr_window(const bk_pass *p, bk_window *w);
+
+/* bucketing_time.c: the simulated step of a merge (bucket_mode=cost) from
+ * the window of its incremental peak and a state kept across the walk.
+ * The step is known exactly (eps 0) or to lie within eps of est. */
+typedef struct bk_step {
+    double est, eps;
+} bk_step;
+/* create keeps p->time NULL where it does not apply (a runtime that is
+ * negative or not finite). price: after cs_bk_incr_peak returned 1 for
+ * `extra`, returns 1 and the step, or 0 when the caller must price the
+ * full way; accept, opened and closed as for the peak. */
+commsched_status cs_bk_time_create(bk_pass *p);
+int cs_bk_time_price(bk_pass *p, const bucket *extra, bk_step *step);
+void cs_bk_time_accept(bk_pass *p);
+void cs_bk_time_opened(bk_pass *p);
+void cs_bk_time_closed(bk_pass *p);
+void cs_bk_time_destroy(bk_pass *p);
 
 #endif

@@ -273,8 +273,8 @@ commsched_status cs_bk_price(const commsched_graph *g, const uint32_t *order,
 /* The new nodes' runtimes exactly as commsched_cost_node prices the nodes
  * materialize writes: the copy-in from its bytes (flops absent), the
  * collective from the larger of its root input and output. */
-static commsched_status new_runtimes(const bk_pass *p, const bucket *bk,
-                                     const flat *f, double *copy, double *coll)
+commsched_status cs_bk_new_runtimes(const bk_pass *p, const bucket *bk,
+                                    const flat *f, double *copy, double *coll)
 {
     const commsched_cost_options *o = p->ctx->cost;
     const cs_group *gr = &p->g->groups[p->g->nodes[bk_member(p, bk, 0)->coll].group];
@@ -329,8 +329,8 @@ commsched_status cs_bk_virtual_price(bk_pass *p, const bucket *extra,
         goto oom;
     for (size_t bi = 0; bi < nb; bi++) {
         fl[bi] = cs_bk_flat_of(p, bk_bucket_at(p, extra, bi));
-        if ((st = new_runtimes(p, bk_bucket_at(p, extra, bi), &fl[bi],
-                               &rt_new[2 * bi], &rt_new[2 * bi + 1])) !=
+        if ((st = cs_bk_new_runtimes(p, bk_bucket_at(p, extra, bi), &fl[bi],
+                                      &rt_new[2 * bi], &rt_new[2 * bi + 1])) !=
             COMMSCHED_OK)
             goto cleanup;
     }

@@ -154,6 +154,11 @@ typedef struct commsched_pass_stats {
     int64_t overlap_budget_bytes; /* the peak the pass kept within; -1 for
                                      no limit (overlap_peak_budget=inf) */
     uint32_t overlap_candidates; /* orders built and simulated */
+    /* Bucketing: merges priced, and how many times a merge's figures were
+     * computed on the whole merged graph rather than from its window of
+     * the schedule (docs/PASSES.md, "Bucketing"; verify mode's own
+     * checks not counted). */
+    uint32_t merges_priced, full_pricings;
 } commsched_pass_stats;
 
 /* The record of one pipeline run. */

@@ -118,34 +118,31 @@ static int add2(commsched_tune_result *r, const char *passes,
     return add(r, passes, strlen(passes), knobs, knobs ? strlen(knobs) : 0);
 }
 
-/* How heavy a candidate is likely to be, by what it runs: cost-mode
- * bucketing simulates the whole graph for every tentative merge, and
- * Inductor's iterative passes move each collective past every node it
- * passes and walk from each to its wait for their statistics, so they
- * grow with the square of the graph where the rest grow near-linearly
+/* How heavy a candidate is likely to be, by what it runs: Inductor's
+ * iterative passes move each collective past every node it passes and
+ * walk from each to its wait for their statistics, so they grow with the
+ * square of the graph where the rest grow near-linearly
  * (docs/PERFORMANCE.md, "tune"; simple_overlap rises a run of swaps at a
- * time, and the transformer-block plan's waits sink in one move each).
- * 0 for the rest. */
-static int weight_of(const char *passes, const char *knobs)
+ * time, the transformer-block plan's waits sink in one move each, and
+ * cost-mode bucketing prices a merge's step from its window). 0 for the
+ * rest. */
+static int weight_of(const char *passes)
 {
-    if (knobs && strstr(knobs, "bucket_mode=cost"))
-        return 2;
     return strstr(passes, "reorder_communication_preserving_peak_memory") ? 1
                                                                           : 0;
 }
 
 /* Above this many nodes the built-in set leaves out the candidates whose
  * cost grows with the square of the graph: at 100,000 nodes they alone
- * take minutes (Inductor's pipeline moves each collective node by node,
- * cost-mode bucketing simulates every merge) where the rest take
- * seconds. A --candidate is always run. */
+ * take minutes (Inductor's pipeline moves each collective node by node)
+ * where the rest take seconds. A --candidate is always run. */
 #define TUNE_QUADRATIC_MAX_NODES 50000u
 
 /* add2 for the built-in set: skips a quadratic candidate when `large`. */
 static int add_builtin(commsched_tune_result *r, int large,
                        const char *passes, const char *knobs)
 {
-    if (large && weight_of(passes, knobs) > 0)
+    if (large && weight_of(passes) > 0)
         return 0;
     return add2(r, passes, knobs);
 }
@@ -401,9 +398,9 @@ static void evaluate(const commsched_graph *g, const commsched_result *base,
 static void heavy_first(const commsched_tune_result *r, long *run)
 {
     size_t k = 0;
-    for (int w = 2; w >= 0; w--)
+    for (int w = 1; w >= 0; w--)
         for (size_t i = 0; i < r->n; i++)
-            if (weight_of(r->c[i].passes, r->c[i].knobs) == w)
+            if (weight_of(r->c[i].passes) == w)
                 run[k++] = (long)i;
 }
 

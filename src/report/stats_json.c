@@ -136,6 +136,8 @@ static void pass_object(cs_jw *w, const commsched_graph *g,
             bucket_row(w, pg, &p->buckets[k]);
         cs_jw_end(w);
         cs_jw_key_int(w, "fake_edges_dropped", p->fake_edges_dropped);
+        cs_jw_key_int(w, "merges_priced", p->merges_priced);
+        cs_jw_key_int(w, "full_pricings", p->full_pricings);
     }
     if (p->kind == COMMSCHED_STATS_OVERLAP) {
         cs_jw_key(w, "collectives");

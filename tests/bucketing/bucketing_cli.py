@@ -140,13 +140,32 @@ if "expected greedy or cost" not in p.stderr:
 run("generate", "chain", "--nodes", "700", "-o", path("chain.json"))
 run("generate", "fsdp", "--preset", "llama3-8b", "--fine", "--layers", "2",
     "-o", path("fine.json"))
+# Cost mode prices each merge's simulated step from its window too
+# (passes/bucketing_time.c); --verify-memory requires the full figure within
+# the estimate's rounding bound, and the statistics say how many merges
+# needed the whole graph (an interval that could not decide, or a window
+# the incremental peak could not price).
+priced = full = 0
 for graph in (path("chain.json"), path("fine.json")):
     for pre in ("", "overlap,"):
         for knob in ("bucket_cap_mb=2000", "bucket_cap_mb=100",
                      "bucket_peak_memory_budget=0.05", "bucket_max_ops=5"):
-            p = run("optimize", graph, "--passes", pre + PASSES, "--set", knob,
-                    "--verify-memory", "--stats=json", "-o", path("v.json"))
-            if not any(st.get("buckets") for st in json.loads(p.stdout)):
-                fail("%s %s%s: no bucket formed" % (graph, pre, knob))
+            for mode in ("greedy", "cost"):
+                p = run("optimize", graph, "--passes", pre + PASSES, "--set",
+                        knob, "--set", "bucket_mode=" + mode,
+                        "--verify-memory", "--stats=json", "-o", path("v.json"))
+                stats = json.loads(p.stdout)
+                # after overlap, cost mode may refuse every merge: a
+                # bucket would wait for inputs overlap issued early
+                if mode == "greedy" and \
+                        not any(st.get("buckets") for st in stats):
+                    fail("%s %s%s %s: no bucket formed" %
+                         (graph, pre, knob, mode))
+                if mode == "cost":
+                    priced += sum(st.get("merges_priced", 0) for st in stats)
+                    full += sum(st.get("full_pricings", 0) for st in stats)
+if priced < 500 or full * 20 > priced:
+    fail("cost mode: %d merges priced, %d times on the whole graph" %
+         (priced, full))
 
 print("ok")

@@ -5,8 +5,8 @@
  * passes and overlap on it with every check on ("verify": each bucket
  * merge priced both incrementally and on the built graph, which must
  * agree, and each order checked), as tune runs them, with a split the
- * input's length picks (bucket_cuts 0 .. 6: tune's split search): the
- * rewrite must give a graph that round-trips too. And the passes that
+ * input's length picks (bucket_cuts 0 .. 6: tune's split search; greedy
+ * or cost mode): the rewrite must give a graph that round-trips too. And the passes that
  * move a run at a time, alone with verify (against their swaps). */
 #include "fuzz.h"
 
@@ -61,6 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     commsched_optimize_options *o = NULL, *so = NULL;
     char cuts[2] = {(char)('0' + size % 7), '\0'};
+    /* every other length in cost mode: each merge's step priced from its
+     * window too, and verify requires the full figure within its bound */
+    const char *mode = size / 7 % 2 ? "cost" : "greedy";
     int ok = check_optimize(g, NULL);
     /* The passes that move a run at a time, with verify: simple_overlap's
      * batched rise and the transformer-block plan's one-move sink must
@@ -89,6 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         commsched_optimize_options_set(o, "verify", "true", &err) ==
             COMMSCHED_OK &&
         commsched_optimize_options_set(o, "bucket_cuts", cuts, &err) ==
+            COMMSCHED_OK &&
+        commsched_optimize_options_set(o, "bucket_mode", mode, &err) ==
             COMMSCHED_OK)
         check_optimize(g, o);
     commsched_optimize_options_destroy(o);
