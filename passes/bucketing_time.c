@@ -290,8 +290,8 @@ static double end_of(const bk_time_t *t, uint32_t u)
     return t->wstamp[u] == t->epoch ? t->wend[u] : t->end[u];
 }
 
-/* One old node v on clocks c (C's order or a window); a collective's end
- * goes to *end_out. As cs_bk_virtual_price steps through it. */
+/* One old node v on clocks c (C's order or a window), as
+ * cs_bk_virtual_price steps through it; returns a collective's end. */
 static double step_old(const bk_pass *p, const bk_time_t *t, bk_clocks *c,
                        uint32_t v)
 {
