@@ -505,8 +505,10 @@ static int rec_copy(time_rec *to, const time_rec *from, uint32_t S)
             return -1;
         to->cap_w = from->n_w;
     }
-    memcpy(to->wv, from->wv, (size_t)from->n_w * sizeof *to->wv);
-    memcpy(to->wend, from->wend, (size_t)from->n_w * sizeof *to->wend);
+    if (from->n_w > 0) { /* a window with no collective has no arrays */
+        memcpy(to->wv, from->wv, (size_t)from->n_w * sizeof *to->wv);
+        memcpy(to->wend, from->wend, (size_t)from->n_w * sizeof *to->wend);
+    }
     to->n_w = from->n_w;
     clocks_copy(&to->at, &from->at, S);
     to->sum_new = from->sum_new;
