@@ -30,16 +30,19 @@ for h in $harnesses; do
     # input in $art, and the replay test shows the report.
     mask=0
     case $h in astra | chakra | kineto | pytorch_et) mask=2 ;; esac
+    start=$(date +%s)
     # shellcheck disable=SC2086
     "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -max_len=8192 -print_final_stats=1 -close_fd_mask=$mask \
         -artifact_prefix="$art/" "$corpus" $seeds >"$log" 2>&1
     rc=$?
+    # the time it ran: a finding stops a harness before its SECONDS
+    took=$(($(date +%s) - start))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
     units=$(ls "$corpus" | wc -l)
     crashes=$(ls "$art" | wc -l)
-    echo "fuzz $h: ${execs:-?} executions (${rate:-?}/s) in ${seconds}s, corpus $units, findings $crashes (exit $rc; log $log)"
+    echo "fuzz $h: ${execs:-?} executions (${rate:-?}/s) in ${took}s of ${seconds}, corpus $units, findings $crashes (exit $rc; log $log)"
     [ "$crashes" -eq 0 ] && [ "$rc" -eq 0 ] || found=1
 done
 exit $found
