@@ -42,7 +42,7 @@ for h in $harnesses; do
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
     units=$(ls "$corpus" | wc -l)
     crashes=$(ls "$art" | wc -l)
-    echo "fuzz $h: ${execs:-?} executions (${rate:-?}/s) in ${took}s of ${seconds}, corpus $units, findings $crashes (exit $rc; log $log)"
+    echo "fuzz $h: ${execs:-?} executions (${rate:-?}/s) in ${took}s (asked ${seconds}s), corpus $units, findings $crashes (exit $rc; log $log)"
     [ "$crashes" -eq 0 ] && [ "$rc" -eq 0 ] || found=1
 done
 exit $found
