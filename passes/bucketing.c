@@ -105,6 +105,17 @@ static int eligible(const commsched_graph *g, uint32_t c, uint32_t w,
         else if (g->reads.idx[e] != o)
             return 0;
     }
+    /* The bucket's wait makes the wait's views of the collective's output
+     * views of the flat output's slices, keeps views of its own outputs,
+     * and reads no member's own input: a view of anything else (the input
+     * the wait reads) would name a buffer it no longer reads. */
+    const cs_node *wn = &g->nodes[w];
+    for (uint32_t k = 0; k < wn->n_out; k++) {
+        uint32_t a = g->buffers[wn->out_first + k].alias_of;
+        if (a != COMMSCHED_NONE && a != o &&
+            (a < wn->out_first || a >= wn->out_first + wn->n_out))
+            return 0;
+    }
     out->in = in;
     out->out = o;
     out->in_bytes = root_size(g, in);
@@ -126,9 +137,30 @@ static int eligible(const commsched_graph *g, uint32_t c, uint32_t w,
                  out->out_bytes <= out->in_bytes)
             out->in_bytes = out->out_bytes;
     }
+    out->in_place = g->buffers[o].alias_of != COMMSCHED_NONE;
+    /* A side of 0 bytes says nothing (the dependency tokens trace
+     * importers emit; the builder checks no size rule then): the op's rule
+     * gives it from the other side, as the cost model prices it, so the
+     * bucket's flat buffers keep the rule (a bucket of a member of 0 and
+     * one of 748 bytes would read 748 and write 1,496). A member whose
+     * rule gives no whole size stays out. */
+    if (!out->in_place && (out->in_bytes == 0) != (out->out_bytes == 0)) {
+        int64_t k = (int64_t)g->groups[n->group].size;
+        int64_t *miss = out->in_bytes == 0 ? &out->in_bytes : &out->out_bytes;
+        int64_t have = out->in_bytes == 0 ? out->out_bytes : out->in_bytes;
+        int grows = (n->coll_op == COMMSCHED_COLL_REDUCE_SCATTER) ==
+                    (miss == &out->in_bytes); /* the missing side is k x */
+        if (n->coll_op == COMMSCHED_COLL_ALL_REDUCE)
+            *miss = have;
+        else if (grows && have <= INT64_MAX / k)
+            *miss = have * k;
+        else if (!grows && have % k == 0)
+            *miss = have / k;
+        else
+            return 0;
+    }
     out->bytes = out->in_bytes > out->out_bytes ? out->in_bytes
                                                 : out->out_bytes;
-    out->in_place = g->buffers[o].alias_of != COMMSCHED_NONE;
     return 1;
 }
 

@@ -85,6 +85,46 @@
 /* ---- judging, the pass --------------------------------------------------- */
 
 /* Simulates order into sim; makespan and per-step peak out. */
+/* --verify-memory: `order` keeps every fake edge as overlap respects it
+ * (ov_fake_to_wait: a collective's on a wait binds it to the collectives
+ * the wait completes). Fails with EINTERNAL naming the two nodes. */
+static commsched_status check_fake_edges(const commsched_graph *g,
+                                         const uint32_t *order,
+                                         commsched_error *err)
+{
+    uint32_t n = g->n_nodes, late = NONE, early = NONE;
+    uint32_t *pos = cs_malloc_array(n ? n : 1, sizeof *pos);
+    if (!pos)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        pos[order[i]] = i;
+    for (uint32_t v = 0; v < n && late == NONE; v++)
+        for (uint32_t e = g->after_fake.off[v];
+             e < g->after_fake.off[v + 1] && late == NONE; e++) {
+            uint32_t d = g->after_fake.idx[e];
+            if (!ov_fake_to_wait(g, v, d)) {
+                if (pos[d] > pos[v])
+                    late = d, early = v;
+                continue;
+            }
+            for (uint32_t r = g->reads.off[d]; r < g->reads.off[d + 1]; r++) {
+                uint32_t pr = g->buffers[g->reads.idx[r]].producer;
+                if (pr != NONE && pr != v &&
+                    g->nodes[pr].kind == COMMSCHED_NODE_COLLECTIVE &&
+                    pos[pr] > pos[v])
+                    late = pr, early = v;
+            }
+        }
+    free(pos);
+    if (late == NONE)
+        return COMMSCHED_OK;
+    return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                               "overlap: \"%s\" runs before \"%s\", which a "
+                               "fake edge puts first",
+                               g->nodes[early].name, g->nodes[late].name);
+}
+
 static commsched_status judge(commsched_sim *sim, const uint32_t *order,
                               const double *rt, double *makespan,
                               int64_t *peak, commsched_error *err)
@@ -905,8 +945,10 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         /* Fake edges bind overlap's own order; when overlap keeps its
          * input, an earlier pass (RCPPM, sink_waits_iterative) may have
          * legitimately crossed them, so only the real edges are checked. */
-        if ((st = commsched_schedule_check(ctx->s, from_sweep,
-                                           ctx->err)) != COMMSCHED_OK ||
+        if ((st = commsched_schedule_check(ctx->s, 0, ctx->err)) !=
+                COMMSCHED_OK ||
+            (from_sweep &&
+             (st = check_fake_edges(g, final, ctx->err)) != COMMSCHED_OK) ||
             (st = commsched_memory_create(ctx->s, &m, ctx->err)) !=
                 COMMSCHED_OK)
             goto cleanup;

@@ -28,6 +28,15 @@ enum { C_COMPUTE = 0, C_COLL = 1, C_WAIT = 2, C_SYNC = 3 };
 
 static inline int is_frame(uint8_t c) { return c == C_COMPUTE || c == C_SYNC; }
 
+/* Whether the fake edge "v after d" binds v to the collectives wait d
+ * completes rather than to d (an async collective's on a wait: why in
+ * cs_ov_base_init). Overlap respects every other fake edge as it is. */
+static inline int ov_fake_to_wait(const commsched_graph *g, uint32_t v,
+                                  uint32_t d)
+{
+    return cs_is_async(g, v) && g->nodes[d].kind == COMMSCHED_NODE_WAIT;
+}
+
 /* A heap key of the pass (waits, force()'s scratch), in the one heap's
  * item (heap.h): class rank r first, then a (urgency, or a time), then
  * the input position b, which makes every key distinct. */

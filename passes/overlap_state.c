@@ -238,13 +238,6 @@ static int tracked(const cs_buffer *bu, uint32_t nr)
            (!bu->is_input || bu->freeable);
 }
 
-/* Whether the fake edge "v after d" is a collective's on a wait (above). */
-static int fake_to_wait(const commsched_graph *g, const ov_base *b,
-                        uint32_t v, uint32_t d)
-{
-    return b->cls[v] == C_COLL && g->nodes[d].kind == COMMSCHED_NODE_WAIT;
-}
-
 /* Builds everything but the collective-order edges. Returns 0, -1 on OOM,
  * 1 when the edges form a cycle. */
 int cs_ov_base_init(ov_base *b, const commsched_graph *g,
@@ -324,7 +317,7 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
     for (uint32_t v = 0; v < n; v++)
         for (uint32_t e = g->after_fake.off[v]; e < g->after_fake.off[v + 1];
              e++)
-            m += fake_to_wait(g, b, v, g->after_fake.idx[e])
+            m += ov_fake_to_wait(g, v, g->after_fake.idx[e])
                      ? CS_ROW_LEN(g->reads, g->after_fake.idx[e])
                      : 1;
     rows = cs_malloc_array(m ? m : 1, sizeof *rows);
@@ -337,7 +330,7 @@ int cs_ov_base_init(ov_base *b, const commsched_graph *g,
         for (uint32_t e = g->after_fake.off[v]; e < g->after_fake.off[v + 1];
              e++) {
             uint32_t d = g->after_fake.idx[e];
-            if (!fake_to_wait(g, b, v, d)) {
+            if (!ov_fake_to_wait(g, v, d)) {
                 k = add_dep(stamp, rows, vals, k, v, d);
                 continue;
             }

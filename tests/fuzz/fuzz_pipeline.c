@@ -26,8 +26,9 @@ static void check_totals(const commsched_sim_totals *t)
 }
 
 /* commsched_optimize(g, o): on success finite figures and an output that
- * round-trips, on failure a located error and no result. Returns 1 when
- * it succeeded. */
+ * round-trips, on failure a located error and no result; g is valid, so
+ * only running out of memory may fail it (a rewrite the builder refuses,
+ * a cycle or a bad order is a pass's bug). Returns 1 when it succeeded. */
 static int check_optimize(const commsched_graph *g,
                           const commsched_optimize_options *o)
 {
@@ -37,6 +38,8 @@ static int check_optimize(const commsched_graph *g,
     if (st != COMMSCHED_OK) {
         FUZZ_CHECK(r == NULL, "failed optimize returned a result");
         fuzz_check_error(st, &err);
+        FUZZ_CHECK(st == COMMSCHED_ENOMEM, "a valid graph failed: %s: %s: %s",
+                   commsched_status_name(st), err.path, err.text);
         return 0;
     }
     check_totals(commsched_result_before(r));

@@ -515,6 +515,72 @@ static void test_three_all_reduces_one_bucket(void **state)
     bx_close(&x);
 }
 
+/* A side of 0 bytes is a trace's dependency token, not a payload: the
+ * op's size rule gives it from the other side, so the bucket keeps the
+ * rule (it read 2048 bytes and wrote 768 before: the builder refused the
+ * rewrite and the pass failed). */
+static void test_zero_byte_side(void **state)
+{
+    (void)state;
+    char *text = replace_all(THREE_RS, "{'name': 'g1_o', 'size': 1024}",
+                             "{'name': 'g1_o', 'size': 0}");
+    bx x;
+    bx_open(&x, text);
+    free(text);
+    bx_run(&x, "bucket_reduce_scatter", NULL);
+    const commsched_pass_stats *p = pass_at(&x, 0);
+    assert_int_equal(p->n_buckets, 1);
+    expect_bucket(p, 0, "rs0,rs1,rs2", "end");
+    assert_int_equal(x.g->buffers[tu_buffer(x.g, "bucket_rs_0_in")].size,
+                     3072);
+    assert_int_equal(x.g->buffers[tu_buffer(x.g, "bucket_rs_0_out")].size,
+                     768);
+    check_rewritten(&x);
+    bx_close(&x);
+    /* all-reduces: a 0-byte output writes what the input holds */
+    char *ar = replace_all(THREE_RS, "reduce_scatter", "all_reduce");
+    char *ar2 = replace_all(ar, "'size': 256}", "'size': 1024}");
+    text = replace_all(ar2, "{'name': 'rs1_o', 'size': 1024}",
+                       "{'name': 'rs1_o', 'size': 0}");
+    free(ar);
+    free(ar2);
+    bx_open(&x, text);
+    free(text);
+    bx_run(&x, "bucket_all_reduce", "bucket_mode=cost");
+    p = pass_at(&x, 0);
+    assert_int_equal(p->n_buckets, 1);
+    assert_int_equal(x.g->buffers[tu_buffer(x.g, "bucket_ar_0_out")].size,
+                     3072);
+    check_rewritten(&x);
+    bx_close(&x);
+}
+
+/* A wait that reads its collective's input may return a view of it; the
+ * bucket's wait would read the flat input instead, so such a member stays
+ * out (the rewrite named a buffer its wait no longer read: EGRAPH). */
+static void test_wait_view_of_input(void **state)
+{
+    (void)state;
+    char *text = replace_all(
+        THREE_RS,
+        "{'name': 'w1', 'kind': 'wait', 'inputs': ['rs1_o'], "
+        " 'outputs': [{'name': 'w1_o', 'alias_of': 'rs1_o'}]}",
+        "{'name': 'w1', 'kind': 'wait', 'inputs': ['rs1_o', 'g1_o'], "
+        " 'outputs': [{'name': 'w1_o', 'alias_of': 'rs1_o'}, "
+        " {'name': 'w1_in', 'alias_of': 'g1_o'}]}");
+    assert_non_null(strstr(text, "w1_in"));
+    bx x;
+    bx_open(&x, text);
+    free(text);
+    bx_run(&x, "bucket_reduce_scatter", NULL);
+    const commsched_pass_stats *p = pass_at(&x, 0);
+    for (uint32_t k = 0; k < p->n_buckets; k++)
+        for (uint32_t i = 0; i < p->buckets[k].n_members; i++)
+            assert_string_not_equal(p->buckets[k].members[i], "rs1");
+    check_rewritten(&x);
+    bx_close(&x);
+}
+
 /* In-place all-reduces (DDP's): the merged one is in place on the flat
  * input too. */
 static void test_in_place_all_reduces(void **state)
@@ -1514,6 +1580,30 @@ static void test_random_cost_mode_never_worse(void **state)
         free(order);
     }
     assert_true(improved > 0); /* the mode does merge something */
+    /* The generic random graphs: several groups (a comm stream each), sync
+     * collectives, waits on several collectives, collectives still in
+     * flight after a merge's window: every term of the estimate. */
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        tu_graph_opts o = tu_random_opts(30 + (uint32_t)(seed % 50));
+        bx x;
+        bx_open_graph(&x, tu_random_graph(seed, &o), NULL);
+        double before = makespan_of(x.s, x.rt0);
+        bx_run(&x, ALL_BUCKETS,
+               seed % 3 == 0   ? "bucket_mode=cost,bucket_cap_mb=inf,"
+                                 "bucket_peak_memory_budget=inf"
+               : seed % 3 == 1 ? "bucket_mode=cost,bucket_max_ops=3"
+                               : "bucket_mode=cost");
+        double after = makespan_of(x.s, commsched_run_runtime_ns(x.run));
+        if (after > before)
+            fail_msg("seed %llu: makespan %.17g -> %.17g",
+                     (unsigned long long)seed, before, after);
+        for (size_t i = 0; i < 3; i++) {
+            priced += pass_at(&x, i)->merges_priced;
+            full += pass_at(&x, i)->full_pricings;
+        }
+        check_rewritten(&x);
+        bx_close(&x);
+    }
     /* small random graphs: ties, in-place members and windows that
      * reach back are common; the CLI test holds generated steps to more */
     if (!(priced >= 100 && full * 3 < priced))
@@ -1698,6 +1788,8 @@ int main(void)
         cmocka_unit_test(test_three_reduce_scatters_one_bucket),
         cmocka_unit_test(test_inductor_shaped_reduce_scatters),
         cmocka_unit_test(test_three_all_reduces_one_bucket),
+        cmocka_unit_test(test_zero_byte_side),
+        cmocka_unit_test(test_wait_view_of_input),
         cmocka_unit_test(test_in_place_all_reduces),
         cmocka_unit_test(test_dependent_all_gather_not_bucketed),
         cmocka_unit_test(test_dtypes_apart_unless_multidtype),
