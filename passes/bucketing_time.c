@@ -58,7 +58,8 @@ typedef struct time_rec {
     bk_clocks at;          /* the clocks at H + 1 */
     uint32_t *wv;          /* collectives the window issued ... */
     double *wend;          /* ... and their ends */
-    uint32_t n_w, cap_w;
+    uint32_t n_w;
+    size_t cap_wv, cap_wend;
     double sum_new;        /* the bucket's runtimes */
 } time_rec;
 
@@ -369,20 +370,20 @@ static double ge_at(const bk_time_t *t, uint32_t c, uint32_t q)
     return best;
 }
 
+/* Room for `need` collectives of a window in r. */
+static int rec_reserve(time_rec *r, size_t need)
+{
+    return cs_grow((void **)&r->wv, &r->cap_wv, need, sizeof *r->wv) != 0 ||
+                   cs_grow((void **)&r->wend, &r->cap_wend, need,
+                           sizeof *r->wend) != 0
+               ? -1
+               : 0;
+}
+
 static int rec_push(time_rec *r, uint32_t v, double end)
 {
-    if (r->n_w == r->cap_w) {
-        size_t cap = r->cap_w ? 2 * (size_t)r->cap_w : 64;
-        uint32_t *wv = realloc(r->wv, cap * sizeof *wv);
-        if (wv)
-            r->wv = wv;
-        double *we = realloc(r->wend, cap * sizeof *we);
-        if (we)
-            r->wend = we;
-        if (!wv || !we || cap > UINT32_MAX)
-            return -1;
-        r->cap_w = (uint32_t)cap;
-    }
+    if (rec_reserve(r, (size_t)r->n_w + 1) != 0)
+        return -1;
     r->wv[r->n_w] = v;
     r->wend[r->n_w++] = end;
     return 0;
@@ -494,17 +495,8 @@ int cs_bk_time_price(bk_pass *p, const bucket *extra, bk_step *step)
 static int rec_copy(time_rec *to, const time_rec *from, uint32_t S)
 {
     to->valid = 0;
-    if (to->cap_w < from->n_w) {
-        uint32_t *wv = realloc(to->wv, (size_t)from->n_w * sizeof *wv);
-        if (wv)
-            to->wv = wv;
-        double *we = realloc(to->wend, (size_t)from->n_w * sizeof *we);
-        if (we)
-            to->wend = we;
-        if (!wv || !we)
-            return -1;
-        to->cap_w = from->n_w;
-    }
+    if (rec_reserve(to, from->n_w) != 0)
+        return -1;
     if (from->n_w > 0) { /* a window with no collective has no arrays */
         memcpy(to->wv, from->wv, (size_t)from->n_w * sizeof *to->wv);
         memcpy(to->wend, from->wend, (size_t)from->n_w * sizeof *to->wend);
