@@ -85,21 +85,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         commsched_optimize_options_destroy(so);
         so = NULL;
     }
-    if (ok &&
-        commsched_optimize_options_create(&o, &err) == COMMSCHED_OK &&
-        commsched_optimize_options_set(
-            o, "passes",
-            "bucket_all_gather,bucket_reduce_scatter,bucket_all_reduce,"
-            "overlap",
-            &err) == COMMSCHED_OK &&
-        commsched_optimize_options_set(o, "verify", "true", &err) ==
-            COMMSCHED_OK &&
-        commsched_optimize_options_set(o, "bucket_cuts", cuts, &err) ==
-            COMMSCHED_OK &&
-        commsched_optimize_options_set(o, "bucket_mode", mode, &err) ==
-            COMMSCHED_OK)
-        check_optimize(g, o);
-    commsched_optimize_options_destroy(o);
+    /* tune's two kinds of bucketing candidate: before overlap, and before
+     * Inductor's pipeline (whose passes then run on the rewritten graph) */
+    static const char *const after_buckets[] = {
+        "overlap", "decide_global_ordering_of_comms,"
+                   "reorder_communication_preserving_peak_memory,"
+                   "sink_waits_iterative"};
+    for (size_t i = 0; ok && i < 2; i++) {
+        char passes[256];
+        snprintf(passes, sizeof passes,
+                 "bucket_all_gather,bucket_reduce_scatter,bucket_all_reduce,%s",
+                 after_buckets[i]);
+        if (commsched_optimize_options_create(&o, &err) == COMMSCHED_OK &&
+            commsched_optimize_options_set(o, "passes", passes, &err) ==
+                COMMSCHED_OK &&
+            commsched_optimize_options_set(o, "verify", "true", &err) ==
+                COMMSCHED_OK &&
+            commsched_optimize_options_set(o, "bucket_cuts", cuts, &err) ==
+                COMMSCHED_OK &&
+            commsched_optimize_options_set(o, "bucket_mode", mode, &err) ==
+                COMMSCHED_OK)
+            check_optimize(g, o);
+        commsched_optimize_options_destroy(o);
+        o = NULL;
+    }
     commsched_graph_destroy(g);
     return 0;
 }
