@@ -18,7 +18,12 @@ for h in $harnesses; do
     art=$build/artifacts/$h
     mkdir -p "$corpus" "$art"
     case $h in
-    load | pipeline) seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs" ;;
+    load) seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs" ;;
+    pipeline) # also the graphs the importers made from real traces
+        seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs"
+        for d in astra chakra chakra-et kineto pytorch-et; do
+            seeds="$seeds $src/graphs/$d"
+        done ;;
     builder) seeds="$src/tests/fuzz/seeds/builder" ;;
     astra | chakra | kineto | pytorch_et) seeds="$src/tests/import" ;;
     esac
