@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "heap.h"
+#include "kernel.h"
 #include "passes_internal.h"
 
 typedef struct bk_incr bk_incr_t; /* bucketing_incr.c */
@@ -153,6 +154,14 @@ commsched_status cs_bk_new_runtimes(const bk_pass *p, const bucket *bk,
 /* Buffer x's root in the merged graph (root ids: the graph's buffers, then
  * "_in" and "_out" of each bucket); fl holds every mapped bucket's flat. */
 uint32_t cs_bk_new_root(const bk_pass *p, const flat *fl, uint32_t x);
+/* Steps node v of a merged order (a virtual id: an old node, or a
+ * bucket's copy-in, collective or wait; buckets mapped) on clk as the
+ * simulator does (kernel.h), with runtime r: a collective's end goes to
+ * end[v], a wait starts once the collectives it waits for have ended
+ * (their ends read from end). The one step the full pricing and the
+ * incremental one (bucketing_time.c) share. */
+void cs_bk_step(const bk_pass *p, const bucket *extra, cs_clock *clk,
+                uint32_t v, double r, double *end);
 /* The peak and (makespan_out not NULL) the simulated step of placement pl
  * without building the graph. */
 commsched_status cs_bk_virtual_price(bk_pass *p, const bucket *extra,

@@ -304,6 +304,41 @@ uint32_t cs_bk_new_root(const bk_pass *p, const flat *fl, uint32_t x)
                       (fl[bi].out_alias ? 0 : 1));
 }
 
+void cs_bk_step(const bk_pass *p, const bucket *extra, cs_clock *clk,
+                uint32_t v, double r, double *end)
+{
+    const commsched_graph *g = p->g;
+    uint32_t n = p->n;
+    const cs_node *nd = v < n ? &g->nodes[v] : NULL;
+    int kind = nd ? nd->kind
+               : (v - n) % 3 == 0 ? COMMSCHED_NODE_COMPUTE
+               : (v - n) % 3 == 1 ? COMMSCHED_NODE_COLLECTIVE
+                                  : COMMSCHED_NODE_WAIT;
+    if (kind == COMMSCHED_NODE_COMPUTE) {
+        cs_clock_compute(clk, r);
+    } else if (kind == COMMSCHED_NODE_COLLECTIVE) {
+        uint32_t grp =
+            nd ? nd->group
+               : g->nodes[bk_member(p, bk_bucket_at(p, extra, (v - n) / 3), 0)
+                              ->coll]
+                     .group;
+        end[v] = cs_clock_collective(clk, grp, r, nd && nd->is_sync) + r;
+    } else {
+        double t = clk->now;
+        if (nd) {
+            for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1]; e++) {
+                uint32_t pr = g->buffers[g->reads.idx[e]].producer;
+                if (pr != COMMSCHED_NONE && cs_is_collective(g, pr) &&
+                    end[p->vmap[pr]] > t)
+                    t = end[p->vmap[pr]];
+            }
+        } else if (end[v - 1] > t) {
+            t = end[v - 1];
+        }
+        cs_clock_wait(clk, t, r);
+    }
+}
+
 /* The peak and the simulated step of the merged graph without building
  * it: the model's kernel (kernel.h: the memory step and the streams'
  * clocks, as the memory model and the simulator step through them, with
@@ -414,40 +449,10 @@ commsched_status cs_bk_virtual_price(bk_pass *p, const bucket *extra,
         cs_clock clk = {0.0, stream_free};
         for (uint32_t k = 0; k < pl->placed; k++) {
             uint32_t v = pl->vorder[k];
-            const cs_node *nd = v < n ? &g->nodes[v] : NULL;
-            int kind = v < n ? nd->kind
-                       : (v - n) % 3 == 0 ? COMMSCHED_NODE_COMPUTE
-                       : (v - n) % 3 == 1 ? COMMSCHED_NODE_COLLECTIVE
-                                          : COMMSCHED_NODE_WAIT;
             double r = v < n ? rt[v]
-                       : kind == COMMSCHED_NODE_WAIT
-                           ? 0.0
-                           : rt_new[2 * ((v - n) / 3) + ((v - n) % 3)];
-            if (kind == COMMSCHED_NODE_COMPUTE) {
-                cs_clock_compute(&clk, r);
-            } else if (kind == COMMSCHED_NODE_COLLECTIVE) {
-                uint32_t grp =
-                    nd ? nd->group
-                       : g->nodes[bk_member(p, bk_bucket_at(p, extra, (v - n) / 3), 0)
-                                      ->coll]
-                             .group;
-                coll_end[v] =
-                    cs_clock_collective(&clk, grp, r, nd && nd->is_sync) + r;
-            } else {
-                double t = clk.now;
-                if (nd) {
-                    for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1];
-                         e++) {
-                        uint32_t pr = g->buffers[g->reads.idx[e]].producer;
-                        if (pr != COMMSCHED_NONE && cs_is_collective(g, pr) &&
-                            coll_end[p->vmap[pr]] > t)
-                            t = coll_end[p->vmap[pr]];
-                    }
-                } else if (coll_end[v - 1] > t) {
-                    t = coll_end[v - 1];
-                }
-                cs_clock_wait(&clk, t, r);
-            }
+                       : (v - n) % 3 == 2 ? 0.0
+                                          : rt_new[2 * ((v - n) / 3) + ((v - n) % 3)];
+            cs_bk_step(p, extra, &clk, v, r, coll_end);
         }
         *makespan_out = cs_clock_makespan(&clk, g->n_groups);
     }

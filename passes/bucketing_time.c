@@ -75,9 +75,10 @@ struct bk_time {
     double *w_val;         /* ... and runtime + Gn after each */
     int64_t *last_wait;    /* per node: the last of them, -1: none */
     double sum;            /* runtimes of the nodes and closed buckets */
-    double *end;           /* virtual id -> end of that collective in C */
-    double *wend;          /* virtual id -> its end in this pricing */
-    uint32_t *wstamp, epoch;
+    double *end;           /* virtual id -> end of that collective in C (a
+                              pricing writes its window's, then undoes) */
+    double *undo;          /* C's ends the current pricing overwrote */
+    size_t cap_undo;
     bk_clocks base;        /* C's clocks at the frontier */
     bk_clocks fwd;         /* and at some later position of C */
     bk_clocks scratch;     /* one pricing's */
@@ -130,8 +131,7 @@ void cs_bk_time_destroy(bk_pass *p)
     free(t->w_val);
     free(t->last_wait);
     free(t->end);
-    free(t->wend);
-    free(t->wstamp);
+    free(t->undo);
     clocks_free(&t->base);
     clocks_free(&t->fwd);
     clocks_free(&t->scratch);
@@ -269,10 +269,8 @@ commsched_status cs_bk_time_create(bk_pass *p)
     t->w_off = cs_calloc((size_t)n + 2, sizeof *t->w_off);
     t->last_wait = cs_malloc_array(n, sizeof *t->last_wait);
     t->end = cs_calloc(t->v_max, sizeof *t->end);
-    t->wend = cs_calloc(t->v_max, sizeof *t->wend);
-    t->wstamp = cs_calloc(t->v_max, sizeof *t->wstamp);
     if (!t->gn || !t->s_off || !t->w_off || !t->last_wait || !t->end ||
-        !t->wend || !t->wstamp || clocks_init(&t->base, t->S, n) != 0 ||
+        clocks_init(&t->base, t->S, n) != 0 ||
         clocks_init(&t->fwd, t->S, n) != 0 ||
         clocks_init(&t->scratch, t->S, n) != 0 ||
         clocks_init(&t->cur.at, t->S, CS_BK_PENDING) != 0 ||
@@ -285,39 +283,6 @@ commsched_status cs_bk_time_create(bk_pass *p)
     return COMMSCHED_OK;
 }
 
-/* The end of collective u (a virtual id) as the pricing sees it. */
-static double end_of(const bk_time_t *t, uint32_t u)
-{
-    return t->wstamp[u] == t->epoch ? t->wend[u] : t->end[u];
-}
-
-/* One old node v on clocks c (C's order or a window), as
- * cs_bk_virtual_price steps through it; returns a collective's end. */
-static double step_old(const bk_pass *p, const bk_time_t *t, bk_clocks *c,
-                       uint32_t v)
-{
-    const commsched_graph *g = p->g;
-    double r = p->ctx->runtime_ns[v];
-    cs_clock clk = {c->now, c->free_};
-    double end = 0.0;
-    if (is_compute(g, v)) {
-        cs_clock_compute(&clk, r);
-    } else if (is_coll(g, v)) {
-        end = cs_clock_collective(&clk, g->nodes[v].group, r,
-                                  g->nodes[v].is_sync) + r;
-    } else {
-        double at = clk.now;
-        FOR_WAITED(g, v, pr, {
-            double e = end_of(t, p->vmap[pr]);
-            if (e > at)
-                at = e;
-        });
-        cs_clock_wait(&clk, at, r);
-    }
-    c->now = clk.now;
-    return end;
-}
-
 /* Moves C's clocks c forward to position `to` (C is the input order at
  * and after the frontier). */
 static int advance(bk_pass *p, bk_time_t *t, bk_clocks *c, uint32_t to)
@@ -325,9 +290,10 @@ static int advance(bk_pass *p, bk_time_t *t, bk_clocks *c, uint32_t to)
     const commsched_graph *g = p->g;
     for (; c->pos < to; c->pos++) {
         uint32_t v = p->order[c->pos];
-        double e = step_old(p, t, c, v);
+        cs_clock clk = {c->now, c->free_};
+        cs_bk_step(p, NULL, &clk, v, p->ctx->runtime_ns[v], t->end);
+        c->now = clk.now;
         if (is_coll(g, v)) {
-            t->end[v] = e;
             if (t->last_wait[v] >= 0) {
                 /* drop what is no longer in flight before adding */
                 uint32_t k = 0;
@@ -380,15 +346,6 @@ static int rec_reserve(time_rec *r, size_t need)
                : 0;
 }
 
-static int rec_push(time_rec *r, uint32_t v, double end)
-{
-    if (rec_reserve(r, (size_t)r->n_w + 1) != 0)
-        return -1;
-    r->wv[r->n_w] = v;
-    r->wend[r->n_w++] = end;
-    return 0;
-}
-
 int cs_bk_time_price(bk_pass *p, const bucket *extra, bk_step *step)
 {
     bk_time_t *t = p->time;
@@ -409,11 +366,6 @@ int cs_bk_time_price(bk_pass *p, const bucket *extra, bk_step *step)
         !(rt_copy >= 0.0 && rt_copy < INFINITY) ||
         !(rt_coll >= 0.0 && rt_coll < INFINITY))
         return 0; /* the full way reports the error, if any */
-    /* a new epoch first: C's clocks must not read the last window's ends */
-    if (++t->epoch == 0) {
-        memset(t->wstamp, 0, t->v_max * sizeof *t->wstamp);
-        t->epoch = 1;
-    }
     /* C's clocks at L */
     if (t->fwd.pos > w.L)
         clocks_copy(&t->fwd, &t->base, S);
@@ -425,35 +377,39 @@ int cs_bk_time_price(bk_pass *p, const bucket *extra, bk_step *step)
     clocks_copy(c, &t->fwd, S);
     time_rec *r = &t->cur;
     r->n_w = 0;
+    /* The window on C's clocks at L; the ends of its collectives go to
+     * t->end, whose values for C come back after (undo). */
     uint32_t cp = n + 3 * (uint32_t)p->n_bk, co = cp + 1;
-    uint32_t grp = g->nodes[bk_member(p, extra, 0)->coll].group;
-    for (uint32_t j = 0; j < w.m; j++) {
+    cs_clock clk = {c->now, c->free_};
+    int room = 1;
+    for (uint32_t j = 0; j < w.m && room; j++) {
         uint32_t v = w.v[j];
-        double e;
-        if (v < n) {
-            e = step_old(p, t, c, v);
-            if (!is_coll(g, v))
-                continue;
-        } else if (v == cp) {
-            c->now += rt_copy;
-            continue;
-        } else if (v == co) {
-            cs_clock clk = {c->now, c->free_};
-            e = cs_clock_collective(&clk, grp, rt_coll, 0) + rt_coll;
-        } else {
-            cs_clock clk = {c->now, c->free_};
-            double at = clk.now;
-            if (t->wend[co] > at)
-                at = t->wend[co];
-            cs_clock_wait(&clk, at, 0.0);
-            c->now = clk.now;
-            continue;
+        int coll = v < n ? is_coll(g, v) : v == co;
+        if (coll) {
+            room = rec_reserve(r, (size_t)r->n_w + 1) == 0 &&
+                   cs_grow((void **)&t->undo, &t->cap_undo,
+                           (size_t)r->n_w + 1, sizeof *t->undo) == 0;
+            if (!room)
+                break;
+            t->undo[r->n_w] = t->end[v];
+            r->wv[r->n_w] = v;
         }
-        t->wstamp[v] = t->epoch;
-        t->wend[v] = e;
-        if (rec_push(r, v, e) != 0)
-            return 0;
+        cs_bk_step(p, extra, &clk, v,
+                   v < n ? p->ctx->runtime_ns[v]
+                   : v == cp ? rt_copy
+                   : v == co ? rt_coll
+                             : 0.0,
+                   t->end);
+        if (coll) {
+            r->wend[r->n_w] = t->end[v];
+            r->n_w++;
+        }
     }
+    c->now = clk.now;
+    for (uint32_t i = r->n_w; i-- > 0;)
+        t->end[r->wv[i]] = t->undo[i];
+    if (!room)
+        return 0; /* out of memory: the full way */
     /* the step: the clocks at q and the longest paths from them */
     double est = c->now + t->gn[q];
     for (uint32_t s = 0; s < S; s++)
