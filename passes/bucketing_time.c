@@ -270,9 +270,9 @@ commsched_status cs_bk_time_create(bk_pass *p)
     t->last_wait = cs_malloc_array(n, sizeof *t->last_wait);
     t->end = cs_calloc(t->v_max, sizeof *t->end);
     if (!t->gn || !t->s_off || !t->w_off || !t->last_wait || !t->end ||
-        clocks_init(&t->base, t->S, n) != 0 ||
-        clocks_init(&t->fwd, t->S, n) != 0 ||
-        clocks_init(&t->scratch, t->S, n) != 0 ||
+        clocks_init(&t->base, t->S, CS_BK_PENDING) != 0 ||
+        clocks_init(&t->fwd, t->S, CS_BK_PENDING) != 0 ||
+        clocks_init(&t->scratch, t->S, CS_BK_PENDING) != 0 ||
         clocks_init(&t->cur.at, t->S, CS_BK_PENDING) != 0 ||
         clocks_init(&t->acc.at, t->S, CS_BK_PENDING) != 0 ||
         backward(p, t) != 0) {
