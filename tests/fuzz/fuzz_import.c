@@ -4,7 +4,8 @@
  * ET importers read gzip or plain JSON). The input becomes a file (a memfd, named
  * through /proc/self/fd, so no disk is touched); the importer either
  * prints a located error and returns the input exit code, or returns a
- * graph that saves and loads back equal. */
+ * graph that saves and loads back equal and that the default pipeline
+ * optimizes. */
 #include "fuzz.h"
 
 #include <string.h>
@@ -54,6 +55,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     fuzz_check_roundtrip(g, NULL);
+    /* what users do next: the default pipeline on the imported graph,
+     * which only running out of memory may fail */
+    commsched_result *r = NULL;
+    commsched_error err = {0};
+    commsched_status st = commsched_optimize(g, NULL, &r, &err);
+    FUZZ_CHECK(st == COMMSCHED_OK || st == COMMSCHED_ENOMEM,
+               "an imported graph failed optimize: %s: %s: %s",
+               commsched_status_name(st), err.path, err.text);
+    commsched_result_destroy(r);
     commsched_graph_destroy(g);
     return 0;
 }
