@@ -154,6 +154,20 @@ commsched_status cs_bk_new_runtimes(const bk_pass *p, const bucket *bk,
 /* Buffer x's root in the merged graph (root ids: the graph's buffers, then
  * "_in" and "_out" of each bucket); fl holds every mapped bucket's flat. */
 uint32_t cs_bk_new_root(const bk_pass *p, const flat *fl, uint32_t x);
+/* Runs body with c for every collective whose end the wait-like node v
+ * (an old node, neither compute nor collective) waits for: the producer
+ * of a buffer it reads. The simulator's rule, as cs_bk_step applies it. */
+#define CS_BK_FOR_WAITED(g, v, c, body)                                      \
+    do {                                                                     \
+        for (uint32_t e_ = (g)->reads.off[v]; e_ < (g)->reads.off[(v) + 1];  \
+             e_++) {                                                         \
+            uint32_t c = (g)->buffers[(g)->reads.idx[e_]].producer;          \
+            if (c != COMMSCHED_NONE && cs_is_collective(g, c)) {             \
+                body;                                                        \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+
 /* Steps node v of a merged order (a virtual id: an old node, or a
  * bucket's copy-in, collective or wait; buckets mapped) on clk as the
  * simulator does (kernel.h), with runtime r: a collective's end goes to

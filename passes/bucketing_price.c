@@ -326,12 +326,10 @@ void cs_bk_step(const bk_pass *p, const bucket *extra, cs_clock *clk,
     } else {
         double t = clk->now;
         if (nd) {
-            for (uint32_t e = g->reads.off[v]; e < g->reads.off[v + 1]; e++) {
-                uint32_t pr = g->buffers[g->reads.idx[e]].producer;
-                if (pr != COMMSCHED_NONE && cs_is_collective(g, pr) &&
-                    end[p->vmap[pr]] > t)
+            CS_BK_FOR_WAITED(g, v, pr, {
+                if (end[p->vmap[pr]] > t)
                     t = end[p->vmap[pr]];
-            }
+            });
         } else if (end[v - 1] > t) {
             t = end[v - 1];
         }

@@ -141,29 +141,11 @@ void cs_bk_time_destroy(bk_pass *p)
     p->time = NULL;
 }
 
-/* What the simulator does with a node, as cs_bk_virtual_price reads it. */
+/* What the simulator does with a node, as cs_bk_step reads it. */
 static int is_compute(const commsched_graph *g, uint32_t v)
 {
     return g->nodes[v].kind == COMMSCHED_NODE_COMPUTE;
 }
-
-static int is_coll(const commsched_graph *g, uint32_t v)
-{
-    return g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
-}
-
-/* Calls body with c for every collective whose end wait-like node v
- * (neither compute nor collective) waits for. */
-#define FOR_WAITED(g, v, c, body)                                            \
-    do {                                                                     \
-        for (uint32_t e_ = (g)->reads.off[v]; e_ < (g)->reads.off[(v) + 1];  \
-             e_++) {                                                         \
-            uint32_t c = (g)->buffers[(g)->reads.idx[e_]].producer;          \
-            if (c != COMMSCHED_NONE && cs_is_collective(g, c)) {             \
-                body;                                                        \
-            }                                                                \
-        }                                                                    \
-    } while (0)
 
 static double dmax(double a, double b)
 {
@@ -189,10 +171,10 @@ static int backward(bk_pass *p, bk_time_t *t)
     for (uint32_t v = 0; v < n; v++) {
         t->last_wait[v] = -1;
         ge[v] = -INFINITY;
-        if (is_coll(g, v))
+        if (cs_is_collective(g, v))
             t->s_off[g->nodes[v].group + 1]++;
         else if (!is_compute(g, v))
-            FOR_WAITED(g, v, c, t->w_off[c + 1]++);
+            CS_BK_FOR_WAITED(g, v, c, t->w_off[c + 1]++);
     }
     for (uint32_t s = 0; s < S; s++)
         t->s_off[s + 1] += t->s_off[s];
@@ -213,7 +195,7 @@ static int backward(bk_pass *p, bk_time_t *t)
         t->sum += r;
         if (is_compute(g, v)) {
             gn = r + gn;
-        } else if (is_coll(g, v)) {
+        } else if (cs_is_collective(g, v)) {
             uint32_t s = g->nodes[v].group;
             double tail = dmax(gs[s], ge[v]);
             if (g->nodes[v].is_sync)
@@ -226,7 +208,7 @@ static int backward(bk_pass *p, bk_time_t *t)
             gn = g->nodes[v].is_sync ? gv : dmax(gn, gv);
         } else {
             double val = r + gn;
-            FOR_WAITED(g, v, c, {
+            CS_BK_FOR_WAITED(g, v, c, {
                 ge[c] = dmax(ge[c], val);
                 uint32_t k = t->w_off[c + 1] - ++wfill[c];
                 t->w_pos[k] = q;
@@ -293,7 +275,7 @@ static int advance(bk_pass *p, bk_time_t *t, bk_clocks *c, uint32_t to)
         cs_clock clk = {c->now, c->free_};
         cs_bk_step(p, NULL, &clk, v, p->ctx->runtime_ns[v], t->end);
         c->now = clk.now;
-        if (is_coll(g, v)) {
+        if (cs_is_collective(g, v)) {
             if (t->last_wait[v] >= 0) {
                 /* drop what is no longer in flight before adding */
                 uint32_t k = 0;
@@ -384,7 +366,7 @@ int cs_bk_time_price(bk_pass *p, const bucket *extra, bk_step *step)
     int room = 1;
     for (uint32_t j = 0; j < w.m && room; j++) {
         uint32_t v = w.v[j];
-        int coll = v < n ? is_coll(g, v) : v == co;
+        int coll = v < n ? cs_is_collective(g, v) : v == co;
         if (coll) {
             room = rec_reserve(r, (size_t)r->n_w + 1) == 0 &&
                    cs_grow((void **)&t->undo, &t->cap_undo,
