@@ -40,6 +40,10 @@ typedef struct rcppm {
     int64_t peak_memory;
     uint32_t *dep_mark; /* dep_mark[v] == epoch: some group node depends on v */
     uint32_t epoch;
+    uint32_t *deps;     /* the nodes marked this epoch (far runs) */
+    size_t n_deps, cap_deps;
+    int far;            /* the tracker moves runs as far as they go */
+    int64_t limit;      /* the highest potential peak within the budget */
     group_wait *waits;
     size_t n_waits, cap_waits;
     uint32_t *run;     /* a run of candidates for the tracker to price */
@@ -56,11 +60,40 @@ static commsched_status oom(rcppm *r)
                                "out of memory");
 }
 
-static void mark_deps(rcppm *r, uint32_t v)
+/* Marks v's dependencies; 0, or -1 out of memory. */
+static int mark_deps(rcppm *r, uint32_t v)
 {
     const commsched_graph *g = r->g;
-    for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)
-        r->dep_mark[g->deps.idx[k]] = r->epoch;
+    for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++) {
+        uint32_t d = g->deps.idx[k];
+        if (r->dep_mark[d] == r->epoch)
+            continue;
+        r->dep_mark[d] = r->epoch;
+        if (!r->far)
+            continue;
+        if (cs_grow((void **)&r->deps, &r->cap_deps, r->n_deps + 1,
+                    sizeof *r->deps) != 0)
+            return -1;
+        r->deps[r->n_deps++] = d;
+    }
+    return 0;
+}
+
+/* Far runs: the last node before head that a group node depends on (a
+ * run ends there), or COMMSCHED_NONE. The group's own nodes sit at head
+ * and after. */
+static uint32_t last_dep(const rcppm *r, uint32_t head)
+{
+    uint32_t at = commsched_memory_position(r->m, head);
+    uint32_t best = COMMSCHED_NONE, best_at = 0;
+    for (size_t i = 0; i < r->n_deps; i++) {
+        uint32_t p = commsched_memory_position(r->m, r->deps[i]);
+        if (p < at && (best == COMMSCHED_NONE || p > best_at)) {
+            best = r->deps[i];
+            best_at = p;
+        }
+    }
+    return best;
 }
 
 /* _is_node_groupable_for_reorder; *reason gets the seed's text. */
@@ -102,6 +135,53 @@ static void why_memory(rcppm *r, int64_t potential)
 {
     cs_text_appendf(&r->why, "peak memory new:%lld vs base:%lld",
                     (long long)potential, (long long)r->peak_memory);
+}
+
+/* The highest potential peak over_budget accepts (-1: none, INT64_MAX:
+ * all): it is monotone in the potential, so far runs compare integers. */
+static int64_t budget_limit(const rcppm *r)
+{
+    if (over_budget(r, 0))
+        return -1;
+    if (!over_budget(r, INT64_MAX))
+        return INT64_MAX;
+    int64_t lo = 0, hi = INT64_MAX; /* !over(lo), over(hi) */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (over_budget(r, mid))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return lo;
+}
+
+/* With runtime estimations off and collectives free to pass collectives
+ * (the defaults), a candidate faces only the memory test until a node
+ * the group depends on: the tracker moves the whole run in one go, as far
+ * as the budget allows (commsched_memory_far_run), and stops before a
+ * node that takes a free from the group, for the rules one at a time.
+ * Sets *stopped on a memory stop; leaves *cand at the next candidate. */
+static commsched_status far_run(rcppm *r, commsched_node_stats *info,
+                                uint32_t head, uint32_t tail, uint32_t stop,
+                                uint32_t *cand, int *stopped)
+{
+    commsched_far_run fr;
+    commsched_status st = commsched_memory_far_run(
+        r->m, r->ctx->s, head, tail, stop, r->limit, &fr, r->ctx->err);
+    if (st != COMMSCHED_OK)
+        return st;
+    info->moves += (uint32_t)fr.moved; /* < nodes */
+    if (r->ctx->verify &&
+        (st = commsched_memory_verify(r->m, r->ctx->s, r->ctx->err)) !=
+            COMMSCHED_OK)
+        return st;
+    if (fr.over) {
+        why_memory(r, fr.potential);
+        *stopped = 1;
+    }
+    *cand = fr.next;
+    return COMMSCHED_OK;
 }
 
 /* --verify-memory for a run: every other run is moved one node at a time
@@ -212,7 +292,9 @@ static commsched_status process(rcppm *r, uint32_t curr,
         memset(r->dep_mark, 0, (size_t)g->n_nodes * sizeof *r->dep_mark);
         r->epoch = 1;
     }
-    mark_deps(r, curr);
+    r->n_deps = 0;
+    if (mark_deps(r, curr) != 0)
+        return oom(r);
     r->n_waits = 0;
     uint32_t head = curr, tail = curr;
     double group_runtime = 0.0;
@@ -221,9 +303,17 @@ static commsched_status process(rcppm *r, uint32_t curr,
     int stopped = 0;
 
     uint32_t cand = commsched_schedule_prev(s, curr);
+    uint32_t stop = r->far ? last_dep(r, curr) : COMMSCHED_NONE;
     size_t chunk = 8;
     while (cand != COMMSCHED_NONE) {
-        if (!k->reorder_iterative_use_runtime_estimations) {
+        if (r->far) {
+            commsched_status st =
+                far_run(r, info, head, tail, stop, &cand, &stopped);
+            if (st != COMMSCHED_OK)
+                return st;
+            if (stopped || cand == COMMSCHED_NONE)
+                break;
+        } else if (!k->reorder_iterative_use_runtime_estimations) {
             int single;
             commsched_status st = move_run(r, info, head, tail, &cand, &chunk,
                                            &stopped, &single);
@@ -260,7 +350,10 @@ static commsched_status process(rcppm *r, uint32_t curr,
                 break;
             }
             head = cand;
-            mark_deps(r, cand);
+            if (mark_deps(r, cand) != 0)
+                return oom(r);
+            if (r->far)
+                stop = last_dep(r, head);
             if (k->reorder_iterative_use_runtime_estimations &&
                 cs_is_wait(g, cand)) {
                 if (cs_grow((void **)&r->waits, &r->cap_waits, r->n_waits + 1,
@@ -400,6 +493,12 @@ commsched_status cs_pass_reorder_preserving_peak_memory(cs_pass_ctx *ctx)
     if ((st = commsched_memory_create(ctx->s, &r.m, ctx->err)) != COMMSCHED_OK)
         goto cleanup;
     r.peak_memory = commsched_memory_peak(r.m, ctx->s, NULL);
+    r.limit = budget_limit(&r);
+    r.far = !ctx->k->reorder_iterative_use_runtime_estimations &&
+            ctx->k->reorder_iterative_unsafe_collectives_reorder;
+    if (r.far &&
+        (st = commsched_memory_use_tree(r.m, ctx->s, ctx->err)) != COMMSCHED_OK)
+        goto cleanup;
 
     long limit = ctx->k->reorder_iterative_debug_limit_to_reorder;
     long processed = 0;
@@ -427,6 +526,7 @@ cleanup:
     commsched_memory_destroy(r.m);
     free(r.rt);
     free(r.dep_mark);
+    free(r.deps);
     cs_walk_free(&r.walk);
     free(r.waits);
     free(r.run);

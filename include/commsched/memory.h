@@ -123,6 +123,44 @@ COMMSCHED_EXPORT void commsched_memory_commit_run(commsched_memory *m,
                                                   commsched_schedule *s,
                                                   size_t k);
 
+/* Keeps the levels in an order tree from now on (until the tracker is
+ * destroyed; commsched_memory_recompute builds a new one): reading a
+ * level costs O(log n) instead of O(1), moves and runs cost O(log n) more
+ * each, and commsched_memory_far_run becomes available. For a pass whose
+ * runs are long (RCPPM hoisting a collective across most of a step). Fails
+ * only with ENOMEM, leaving the tracker as it was. O(n). */
+COMMSCHED_EXPORT commsched_status commsched_memory_use_tree(
+    commsched_memory *m, const commsched_schedule *s, commsched_error *err);
+
+/* The node's position in the schedule (0 for the first), in O(log n):
+ * only with commsched_memory_use_tree (without it, COMMSCHED_NONE). */
+COMMSCHED_EXPORT uint32_t commsched_memory_position(const commsched_memory *m,
+                                                   uint32_t node);
+
+typedef struct commsched_far_run {
+    size_t moved;      /* nodes moved across the group */
+    uint32_t next;     /* the node right before the group now (the first
+                          not moved), or COMMSCHED_NONE */
+    int over;          /* 1: next was not moved for its potential peak */
+    int64_t potential; /* next's potential peak, when over */
+} commsched_far_run;
+
+/* A run of AFTER_GROUP moves without a list of candidates: the nodes
+ * from the one right before head back to the one right after `stop`
+ * (COMMSCHED_NONE: to the schedule's first) move one after another right
+ * after the group head..tail, exactly as commsched_memory_plan_run and
+ * commit_run would move them, stopping before the first that would take a
+ * free from the group (out->next, over 0) or whose potential peak passes
+ * `limit` (out->next, over 1, with that peak). The caller guarantees that
+ * no group node depends on a node between stop and head. Needs
+ * commsched_memory_use_tree. O(log n x (1 + readers of the buffers last
+ * used in the group) + group), however many nodes move. Fails only with
+ * ENOMEM, moving nothing. */
+COMMSCHED_EXPORT commsched_status commsched_memory_far_run(
+    commsched_memory *m, commsched_schedule *s, uint32_t head, uint32_t tail,
+    uint32_t stop, int64_t limit, commsched_far_run *out,
+    commsched_error *err);
+
 /* Recomputes from scratch and compares node by node and buffer by buffer.
  * Returns EINTERNAL naming the first difference, or OK. */
 COMMSCHED_EXPORT commsched_status commsched_memory_verify(

@@ -23,6 +23,7 @@
 
 #include "graph_internal.h"
 #include "kernel.h"
+#include "ordtree.h"
 
 typedef struct moved_buf {
     uint32_t buf;
@@ -59,7 +60,29 @@ struct commsched_memory {
     uint32_t *mark, *gpos, epoch;
     uint32_t *pos;       /* scratch for recompute: schedule positions */
     plan p;
+    /* commsched_memory_use_tree: the levels live in the order tree and
+     * post_alloc / post_free are not kept (NULL otherwise) */
+    cs_ordtree *tree;
 };
+
+/* The live bytes before node v runs, after its allocations, and after its
+ * frees: from the arrays, or from the order tree (O(log n)). */
+static int64_t pre_level(const commsched_memory *m, uint32_t v)
+{
+    if (m->tree)
+        return m->baseline + cs_ordtree_before(m->tree, v);
+    return m->post_alloc[v] - m->alloc[v];
+}
+
+static int64_t post_alloc_of(const commsched_memory *m, uint32_t v)
+{
+    return m->tree ? pre_level(m, v) + m->alloc[v] : m->post_alloc[v];
+}
+
+static int64_t post_free_of(const commsched_memory *m, uint32_t v)
+{
+    return m->tree ? post_alloc_of(m, v) - m->free_[v] : m->post_free[v];
+}
 
 static commsched_status oom(commsched_error *err)
 {
@@ -178,6 +201,9 @@ void commsched_memory_destroy(commsched_memory *m)
     free(m->last_use);
     free(m->tracked);
     cs_csr_free(&m->cand_bufs);
+    if (m->tree)
+        cs_ordtree_free(m->tree);
+    free(m->tree);
     free(m->mark);
     free(m->gpos);
     free(m->pos);
@@ -235,7 +261,46 @@ commsched_status commsched_memory_recompute(commsched_memory *m,
     m->p.valid = PLAN_NONE;
     int rc = compute(m->g, s, m->pos, &m->baseline, m->alloc, m->free_,
                      m->post_alloc, m->post_free, m->last_use);
-    return rc != 0 ? compute_failed(rc, err) : COMMSCHED_OK;
+    if (rc != 0)
+        return compute_failed(rc, err);
+    if (!m->tree)
+        return COMMSCHED_OK;
+    /* the arrays are exact again: without a new tree they serve */
+    cs_ordtree_free(m->tree);
+    free(m->tree);
+    m->tree = NULL;
+    return commsched_memory_use_tree(m, s, err);
+}
+
+commsched_status commsched_memory_use_tree(commsched_memory *m,
+                                           const commsched_schedule *s,
+                                           commsched_error *err)
+{
+    if (m->tree)
+        return COMMSCHED_OK;
+    m->p.valid = PLAN_NONE;
+    cs_ordtree *t = cs_malloc_array(1, sizeof *t);
+    uint32_t *order = cs_malloc_array(m->n, sizeof *order);
+    int64_t *net = cs_malloc_array(m->n, sizeof *net);
+    int rc = -1;
+    if (t && order && net) {
+        uint32_t k = 0;
+        for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+             v = commsched_schedule_next(s, v)) {
+            order[k++] = v;
+            net[v] = m->alloc[v] - m->free_[v];
+        }
+        assert(k == m->n);
+        rc = cs_ordtree_init(t, m->n, order, net, m->alloc);
+    }
+    free(order);
+    free(net);
+    if (rc != 0) {
+        free(t);
+        return oom(err);
+    }
+    m->tree = t;
+    return COMMSCHED_OK;
 }
 
 int64_t commsched_memory_baseline(const commsched_memory *m)
@@ -249,12 +314,13 @@ int64_t commsched_memory_peak(const commsched_memory *m,
     int64_t peak = m->baseline;
     uint32_t at = COMMSCHED_NONE;
     for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
-         v = commsched_schedule_next(s, v))
-        if (m->post_alloc[v] > peak ||
-            (at == COMMSCHED_NONE && m->post_alloc[v] >= peak)) {
-            peak = m->post_alloc[v];
+         v = commsched_schedule_next(s, v)) {
+        int64_t pa = post_alloc_of(m, v);
+        if (pa > peak || (at == COMMSCHED_NONE && pa >= peak)) {
+            peak = pa;
             at = v;
         }
+    }
     if (at_node)
         *at_node = at;
     return peak;
@@ -264,7 +330,7 @@ commsched_node_memory commsched_memory_node(const commsched_memory *m,
                                             uint32_t node)
 {
     commsched_node_memory r = {m->alloc[node], m->free_[node],
-                               m->post_alloc[node], m->post_free[node]};
+                               post_alloc_of(m, node), post_free_of(m, node)};
     return r;
 }
 
@@ -334,6 +400,18 @@ static int mark_group(commsched_memory *m, const commsched_schedule *s,
     return 0;
 }
 
+uint32_t commsched_memory_position(const commsched_memory *m, uint32_t node)
+{
+    return m->tree ? cs_ordtree_rank(m->tree, node) : COMMSCHED_NONE;
+}
+
+/* Tree mode: v now frees f bytes. */
+static void set_free(commsched_memory *m, uint32_t v, int64_t f)
+{
+    m->free_[v] = f;
+    cs_ordtree_set(m->tree, v, m->alloc[v] - f, m->alloc[v]);
+}
+
 static int add_moved(plan *p, uint32_t buf, uint32_t gidx)
 {
     if (cs_grow((void **)&p->moved, &p->cap_moved, p->n_moved + 1,
@@ -386,14 +464,14 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
         int64_t delta = -cand_delta, moved_total = 0;
         peak = 0;
         for (size_t k = 0; k < p->n_group; k++) {
-            int64_t pa = m->post_alloc[p->group[k]] + delta;
+            int64_t pa = post_alloc_of(m, p->group[k]) + delta;
             p->group_post[k] = pa;
             if (pa > peak)
                 peak = pa;
             delta -= p->group_dfree[k]; /* frees that moved to cand */
             moved_total -= p->group_dfree[k];
         }
-        p->cand_post = m->post_free[tail] + delta + m->alloc[cand];
+        p->cand_post = post_free_of(m, tail) + delta + m->alloc[cand];
         p->cand_dfree = moved_total;
         if (p->cand_post > peak)
             peak = p->cand_post;
@@ -403,7 +481,7 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
         for (size_t k = 0; k < p->n_group; k++)
             assert(!depends_on(g, cand, p->group[k]));
 #endif
-        int64_t pre = m->post_alloc[head] - m->alloc[head];
+        int64_t pre = pre_level(m, head);
         /* Buffers whose last use is the candidate pass to the latest group
          * node that reads them. */
         int64_t moved_total = 0;
@@ -431,7 +509,7 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
         peak = p->cand_post;
         int64_t delta = cand_delta + moved_total;
         for (size_t k = 0; k < p->n_group; k++) {
-            int64_t pa = m->post_alloc[p->group[k]] + delta;
+            int64_t pa = post_alloc_of(m, p->group[k]) + delta;
             p->group_post[k] = pa;
             if (pa > peak)
                 peak = pa;
@@ -463,10 +541,11 @@ commsched_status commsched_memory_plan_run(commsched_memory *m,
      * max(0, group max - shift - net_i, tail's post_free - shift + free_i)
      * with shift the net allocations of the moves before it, which is
      * what commsched_memory_plan_move computes one move at a time. */
-    int64_t gmax = m->post_alloc[head];
+    int64_t gmax = post_alloc_of(m, head);
     for (size_t k = 1; k < p->n_group; k++)
-        if (m->post_alloc[p->group[k]] > gmax)
-            gmax = m->post_alloc[p->group[k]];
+        if (post_alloc_of(m, p->group[k]) > gmax)
+            gmax = post_alloc_of(m, p->group[k]);
+    int64_t pf_tail = post_free_of(m, tail);
     int64_t shift = 0;
     size_t i = 0;
     for (; i < n; i++) {
@@ -486,7 +565,7 @@ commsched_status commsched_memory_plan_run(commsched_memory *m,
             break; /* it would take a group node's free */
         int64_t net = m->alloc[c] - m->free_[c];
         int64_t peak = 0, gp = gmax - shift - net,
-                cp = m->post_free[tail] - shift + m->free_[c];
+                cp = pf_tail - shift + m->free_[c];
         if (gp > peak)
             peak = gp;
         if (cp > peak)
@@ -498,7 +577,7 @@ commsched_status commsched_memory_plan_run(commsched_memory *m,
     p->tail = tail;
     p->run = candidates;
     p->n_run = i;
-    p->run_pf = m->post_free[tail];
+    p->run_pf = pf_tail;
     p->valid = PLAN_RUN;
     *n_planned = i;
     return COMMSCHED_OK;
@@ -513,6 +592,10 @@ void commsched_memory_commit_run(commsched_memory *m, commsched_schedule *s,
     if (k == 0)
         return;
     commsched_schedule_move_run_after(s, p->run[k - 1], p->run[0], p->tail);
+    if (m->tree) { /* the levels follow the order */
+        cs_ordtree_move_after(m->tree, p->run[k - 1], p->run[0], p->tail);
+        return;
+    }
     int64_t shift = 0;
     for (size_t i = 0; i < k; i++) {
         uint32_t c = p->run[i];
@@ -525,6 +608,99 @@ void commsched_memory_commit_run(commsched_memory *m, commsched_schedule *s,
         m->post_alloc[v] -= shift;
         m->post_free[v] -= shift;
     }
+}
+
+/* a - b, or the int64_t bound it passes */
+static int64_t sub_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b > 0 ? INT64_MIN : INT64_MAX;
+    return r;
+}
+
+commsched_status commsched_memory_far_run(commsched_memory *m,
+                                          commsched_schedule *s, uint32_t head,
+                                          uint32_t tail, uint32_t stop,
+                                          int64_t limit, commsched_far_run *out,
+                                          commsched_error *err)
+{
+    const commsched_graph *g = m->g;
+    cs_ordtree *t = m->tree;
+    plan *p = &m->p;
+    assert(t);
+    p->valid = PLAN_NONE;
+    out->moved = 0;
+    out->next = commsched_schedule_prev(s, head);
+    out->over = 0;
+    out->potential = 0;
+    if (mark_group(m, s, head, tail) != 0)
+        return oom(err);
+    uint32_t rh = cs_ordtree_rank(t, head);
+    /* The run starts after `stop` and after the last node ahead of the
+     * group that reads a buffer last used in the group (moving it takes
+     * that free: plan_run stops before it too). Those readers are all
+     * ahead of the group: the last reader is in it, and it is contiguous. */
+    uint32_t end = stop, lo = stop == COMMSCHED_NONE ? 0
+                                                     : cs_ordtree_rank(t, stop) + 1;
+    for (size_t k = 0; k < p->n_group; k++) {
+        uint32_t u = p->group[k];
+        const uint32_t *cb = CS_ROW_BEGIN(m->cand_bufs, u);
+        for (uint32_t i = 0; i < CS_ROW_LEN(m->cand_bufs, u); i++) {
+            uint32_t b = cb[i];
+            if (m->last_use[b] != u)
+                continue;
+            for (uint32_t q = g->readers.off[b]; q < g->readers.off[b + 1];
+                 q++) {
+                uint32_t v = g->readers.idx[q];
+                if (m->mark[v] == m->epoch)
+                    continue;
+                uint32_t rv = cs_ordtree_rank(t, v);
+                assert(rv < rh);
+                if (rv + 1 > lo) {
+                    lo = rv + 1;
+                    end = v;
+                }
+            }
+        }
+    }
+    if (lo >= rh)
+        return COMMSCHED_OK;
+    /* The i-th move's potential (plan_run's closed form, with the levels
+     * before the run): max(0, A + level before c_i, G + level after c_i's
+     * allocations), A the group's highest level over the level before
+     * it, G the group's net allocation. The first candidate, from head
+     * back, that passes the limit stops the run. */
+    int64_t a;
+    int64_t gnet = cs_ordtree_range(t, head, tail, &a);
+    uint32_t over = COMMSCHED_NONE;
+    if (limit < 0) {
+        over = commsched_schedule_prev(s, head); /* every potential is >= 0 */
+    } else if (limit < INT64_MAX) {
+        int64_t room = sub_sat(limit, m->baseline);
+        over = cs_ordtree_last_over(t, lo, rh, sub_sat(room, a),
+                                    sub_sat(room, gnet));
+    }
+    uint32_t last = commsched_schedule_prev(s, head);
+    if (over != COMMSCHED_NONE) {
+        int64_t pre = pre_level(m, over), gp = a + pre,
+                cp = gnet + pre + m->alloc[over];
+        out->over = 1;
+        out->potential = gp > cp ? gp : cp;
+        if (out->potential < 0)
+            out->potential = 0;
+        end = over;
+        lo = cs_ordtree_rank(t, over) + 1;
+    }
+    out->next = end;
+    if (lo >= rh)
+        return COMMSCHED_OK;
+    uint32_t first = end == COMMSCHED_NONE ? commsched_schedule_first(s)
+                                           : commsched_schedule_next(s, end);
+    commsched_schedule_move_run_after(s, first, last, tail);
+    cs_ordtree_move_after(t, first, last, tail);
+    out->moved = rh - lo;
+    return COMMSCHED_OK;
 }
 
 void commsched_memory_commit_move(commsched_memory *m, commsched_schedule *s)
@@ -544,6 +720,22 @@ void commsched_memory_commit_move(commsched_memory *m, commsched_schedule *s)
         for (size_t k = 0; k < p->n_moved; k++)
             m->last_use[p->moved[k].buf] = p->group[p->moved[k].gidx];
     }
+    p->valid = PLAN_NONE;
+    if (m->tree) {
+        /* the levels follow the order and the frees that moved */
+        if (p->dir == COMMSCHED_MOVE_AFTER_GROUP)
+            cs_ordtree_move_after(m->tree, p->cand, p->cand, p->tail);
+        else
+            cs_ordtree_move_after(m->tree, p->cand, p->cand,
+                                  commsched_schedule_prev(s, p->cand));
+        for (size_t k = 0; k < p->n_group; k++)
+            if (p->group_dfree[k] != 0)
+                set_free(m, p->group[k], m->free_[p->group[k]] +
+                                             p->group_dfree[k]);
+        if (p->cand_dfree != 0)
+            set_free(m, p->cand, m->free_[p->cand] + p->cand_dfree);
+        return;
+    }
     for (size_t k = 0; k < p->n_group; k++) {
         uint32_t v = p->group[k];
         m->free_[v] += p->group_dfree[k];
@@ -553,7 +745,6 @@ void commsched_memory_commit_move(commsched_memory *m, commsched_schedule *s)
     m->free_[p->cand] += p->cand_dfree;
     m->post_alloc[p->cand] = p->cand_post;
     m->post_free[p->cand] = p->cand_post - m->free_[p->cand];
-    p->valid = PLAN_NONE;
 }
 
 commsched_status commsched_memory_verify(const commsched_memory *m,
@@ -593,8 +784,8 @@ commsched_status commsched_memory_verify(const commsched_memory *m,
             int64_t tracked, truth;
         } f4[] = {{"size_alloc", m->alloc[v], a[v]},
                   {"size_free", m->free_[v], f[v]},
-                  {"post_alloc", m->post_alloc[v], pa[v]},
-                  {"post_free", m->post_free[v], pf[v]}};
+                  {"post_alloc", post_alloc_of(m, v), pa[v]},
+                  {"post_free", post_free_of(m, v), pf[v]}};
         for (int k = 0; k < 4; k++)
             if (f4[k].tracked != f4[k].truth) {
                 st = commsched_error_set(

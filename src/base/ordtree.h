@@ -1,0 +1,61 @@
+/* commsched — an order tree: a sequence of items 0 .. n-1 kept in a
+ * treap by position (base layer; not installed).
+ *
+ * Each item carries a step `net` and a bump `top` (>= 0 is not required);
+ * the level before an item is the sum of the nets of the items before it,
+ * and the tree answers, each in O(log n) expected: an item's position, its
+ * level, the first or last item of a range of positions whose level (or
+ * level + top) passes a bound, and moving a contiguous block of items
+ * elsewhere in the sequence. Memory levels of a schedule (net = bytes
+ * allocated - freed, top = bytes allocated) are the use: a block moved
+ * past k items changes k levels, which a level array pays item by item
+ * and the tree in one split and merge (RCPPM's runs, src/model/memory.c).
+ * The priorities are a hash of the item, so a tree is the same on every
+ * run. */
+#ifndef COMMSCHED_ORDTREE_H
+#define COMMSCHED_ORDTREE_H
+
+#include <stdint.h>
+
+#define CS_ORD_NONE UINT32_MAX
+
+typedef struct cs_ordtree {
+    uint32_t n, root;
+    uint32_t *l, *r, *up; /* children and parent, CS_ORD_NONE for none */
+    uint32_t *size;       /* items in the subtree */
+    int64_t *net, *top;   /* the item's own values */
+    int64_t *sum;         /* sum of the subtree's nets */
+    int64_t *hi;          /* max over the subtree of level, relative to
+                             the level before its first item */
+    int64_t *hi_top;      /* the same of level + top */
+} cs_ordtree;
+
+/* Items order[0 .. n-1] (a permutation of 0 .. n-1) in that order, with
+ * their nets and tops. Returns 0, or -1 on OOM (t then owns nothing).
+ * The values must keep every partial sum within int64_t (the caller's
+ * levels do). O(n). */
+int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
+                    const int64_t *net, const int64_t *top);
+void cs_ordtree_free(cs_ordtree *t);
+
+/* The item's position (0-based). */
+uint32_t cs_ordtree_rank(const cs_ordtree *t, uint32_t v);
+/* Sum of the nets of the items before v. */
+int64_t cs_ordtree_before(const cs_ordtree *t, uint32_t v);
+/* Sum of the nets of the items first .. last (first not after last), and
+ * in *hi_top the highest level + top among them relative to the level
+ * before first. */
+int64_t cs_ordtree_range(cs_ordtree *t, uint32_t first, uint32_t last,
+                         int64_t *hi_top);
+/* Sets v's values. */
+void cs_ordtree_set(cs_ordtree *t, uint32_t v, int64_t net, int64_t top);
+/* Moves the block first .. last (first not after last) so that it follows
+ * `after` (CS_ORD_NONE: to the front); `after` is not in the block. */
+void cs_ordtree_move_after(cs_ordtree *t, uint32_t first, uint32_t last,
+                           uint32_t after);
+/* The last item at a position in [lo, hi) whose level > x or level + top
+ * > y (levels as sums of the nets before it), or CS_ORD_NONE. */
+uint32_t cs_ordtree_last_over(cs_ordtree *t, uint32_t lo, uint32_t hi,
+                              int64_t x, int64_t y);
+
+#endif /* COMMSCHED_ORDTREE_H */
