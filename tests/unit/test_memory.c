@@ -1016,6 +1016,450 @@ static void test_memory_runs_match_single_moves(void **state)
                   runs_done, moved, early);
 }
 
+/* ---- far runs (commsched_memory_use_tree) --------------------------------- */
+
+/* far_run by hand on graph_m (order A B C D, see above), in tree mode:
+ *   group [B] from the first: A reads a, last used by B, so moving A
+ *   would take B's free: nothing moves, A is next, not over;
+ *   group [C] back to A (C reads x from A): B's move has the potential
+ *   1101 (test_memory_move_after_no_last_use_change), so a limit of 1100
+ *   stops before it (over, 1101) and 1101 moves it: A C B D with
+ *   A 1100/1100, C 1101/1001, B 1011/11, D 13/2.
+ * Then three nodes that allocate nothing: every potential is 0, so a
+ * limit of 0 moves both candidates and -1 none. */
+static void test_memory_far_run_by_hand(void **state)
+{
+    (void)state;
+    fixture f;
+    commsched_error err = {0};
+    commsched_far_run out;
+    open_fixture(&f, graph_m, NULL);
+    assert_int_equal(commsched_memory_use_tree(f.m, f.s, &err), COMMSCHED_OK);
+    uint32_t A = tu_node(f.g, "A"), B = tu_node(f.g, "B"),
+             C = tu_node(f.g, "C");
+    assert_int_equal(commsched_memory_position(f.m, C), 2);
+    assert_int_equal(commsched_memory_far_run(f.m, f.s, B, B, COMMSCHED_NONE,
+                                              INT64_MAX, &out, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(out.moved, 0);
+    assert_int_equal(out.next, A);
+    assert_int_equal(out.over, 0);
+    assert_int_equal(commsched_memory_far_run(f.m, f.s, C, C, A, 1100, &out,
+                                              &err),
+                     COMMSCHED_OK);
+    assert_int_equal(out.moved, 0);
+    assert_int_equal(out.next, B);
+    assert_int_equal(out.over, 1);
+    assert_int_equal(out.potential, 1101);
+    static const char *const same[] = {"A", "B", "C", "D", NULL};
+    expect_order(&f, same);
+    expect_verified(&f);
+    assert_int_equal(commsched_memory_far_run(f.m, f.s, C, C, A, 1101, &out,
+                                              &err),
+                     COMMSCHED_OK);
+    assert_int_equal(out.moved, 1);
+    assert_int_equal(out.next, A);
+    assert_int_equal(out.over, 0);
+    static const char *const moved[] = {"A", "C", "B", "D", NULL};
+    expect_order(&f, moved);
+    expect_node(&f, "A", 100, 0, 1100, 1100);
+    expect_node(&f, "C", 1, 100, 1101, 1001);
+    expect_node(&f, "B", 10, 1000, 1011, 11);
+    expect_node(&f, "D", 2, 11, 13, 2);
+    expect_peak(&f, 1101, "C");
+    expect_verified(&f);
+    assert_int_equal(commsched_memory_position(f.m, B), 2);
+    close_fixture(&f);
+
+    open_fixture(&f, HDR "\"nodes\": ["
+                 "{\"name\": \"P\", \"kind\": \"compute\", \"outputs\": "
+                 "[{\"name\": \"p\", \"size\": 0}]},"
+                 "{\"name\": \"Q\", \"kind\": \"compute\", \"outputs\": "
+                 "[{\"name\": \"q\", \"size\": 0}]},"
+                 "{\"name\": \"R\", \"kind\": \"compute\", \"outputs\": "
+                 "[{\"name\": \"r\", \"size\": 0}]}]}",
+                 NULL);
+    assert_int_equal(commsched_memory_use_tree(f.m, f.s, &err), COMMSCHED_OK);
+    uint32_t Q = tu_node(f.g, "Q"), R = tu_node(f.g, "R");
+    assert_int_equal(commsched_memory_far_run(f.m, f.s, R, R, COMMSCHED_NONE,
+                                              -1, &out, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(out.moved, 0);
+    assert_int_equal(out.next, Q);
+    assert_int_equal(out.over, 1);
+    assert_int_equal(out.potential, 0);
+    assert_int_equal(commsched_memory_far_run(f.m, f.s, R, R, COMMSCHED_NONE,
+                                              0, &out, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(out.moved, 2);
+    assert_int_equal(out.next, COMMSCHED_NONE);
+    assert_int_equal(out.over, 0);
+    static const char *const front[] = {"R", "P", "Q", NULL};
+    expect_order(&f, front);
+    expect_verified(&f);
+    close_fixture(&f);
+}
+
+
+/* Both trackers hold the same state: equal orders, every node's four
+ * numbers, every buffer's last use, the tree's positions, and each equals
+ * a full recompute. */
+static void expect_same(commsched_schedule *a, commsched_memory *ma,
+                        commsched_schedule *b, commsched_memory *mb,
+                        uint32_t *order, const char *what, unsigned step)
+{
+    commsched_error err = {0};
+    const commsched_graph *g = commsched_schedule_graph(a);
+    uint32_t n = commsched_graph_node_count(g);
+    assert_int_equal(commsched_schedule_to_array(a, order, &err),
+                     COMMSCHED_OK);
+    uint32_t w = commsched_schedule_first(b);
+    for (uint32_t i = 0; i < n; i++, w = commsched_schedule_next(b, w)) {
+        if (order[i] != w)
+            fail_msg("%s %u: position %u holds %s, one at a time %s", what,
+                     step, i, commsched_graph_node_name(g, order[i]),
+                     w == COMMSCHED_NONE ? "(end)"
+                                         : commsched_graph_node_name(g, w));
+        assert_int_equal(commsched_memory_position(ma, order[i]), i);
+    }
+    assert_int_equal(w, COMMSCHED_NONE);
+    if (commsched_memory_verify(ma, a, &err) != COMMSCHED_OK)
+        fail_msg("%s %u: tree tracker: %s", what, step, err.text);
+    if (commsched_memory_verify(mb, b, &err) != COMMSCHED_OK)
+        fail_msg("%s %u: array tracker: %s", what, step, err.text);
+    if (commsched_schedule_check(a, 0, &err) != COMMSCHED_OK)
+        fail_msg("%s %u: %s", what, step, err.text);
+    for (uint32_t v = 0; v < n; v++) {
+        commsched_node_memory x = commsched_memory_node(ma, v),
+                              y = commsched_memory_node(mb, v);
+        if (x.size_alloc != y.size_alloc || x.size_free != y.size_free ||
+            x.post_alloc != y.post_alloc || x.post_free != y.post_free)
+            fail_msg("%s %u: node %s: tree %lld %lld %lld %lld, arrays "
+                     "%lld %lld %lld %lld",
+                     what, step, commsched_graph_node_name(g, v),
+                     (long long)x.size_alloc, (long long)x.size_free,
+                     (long long)x.post_alloc, (long long)x.post_free,
+                     (long long)y.size_alloc, (long long)y.size_free,
+                     (long long)y.post_alloc, (long long)y.post_free);
+    }
+    for (uint32_t x = 0; x < commsched_graph_buffer_count(g); x++)
+        assert_int_equal(commsched_memory_last_use(ma, x),
+                         commsched_memory_last_use(mb, x));
+    assert_true(commsched_memory_peak(ma, a, NULL) ==
+                commsched_memory_peak(mb, b, NULL));
+}
+
+typedef struct far_counts {
+    size_t runs, moved, over, free_stops, full, to_first, empty, negative,
+        at_limit, long_runs, single[2], single_lu, short_runs, rebuilt,
+        free_after, over_after;
+} far_counts;
+
+/* far_run on (a, ma) against its emulation on (b, mb) with the array
+ * tracker: candidates cands[0 .. nc) from head back (the run ends after
+ * them at stop); each in turn stops the run when it would take a free
+ * from the group (plan_run plans fewer) or when its potential peak passes
+ * the limit, and moves otherwise: one at a time with plan_move/commit_move
+ * (one_by_one), or planned whole with plan_run and committed with
+ * commit_run. */
+static void far_vs_emulation(commsched_schedule *a, commsched_memory *ma,
+                             commsched_schedule *b, commsched_memory *mb,
+                             uint32_t head, uint32_t tail, uint32_t stop,
+                             const uint32_t *cands, size_t nc, int64_t limit,
+                             int one_by_one, int64_t *peaks, far_counts *c)
+{
+    commsched_error err = {0};
+    size_t moved = 0, np = 0;
+    int over = 0, took = 0;
+    int64_t potential = 0, pot;
+    uint32_t next;
+    if (one_by_one) {
+        for (; moved < nc; moved++) {
+            uint32_t cand = cands[moved];
+            assert_int_equal(commsched_memory_plan_run(mb, b, head, tail,
+                                                       &cand, 1, peaks, &np,
+                                                       &err),
+                             COMMSCHED_OK);
+            if (np == 0) {
+                took = 1;
+                break;
+            }
+            assert_int_equal(commsched_memory_plan_move(
+                                 mb, b, COMMSCHED_MOVE_AFTER_GROUP, cand,
+                                 head, tail, &pot, &err),
+                             COMMSCHED_OK);
+            assert_true(pot == peaks[0]);
+            if (pot > limit) {
+                over = 1;
+                potential = pot;
+                break;
+            }
+            if (pot == limit)
+                c->at_limit++;
+            commsched_memory_commit_move(mb, b);
+        }
+    } else {
+        assert_int_equal(commsched_memory_plan_run(mb, b, head, tail, cands,
+                                                   nc, peaks, &np, &err),
+                         COMMSCHED_OK);
+        while (moved < np && peaks[moved] <= limit) {
+            if (peaks[moved] == limit)
+                c->at_limit++;
+            moved++;
+        }
+        if (moved < np) {
+            over = 1;
+            potential = peaks[moved];
+        } else if (np < nc) {
+            took = 1;
+        }
+        commsched_memory_commit_run(mb, b, moved);
+    }
+    /* the first not moved is right before the group now; when all moved,
+     * that is stop */
+    next = commsched_schedule_prev(b, head);
+    assert_int_equal(next, moved < nc ? cands[moved] : stop);
+
+    commsched_far_run out = {99, 99, 99, 99};
+    assert_int_equal(commsched_memory_far_run(ma, a, head, tail, stop, limit,
+                                              &out, &err),
+                     COMMSCHED_OK);
+    if (out.moved != moved || out.next != next || out.over != over ||
+        (over && out.potential != potential))
+        fail_msg("far run of %zu candidates, limit %lld: moved %zu next %u "
+                 "over %d potential %lld; one at a time moved %zu next %u "
+                 "over %d potential %lld (%s)",
+                 nc, (long long)limit, out.moved, out.next, out.over,
+                 (long long)out.potential, moved, next, over,
+                 (long long)potential,
+                 took ? "stopped before a free" : "no free taken");
+    assert_int_equal(commsched_schedule_prev(a, head), next);
+    c->runs++;
+    c->moved += moved;
+    c->over += (size_t)over;
+    c->free_stops += (size_t)took;
+    c->free_after += took && moved > 0;
+    c->over_after += over && moved > 0;
+    c->full += moved == nc;
+    c->to_first += moved == nc && stop == COMMSCHED_NONE && nc > 0;
+    c->empty += nc == 0;
+    c->negative += limit < 0 && nc > 0 && !took;
+    c->long_runs += moved >= 20;
+    c->short_runs += moved > 0 && moved < 20;
+}
+
+/* commsched_memory_far_run on a tracker keeping its levels in the order
+ * tree, against plan_run/commit_run and plan_move/commit_move on one
+ * keeping arrays, over random graphs, groups, stops and limits (no limit,
+ * a negative one, around the schedule's peak, at or just under one of the
+ * run's potentials), interleaved on the same trackers with single moves
+ * both ways, short planned runs (commit_run on the tree) and rebuilding
+ * the tree from scratch. After every step both trackers must agree with
+ * each other and with a full recompute. */
+static void test_memory_far_runs_match_runs(void **state)
+{
+    (void)state;
+    far_counts c;
+    memset(&c, 0, sizeof c);
+    for (uint64_t seed = 31; seed < 41; seed++) {
+        tu_graph_opts o = tu_random_opts(120 + 80 * (uint32_t)(seed % 5));
+        o.fake_percent = 30;
+        commsched_graph *g = tu_random_graph(seed, &o);
+        uint32_t n = commsched_graph_node_count(g);
+        uint32_t nb = commsched_graph_buffer_count(g);
+        commsched_error err = {0};
+        commsched_schedule *a = NULL, *b = NULL;
+        commsched_memory *ma = NULL, *mb = NULL;
+        uint32_t *order = malloc(n * sizeof *order);
+        uint32_t *cands = malloc(n * sizeof *cands);
+        uint32_t *lu = malloc(nb * sizeof *lu);
+        int64_t *peaks = malloc(n * sizeof *peaks);
+        assert_true(order && cands && lu && peaks);
+        tu_random_topo_order(g, seed * 3 + 1, 0, order);
+        assert_int_equal(commsched_schedule_create(g, order, &a, &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_schedule_create(g, order, &b, &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_memory_create(a, &ma, &err), COMMSCHED_OK);
+        assert_int_equal(commsched_memory_create(b, &mb, &err), COMMSCHED_OK);
+        /* without the tree there are no positions */
+        assert_int_equal(commsched_memory_position(ma, order[0]),
+                         COMMSCHED_NONE);
+        assert_int_equal(commsched_memory_use_tree(ma, a, &err), COMMSCHED_OK);
+        assert_int_equal(commsched_memory_use_tree(ma, a, &err), COMMSCHED_OK);
+        expect_same(a, ma, b, mb, order, "start", 0);
+        tu_rng r;
+        tu_rng_seed(&r, seed);
+        for (unsigned step = 0; step < 600; step++) {
+            assert_int_equal(commsched_schedule_to_array(a, order, &err),
+                             COMMSCHED_OK);
+            uint32_t kind = tu_rng_below(&r, 100);
+            if (kind < 3) {
+                /* the tree again from scratch */
+                assert_int_equal(commsched_memory_recompute(ma, a, &err),
+                                 COMMSCHED_OK);
+                c.rebuilt++;
+                expect_same(a, ma, b, mb, order, "recompute", step);
+                continue;
+            }
+            if (kind < 20) {
+                /* a single legal move, either way, on both */
+                commsched_move dir = tu_rng_chance(&r, 50)
+                                         ? COMMSCHED_MOVE_AFTER_GROUP
+                                         : COMMSCHED_MOVE_BEFORE_GROUP;
+                uint32_t len = 1 + tu_rng_below(&r, 6);
+                uint32_t i = tu_rng_below(&r, n - len);
+                uint32_t cand, head, tail;
+                int legal = 1;
+                if (dir == COMMSCHED_MOVE_AFTER_GROUP) {
+                    cand = order[i];
+                    head = order[i + 1];
+                    tail = order[i + len];
+                    for (uint32_t k = i + 1; k <= i + len && legal; k++)
+                        legal = !depends(g, order[k], cand);
+                } else {
+                    head = order[i];
+                    tail = order[i + len - 1];
+                    cand = order[i + len];
+                    for (uint32_t k = i; k < i + len && legal; k++)
+                        legal = !depends(g, cand, order[k]);
+                }
+                if (!legal)
+                    continue;
+                for (uint32_t x = 0; x < nb; x++)
+                    lu[x] = commsched_memory_last_use(ma, x);
+                int64_t pa = -1, pb = -2;
+                assert_int_equal(commsched_memory_plan_move(
+                                     ma, a, dir, cand, head, tail, &pa, &err),
+                                 COMMSCHED_OK);
+                assert_int_equal(commsched_memory_plan_move(
+                                     mb, b, dir, cand, head, tail, &pb, &err),
+                                 COMMSCHED_OK);
+                assert_true(pa == pb);
+                commsched_memory_commit_move(ma, a);
+                commsched_memory_commit_move(mb, b);
+                c.single[dir]++;
+                for (uint32_t x = 0; x < nb; x++)
+                    if (lu[x] != commsched_memory_last_use(ma, x)) {
+                        c.single_lu++;
+                        break;
+                    }
+                expect_same(a, ma, b, mb, order, "single move", step);
+                continue;
+            }
+            /* a group head..tail with the legal candidates before it */
+            uint32_t len = 1 + tu_rng_below(&r, tu_rng_chance(&r, 20) ? 12 : 4);
+            if (len >= n)
+                continue;
+            /* the group with the most legal candidates of a few random
+             * ones (one alone leaves most runs short) */
+            uint32_t i = 0, j = 0, tries = 1 + tu_rng_below(&r, 12);
+            int near_first = tu_rng_chance(&r, 10);
+            for (uint32_t t = 0; t < tries; t++) {
+                uint32_t ti = near_first
+                                  ? tu_rng_below(&r, 8 < n - len ? 8 : n - len)
+                                  : tu_rng_below(&r, n - len + 1);
+                uint32_t tj = ti; /* candidates order[tj .. ti) are legal */
+                while (tj > 0) {
+                    int legal = 1;
+                    for (uint32_t q = ti; q < ti + len && legal; q++)
+                        legal = !depends(g, order[q], order[tj - 1]);
+                    if (!legal)
+                        break;
+                    tj--;
+                }
+                if (t == 0 || ti - tj > i - j) {
+                    i = ti;
+                    j = tj;
+                }
+            }
+            uint32_t head = order[i], tail = order[i + len - 1];
+            if (kind < 30) {
+                /* a planned run of up to 16 (commit_run on the tree) */
+                size_t nc = 0;
+                for (uint32_t q = i; q-- > j && nc < 16;)
+                    cands[nc++] = order[q];
+                if (nc == 0)
+                    continue;
+                int e;
+                one_run(a, ma, b, mb, head, tail, cands, nc, &r, &e);
+                expect_same(a, ma, b, mb, order, "planned run", step);
+                continue;
+            }
+            /* a far run: back to the first illegal node (or the start),
+             * or to a random legal point */
+            uint32_t from = j;
+            if (tu_rng_chance(&r, 35))
+                from = j + tu_rng_below(&r, i - j + 1);
+            uint32_t stop = from == 0 ? COMMSCHED_NONE : order[from - 1];
+            size_t nc = 0;
+            for (uint32_t q = i; q-- > from;)
+                cands[nc++] = order[q];
+            int64_t limit;
+            uint32_t lk = tu_rng_below(&r, 100);
+            if (lk < 15) {
+                limit = INT64_MAX;
+            } else if (lk < 25) {
+                limit = tu_rng_chance(&r, 70) ? -1 : INT64_MIN;
+            } else if (lk < 50) {
+                int64_t peak = commsched_memory_peak(ma, a, NULL);
+                int64_t span = peak / 4 + 1;
+                limit = peak - span +
+                        (int64_t)(tu_rng_next(&r) % (uint64_t)(2 * span + 1));
+            } else if (lk < 55) {
+                limit = 0;
+            } else {
+                /* at (or one under) the potential of one of the run's
+                 * moves, priced ahead on the array tracker */
+                size_t np = 0;
+                limit = INT64_MAX;
+                if (nc > 0) {
+                    assert_int_equal(commsched_memory_plan_run(
+                                         mb, b, head, tail, cands, nc, peaks,
+                                         &np, &err),
+                                     COMMSCHED_OK);
+                    if (np > 0) {
+                        size_t k = tu_rng_below(&r, (uint32_t)np);
+                        limit = peaks[k] - (tu_rng_chance(&r, 50) ? 1 : 0);
+                    }
+                }
+            }
+            far_vs_emulation(a, ma, b, mb, head, tail, stop, cands, nc, limit,
+                             tu_rng_chance(&r, 50), peaks, &c);
+            expect_same(a, ma, b, mb, order, "far run", step);
+        }
+        free(order);
+        free(cands);
+        free(lu);
+        free(peaks);
+        commsched_memory_destroy(ma);
+        commsched_memory_destroy(mb);
+        commsched_schedule_destroy(a);
+        commsched_schedule_destroy(b);
+        commsched_graph_destroy(g);
+    }
+    /* every way a far run ends, often, and runs long enough to matter */
+    assert_true(c.moved >= 6000);
+    assert_true(c.long_runs >= 50);
+    assert_true(c.over >= 900 && c.over_after >= 200);
+    assert_true(c.free_stops >= 250 && c.free_after >= 120);
+    assert_true(c.full >= 800 && c.to_first >= 25);
+    assert_true(c.empty >= 100 && c.negative >= 150 && c.at_limit >= 300);
+    assert_true(c.single[0] >= 150 && c.single[1] >= 150);
+    assert_true(c.single_lu >= 25 && c.rebuilt >= 80);
+    print_message("verified %zu far runs: %zu moves (%zu runs of 20 or more, "
+                  "%zu shorter), %zu stopped over the limit (%zu after a "
+                  "move), %zu before a free (%zu after a move), %zu moved "
+                  "all (%zu to the schedule's first), %zu "
+                  "without candidates, %zu under a negative limit, %zu "
+                  "moves at the limit; %zu + %zu single moves (%zu changed a "
+                  "last use), %zu tree rebuilds\n",
+                  c.runs, c.moved, c.long_runs, c.short_runs, c.over,
+                  c.over_after, c.free_stops, c.free_after, c.full, c.to_first, c.empty, c.negative,
+                  c.at_limit, c.single[0], c.single[1], c.single_lu,
+                  c.rebuilt);
+}
+
 /* verify notices a schedule changed behind the tracker's back, and names
  * where; a recompute repairs it. */
 static void test_memory_verify_detects_untracked_move(void **state)
@@ -1145,6 +1589,8 @@ int main(void)
         cmocka_unit_test(test_memory_move_unread_output_node),
         cmocka_unit_test(test_memory_random_moves_match_recompute),
         cmocka_unit_test(test_memory_runs_match_single_moves),
+        cmocka_unit_test(test_memory_far_run_by_hand),
+        cmocka_unit_test(test_memory_far_runs_match_runs),
         cmocka_unit_test(test_memory_verify_detects_untracked_move),
         cmocka_unit_test(test_memory_verify_detects_commit_on_other_schedule),
         cmocka_unit_test(test_memory_verify_detects_last_use_only_mismatch),

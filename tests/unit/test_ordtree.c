@@ -1,0 +1,476 @@
+/* commsched unit tests — the order tree (src/base/ordtree.c) the memory
+ * tracker keeps its levels in with commsched_memory_use_tree: an item's
+ * position and level, a block's net sum and highest level + top, setting
+ * values, moving a block after another item (or to the front), and the
+ * last item of a position range whose level or level + top passes a
+ * bound, against a plain array under random operations. Every so often
+ * the tree's structure is checked too: parent links, sizes and the three
+ * aggregates against a recomputation, the in-order sequence against the
+ * reference, and a depth that stays logarithmic. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ordtree.h"
+#include "testutil.h"
+
+/* The reference: the sequence and each item's values, with the level
+ * before each position (lvl[i] = sum of the nets of seq[0 .. i-1]). */
+typedef struct ref {
+    uint32_t n;
+    uint32_t *seq, *pos;
+    int64_t *net, *top, *lvl;
+} ref;
+
+static void ref_levels(ref *f)
+{
+    int64_t cur = 0;
+    for (uint32_t i = 0; i < f->n; i++) {
+        f->pos[f->seq[i]] = i;
+        f->lvl[i] = cur;
+        cur += f->net[f->seq[i]];
+    }
+}
+
+/* Values of one of three scales: tiny (many ties and equal levels), up to
+ * 2^20, or up to 2^40 (the brief's range); tops are >= 0. */
+static int64_t rnd_net(tu_rng *r, int scale)
+{
+    if (scale == 0)
+        return (int64_t)tu_rng_below(r, 9) - 4;
+    int bits = scale == 1 ? 20 : 40;
+    uint64_t mag = tu_rng_next(r) & ((UINT64_C(1) << bits) - 1);
+    if (tu_rng_chance(r, 10))
+        mag = 0;
+    return tu_rng_chance(r, 50) ? (int64_t)mag : -(int64_t)mag;
+}
+
+static int64_t rnd_top(tu_rng *r, int scale)
+{
+    if (tu_rng_chance(r, 15))
+        return 0;
+    if (scale == 0)
+        return (int64_t)tu_rng_below(r, 5);
+    int bits = scale == 1 ? 20 : 40;
+    return (int64_t)(tu_rng_next(r) % ((UINT64_C(1) << bits) + 1));
+}
+
+/* ---- structure ----------------------------------------------------------- */
+
+typedef struct agg {
+    uint32_t size;
+    int64_t sum, hi, hi_top;
+} agg;
+
+typedef struct walk {
+    const cs_ordtree *t;
+    const ref *f;
+    uint32_t visited, max_depth;
+} walk;
+
+/* Recomputes the subtree's aggregates from the items' own values,
+ * checking every node's stored ones, its children's parent links and its
+ * place in the in-order sequence on the way. */
+static agg check_sub(walk *w, uint32_t x, uint32_t depth)
+{
+    agg out = {0, 0, 0, 0};
+    if (x == CS_ORD_NONE)
+        return out;
+    const cs_ordtree *t = w->t;
+    assert_true(x < t->n);
+    if (++w->visited > t->n)
+        fail_msg("more nodes reached than items: a cycle");
+    if (depth > w->max_depth)
+        w->max_depth = depth;
+    uint32_t a = t->l[x], b = t->r[x];
+    if (a != CS_ORD_NONE)
+        assert_int_equal(t->up[a], x);
+    if (b != CS_ORD_NONE)
+        assert_int_equal(t->up[b], x);
+    agg la = check_sub(w, a, depth + 1);
+    agg rb = check_sub(w, b, depth + 1);
+    assert_true(t->net[x] == w->f->net[x]);
+    assert_true(t->top[x] == w->f->top[x]);
+    int64_t at = la.sum, after = at + t->net[x];
+    out.size = 1 + la.size + rb.size;
+    out.sum = after + rb.sum;
+    out.hi = at;
+    out.hi_top = at + t->top[x];
+    if (a != CS_ORD_NONE) {
+        if (la.hi > out.hi)
+            out.hi = la.hi;
+        if (la.hi_top > out.hi_top)
+            out.hi_top = la.hi_top;
+    }
+    if (b != CS_ORD_NONE) {
+        if (after + rb.hi > out.hi)
+            out.hi = after + rb.hi;
+        if (after + rb.hi_top > out.hi_top)
+            out.hi_top = after + rb.hi_top;
+    }
+    if (t->size[x] != out.size || t->sum[x] != out.sum ||
+        t->hi[x] != out.hi || t->hi_top[x] != out.hi_top)
+        fail_msg("item %u: size %u sum %lld hi %lld hi_top %lld, "
+                 "recomputed %u %lld %lld %lld",
+                 x, t->size[x], (long long)t->sum[x], (long long)t->hi[x],
+                 (long long)t->hi_top[x], out.size, (long long)out.sum,
+                 (long long)out.hi, (long long)out.hi_top);
+    return out;
+}
+
+/* The in-order sequence, iteratively (bounded by n so a cycle ends). */
+static void check_order(const cs_ordtree *t, const ref *f, uint32_t *stack)
+{
+    uint32_t sp = 0, k = 0, x = t->root;
+    while (x != CS_ORD_NONE || sp > 0) {
+        while (x != CS_ORD_NONE) {
+            assert_true(sp < t->n);
+            stack[sp++] = x;
+            x = t->l[x];
+        }
+        x = stack[--sp];
+        assert_true(k < f->n);
+        if (x != f->seq[k])
+            fail_msg("position %u holds item %u, reference %u", k, x,
+                     f->seq[k]);
+        k++;
+        x = t->r[x];
+    }
+    assert_int_equal(k, f->n);
+}
+
+static uint32_t log2_ceil(uint32_t n)
+{
+    uint32_t k = 0;
+    while ((UINT64_C(1) << k) < n)
+        k++;
+    return k;
+}
+
+static void check_structure(const cs_ordtree *t, const ref *f,
+                            uint32_t *stack)
+{
+    assert_int_equal(t->n, f->n);
+    if (f->n == 0) {
+        assert_int_equal(t->root, CS_ORD_NONE);
+        return;
+    }
+    assert_true(t->root < t->n);
+    assert_int_equal(t->up[t->root], CS_ORD_NONE);
+    walk w = {t, f, 0, 0};
+    agg all = check_sub(&w, t->root, 0);
+    assert_int_equal(w.visited, f->n);
+    assert_int_equal(all.size, f->n);
+    check_order(t, f, stack);
+    /* a treap's depth is O(log n): about 2.4 log2 n here at most (29 for
+     * 3001 items); a merge that broke the heap order (by priorities
+     * inverted, say) reaches about 4.5 log2 n and shows here */
+    uint32_t bound = 3 * log2_ceil(f->n + 1) + 8;
+    if (w.max_depth > bound)
+        fail_msg("depth %u for %u items (bound %u)", w.max_depth, f->n,
+                 bound);
+}
+
+/* Every item's rank and before against the reference. */
+static void check_all_items(const cs_ordtree *t, const ref *f)
+{
+    for (uint32_t v = 0; v < f->n; v++) {
+        assert_int_equal(cs_ordtree_rank(t, v), f->pos[v]);
+        assert_true(cs_ordtree_before(t, v) == f->lvl[f->pos[v]]);
+    }
+}
+
+/* ---- the reference operations -------------------------------------------- */
+
+static void ref_move_after(ref *f, uint32_t lo, uint32_t hi, uint32_t after,
+                           uint32_t *tmp)
+{
+    uint32_t len = hi - lo, k = 0;
+    memcpy(tmp, f->seq + lo, len * sizeof *tmp);
+    /* the sequence without the block, then the block inserted */
+    uint32_t *rest = tmp + len;
+    for (uint32_t i = 0; i < f->n; i++)
+        if (i < lo || i >= hi)
+            rest[k++] = f->seq[i];
+    uint32_t to = 0;
+    if (after != CS_ORD_NONE) {
+        while (rest[to] != after)
+            to++;
+        to++;
+    }
+    memcpy(f->seq, rest, to * sizeof *rest);
+    memcpy(f->seq + to, tmp, len * sizeof *tmp);
+    memcpy(f->seq + to + len, rest + to, (k - to) * sizeof *rest);
+    ref_levels(f);
+}
+
+static uint32_t ref_last_over(const ref *f, uint32_t lo, uint32_t hi,
+                              int64_t x, int64_t y)
+{
+    for (uint32_t i = hi; i-- > lo;) {
+        int64_t l = f->lvl[i];
+        if (l > x || l + f->top[f->seq[i]] > y)
+            return f->seq[i];
+    }
+    return CS_ORD_NONE;
+}
+
+/* A bound for last_over: an extreme, a small constant, or near a level
+ * (with its top when with_top) of a random position, or near the range's
+ * highest, so that the answer lands anywhere in the range or nowhere. */
+static int64_t rnd_bound(tu_rng *r, const ref *f, uint32_t lo, uint32_t hi,
+                         int with_top)
+{
+    switch (tu_rng_below(r, 8)) {
+    case 0:
+        return INT64_MAX;
+    case 1:
+        return INT64_MIN;
+    case 2:
+        return 4;
+    case 3:
+        return (int64_t)tu_rng_below(r, 5) - 2;
+    case 4:
+    case 5: {
+        uint32_t i = tu_rng_below(r, f->n);
+        int64_t v = f->lvl[i] + (with_top ? f->top[f->seq[i]] : 0);
+        return v + (int64_t)tu_rng_below(r, 3) - 1;
+    }
+    default: {
+        int64_t m = INT64_MIN;
+        for (uint32_t i = lo; i < hi; i++) {
+            int64_t v = f->lvl[i] + (with_top ? f->top[f->seq[i]] : 0);
+            if (v > m)
+                m = v;
+        }
+        if (m == INT64_MIN)
+            return 0;
+        /* just below the highest: few items pass, often only the last
+         * holding it; at it: none */
+        return m - (int64_t)tu_rng_below(r, 2);
+    }
+    }
+}
+
+static unsigned long long n_ops[6], n_found, n_front_moves, n_struct;
+
+static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed * 1000003u + n);
+    int scale = (int)(seed % 3);
+    ref f;
+    f.n = n;
+    f.seq = malloc((n + 1) * sizeof *f.seq);
+    f.pos = malloc((n + 1) * sizeof *f.pos);
+    f.net = malloc((n + 1) * sizeof *f.net);
+    f.top = malloc((n + 1) * sizeof *f.top);
+    f.lvl = malloc((n + 1) * sizeof *f.lvl);
+    uint32_t *tmp = malloc((2 * n + 1) * sizeof *tmp);
+    assert_true(f.seq && f.pos && f.net && f.top && f.lvl && tmp);
+    /* a random permutation (or, for some seeds, the identity) */
+    for (uint32_t i = 0; i < n; i++)
+        f.seq[i] = i;
+    if (seed % 4 != 0)
+        for (uint32_t i = n; i > 1; i--) {
+            uint32_t j = tu_rng_below(&r, i), x = f.seq[i - 1];
+            f.seq[i - 1] = f.seq[j];
+            f.seq[j] = x;
+        }
+    for (uint32_t v = 0; v < n; v++) {
+        f.net[v] = rnd_net(&r, scale);
+        f.top[v] = rnd_top(&r, scale);
+    }
+    ref_levels(&f);
+    cs_ordtree t;
+    assert_int_equal(cs_ordtree_init(&t, n, f.seq, f.net, f.top), 0);
+    check_structure(&t, &f, tmp);
+    check_all_items(&t, &f);
+    n_struct++;
+    if (n == 0) {
+        assert_int_equal(cs_ordtree_last_over(&t, 0, 0, INT64_MIN, INT64_MIN),
+                         CS_ORD_NONE);
+        cs_ordtree_free(&t);
+        free(f.seq);
+        free(f.pos);
+        free(f.net);
+        free(f.top);
+        free(f.lvl);
+        free(tmp);
+        return;
+    }
+    uint32_t every = n < 64 ? 1 : n / 32;
+    for (unsigned op = 0; op < ops; op++) {
+        unsigned kind = tu_rng_below(&r, 100);
+        if (kind < 15) { /* set */
+            uint32_t v = tu_rng_below(&r, n);
+            int64_t net = rnd_net(&r, scale), top = rnd_top(&r, scale);
+            cs_ordtree_set(&t, v, net, top);
+            f.net[v] = net;
+            f.top[v] = top;
+            ref_levels(&f);
+            n_ops[0]++;
+        } else if (kind < 40) { /* move a block */
+            uint32_t cap = n == 1 || tu_rng_chance(&r, 30)
+                               ? n
+                               : (n - 1 < 8 ? n - 1 : 8);
+            uint32_t len = 1 + tu_rng_below(&r, cap);
+            uint32_t lo = tu_rng_below(&r, n - len + 1), hi = lo + len;
+            uint32_t after;
+            if (len == n || tu_rng_chance(&r, 15)) {
+                after = CS_ORD_NONE; /* the whole sequence: only there */
+            } else if (tu_rng_chance(&r, 20) && (lo > 0 || hi < n)) {
+                /* right next to the block: a move that changes nothing,
+                 * or one item over */
+                if (lo > 0 && (hi == n || tu_rng_chance(&r, 50)))
+                    after = f.seq[lo - 1];
+                else
+                    after = f.seq[hi];
+            } else {
+                uint32_t k = tu_rng_below(&r, n - len);
+                after = f.seq[k < lo ? k : k + len];
+            }
+            if (after == CS_ORD_NONE)
+                n_front_moves++;
+            uint32_t first = f.seq[lo], last = f.seq[hi - 1];
+            cs_ordtree_move_after(&t, first, last, after);
+            ref_move_after(&f, lo, hi, after, tmp);
+            assert_int_equal(cs_ordtree_rank(&t, first),
+                             after == CS_ORD_NONE ? 0 : f.pos[after] + 1);
+            assert_int_equal(cs_ordtree_rank(&t, last),
+                             cs_ordtree_rank(&t, first) + len - 1);
+            n_ops[1]++;
+        } else if (kind < 55) { /* range */
+            uint32_t lo = tu_rng_below(&r, n);
+            uint32_t hi = lo + 1 + tu_rng_below(&r, n - lo);
+            int64_t hi_top = INT64_MIN;
+            int64_t s = cs_ordtree_range(&t, f.seq[lo], f.seq[hi - 1], &hi_top);
+            int64_t want_s = 0, want_top = INT64_MIN;
+            for (uint32_t i = lo; i < hi; i++) {
+                int64_t v = f.lvl[i] - f.lvl[lo] + f.top[f.seq[i]];
+                if (v > want_top)
+                    want_top = v;
+                want_s += f.net[f.seq[i]];
+            }
+            if (s != want_s || hi_top != want_top)
+                fail_msg("n %u seed %llu op %u: range [%u, %u) sum %lld "
+                         "hi_top %lld, reference %lld %lld",
+                         n, (unsigned long long)seed, op, lo, hi,
+                         (long long)s, (long long)hi_top, (long long)want_s,
+                         (long long)want_top);
+            n_ops[2]++;
+        } else if (kind < 65) { /* rank and before of a few items */
+            for (int q = 0; q < 4; q++) {
+                uint32_t v = tu_rng_below(&r, n);
+                assert_int_equal(cs_ordtree_rank(&t, v), f.pos[v]);
+                assert_true(cs_ordtree_before(&t, v) == f.lvl[f.pos[v]]);
+            }
+            n_ops[3] += 4;
+        } else { /* last_over */
+            uint32_t lo, hi;
+            if (tu_rng_chance(&r, 10)) {
+                lo = tu_rng_below(&r, n + 1); /* empty or reversed */
+                hi = tu_rng_below(&r, lo + 1);
+            } else if (tu_rng_chance(&r, 25)) {
+                lo = 0;
+                hi = n;
+            } else {
+                lo = tu_rng_below(&r, n);
+                hi = lo + 1 + tu_rng_below(&r, n - lo);
+            }
+            uint32_t blo = lo < hi ? lo : 0, bhi = lo < hi ? hi : n;
+            int64_t x = rnd_bound(&r, &f, blo, bhi, 0);
+            int64_t y = rnd_bound(&r, &f, blo, bhi, 1);
+            if (tu_rng_chance(&r, 25))
+                x = INT64_MAX; /* the top bound alone */
+            else if (tu_rng_chance(&r, 25))
+                y = INT64_MAX; /* the level bound alone */
+            uint32_t got = cs_ordtree_last_over(&t, lo, hi, x, y);
+            uint32_t want = ref_last_over(&f, lo, hi, x, y);
+            if (got != want)
+                fail_msg("n %u seed %llu op %u: last_over [%u, %u) x %lld "
+                         "y %lld: item %u, reference %u",
+                         n, (unsigned long long)seed, op, lo, hi,
+                         (long long)x, (long long)y, got, want);
+            if (want != CS_ORD_NONE)
+                n_found++;
+            n_ops[4]++;
+        }
+        /* a few items after every op (the queries split and merge too),
+         * all of them and the structure every so often */
+        for (int q = 0; q < 3; q++) {
+            uint32_t v = tu_rng_below(&r, n);
+            assert_int_equal(cs_ordtree_rank(&t, v), f.pos[v]);
+            assert_true(cs_ordtree_before(&t, v) == f.lvl[f.pos[v]]);
+        }
+        if (op % every == 0 || op + 1 == ops) {
+            check_structure(&t, &f, tmp);
+            check_all_items(&t, &f);
+            n_struct++;
+        }
+    }
+    cs_ordtree_free(&t);
+    free(f.seq);
+    free(f.pos);
+    free(f.net);
+    free(f.top);
+    free(f.lvl);
+    free(tmp);
+}
+
+/* Small trees, every shape: each op is followed by a full check. */
+static void test_ordtree_small(void **state)
+{
+    (void)state;
+    memset(n_ops, 0, sizeof n_ops);
+    n_found = n_front_moves = n_struct = 0;
+    for (uint32_t n = 0; n <= 40; n++)
+        for (uint64_t seed = 1; seed <= 6; seed++)
+            run_tree(n, seed, n == 0 ? 0 : 400);
+    assert_true(n_ops[1] >= 10000);
+    assert_true(n_ops[4] >= 20000);
+    assert_true(n_found >= n_ops[4] / 4);
+    assert_true(n_found <= n_ops[4] - n_ops[4] / 8);
+    assert_true(n_front_moves >= 1000);
+    print_message("small: %llu sets, %llu moves (%llu to the front), %llu "
+                  "ranges, %llu ranks, %llu last_over (%llu found), %llu "
+                  "structure checks\n",
+                  n_ops[0], n_ops[1], n_front_moves, n_ops[2], n_ops[3],
+                  n_ops[4], n_found, n_struct);
+}
+
+/* Larger trees, up to a few thousand items. */
+static void test_ordtree_large(void **state)
+{
+    (void)state;
+    memset(n_ops, 0, sizeof n_ops);
+    n_found = n_front_moves = n_struct = 0;
+    static const uint32_t sizes[] = {64, 257, 1000, 2048, 3001};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (uint64_t seed = 1; seed <= 6; seed++)
+            run_tree(sizes[k], seed + 10 * k, sizes[k] > 1000 ? 1500 : 2500);
+    assert_true(n_ops[1] >= 5000);
+    assert_true(n_ops[4] >= 10000);
+    assert_true(n_found >= n_ops[4] / 4);
+    assert_true(n_found <= n_ops[4] - n_ops[4] / 8);
+    print_message("large: %llu sets, %llu moves (%llu to the front), %llu "
+                  "ranges, %llu ranks, %llu last_over (%llu found), %llu "
+                  "structure checks\n",
+                  n_ops[0], n_ops[1], n_front_moves, n_ops[2], n_ops[3],
+                  n_ops[4], n_found, n_struct);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ordtree_small),
+        cmocka_unit_test(test_ordtree_large),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
