@@ -288,11 +288,113 @@ int cs_walk_init(cs_walk *w, const commsched_graph *g)
     return 0;
 }
 
+static void span_free(cs_walk_span *sp)
+{
+    free(sp->node);
+    free(sp->after);
+    free(sp->terms);
+    memset(sp, 0, sizeof *sp);
+}
+
 void cs_walk_free(cs_walk *w)
 {
     free(w->mark);
     free(w->cls);
+    span_free(&w->memo);
+    span_free(&w->scratch);
     memset(w, 0, sizeof *w);
+}
+
+void cs_walk_memo_on(cs_walk *w, const commsched_memory *m)
+{
+    w->m = m;
+    w->live = 0;
+}
+
+/* Room for `front` more entries before the span and `back` after it:
+ * 0, or -1 out of memory (the span unchanged). */
+static int span_reserve(cs_walk_span *sp, size_t front, size_t back)
+{
+    if (sp->lo >= front && sp->cap - sp->lo - sp->len >= back)
+        return 0;
+    size_t need = sp->len + front + back;
+    size_t cap = 2 * need + 64, lo = front + (cap - need) / 2;
+    uint32_t *node = cs_malloc_array(cap, sizeof *node);
+    double *after = cs_malloc_array(cap, sizeof *after);
+    int64_t *terms = cs_malloc_array(cap, sizeof *terms);
+    if (!node || !after || !terms) {
+        free(node);
+        free(after);
+        free(terms);
+        return -1;
+    }
+    if (sp->len > 0) {
+        memcpy(node + lo, sp->node + sp->lo, sp->len * sizeof *node);
+        memcpy(after + lo, sp->after + sp->lo, sp->len * sizeof *after);
+        memcpy(terms + lo, sp->terms + sp->lo, sp->len * sizeof *terms);
+    }
+    free(sp->node);
+    free(sp->after);
+    free(sp->terms);
+    sp->node = node;
+    sp->after = after;
+    sp->terms = terms;
+    sp->lo = lo;
+    sp->cap = cap;
+    return 0;
+}
+
+/* One node a walk passed; 0, or -1 out of memory. */
+static int span_push(cs_walk_span *sp, uint32_t v, double after, size_t terms)
+{
+    if (span_reserve(sp, 0, 1) != 0)
+        return -1;
+    size_t i = sp->lo + sp->len++;
+    sp->node[i] = v;
+    sp->after[i] = after;
+    sp->terms[i] = (int64_t)terms - sp->terms_off;
+    return 0;
+}
+
+/* The walk that recorded `pre` (from its start) reached the memo's first
+ * node with nothing summed: pre's nodes now open the memo. */
+static int span_prepend(cs_walk_span *memo, const cs_walk_span *pre)
+{
+    if (pre->len == 0)
+        return 0;
+    if (span_reserve(memo, pre->len, 0) != 0)
+        return -1;
+    /* the memo's counts start after pre's terms now */
+    int64_t shift = pre->terms[pre->lo + pre->len - 1] + pre->terms_off;
+    memo->terms_off += shift;
+    memo->lo -= pre->len;
+    memo->len += pre->len;
+    for (size_t i = 0; i < pre->len; i++) {
+        memo->node[memo->lo + i] = pre->node[pre->lo + i];
+        memo->after[memo->lo + i] = pre->after[pre->lo + i];
+        memo->terms[memo->lo + i] =
+            pre->terms[pre->lo + i] + pre->terms_off - memo->terms_off;
+    }
+    return 0;
+}
+
+void cs_walk_memo_moved(cs_walk *w, uint32_t head, uint32_t tail,
+                        size_t moved)
+{
+    if (!w->live || moved == 0)
+        return;
+    /* Before: ... X head..tail ...; now ... head..tail X ... . The span
+     * was contiguous; it is still the same sequence exactly when its ends
+     * lie in one of the four pieces (before, group, X, after) now. */
+    uint32_t h = commsched_memory_position(w->m, head),
+             t = commsched_memory_position(w->m, tail);
+    uint32_t a = commsched_memory_position(w->m, w->memo.node[w->memo.lo]),
+             b = commsched_memory_position(
+                 w->m, w->memo.node[w->memo.lo + w->memo.len - 1]);
+    int pa = a < h ? 0 : a <= t ? 1 : a - t <= moved ? 2 : 3;
+    int pb = b < h ? 0 : b <= t ? 1 : b - t <= moved ? 2 : 3;
+    if (pa != pb)
+        w->live = 0;
 }
 
 /* A new stamp for w->mark, and an empty record. */
@@ -306,6 +408,43 @@ static void walk_begin(cs_walk *w)
     w->rec.end = COMMSCHED_NONE;
 }
 
+/* The walk of coll reached the memo's first node with nothing summed:
+ * it would now sum the memo's nodes in the memo's order from the same
+ * 0.0, up to the first of coll's users among them. Takes the record and
+ * comp_time from the memo; returns the node to go on from (the memo
+ * passed whole), or COMMSCHED_NONE with w->rec.end set (a user). */
+static uint32_t memo_jump(const commsched_graph *g, cs_links l, uint32_t coll,
+                          double *comp_time, cs_walk *w)
+{
+    const cs_walk_span *z = &w->memo;
+    uint32_t first = commsched_memory_position(w->m, z->node[z->lo]);
+    size_t end = z->len;
+    for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++) {
+        uint32_t p = commsched_memory_position(w->m, g->users.idx[k]);
+        if (p >= first && p - first < end)
+            end = p - first;
+    }
+    size_t terms = w->rec.terms;
+    double before = 0.0;
+    for (size_t i = 0; i < end && w->rec.terms < CS_OVERLAP_INFO_TERMS; i++) {
+        int64_t was = i == 0 ? -z->terms_off : z->terms[z->lo + i - 1];
+        if (z->terms[z->lo + i] != was)
+            record_term(&w->rec, z->node[z->lo + i], z->after[z->lo + i],
+                        before);
+        before = z->after[z->lo + i];
+    }
+    if (end > 0) {
+        w->rec.terms =
+            terms + (size_t)(z->terms[z->lo + end - 1] + z->terms_off);
+        *comp_time = z->after[z->lo + end - 1];
+    }
+    if (end < z->len) {
+        w->rec.end = z->node[z->lo + end];
+        return COMMSCHED_NONE;
+    }
+    return l.next[z->node[z->lo + z->len - 1]];
+}
+
 void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t coll, double *comm,
                      double *comp, cs_walk *w)
@@ -317,21 +456,57 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
     for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++)
         w->mark[g->users.idx[k]] = w->epoch;
     cs_links l = cs_schedule_links(s);
-    for (uint32_t v = l.next[coll]; v != l.end; v = l.next[v]) {
+    /* with the memo on, the walk records what it passes: into the memo
+     * once it has joined it, else into the scratch span */
+    cs_walk_span *rec = w->m ? &w->scratch : NULL;
+    int joined = 0;
+    if (rec) {
+        rec->len = 0;
+        rec->terms_off = 0;
+    }
+    uint32_t v = l.next[coll];
+    while (v != l.end) {
+        if (rec && w->live && !joined && v == w->memo.node[w->memo.lo] &&
+            comp_time == 0.0 && !signbit(comp_time)) {
+            joined = 1;
+            v = memo_jump(g, l, coll, &comp_time, w);
+            /* what the walk passed before now opens the memo */
+            if (span_prepend(&w->memo, &w->scratch) != 0)
+                w->live = 0; /* out of memory: the memo must go */
+            rec = w->live ? &w->memo : NULL;
+            if (v == COMMSCHED_NONE)
+                break;
+            continue;
+        }
         if (w->mark[v] == w->epoch) {
             w->rec.end = v;
             break;
         }
         if (w->cls[v] == CS_WALK_SYNC)
             break;
-        if (w->cls[v] == CS_WALK_ASYNC)
-            continue; /* async collectives run on their own stream */
-        /* The seed also stops at a wait for one of the async collectives
+        /* async collectives run on their own stream: passed, not summed.
+         * The seed also stops at a wait for one of the async collectives
          * passed on the way, but tests it against `coll` itself, which the
          * first check above already caught: that branch never fires. */
-        double before = comp_time;
-        comp_time += rt[v];
-        record_term(&w->rec, v, comp_time, before);
+        if (w->cls[v] != CS_WALK_ASYNC) {
+            double before = comp_time;
+            comp_time += rt[v];
+            record_term(&w->rec, v, comp_time, before);
+        }
+        if (rec && span_push(rec, v, comp_time, w->rec.terms) != 0) {
+            if (rec == &w->memo)
+                w->live = 0;
+            rec = NULL;
+        }
+        v = l.next[v];
+    }
+    /* a longer walk than the memo's replaces it */
+    if (rec == &w->scratch && rec->len > 0 &&
+        (!w->live || rec->len > w->memo.len)) {
+        cs_walk_span t = w->memo;
+        w->memo = w->scratch;
+        w->scratch = t;
+        w->live = 1;
     }
     *comm = rt[coll];
     *comp = comp_time;

@@ -191,17 +191,49 @@ typedef struct cs_walk_record {
  * RCPPM has reordered that is most of the pass). cs_walk_init fills it;
  * cs_walk_free releases it. rec is the last walk's record. */
 enum { CS_WALK_COMPUTE, CS_WALK_WAIT, CS_WALK_ASYNC, CS_WALK_SYNC };
+
+/* What a collective's walk passed, in order: node[lo .. lo + len), the
+ * walk's comp_time after each, and the terms it had summed through each
+ * (terms[i] + terms_off). Kept with room at both ends. */
+typedef struct cs_walk_span {
+    uint32_t *node;
+    double *after;
+    int64_t *terms;
+    int64_t terms_off;
+    size_t lo, len, cap;
+} cs_walk_span;
+
 typedef struct cs_walk {
     uint32_t *mark;
     uint8_t *cls; /* CS_WALK_* per node */
     uint32_t epoch;
     uint32_t n;
     cs_walk_record rec;
+    /* The memo of collective walks (cs_walk_memo_on): RCPPM hoists each
+     * collective of a chain before the last one, and each walk sums the
+     * same nodes from the same 0.0 in the same order as the last, plus
+     * some: a walk that reaches the memo's first node with nothing summed
+     * takes its sums from the memo, bit for bit, and goes on from its end.
+     * m gives positions (the memo is contiguous); NULL: no memo. */
+    const commsched_memory *m;
+    cs_walk_span memo, scratch;
+    int live; /* the memo holds a span of the current order */
 } cs_walk;
 
 /* 0, or -1 out of memory (w then holds nothing to free). */
 int cs_walk_init(cs_walk *w, const commsched_graph *g);
 void cs_walk_free(cs_walk *w);
+
+/* Collective walks keep a memo from now on; m (borrowed, in tree mode:
+ * commsched_memory_use_tree) gives positions. The caller reports every
+ * move of the order through cs_walk_memo_moved. Without memory for the
+ * memo, walks go on without it. */
+void cs_walk_memo_on(cs_walk *w, const commsched_memory *m);
+/* The order changed: `moved` nodes that stood right before the group
+ * head..tail now follow it. Drops the memo unless the move left its span
+ * as it was. O(log n). */
+void cs_walk_memo_moved(cs_walk *w, uint32_t head, uint32_t tail,
+                        size_t moved);
 
 /* The seed's overlap_info text of a walk into info (cleared first): a
  * "+name[t]" per kept term, "+...(N more)" for the terms past the cap,

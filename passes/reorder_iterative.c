@@ -17,14 +17,18 @@
  *
  * Literal details kept: the last node is never processed; after a
  * collective the walk resumes at the node that followed it before it was
- * processed. Cost: with runtime estimations off, O(moves + group size x
+ * processed. Cost: with runtime estimations off, O((group size + log n) x
  * runs), a run being the moves between two candidates that join or stop
- * the group (move_run); with them on, O(moves x group size); plus the
- * exposed-time walks, O(distance to the wait) per collective. */
+ * the group (far_run; move_run, O(moves + group size x runs), when
+ * collectives keep their order); with them on, O(moves x group size);
+ * plus the exposed-time walks, O(distance to the wait) per collective
+ * but for what the walk memo reuses. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "heap.h"
 #include "passes_internal.h"
 
 typedef struct group_wait {
@@ -40,8 +44,8 @@ typedef struct rcppm {
     int64_t peak_memory;
     uint32_t *dep_mark; /* dep_mark[v] == epoch: some group node depends on v */
     uint32_t epoch;
-    uint32_t *deps;     /* the nodes marked this epoch (far runs) */
-    size_t n_deps, cap_deps;
+    cs_heap deps;       /* far runs: the marked nodes not yet in the group,
+                           the last in the order first */
     int far;            /* the tracker moves runs as far as they go */
     int64_t limit;      /* the highest potential peak within the budget */
     group_wait *waits;
@@ -71,29 +75,22 @@ static int mark_deps(rcppm *r, uint32_t v)
         r->dep_mark[d] = r->epoch;
         if (!r->far)
             continue;
-        if (cs_grow((void **)&r->deps, &r->cap_deps, r->n_deps + 1,
-                    sizeof *r->deps) != 0)
+        /* Keyed by position, which stays as it is while the collective is
+         * processed: runs move only the nodes after the last marked one,
+         * and a single move the node right before the group. */
+        cs_heap_item it = {UINT32_MAX - commsched_memory_position(r->m, d),
+                           0.0, 0, d};
+        if (cs_heap_push(&r->deps, it) != 0)
             return -1;
-        r->deps[r->n_deps++] = d;
     }
     return 0;
 }
 
-/* Far runs: the last node before head that a group node depends on (a
- * run ends there), or COMMSCHED_NONE. The group's own nodes sit at head
- * and after. */
-static uint32_t last_dep(const rcppm *r, uint32_t head)
+/* Far runs: the last node before the group that a group node depends on
+ * (a run ends there), or COMMSCHED_NONE. */
+static uint32_t last_dep(const rcppm *r)
 {
-    uint32_t at = commsched_memory_position(r->m, head);
-    uint32_t best = COMMSCHED_NONE, best_at = 0;
-    for (size_t i = 0; i < r->n_deps; i++) {
-        uint32_t p = commsched_memory_position(r->m, r->deps[i]);
-        if (p < at && (best == COMMSCHED_NONE || p > best_at)) {
-            best = r->deps[i];
-            best_at = p;
-        }
-    }
-    return best;
+    return r->deps.n > 0 ? r->deps.a[0].v : COMMSCHED_NONE;
 }
 
 /* _is_node_groupable_for_reorder; *reason gets the seed's text. */
@@ -172,6 +169,7 @@ static commsched_status far_run(rcppm *r, commsched_node_stats *info,
     if (st != COMMSCHED_OK)
         return st;
     info->moves += (uint32_t)fr.moved; /* < nodes */
+    cs_walk_memo_moved(&r->walk, head, tail, fr.moved);
     if (r->ctx->verify &&
         (st = commsched_memory_verify(r->m, r->ctx->s, r->ctx->err)) !=
             COMMSCHED_OK)
@@ -292,7 +290,7 @@ static commsched_status process(rcppm *r, uint32_t curr,
         memset(r->dep_mark, 0, (size_t)g->n_nodes * sizeof *r->dep_mark);
         r->epoch = 1;
     }
-    r->n_deps = 0;
+    r->deps.n = 0;
     if (mark_deps(r, curr) != 0)
         return oom(r);
     r->n_waits = 0;
@@ -303,7 +301,7 @@ static commsched_status process(rcppm *r, uint32_t curr,
     int stopped = 0;
 
     uint32_t cand = commsched_schedule_prev(s, curr);
-    uint32_t stop = r->far ? last_dep(r, curr) : COMMSCHED_NONE;
+    uint32_t stop = last_dep(r);
     size_t chunk = 8;
     while (cand != COMMSCHED_NONE) {
         if (r->far) {
@@ -350,10 +348,13 @@ static commsched_status process(rcppm *r, uint32_t curr,
                 break;
             }
             head = cand;
+            if (r->far) { /* the last marked node joins */
+                assert(stop == cand);
+                cs_heap_pop(&r->deps);
+            }
             if (mark_deps(r, cand) != 0)
                 return oom(r);
-            if (r->far)
-                stop = last_dep(r, head);
+            stop = last_dep(r);
             if (k->reorder_iterative_use_runtime_estimations &&
                 cs_is_wait(g, cand)) {
                 if (cs_grow((void **)&r->waits, &r->cap_waits, r->n_waits + 1,
@@ -430,6 +431,8 @@ static commsched_status process(rcppm *r, uint32_t curr,
         }
         info->moves++;
         commsched_memory_commit_move(r->m, s);
+        if (r->far)
+            cs_walk_memo_moved(&r->walk, head, tail, 1);
         /* The seed re-walks to the wait after every move. Only the runtime
          * estimation rules read the result before the collective is done;
          * otherwise the one walk at the end gives the same figures, and
@@ -496,9 +499,12 @@ commsched_status cs_pass_reorder_preserving_peak_memory(cs_pass_ctx *ctx)
     r.limit = budget_limit(&r);
     r.far = !ctx->k->reorder_iterative_use_runtime_estimations &&
             ctx->k->reorder_iterative_unsafe_collectives_reorder;
-    if (r.far &&
-        (st = commsched_memory_use_tree(r.m, ctx->s, ctx->err)) != COMMSCHED_OK)
-        goto cleanup;
+    if (r.far) {
+        if ((st = commsched_memory_use_tree(r.m, ctx->s, ctx->err)) !=
+            COMMSCHED_OK)
+            goto cleanup;
+        cs_walk_memo_on(&r.walk, r.m);
+    }
 
     long limit = ctx->k->reorder_iterative_debug_limit_to_reorder;
     long processed = 0;
@@ -526,7 +532,7 @@ cleanup:
     commsched_memory_destroy(r.m);
     free(r.rt);
     free(r.dep_mark);
-    free(r.deps);
+    cs_heap_fini(&r.deps);
     cs_walk_free(&r.walk);
     free(r.waits);
     free(r.run);

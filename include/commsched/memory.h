@@ -15,8 +15,10 @@
  * O(group + buffers of the moved node) when the iterative passes move one
  * node across a contiguous group (the seed's
  * _update_memory_tracking_after_swap_reorder / _sink_waits), or a run of
- * nodes one after another across the same group in O(group + run). The
- * state always equals a full recompute; commsched_memory_verify proves it. */
+ * nodes one after another across the same group in O(group + run); with
+ * the levels in an order tree (commsched_memory_use_tree), a run of any
+ * length in O(log n + group). The state always equals a full recompute;
+ * commsched_memory_verify proves it. */
 #ifndef COMMSCHED_MEMORY_H
 #define COMMSCHED_MEMORY_H
 
