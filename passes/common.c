@@ -1,6 +1,7 @@
 /* commsched — helpers shared by the pass families: text, statistics rows,
  * dependency tests, runtimes with Inductor's multipliers, and the seed's two
  * exposed-time walks. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,12 +303,19 @@ void cs_walk_free(cs_walk *w)
     free(w->cls);
     span_free(&w->memo);
     span_free(&w->scratch);
+    free(w->seg);
     memset(w, 0, sizeof *w);
+}
+
+void cs_walk_positions_on(cs_walk *w, const commsched_memory *m)
+{
+    w->m = m;
 }
 
 void cs_walk_memo_on(cs_walk *w, const commsched_memory *m)
 {
     w->m = m;
+    w->memo_on = 1;
     w->live = 0;
 }
 
@@ -347,7 +355,7 @@ static int span_reserve(cs_walk_span *sp, size_t front, size_t back)
 /* One node a walk passed; 0, or -1 out of memory. */
 static int span_push(cs_walk_span *sp, uint32_t v, double after, size_t terms)
 {
-    if (span_reserve(sp, 0, 1) != 0)
+    if (sp->lo + sp->len == sp->cap && span_reserve(sp, 0, 1) != 0)
         return -1;
     size_t i = sp->lo + sp->len++;
     sp->node[i] = v;
@@ -458,7 +466,7 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
     cs_links l = cs_schedule_links(s);
     /* with the memo on, the walk records what it passes: into the memo
      * once it has joined it, else into the scratch span */
-    cs_walk_span *rec = w->m ? &w->scratch : NULL;
+    cs_walk_span *rec = w->memo_on ? &w->scratch : NULL;
     int joined = 0;
     if (rec) {
         rec->len = 0;
@@ -512,6 +520,69 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
     *comp = comp_time;
 }
 
+/* The rest of a wait's walk, from v (not yet passed) back, given
+ * positions: the walk ends at the last collective before the wait that the
+ * wait depends on (E), and its comp_time is what it summed since its last
+ * reset — at the first collective after E (in the order) that is sync or
+ * that a wait between it and `wait` completes, all of them passed by then
+ * — so only the stretch between E and that collective is summed, in the
+ * walk's order; the terms are counted. 1 when done (*comp, *comm and the
+ * record set), 0 when no reset lies ahead (the walk must go on). */
+static int wait_tail(const commsched_graph *g, cs_links l, const double *rt,
+                     uint32_t wait, uint32_t v, double *comm, double *comp,
+                     cs_walk *w)
+{
+    const commsched_memory *m = w->m;
+    uint32_t at = commsched_memory_position(m, wait);
+    uint32_t end = COMMSCHED_NONE, lo = 0;
+    for (uint32_t k = g->deps.off[wait]; k < g->deps.off[wait + 1]; k++) {
+        uint32_t d = g->deps.idx[k];
+        if (w->cls[d] < CS_WALK_ASYNC)
+            continue;
+        uint32_t p = commsched_memory_position(m, d);
+        if (end == COMMSCHED_NONE || p + 1 > lo) {
+            end = d;
+            lo = p + 1;
+        }
+    }
+    uint32_t hi = commsched_memory_position(m, v) + 1; /* [lo, hi) is left */
+    if (lo >= hi)
+        return 0; /* v is the collective: the walk ends there */
+    size_t n = 0;
+    uint32_t reset = COMMSCHED_NONE;
+    for (uint32_t x = end == COMMSCHED_NONE ? l.next[l.end] : l.next[end];
+         reset == COMMSCHED_NONE; x = l.next[x]) {
+        if (w->cls[x] >= CS_WALK_ASYNC) {
+            int completed = w->cls[x] == CS_WALK_SYNC;
+            for (uint32_t k = g->users.off[x];
+                 k < g->users.off[x + 1] && !completed; k++) {
+                uint32_t u = g->users.idx[k];
+                completed = w->cls[u] == CS_WALK_WAIT &&
+                            commsched_memory_position(m, u) < at;
+            }
+            if (completed)
+                reset = x;
+        } else {
+            if (cs_grow((void **)&w->seg, &w->cap_seg, n + 1,
+                        sizeof *w->seg) != 0)
+                return 0;
+            w->seg[n++] = x;
+        }
+        if (x == v)
+            break;
+    }
+    if (reset == COMMSCHED_NONE)
+        return 0;
+    double sum = 0.0;
+    while (n > 0)
+        sum += rt[w->seg[--n]];
+    *comp = sum;
+    *comm = end == COMMSCHED_NONE ? 0.0 : rt[end];
+    w->rec.end = end;
+    w->rec.terms += (hi - lo) - commsched_memory_collectives(m, lo, hi);
+    return 1;
+}
+
 void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
                      double *comp, cs_walk *w)
@@ -523,7 +594,13 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
      * each seen wait's dependencies answers the same question in O(1). */
     walk_begin(w);
     cs_links l = cs_schedule_links(s);
+    int tail = w->m != NULL;
     for (uint32_t v = l.prev[wait]; v != l.end; v = l.prev[v]) {
+        if (tail && w->rec.terms >= CS_OVERLAP_INFO_TERMS) {
+            tail = 0; /* tried once */
+            if (wait_tail(g, l, rt, wait, v, comm, comp, w))
+                return;
+        }
         uint8_t c = w->cls[v];
         if (c == CS_WALK_WAIT)
             for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)

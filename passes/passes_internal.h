@@ -216,18 +216,24 @@ typedef struct cs_walk {
      * takes its sums from the memo, bit for bit, and goes on from its end.
      * m gives positions (the memo is contiguous); NULL: no memo. */
     const commsched_memory *m;
+    int memo_on;
     cs_walk_span memo, scratch;
     int live; /* the memo holds a span of the current order */
+    uint32_t *seg; /* a wait walk's last stretch (cs_wait_exposed) */
+    size_t cap_seg;
 } cs_walk;
 
 /* 0, or -1 out of memory (w then holds nothing to free). */
 int cs_walk_init(cs_walk *w, const commsched_graph *g);
 void cs_walk_free(cs_walk *w);
 
-/* Collective walks keep a memo from now on; m (borrowed, in tree mode:
- * commsched_memory_use_tree) gives positions. The caller reports every
- * move of the order through cs_walk_memo_moved. Without memory for the
- * memo, walks go on without it. */
+/* Walks read positions from m (borrowed, in tree mode:
+ * commsched_memory_use_tree) from now on: a wait's walk then skips what
+ * its figures cannot depend on (cs_wait_exposed). */
+void cs_walk_positions_on(cs_walk *w, const commsched_memory *m);
+/* Collective walks keep a memo from now on; m as above. The caller
+ * reports every move of the order through cs_walk_memo_moved. Without
+ * memory for the memo, walks go on without it. */
 void cs_walk_memo_on(cs_walk *w, const commsched_memory *m);
 /* The order changed: `moved` nodes that stood right before the group
  * head..tail now follow it. Drops the memo unless the move left its span
@@ -250,7 +256,10 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
                      double *comp, cs_walk *w);
 
 /* _wait_exposed_communication_time: walk backward from wait to the
- * collective it depends on. */
+ * collective it depends on. With positions (cs_walk_positions_on), once
+ * the record is full the rest is not walked where it need not be: the
+ * figure is the sum since the last reset before that collective, and the
+ * terms a count. */
 void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
                      double *comp, cs_walk *w);

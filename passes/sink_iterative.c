@@ -302,6 +302,11 @@ commsched_status cs_pass_sink_waits_iterative(cs_pass_ctx *ctx)
     if ((st = commsched_memory_create(ctx->s, &k.m, ctx->err)) != COMMSCHED_OK)
         goto cleanup;
     k.peak_memory = commsched_memory_peak(k.m, ctx->s, NULL);
+    /* positions for the waits' walks, which RCPPM's hoisted collectives
+     * make long: the levels move into the order tree (O(log n) a read) */
+    if ((st = commsched_memory_use_tree(k.m, ctx->s, ctx->err)) != COMMSCHED_OK)
+        goto cleanup;
+    cs_walk_positions_on(&k.walk, k.m);
 
     long limit = ctx->k->sink_waits_iterative_debug_limit_to_sink;
     long n_processed = 0;

@@ -139,6 +139,11 @@ COMMSCHED_EXPORT commsched_status commsched_memory_use_tree(
 COMMSCHED_EXPORT uint32_t commsched_memory_position(const commsched_memory *m,
                                                    uint32_t node);
 
+/* How many collectives stand at positions [lo, hi) of the schedule, in
+ * O(log n): only with commsched_memory_use_tree. */
+COMMSCHED_EXPORT uint32_t commsched_memory_collectives(
+    const commsched_memory *m, uint32_t lo, uint32_t hi);
+
 typedef struct commsched_far_run {
     size_t moved;      /* nodes moved across the group */
     uint32_t next;     /* the node right before the group now (the first

@@ -59,6 +59,8 @@ static void pull(cs_ordtree *t, uint32_t x)
         t->up[b] = x;
     }
     t->size[x] = 1 + sz(t, a) + sz(t, b);
+    t->tags[x] = t->tag[x] + (a != NONE ? t->tags[a] : 0) +
+                 (b != NONE ? t->tags[b] : 0);
     t->sum[x] = after + sm(t, b);
     t->hi[x] = hi;
     t->hi_top[x] = hi_top;
@@ -105,7 +107,8 @@ static uint32_t merge(cs_ordtree *t, uint32_t a, uint32_t b)
 }
 
 int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
-                    const int64_t *net, const int64_t *top)
+                    const int64_t *net, const int64_t *top,
+                    const uint8_t *tag)
 {
     memset(t, 0, sizeof *t);
     t->n = n;
@@ -119,10 +122,12 @@ int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
     t->sum = cs_malloc_array(n, sizeof *t->sum);
     t->hi = cs_malloc_array(n, sizeof *t->hi);
     t->hi_top = cs_malloc_array(n, sizeof *t->hi_top);
+    t->tag = cs_malloc_array(n, sizeof *t->tag);
+    t->tags = cs_malloc_array(n, sizeof *t->tags);
     /* the right spine of the tree built so far, as a stack */
     uint32_t *spine = cs_malloc_array(n, sizeof *spine);
     if (!t->l || !t->r || !t->up || !t->size || !t->net || !t->top ||
-        !t->sum || !t->hi || !t->hi_top || !spine) {
+        !t->sum || !t->hi || !t->hi_top || !t->tag || !t->tags || !spine) {
         free(spine);
         cs_ordtree_free(t);
         return -1;
@@ -135,6 +140,7 @@ int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
         assert(v < n);
         t->net[v] = net[v];
         t->top[v] = top[v];
+        t->tag[v] = tag && tag[v] ? 1 : 0;
         t->l[v] = t->r[v] = t->up[v] = NONE;
         while (depth > 0 && prio(spine[depth - 1]) < prio(v))
             last = spine[--depth];
@@ -182,6 +188,8 @@ void cs_ordtree_free(cs_ordtree *t)
     free(t->sum);
     free(t->hi);
     free(t->hi_top);
+    free(t->tag);
+    free(t->tags);
     memset(t, 0, sizeof *t);
     t->root = NONE;
 }
@@ -260,6 +268,28 @@ void cs_ordtree_move_after(cs_ordtree *t, uint32_t first, uint32_t last,
         t->up[rest] = NONE;
     split(t, rest, to, &x, &y);
     join(t, x, m, y);
+}
+
+/* Tagged items at positions [0, p). */
+static uint32_t tags_before(const cs_ordtree *t, uint32_t p)
+{
+    uint32_t k = 0;
+    for (uint32_t x = t->root; x != NONE;) {
+        uint32_t a = t->l[x], left = sz(t, a);
+        if (p <= left) {
+            x = a;
+            continue;
+        }
+        k += (a != NONE ? t->tags[a] : 0) + t->tag[x];
+        p -= left + 1;
+        x = t->r[x];
+    }
+    return k;
+}
+
+uint32_t cs_ordtree_tags(const cs_ordtree *t, uint32_t lo, uint32_t hi)
+{
+    return lo >= hi ? 0 : tags_before(t, hi) - tags_before(t, lo);
 }
 
 /* The last item of subtree x whose level > x_ or level + top > y, levels

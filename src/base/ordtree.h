@@ -28,14 +28,17 @@ typedef struct cs_ordtree {
     int64_t *hi;          /* max over the subtree of level, relative to
                              the level before its first item */
     int64_t *hi_top;      /* the same of level + top */
+    uint8_t *tag;         /* the item is tagged (0 or 1) */
+    uint32_t *tags;       /* tagged items in the subtree */
 } cs_ordtree;
 
 /* Items order[0 .. n-1] (a permutation of 0 .. n-1) in that order, with
- * their nets and tops. Returns 0, or -1 on OOM (t then owns nothing).
- * The values must keep every partial sum within int64_t (the caller's
- * levels do). O(n). */
+ * their nets and tops, and tagged where tag[v] != 0 (tag NULL: none).
+ * Returns 0, or -1 on OOM (t then owns nothing). The values must keep
+ * every partial sum within int64_t (the caller's levels do). O(n). */
 int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
-                    const int64_t *net, const int64_t *top);
+                    const int64_t *net, const int64_t *top,
+                    const uint8_t *tag);
 void cs_ordtree_free(cs_ordtree *t);
 
 /* The item's position (0-based). */
@@ -53,6 +56,8 @@ void cs_ordtree_set(cs_ordtree *t, uint32_t v, int64_t net, int64_t top);
  * `after` (CS_ORD_NONE: to the front); `after` is not in the block. */
 void cs_ordtree_move_after(cs_ordtree *t, uint32_t first, uint32_t last,
                            uint32_t after);
+/* How many tagged items lie at positions [lo, hi). */
+uint32_t cs_ordtree_tags(const cs_ordtree *t, uint32_t lo, uint32_t hi);
 /* The last item at a position in [lo, hi) whose level > x or level + top
  * > y (levels as sums of the nets before it), or CS_ORD_NONE. */
 uint32_t cs_ordtree_last_over(cs_ordtree *t, uint32_t lo, uint32_t hi,

@@ -282,19 +282,22 @@ commsched_status commsched_memory_use_tree(commsched_memory *m,
     cs_ordtree *t = cs_malloc_array(1, sizeof *t);
     uint32_t *order = cs_malloc_array(m->n, sizeof *order);
     int64_t *net = cs_malloc_array(m->n, sizeof *net);
+    uint8_t *coll = cs_malloc_array(m->n, sizeof *coll);
     int rc = -1;
-    if (t && order && net) {
+    if (t && order && net && coll) {
         uint32_t k = 0;
         for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
              v = commsched_schedule_next(s, v)) {
             order[k++] = v;
             net[v] = m->alloc[v] - m->free_[v];
+            coll[v] = m->g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
         }
         assert(k == m->n);
-        rc = cs_ordtree_init(t, m->n, order, net, m->alloc);
+        rc = cs_ordtree_init(t, m->n, order, net, m->alloc, coll);
     }
     free(order);
     free(net);
+    free(coll);
     if (rc != 0) {
         free(t);
         return oom(err);
@@ -403,6 +406,13 @@ static int mark_group(commsched_memory *m, const commsched_schedule *s,
 uint32_t commsched_memory_position(const commsched_memory *m, uint32_t node)
 {
     return m->tree ? cs_ordtree_rank(m->tree, node) : COMMSCHED_NONE;
+}
+
+uint32_t commsched_memory_collectives(const commsched_memory *m, uint32_t lo,
+                                      uint32_t hi)
+{
+    assert(m->tree);
+    return cs_ordtree_tags(m->tree, lo, hi);
 }
 
 /* Tree mode: v now frees f bytes. */

@@ -289,7 +289,7 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
     }
     ref_levels(&f);
     cs_ordtree t;
-    assert_int_equal(cs_ordtree_init(&t, n, f.seq, f.net, f.top), 0);
+    assert_int_equal(cs_ordtree_init(&t, n, f.seq, f.net, f.top, NULL), 0);
     check_structure(&t, &f, tmp);
     check_all_items(&t, &f);
     n_struct++;
