@@ -309,12 +309,14 @@ void cs_walk_free(cs_walk *w)
 
 void cs_walk_positions_on(cs_walk *w, const commsched_memory *m)
 {
+    /* positions need the tracker's order tree */
+    assert(w->n == 0 || commsched_memory_position(m, 0) != COMMSCHED_NONE);
     w->m = m;
 }
 
 void cs_walk_memo_on(cs_walk *w, const commsched_memory *m)
 {
-    w->m = m;
+    cs_walk_positions_on(w, m);
     w->memo_on = 1;
     w->live = 0;
 }

@@ -214,7 +214,8 @@ typedef struct cs_walk {
      * same nodes from the same 0.0 in the same order as the last, plus
      * some: a walk that reaches the memo's first node with nothing summed
      * takes its sums from the memo, bit for bit, and goes on from its end.
-     * m gives positions (the memo is contiguous); NULL: no memo. */
+     * m gives positions (cs_walk_positions_on; the memo is contiguous);
+     * memo_on: collective walks keep the memo (cs_walk_memo_on). */
     const commsched_memory *m;
     int memo_on;
     cs_walk_span memo, scratch;

@@ -44,6 +44,8 @@ typedef struct sinker {
     group_coll *colls;
     size_t n_colls, cap_colls;
     cs_walk walk;
+    uint64_t walked; /* terms the waits' walks summed without positions */
+    uint64_t moved;  /* moves the pass made so far */
     cs_text info, why, moves;
 } sinker;
 
@@ -91,6 +93,29 @@ static int depends_on_group(const sinker *k, uint32_t c)
 
 static double pos0(double x) { return x > 0 ? x : 0; }
 
+/* The seed's walk from a wait back to its collective. Once the walks have
+ * cost about twice what the tracker's order tree would have (measured on
+ * the FSDP step: a node passed ~1.5 ns, a tree built ~50 ns a node, a move
+ * with the tree ~0.7 us more), the levels move into the tree and the walks
+ * take positions from it: a long walk then skips what its figure cannot
+ * depend on (cs_wait_exposed). A graph whose walks are short against its
+ * moves (the FSDP step: 11M terms, 27K moves) never pays for the tree.
+ * Fails only with ENOMEM (building the tree). */
+static commsched_status wait_walk(sinker *k, uint32_t wait, double *comm,
+                                  double *comp)
+{
+    cs_wait_exposed(k->g, k->ctx->s, k->rt, wait, comm, comp, &k->walk);
+    if (k->walk.m)
+        return COMMSCHED_OK;
+    k->walked += k->walk.rec.terms;
+    if (k->walked <= 64 * (uint64_t)k->g->n_nodes + 1000 * k->moved)
+        return COMMSCHED_OK;
+    commsched_status st = commsched_memory_use_tree(k->m, k->ctx->s, k->ctx->err);
+    if (st == COMMSCHED_OK)
+        cs_walk_positions_on(&k->walk, k->m);
+    return st;
+}
+
 static commsched_status process(sinker *k, uint32_t curr,
                                 commsched_node_stats *info)
 {
@@ -98,7 +123,9 @@ static commsched_status process(sinker *k, uint32_t curr,
     const commsched_knobs *kn = k->ctx->k;
     commsched_schedule *s = k->ctx->s;
     double comm, comp;
-    cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->walk);
+    commsched_status wst = wait_walk(k, curr, &comm, &comp);
+    if (wst != COMMSCHED_OK)
+        return wst;
     /* the final walk's too when the wait does not move (a walk back to
      * the collective can be most of the pass once RCPPM has raised the
      * collectives) */
@@ -185,7 +212,8 @@ static commsched_status process(sinker *k, uint32_t curr,
         if (kn->sink_iterative_use_runtime_estimations) {
             if (cs_is_wait(g, cand)) {
                 double wc, wp;
-                cs_wait_exposed(g, s, k->rt, cand, &wc, &wp, &k->walk);
+                if ((wst = wait_walk(k, cand, &wc, &wp)) != COMMSCHED_OK)
+                    return wst;
                 double before = pos0(wc - wp);
                 double after = pos0(wc - wp + group_runtime);
                 if (after > before) {
@@ -238,12 +266,14 @@ static commsched_status process(sinker *k, uint32_t curr,
             break;
         }
         info->moves++;
+        k->moved++;
         if (info->moves <= CS_OVERLAP_INFO_TERMS)
             cs_text_appendf(&k->moves, "+%s", g->nodes[cand].name);
         commsched_memory_commit_move(k->m, s);
         /* As in RCPPM: re-walk per move only when a rule reads it. */
         if (kn->sink_iterative_use_runtime_estimations) {
-            cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->walk);
+            if ((st = wait_walk(k, curr, &comm, &comp)) != COMMSCHED_OK)
+                return st;
             info->comm_time = comm;
             info->comp_time = comp;
             info->final_exposed = comm - comp;
@@ -258,7 +288,8 @@ static commsched_status process(sinker *k, uint32_t curr,
         cs_text_appendf(&k->moves, "+...(%u more)",
                         info->moves - CS_OVERLAP_INFO_TERMS);
     if (info->moves > 0) {
-        cs_wait_exposed(g, s, k->rt, curr, &comm, &comp, &k->walk);
+        if ((wst = wait_walk(k, curr, &comm, &comp)) != COMMSCHED_OK)
+            return wst;
         info->comm_time = comm;
         info->comp_time = comp;
         info->final_exposed = comm - comp;
@@ -302,11 +333,6 @@ commsched_status cs_pass_sink_waits_iterative(cs_pass_ctx *ctx)
     if ((st = commsched_memory_create(ctx->s, &k.m, ctx->err)) != COMMSCHED_OK)
         goto cleanup;
     k.peak_memory = commsched_memory_peak(k.m, ctx->s, NULL);
-    /* positions for the waits' walks, which RCPPM's hoisted collectives
-     * make long: the levels move into the order tree (O(log n) a read) */
-    if ((st = commsched_memory_use_tree(k.m, ctx->s, ctx->err)) != COMMSCHED_OK)
-        goto cleanup;
-    cs_walk_positions_on(&k.walk, k.m);
 
     long limit = ctx->k->sink_waits_iterative_debug_limit_to_sink;
     long n_processed = 0;

@@ -37,7 +37,8 @@ typedef struct plan {
     commsched_move dir;
     uint32_t cand, head, tail;
     uint32_t *group;       /* group nodes in order */
-    int64_t *group_post;   /* post_alloc of each group node after the move */
+    int64_t *group_post;   /* post_alloc of each group node: now (mark_group),
+                              then after the move (plan_move) */
     int64_t *group_dfree;  /* change of each group node's size_free */
     size_t n_group, cap_group;
     moved_buf *moved;
@@ -378,11 +379,15 @@ static int depends_on(const commsched_graph *g, uint32_t a, uint32_t b)
 }
 #endif
 
-/* Collects head..tail into p->group and stamps membership. */
+/* Collects head..tail into p->group and stamps membership; with the tree,
+ * each node's post_alloc now goes to p->group_post (read it through
+ * group_level), from the head's level: O(group + log n), not a tree read a
+ * node. */
 static int mark_group(commsched_memory *m, const commsched_schedule *s,
                       uint32_t head, uint32_t tail)
 {
     plan *p = &m->p;
+    int64_t cur = m->tree ? pre_level(m, head) : 0;
     p->n_group = 0;
     if (++m->epoch == 0) { /* wrapped: clear stale stamps */
         memset(m->mark, 0, (size_t)m->n * sizeof *m->mark);
@@ -396,6 +401,10 @@ static int mark_group(commsched_memory *m, const commsched_schedule *s,
         m->gpos[v] = (uint32_t)p->n_group;
         p->group[p->n_group] = v;
         p->group_dfree[p->n_group] = 0;
+        if (m->tree) {
+            p->group_post[p->n_group] = cur + m->alloc[v];
+            cur += m->alloc[v] - m->free_[v];
+        }
         p->n_group++;
         if (v == tail)
             break;
@@ -420,6 +429,12 @@ static void set_free(commsched_memory *m, uint32_t v, int64_t f)
 {
     m->free_[v] = f;
     cs_ordtree_set(m->tree, v, m->alloc[v] - f, m->alloc[v]);
+}
+
+/* The k-th group node's post_alloc before the move (after mark_group). */
+static int64_t group_level(const commsched_memory *m, size_t k)
+{
+    return m->tree ? m->p.group_post[k] : m->post_alloc[m->p.group[k]];
 }
 
 static int add_moved(plan *p, uint32_t buf, uint32_t gidx)
@@ -472,16 +487,17 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
             }
         }
         int64_t delta = -cand_delta, moved_total = 0;
+        int64_t pf_tail = group_level(m, p->n_group - 1) - m->free_[tail];
         peak = 0;
         for (size_t k = 0; k < p->n_group; k++) {
-            int64_t pa = post_alloc_of(m, p->group[k]) + delta;
+            int64_t pa = group_level(m, k) + delta;
             p->group_post[k] = pa;
             if (pa > peak)
                 peak = pa;
             delta -= p->group_dfree[k]; /* frees that moved to cand */
             moved_total -= p->group_dfree[k];
         }
-        p->cand_post = post_free_of(m, tail) + delta + m->alloc[cand];
+        p->cand_post = pf_tail + delta + m->alloc[cand];
         p->cand_dfree = moved_total;
         if (p->cand_post > peak)
             peak = p->cand_post;
@@ -491,7 +507,7 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
         for (size_t k = 0; k < p->n_group; k++)
             assert(!depends_on(g, cand, p->group[k]));
 #endif
-        int64_t pre = pre_level(m, head);
+        int64_t pre = group_level(m, 0) - m->alloc[head];
         /* Buffers whose last use is the candidate pass to the latest group
          * node that reads them. */
         int64_t moved_total = 0;
@@ -519,7 +535,7 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
         peak = p->cand_post;
         int64_t delta = cand_delta + moved_total;
         for (size_t k = 0; k < p->n_group; k++) {
-            int64_t pa = post_alloc_of(m, p->group[k]) + delta;
+            int64_t pa = group_level(m, k) + delta;
             p->group_post[k] = pa;
             if (pa > peak)
                 peak = pa;
@@ -551,11 +567,11 @@ commsched_status commsched_memory_plan_run(commsched_memory *m,
      * max(0, group max - shift - net_i, tail's post_free - shift + free_i)
      * with shift the net allocations of the moves before it, which is
      * what commsched_memory_plan_move computes one move at a time. */
-    int64_t gmax = post_alloc_of(m, head);
+    int64_t gmax = group_level(m, 0);
     for (size_t k = 1; k < p->n_group; k++)
-        if (post_alloc_of(m, p->group[k]) > gmax)
-            gmax = post_alloc_of(m, p->group[k]);
-    int64_t pf_tail = post_free_of(m, tail);
+        if (group_level(m, k) > gmax)
+            gmax = group_level(m, k);
+    int64_t pf_tail = group_level(m, p->n_group - 1) - m->free_[tail];
     int64_t shift = 0;
     size_t i = 0;
     for (; i < n; i++) {

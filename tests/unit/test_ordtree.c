@@ -3,10 +3,15 @@
  * position and level, a block's net sum and highest level + top, setting
  * values, moving a block after another item (or to the front), and the
  * last item of a position range whose level or level + top passes a
- * bound, against a plain array under random operations. Every so often
- * the tree's structure is checked too: parent links, sizes and the three
- * aggregates against a recomputation, the in-order sequence against the
- * reference, and a depth that stays logarithmic. */
+ * bound, against a plain array under random operations; and the tags
+ * (cs_ordtree_init's tag array, sometimes NULL, with any nonzero byte
+ * meaning tagged): cs_ordtree_tags over random ranges (empty and reversed
+ * ones too) after every operation, so moves must carry each item's tag
+ * and sets must keep it. Every so often the tree's structure is checked
+ * too: parent links, sizes and the four aggregates (tags included)
+ * against a recomputation, every item's own tag, every prefix count, the
+ * in-order sequence against the reference, and a depth that stays
+ * logarithmic. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,12 +26,23 @@
 #include "testutil.h"
 
 /* The reference: the sequence and each item's values, with the level
- * before each position (lvl[i] = sum of the nets of seq[0 .. i-1]). */
+ * before each position (lvl[i] = sum of the nets of seq[0 .. i-1]), and
+ * whether each item is tagged (0 or 1). */
 typedef struct ref {
     uint32_t n;
     uint32_t *seq, *pos;
     int64_t *net, *top, *lvl;
+    uint8_t *tag;
 } ref;
+
+/* Tagged items at positions [lo, hi) of the reference (0 when lo >= hi). */
+static uint32_t ref_tags(const ref *f, uint32_t lo, uint32_t hi)
+{
+    uint32_t k = 0;
+    for (uint32_t i = lo; i < hi; i++)
+        k += f->tag[f->seq[i]];
+    return k;
+}
 
 static void ref_levels(ref *f)
 {
@@ -64,7 +80,7 @@ static int64_t rnd_top(tu_rng *r, int scale)
 /* ---- structure ----------------------------------------------------------- */
 
 typedef struct agg {
-    uint32_t size;
+    uint32_t size, tags;
     int64_t sum, hi, hi_top;
 } agg;
 
@@ -79,7 +95,7 @@ typedef struct walk {
  * place in the in-order sequence on the way. */
 static agg check_sub(walk *w, uint32_t x, uint32_t depth)
 {
-    agg out = {0, 0, 0, 0};
+    agg out = {0, 0, 0, 0, 0};
     if (x == CS_ORD_NONE)
         return out;
     const cs_ordtree *t = w->t;
@@ -97,8 +113,11 @@ static agg check_sub(walk *w, uint32_t x, uint32_t depth)
     agg rb = check_sub(w, b, depth + 1);
     assert_true(t->net[x] == w->f->net[x]);
     assert_true(t->top[x] == w->f->top[x]);
+    if (t->tag[x] != w->f->tag[x])
+        fail_msg("item %u: tag %u, reference %u", x, t->tag[x], w->f->tag[x]);
     int64_t at = la.sum, after = at + t->net[x];
     out.size = 1 + la.size + rb.size;
+    out.tags = t->tag[x] + la.tags + rb.tags;
     out.sum = after + rb.sum;
     out.hi = at;
     out.hi_top = at + t->top[x];
@@ -115,12 +134,14 @@ static agg check_sub(walk *w, uint32_t x, uint32_t depth)
             out.hi_top = after + rb.hi_top;
     }
     if (t->size[x] != out.size || t->sum[x] != out.sum ||
-        t->hi[x] != out.hi || t->hi_top[x] != out.hi_top)
-        fail_msg("item %u: size %u sum %lld hi %lld hi_top %lld, "
-                 "recomputed %u %lld %lld %lld",
+        t->hi[x] != out.hi || t->hi_top[x] != out.hi_top ||
+        t->tags[x] != out.tags)
+        fail_msg("item %u: size %u sum %lld hi %lld hi_top %lld tags %u, "
+                 "recomputed %u %lld %lld %lld %u",
                  x, t->size[x], (long long)t->sum[x], (long long)t->hi[x],
-                 (long long)t->hi_top[x], out.size, (long long)out.sum,
-                 (long long)out.hi, (long long)out.hi_top);
+                 (long long)t->hi_top[x], t->tags[x], out.size,
+                 (long long)out.sum, (long long)out.hi, (long long)out.hi_top,
+                 out.tags);
     return out;
 }
 
@@ -167,6 +188,7 @@ static void check_structure(const cs_ordtree *t, const ref *f,
     agg all = check_sub(&w, t->root, 0);
     assert_int_equal(w.visited, f->n);
     assert_int_equal(all.size, f->n);
+    assert_int_equal(all.tags, ref_tags(f, 0, f->n));
     check_order(t, f, stack);
     /* a treap's depth is O(log n): about 2.4 log2 n here at most (29 for
      * 3001 items); a merge that broke the heap order (by priorities
@@ -177,13 +199,61 @@ static void check_structure(const cs_ordtree *t, const ref *f,
                  bound);
 }
 
-/* Every item's rank and before against the reference. */
+/* Every item's rank and before against the reference, and the tag count
+ * of every prefix and every suffix (and the whole, and the empty range at
+ * each end). */
 static void check_all_items(const cs_ordtree *t, const ref *f)
 {
     for (uint32_t v = 0; v < f->n; v++) {
         assert_int_equal(cs_ordtree_rank(t, v), f->pos[v]);
         assert_true(cs_ordtree_before(t, v) == f->lvl[f->pos[v]]);
     }
+    uint32_t all = ref_tags(f, 0, f->n), pre = 0;
+    for (uint32_t p = 0; p <= f->n; p++) {
+        if (p > 0)
+            pre += f->tag[f->seq[p - 1]];
+        uint32_t got = cs_ordtree_tags(t, 0, p),
+                 suf = cs_ordtree_tags(t, p, f->n);
+        if (got != pre || suf != all - pre)
+            fail_msg("n %u: tags [0, %u) %u and [%u, %u) %u, reference %u "
+                     "and %u",
+                     f->n, p, got, p, f->n, suf, pre, all - pre);
+        assert_int_equal(cs_ordtree_tags(t, p, p), 0);
+    }
+}
+
+static unsigned long long n_tag_q, n_tag_empty, n_tag_mixed;
+
+/* A random tags query: empty or reversed, the whole, a short or any
+ * range, each against the reference. */
+static void check_tags_query(const cs_ordtree *t, const ref *f, tu_rng *r,
+                             uint64_t seed, unsigned op)
+{
+    uint32_t n = f->n, lo, hi;
+    unsigned k = tu_rng_below(r, 100);
+    if (k < 12) { /* empty or reversed */
+        lo = tu_rng_below(r, n + 1);
+        hi = tu_rng_below(r, lo + 1);
+    } else if (k < 20) {
+        lo = 0;
+        hi = n;
+    } else if (k < 60) { /* short, anywhere (the ends included) */
+        lo = tu_rng_below(r, n + 1);
+        hi = lo + tu_rng_below(r, 5);
+        if (hi > n)
+            hi = n;
+    } else {
+        lo = tu_rng_below(r, n + 1);
+        hi = lo + tu_rng_below(r, n - lo + 1);
+    }
+    uint32_t got = cs_ordtree_tags(t, lo, hi);
+    uint32_t want = lo < hi ? ref_tags(f, lo, hi) : 0;
+    if (got != want)
+        fail_msg("n %u seed %llu op %u: tags [%u, %u) %u, reference %u", n,
+                 (unsigned long long)seed, op, lo, hi, got, want);
+    n_tag_q++;
+    n_tag_empty += lo >= hi;
+    n_tag_mixed += want > 0 && want < hi - lo;
 }
 
 /* ---- the reference operations -------------------------------------------- */
@@ -258,7 +328,8 @@ static int64_t rnd_bound(tu_rng *r, const ref *f, uint32_t lo, uint32_t hi,
     }
 }
 
-static unsigned long long n_ops[6], n_found, n_front_moves, n_struct;
+static unsigned long long n_ops[6], n_found, n_front_moves, n_struct,
+    n_null_tags;
 
 static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
 {
@@ -272,8 +343,11 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
     f.net = malloc((n + 1) * sizeof *f.net);
     f.top = malloc((n + 1) * sizeof *f.top);
     f.lvl = malloc((n + 1) * sizeof *f.lvl);
+    f.tag = malloc((n + 1) * sizeof *f.tag);
+    uint8_t *tag_in = malloc((n + 1) * sizeof *tag_in);
     uint32_t *tmp = malloc((2 * n + 1) * sizeof *tmp);
-    assert_true(f.seq && f.pos && f.net && f.top && f.lvl && tmp);
+    assert_true(f.seq && f.pos && f.net && f.top && f.lvl && f.tag &&
+                tag_in && tmp);
     /* a random permutation (or, for some seeds, the identity) */
     for (uint32_t i = 0; i < n; i++)
         f.seq[i] = i;
@@ -287,21 +361,43 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
         f.net[v] = rnd_net(&r, scale);
         f.top[v] = rnd_top(&r, scale);
     }
+    /* tags: none (NULL), none or all (arrays), or a random density; a
+     * tagged item's byte is any nonzero value */
+    unsigned tag_mode = (unsigned)((seed + n) % 8);
+    uint32_t density = tu_rng_below(&r, 101);
+    for (uint32_t v = 0; v < n; v++) {
+        int on = tag_mode == 1   ? 0
+                 : tag_mode == 2 ? 1
+                                 : tu_rng_below(&r, 100) < density;
+        if (tag_mode == 0)
+            on = 0;
+        f.tag[v] = (uint8_t)on;
+        tag_in[v] = on ? (uint8_t)(1 + tu_rng_below(&r, 255)) : 0;
+    }
     ref_levels(&f);
     cs_ordtree t;
-    assert_int_equal(cs_ordtree_init(&t, n, f.seq, f.net, f.top, NULL), 0);
+    assert_int_equal(cs_ordtree_init(&t, n, f.seq, f.net, f.top,
+                                     tag_mode == 0 ? NULL : tag_in),
+                     0);
+    n_null_tags += tag_mode == 0;
+    /* the tree keeps its own copy */
+    if (n > 0)
+        memset(tag_in, 0xa5, n);
     check_structure(&t, &f, tmp);
     check_all_items(&t, &f);
     n_struct++;
     if (n == 0) {
         assert_int_equal(cs_ordtree_last_over(&t, 0, 0, INT64_MIN, INT64_MIN),
                          CS_ORD_NONE);
+        assert_int_equal(cs_ordtree_tags(&t, 0, 0), 0);
         cs_ordtree_free(&t);
         free(f.seq);
         free(f.pos);
         free(f.net);
         free(f.top);
         free(f.lvl);
+        free(f.tag);
+        free(tag_in);
         free(tmp);
         return;
     }
@@ -409,6 +505,8 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
             assert_int_equal(cs_ordtree_rank(&t, v), f.pos[v]);
             assert_true(cs_ordtree_before(&t, v) == f.lvl[f.pos[v]]);
         }
+        for (int q = 0; q < 2; q++)
+            check_tags_query(&t, &f, &r, seed, op);
         if (op % every == 0 || op + 1 == ops) {
             check_structure(&t, &f, tmp);
             check_all_items(&t, &f);
@@ -421,6 +519,8 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
     free(f.net);
     free(f.top);
     free(f.lvl);
+    free(f.tag);
+    free(tag_in);
     free(tmp);
 }
 
@@ -429,7 +529,8 @@ static void test_ordtree_small(void **state)
 {
     (void)state;
     memset(n_ops, 0, sizeof n_ops);
-    n_found = n_front_moves = n_struct = 0;
+    n_found = n_front_moves = n_struct = n_null_tags = 0;
+    n_tag_q = n_tag_empty = n_tag_mixed = 0;
     for (uint32_t n = 0; n <= 40; n++)
         for (uint64_t seed = 1; seed <= 6; seed++)
             run_tree(n, seed, n == 0 ? 0 : 400);
@@ -438,11 +539,18 @@ static void test_ordtree_small(void **state)
     assert_true(n_found >= n_ops[4] / 4);
     assert_true(n_found <= n_ops[4] - n_ops[4] / 8);
     assert_true(n_front_moves >= 1000);
+    assert_true(n_null_tags >= 30);
+    assert_true(n_tag_q >= 30000);
+    assert_true(n_tag_empty >= n_tag_q / 10);
+    assert_true(n_tag_mixed >= n_tag_q / 10);
     print_message("small: %llu sets, %llu moves (%llu to the front), %llu "
                   "ranges, %llu ranks, %llu last_over (%llu found), %llu "
-                  "structure checks\n",
+                  "tags queries (%llu empty or reversed, %llu partly "
+                  "tagged; %llu trees with tag NULL), %llu structure "
+                  "checks\n",
                   n_ops[0], n_ops[1], n_front_moves, n_ops[2], n_ops[3],
-                  n_ops[4], n_found, n_struct);
+                  n_ops[4], n_found, n_tag_q, n_tag_empty, n_tag_mixed,
+                  n_null_tags, n_struct);
 }
 
 /* Larger trees, up to a few thousand items. */
@@ -450,7 +558,8 @@ static void test_ordtree_large(void **state)
 {
     (void)state;
     memset(n_ops, 0, sizeof n_ops);
-    n_found = n_front_moves = n_struct = 0;
+    n_found = n_front_moves = n_struct = n_null_tags = 0;
+    n_tag_q = n_tag_empty = n_tag_mixed = 0;
     static const uint32_t sizes[] = {64, 257, 1000, 2048, 3001};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         for (uint64_t seed = 1; seed <= 6; seed++)
@@ -459,11 +568,17 @@ static void test_ordtree_large(void **state)
     assert_true(n_ops[4] >= 10000);
     assert_true(n_found >= n_ops[4] / 4);
     assert_true(n_found <= n_ops[4] - n_ops[4] / 8);
+    assert_true(n_null_tags >= 3);
+    assert_true(n_tag_q >= 20000);
+    assert_true(n_tag_mixed >= n_tag_q / 6);
     print_message("large: %llu sets, %llu moves (%llu to the front), %llu "
                   "ranges, %llu ranks, %llu last_over (%llu found), %llu "
-                  "structure checks\n",
+                  "tags queries (%llu empty or reversed, %llu partly "
+                  "tagged; %llu trees with tag NULL), %llu structure "
+                  "checks\n",
                   n_ops[0], n_ops[1], n_front_moves, n_ops[2], n_ops[3],
-                  n_ops[4], n_found, n_struct);
+                  n_ops[4], n_found, n_tag_q, n_tag_empty, n_tag_mixed,
+                  n_null_tags, n_struct);
 }
 
 int main(void)
