@@ -468,20 +468,34 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
     cs_links l = cs_schedule_links(s);
     /* with the memo on, the walk records what it passes: into the memo
      * once it has joined it, else into the scratch span */
-    cs_walk_span *rec = w->memo_on ? &w->scratch : NULL;
+    if (w->memo_on && ++w->walks == 1024) { /* recent walks weigh most */
+        w->walks /= 2;
+        w->joins /= 2;
+    }
+    cs_walk_span *rec = w->memo_on && (w->walks <= 64 ||
+                                       w->joins * 16 >= w->walks ||
+                                       (w->walks & 63) == 0)
+                            ? &w->scratch
+                            : NULL;
     int joined = 0;
+    size_t base = 0; /* the terms before the memo's first node */
     if (rec) {
         rec->len = 0;
         rec->terms_off = 0;
     }
     uint32_t v = l.next[coll];
     while (v != l.end) {
-        if (rec && w->live && !joined && v == w->memo.node[w->memo.lo] &&
-            comp_time == 0.0 && !signbit(comp_time)) {
+        if (w->memo_on && w->live && !joined &&
+            v == w->memo.node[w->memo.lo] && comp_time == 0.0 &&
+            !signbit(comp_time)) {
             joined = 1;
+            w->joins++;
+            /* what the walk passed before now opens the memo when it
+             * recorded it; else the memo's counts start where it joined */
+            if (!rec)
+                base = w->rec.terms;
             v = memo_jump(g, l, coll, &comp_time, w);
-            /* what the walk passed before now opens the memo */
-            if (span_prepend(&w->memo, &w->scratch) != 0)
+            if (rec && span_prepend(&w->memo, &w->scratch) != 0)
                 w->live = 0; /* out of memory: the memo must go */
             rec = w->live ? &w->memo : NULL;
             if (v == COMMSCHED_NONE)
@@ -503,7 +517,7 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
             comp_time += rt[v];
             record_term(&w->rec, v, comp_time, before);
         }
-        if (rec && span_push(rec, v, comp_time, w->rec.terms) != 0) {
+        if (rec && span_push(rec, v, comp_time, w->rec.terms - base) != 0) {
             if (rec == &w->memo)
                 w->live = 0;
             rec = NULL;

@@ -220,6 +220,12 @@ typedef struct cs_walk {
     int memo_on;
     cs_walk_span memo, scratch;
     int live; /* the memo holds a span of the current order */
+    /* recent collective walks, and how many of them joined the memo: a
+     * walk records what it passes (to start a memo) only while joins are
+     * common (or in the first 64 walks, or every 64th): recording costs a
+     * fifth of a walk that never joins (the second RCPPM of Inductor's
+     * pipeline, a chain's backward pass) */
+    uint32_t walks, joins;
     uint32_t *seg; /* a wait walk's last stretch (cs_wait_exposed) */
     size_t cap_seg;
 } cs_walk;
