@@ -31,13 +31,14 @@ from . import _lib
 
 __all__ = [
     "Error", "Graph", "Output", "alias", "optimize", "simulate", "Result",
-    "SimTotals", "PassStats", "NodeStats", "BucketStats", "passes", "knobs",
-    "default_pipeline", "version",
+    "SimTotals", "PassStats", "NodeStats", "BucketStats", "OverlapStats",
+    "passes", "knobs", "default_pipeline", "version",
 ]
 
 _KINDS = {"compute": 0, "collective": 1, "wait": 2}
 _KIND_NAMES = {v: k for k, v in _KINDS.items()}
 _STATS_KINDS = {0: None, 1: "reorder", 2: "sink", 3: "bucket", 4: "overlap"}
+_NONE = 0xFFFFFFFF  # COMMSCHED_NONE: no node, no position
 
 
 def _b(s):
@@ -483,10 +484,48 @@ class BucketStats:
 
 
 @dataclasses.dataclass(frozen=True)
+class OverlapStats:
+    """One collective as the overlap pass left it (commsched_overlap_stats;
+    the keys of a ``"collectives"`` row of ``--stats=json``). Times in ns;
+    ``hidden_*`` is 1 - exposed / comm, in [0, 1]; ``limit`` is what kept
+    it from hiding fully (``"none"`` when nothing did). ``wait`` is the
+    name of its first wait in the output order; positions are indices in
+    the pass's input order (``*_before``) and output order (``*_after``).
+    ``wait`` and the ``wait_*`` positions are None for a collective
+    without a wait."""
+
+    node: str
+    comm_ns: float
+    exposed_before_ns: float
+    exposed_after_ns: float
+    hidden_before: float
+    hidden_after: float
+    limit: str
+    wait: object
+    issue_before: object
+    issue_after: object
+    wait_before: object
+    wait_after: object
+
+
+@dataclasses.dataclass(frozen=True)
 class PassStats:
     """What one pass of the pipeline did. ``kind`` is ``"reorder"``,
-    ``"sink"``, ``"bucket"`` or None (no per-node table). Node names are
-    those of the graph the pass left (a bucketing pass builds a new one)."""
+    ``"sink"``, ``"bucket"``, ``"overlap"`` or None (no per-node table).
+    Node names are those of the graph the pass left (a bucketing pass
+    builds a new one).
+
+    Bucketing passes: ``buckets``, ``fake_edges_dropped``,
+    ``merges_priced`` (merges priced) and ``full_pricings`` (how many of
+    them were priced on the whole merged graph rather than from their
+    window of the schedule). The overlap pass: ``overlap`` (one
+    :class:`OverlapStats` per collective, in output order),
+    ``overlap_variant`` (the candidate order that won, ``"input"`` when
+    none beat the input order), ``overlap_budget_bytes`` (the peak it kept
+    within, None for no limit) and ``overlap_candidates`` (orders built
+    and simulated). These are the figures ``--stats=json`` writes; for
+    other passes the counts are 0, ``overlap`` is empty and
+    ``overlap_variant`` and ``overlap_budget_bytes`` are None."""
 
     name: str
     wall_ms: float
@@ -497,6 +536,12 @@ class PassStats:
     fake_edges_added: int
     buckets: list = dataclasses.field(default_factory=list)
     fake_edges_dropped: int = 0
+    merges_priced: int = 0
+    full_pricings: int = 0
+    overlap: tuple = ()
+    overlap_variant: object = None
+    overlap_budget_bytes: object = None
+    overlap_candidates: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -522,6 +567,11 @@ def _option(v):
     return str(v)
 
 
+def _pos(v):
+    """A node index or position; None for COMMSCHED_NONE."""
+    return None if v == _NONE else v
+
+
 def _read_stats(lib, graph, run):
     out = []
     for i in range(lib.commsched_run_pass_count(run)):
@@ -544,10 +594,27 @@ def _read_stats(lib, graph, run):
                 name(b.node), name(b.copy_in), name(b.wait),
                 [_s(b.members[m]) for m in range(b.n_members)], b.bytes,
                 b.time_before_ns, b.time_after_ns, _s(b.closed_by)))
+        overlap = ()
+        variant = budget = None
+        if p.kind == 4:  # COMMSCHED_STATS_OVERLAP, as --stats=json reads it
+            overlap = tuple(
+                OverlapStats(
+                    name(o.node), o.comm_ns, o.exposed_before_ns,
+                    o.exposed_after_ns, o.hidden_before, o.hidden_after,
+                    _s(o.limit), None if o.wait == _NONE else name(o.wait),
+                    _pos(o.issue_before), _pos(o.issue_after),
+                    _pos(o.wait_before), _pos(o.wait_after))
+                for o in (p.overlap[k] for k in range(p.n_overlap)))
+            variant = ("input" if p.overlap_variant is None
+                       else _s(p.overlap_variant))
+            budget = (None if p.overlap_budget_bytes < 0
+                      else p.overlap_budget_bytes)
         out.append(PassStats(_s(p.pass_), p.wall_ms, p.peak_before,
                              p.peak_after, _STATS_KINDS.get(p.kind), rows,
                              p.fake_edges_added, buckets,
-                             p.fake_edges_dropped))
+                             p.fake_edges_dropped, p.merges_priced,
+                             p.full_pricings, overlap, variant, budget,
+                             p.overlap_candidates))
     return out
 
 

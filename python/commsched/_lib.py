@@ -115,6 +115,25 @@ class BucketStatsStruct(ctypes.Structure):
     ]
 
 
+class OverlapStatsStruct(ctypes.Structure):
+    """commsched_overlap_stats (commsched/passes.h)."""
+
+    _fields_ = [
+        ("node", c_uint32),
+        ("wait", c_uint32),
+        ("issue_before", c_uint32),
+        ("issue_after", c_uint32),
+        ("wait_before", c_uint32),
+        ("wait_after", c_uint32),
+        ("comm_ns", c_double),
+        ("exposed_before_ns", c_double),
+        ("exposed_after_ns", c_double),
+        ("hidden_before", c_double),
+        ("hidden_after", c_double),
+        ("limit", c_char_p),
+    ]
+
+
 class PassStatsStruct(ctypes.Structure):
     """commsched_pass_stats (commsched/passes.h)."""
 
@@ -131,6 +150,13 @@ class PassStatsStruct(ctypes.Structure):
         ("n_buckets", c_uint32),
         ("buckets", POINTER(BucketStatsStruct)),
         ("fake_edges_dropped", c_uint32),
+        ("n_overlap", c_uint32),
+        ("overlap", POINTER(OverlapStatsStruct)),
+        ("overlap_variant", c_char_p),
+        ("overlap_budget_bytes", c_int64),
+        ("overlap_candidates", c_uint32),
+        ("merges_priced", c_uint32),
+        ("full_pricings", c_uint32),
     ]
 
 
@@ -167,6 +193,7 @@ STRUCTS = {
     "commsched_node_spec": NodeSpec,
     "commsched_node_stats": NodeStatsStruct,
     "commsched_bucket_stats": BucketStatsStruct,
+    "commsched_overlap_stats": OverlapStatsStruct,
     "commsched_pass_stats": PassStatsStruct,
     "commsched_sim_totals": SimTotalsStruct,
 }

@@ -3,8 +3,11 @@ located errors, use from several threads, and the ctypes struct mirrors
 against the C compiler's layout.
 
 Run by ctest with COMMSCHED_LIBRARY (the just-built library),
-PYTHONPATH=python/ and COMMSCHED_ABI_LAYOUT (tests/python/abi_layout)."""
+PYTHONPATH=python/, COMMSCHED_ABI_LAYOUT (tests/python/abi_layout) and
+COMMSCHED_CLI (the commsched tool, whose --stats=json the binding's
+statistics are compared with)."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -167,6 +170,18 @@ class Builder(unittest.TestCase):
                              r.before.peak_memory_step * 1.2)
 
 
+def _cli():
+    """The commsched tool: COMMSCHED_CLI, else tools/commsched in the build
+    tree COMMSCHED_LIBRARY comes from; None when neither exists."""
+    exe = os.environ.get("COMMSCHED_CLI")
+    if not exe:
+        lib = os.environ.get("COMMSCHED_LIBRARY")
+        if not lib:
+            return None
+        exe = os.path.join(os.path.dirname(lib), "tools", "commsched")
+    return exe if os.path.isfile(exe) and os.access(exe, os.X_OK) else None
+
+
 class Optimize(unittest.TestCase):
     def test_default_pipeline(self):
         r = commsched.optimize(six_node_step(), verify=True)
@@ -181,6 +196,22 @@ class Optimize(unittest.TestCase):
         # ar is issued two places earlier and hides fully
         self.assertEqual([(n.node, n.moves, n.limiting_factor)
                           for n in ov.nodes], [("ar", 2, "None")])
+        # the overlap pass's own rows: ar issued at 0 (was 2), its wait
+        # kept at 4 (was 3), hidden fully
+        self.assertEqual(len(ov.overlap), 1)
+        row = ov.overlap[0]
+        self.assertEqual((row.node, row.wait, row.limit),
+                         ("ar", "ar_wait", "none"))
+        self.assertEqual((row.issue_before, row.issue_after,
+                          row.wait_before, row.wait_after), (2, 0, 3, 4))
+        self.assertEqual((row.comm_ns, row.exposed_before_ns,
+                          row.exposed_after_ns), (80000, 80000, 0))
+        self.assertEqual((row.hidden_before, row.hidden_after), (0.0, 1.0))
+        self.assertIsInstance(ov.overlap, tuple)
+        self.assertGreaterEqual(ov.overlap_candidates, 1)
+        self.assertIsInstance(ov.overlap_variant, str)
+        self.assertGreater(ov.overlap_budget_bytes, 0)
+        self.assertEqual((ov.merges_priced, ov.full_pricings), (0, 0))
         self.assertEqual(r.before.exposed_ns, 80000)
         self.assertEqual(r.after.exposed_ns, 0)
         self.assertEqual(r.after.makespan_ns, 115000)
@@ -277,6 +308,20 @@ class Optimize(unittest.TestCase):
             self.assertIn(row.node, r.order)
         self.assertEqual(len(g), 9)    # the input graph is unchanged
         self.assertEqual(commsched.optimize(g, "none").order, g.nodes)
+        # bucketing stats; the overlap fields stay at their "not this
+        # pass" values
+        self.assertGreaterEqual(b.merges_priced, len(merged) - len(b.buckets))
+        self.assertLessEqual(b.full_pricings, b.merges_priced)
+        self.assertEqual(b.overlap, ())
+        self.assertIsNone(b.overlap_variant)
+        self.assertIsNone(b.overlap_budget_bytes)
+        self.assertEqual(b.overlap_candidates, 0)
+        # the old positional constructor still works (defaults)
+        p = commsched.PassStats("x", 0.0, 0, 0, None, [], 0)
+        self.assertEqual((p.buckets, p.fake_edges_dropped, p.merges_priced,
+                          p.full_pricings, p.overlap, p.overlap_variant,
+                          p.overlap_budget_bytes, p.overlap_candidates),
+                         ([], 0, 0, 0, (), None, None, 0))
 
     def test_simulate(self):
         g = six_node_step()
@@ -302,6 +347,84 @@ class Optimize(unittest.TestCase):
             self.assertIn(p, names)
         knobs = {n: d for n, d, _ in commsched.knobs()}
         self.assertEqual(knobs["reorder_iterative_peak_memory_budget"], "0.2")
+
+
+class StatsMatchTheCli(unittest.TestCase):
+    """The binding's pass statistics on a generated chain equal what
+    `commsched optimize --stats=json` prints for the same run."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cli = _cli()
+        if cls.cli is None:
+            raise unittest.SkipTest("COMMSCHED_CLI not set and no "
+                                    "tools/commsched next to the library")
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.path = os.path.join(cls.tmp.name, "chain.json")
+        subprocess.run([cls.cli, "generate", "chain", "--nodes", "2000",
+                        "-o", cls.path], check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def run_both(self, passes, **knobs):
+        """(the binding's PassStats list, the CLI's --stats=json list)."""
+        r = commsched.optimize(commsched.Graph.load(self.path), passes,
+                               **knobs)
+        cmd = [self.cli, "optimize", self.path, "--passes", ",".join(passes),
+               "--stats=json", "-o", os.devnull]
+        for k, v in knobs.items():
+            cmd += ["--set", "%s=%s" % (k, v)]
+        cli = json.loads(subprocess.run(cmd, check=True, capture_output=True,
+                                        text=True).stdout)
+        self.assertEqual([p.name for p in r.stats], [p["pass"] for p in cli])
+        return r.stats, cli
+
+    def test_bucketing_pricing_counts(self):
+        (b,), (c,) = self.run_both(["bucket_all_gather"], bucket_mode="cost",
+                                   bucket_cap_mb=2000)
+        self.assertEqual(b.kind, "bucket")
+        self.assertGreater(b.merges_priced, 0)
+        self.assertLessEqual(b.full_pricings, b.merges_priced)
+        self.assertEqual(b.merges_priced, c["merges_priced"])
+        self.assertEqual(b.full_pricings, c["full_pricings"])
+        self.assertEqual(b.fake_edges_dropped, c["fake_edges_dropped"])
+        self.assertEqual([(k.node, k.members, k.closed_by)
+                          for k in b.buckets],
+                         [(k["node"], k["members"], k["closed_by"])
+                          for k in c["buckets"]])
+        self.assertNotIn("collectives", c)
+        self.assertEqual(b.overlap, ())
+        self.assertIsNone(b.overlap_variant)
+
+    def check_overlap(self, **knobs):
+        (o,), (c,) = self.run_both(["overlap"], **knobs)
+        self.assertEqual(o.kind, "overlap")
+        self.assertGreater(len(o.overlap), 0)
+        self.assertEqual([dataclasses.asdict(row) for row in o.overlap],
+                         c["collectives"])
+        # the dataclass's fields are the JSON row's keys, in its order
+        self.assertEqual([f.name for f in
+                          dataclasses.fields(commsched.OverlapStats)],
+                         list(c["collectives"][0]))
+        self.assertEqual(o.overlap_variant, c["variant"])
+        self.assertEqual(o.overlap_budget_bytes, c["budget_bytes"])
+        self.assertEqual(o.overlap_candidates, c["candidates"])
+        self.assertGreater(o.overlap_candidates, 0)
+        self.assertNotIn("merges_priced", c)
+        self.assertEqual((o.merges_priced, o.full_pricings), (0, 0))
+        return o
+
+    def test_overlap_rows_variant_budget_candidates(self):
+        o = self.check_overlap()
+        self.assertIsInstance(o.overlap_budget_bytes, int)
+        self.assertGreater(o.overlap_budget_bytes, 0)
+
+    def test_overlap_without_a_budget(self):
+        # overlap_peak_budget=inf: -1 in C, null in the JSON, None here
+        o = self.check_overlap(overlap_peak_budget="inf")
+        self.assertIsNone(o.overlap_budget_bytes)
 
 
 class Errors(unittest.TestCase):
@@ -452,11 +575,14 @@ class Threads(unittest.TestCase):
 
 
 class Layout(unittest.TestCase):
-    # Structs the binding allocates and hands to C must match exactly;
-    # structs it only reads through the library's pointers need only agree
-    # on the fields it mirrors (C may append fields, e.g. bucketing stats).
-    ALLOCATED = {"commsched_error", "commsched_output_spec",
-                 "commsched_node_spec"}
+    # Structs the binding allocates and hands to C, and the row structs it
+    # indexes as arrays (p.nodes[k], p.buckets[k], p.overlap[k]), must
+    # match exactly; structs it only reads through one pointer need only
+    # agree on the fields it mirrors (C may append fields, e.g. bucketing
+    # stats).
+    EXACT = {"commsched_error", "commsched_output_spec",
+                 "commsched_node_spec", "commsched_node_stats",
+                 "commsched_bucket_stats", "commsched_overlap_stats"}
 
     def test_ctypes_structs_match_the_c_layout(self):
         exe = os.environ.get("COMMSCHED_ABI_LAYOUT")
@@ -465,7 +591,7 @@ class Layout(unittest.TestCase):
         c = json.loads(subprocess.check_output([exe]))
         self.assertEqual(set(c), set(_lib.STRUCTS))
         for name, struct in _lib.STRUCTS.items():
-            if name in self.ALLOCATED:
+            if name in self.EXACT:
                 self.assertEqual(_ctypes_sizeof(struct), c[name]["size"],
                                  name)
             else:
