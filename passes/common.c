@@ -455,6 +455,22 @@ static uint32_t memo_jump(const commsched_graph *g, cs_links l, uint32_t coll,
     return l.next[z->node[z->lo + z->len - 1]];
 }
 
+/* Runs of async collectives shorter than this are walked node by node. */
+#define CS_WALK_SKIP_MIN 32u
+
+/* The first of coll's users in the order (they all follow it). */
+static uint32_t first_user_position(const commsched_graph *g, uint32_t coll,
+                                    const cs_walk *w)
+{
+    uint32_t best = UINT32_MAX;
+    for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++) {
+        uint32_t p = commsched_memory_position(w->m, g->users.idx[k]);
+        if (p < best)
+            best = p;
+    }
+    return best;
+}
+
 void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t coll, double *comm,
                      double *comp, cs_walk *w)
@@ -478,12 +494,15 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
                             ? &w->scratch
                             : NULL;
     int joined = 0;
-    size_t base = 0; /* the terms before the memo's first node */
+    size_t base = 0; /* the walk's terms before rec's first node */
     if (rec) {
         rec->len = 0;
         rec->terms_off = 0;
     }
     uint32_t v = l.next[coll];
+    /* only the run the walk starts in is worth a look (the tree's answer
+     * costs ~100 times a node walked) */
+    int skip = w->memo_on && v != l.end && w->cls[v] == CS_WALK_ASYNC;
     while (v != l.end) {
         if (w->memo_on && w->live && !joined &&
             v == w->memo.node[w->memo.lo] && comp_time == 0.0 &&
@@ -501,6 +520,46 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
             if (v == COMMSCHED_NONE)
                 break;
             continue;
+        }
+        /* A long run of async collectives (RCPPM piles the raised ones
+         * up before the first compute node, and each walk starts in it)
+         * adds nothing to the sums: with positions it is passed in
+         * O(log n) up to the first node that is not one, the memo's first
+         * node or the first user of coll. */
+        if (skip && w->mark[v] != w->epoch) {
+            skip = 0;
+            uint32_t p = commsched_memory_position(w->m, v);
+            uint32_t q = commsched_memory_next_not_async(w->m, p);
+            if (q - p >= CS_WALK_SKIP_MIN) {
+                if (w->live && !joined && comp_time == 0.0) {
+                    /* stop at the memo's first node, to join it there */
+                    uint32_t pm = commsched_memory_position(
+                        w->m, w->memo.node[w->memo.lo]);
+                    if (pm > p && pm < q)
+                        q = pm;
+                }
+                uint32_t first_user = first_user_position(g, coll, w);
+                if (first_user < q) { /* an async collective uses coll */
+                    w->rec.end = commsched_memory_node_at(w->m, first_user);
+                    rec = NULL; /* what it passed is not recorded */
+                    break;
+                }
+                /* the recording goes on from q only if it starts there */
+                if (rec == &w->scratch && comp_time == 0.0 &&
+                    !signbit(comp_time)) {
+                    rec->len = 0;
+                    rec->terms_off = 0;
+                    base = w->rec.terms;
+                } else {
+                    rec = NULL;
+                }
+                if (q == w->n) {
+                    v = l.end;
+                    break;
+                }
+                v = commsched_memory_node_at(w->m, q);
+                continue;
+            }
         }
         if (w->mark[v] == w->epoch) {
             w->rec.end = v;

@@ -144,6 +144,15 @@ COMMSCHED_EXPORT uint32_t commsched_memory_position(const commsched_memory *m,
 COMMSCHED_EXPORT uint32_t commsched_memory_collectives(
     const commsched_memory *m, uint32_t lo, uint32_t hi);
 
+/* The first position >= p whose node is not an async collective (a
+ * compute node, a wait or a sync collective), or the node count when
+ * none; and the node at position p (< node count). O(log n), only with
+ * commsched_memory_use_tree. */
+COMMSCHED_EXPORT uint32_t commsched_memory_next_not_async(
+    const commsched_memory *m, uint32_t p);
+COMMSCHED_EXPORT uint32_t commsched_memory_node_at(const commsched_memory *m,
+                                                   uint32_t p);
+
 typedef struct commsched_far_run {
     size_t moved;      /* nodes moved across the group */
     uint32_t next;     /* the node right before the group now (the first

@@ -61,6 +61,8 @@ static void pull(cs_ordtree *t, uint32_t x)
     t->size[x] = 1 + sz(t, a) + sz(t, b);
     t->tags[x] = t->tag[x] + (a != NONE ? t->tags[a] : 0) +
                  (b != NONE ? t->tags[b] : 0);
+    t->marks[x] = t->mark[x] + (a != NONE ? t->marks[a] : 0) +
+                  (b != NONE ? t->marks[b] : 0);
     t->sum[x] = after + sm(t, b);
     t->hi[x] = hi;
     t->hi_top[x] = hi_top;
@@ -108,7 +110,7 @@ static uint32_t merge(cs_ordtree *t, uint32_t a, uint32_t b)
 
 int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
                     const int64_t *net, const int64_t *top,
-                    const uint8_t *tag)
+                    const uint8_t *tag, const uint8_t *mark)
 {
     memset(t, 0, sizeof *t);
     t->n = n;
@@ -124,10 +126,13 @@ int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
     t->hi_top = cs_malloc_array(n, sizeof *t->hi_top);
     t->tag = cs_malloc_array(n, sizeof *t->tag);
     t->tags = cs_malloc_array(n, sizeof *t->tags);
+    t->mark = cs_malloc_array(n, sizeof *t->mark);
+    t->marks = cs_malloc_array(n, sizeof *t->marks);
     /* the right spine of the tree built so far, as a stack */
     uint32_t *spine = cs_malloc_array(n, sizeof *spine);
     if (!t->l || !t->r || !t->up || !t->size || !t->net || !t->top ||
-        !t->sum || !t->hi || !t->hi_top || !t->tag || !t->tags || !spine) {
+        !t->sum || !t->hi || !t->hi_top || !t->tag || !t->tags || !t->mark ||
+        !t->marks || !spine) {
         free(spine);
         cs_ordtree_free(t);
         return -1;
@@ -141,6 +146,7 @@ int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
         t->net[v] = net[v];
         t->top[v] = top[v];
         t->tag[v] = tag && tag[v] ? 1 : 0;
+        t->mark[v] = mark && mark[v] ? 1 : 0;
         t->l[v] = t->r[v] = t->up[v] = NONE;
         while (depth > 0 && prio(spine[depth - 1]) < prio(v))
             last = spine[--depth];
@@ -190,6 +196,8 @@ void cs_ordtree_free(cs_ordtree *t)
     free(t->hi_top);
     free(t->tag);
     free(t->tags);
+    free(t->mark);
+    free(t->marks);
     memset(t, 0, sizeof *t);
     t->root = NONE;
 }
@@ -290,6 +298,71 @@ static uint32_t tags_before(const cs_ordtree *t, uint32_t p)
 uint32_t cs_ordtree_tags(const cs_ordtree *t, uint32_t lo, uint32_t hi)
 {
     return lo >= hi ? 0 : tags_before(t, hi) - tags_before(t, lo);
+}
+
+/* Marked items (which 1) or untagged ones (which 0) in subtree x. */
+static uint32_t count_of(const cs_ordtree *t, uint32_t x, int which)
+{
+    if (x == NONE)
+        return 0;
+    return which ? t->marks[x] : t->size[x] - t->tags[x];
+}
+
+/* Marked items (which 1) or untagged ones (which 0) at [0, p). */
+static uint32_t count_before(const cs_ordtree *t, uint32_t p, int which)
+{
+    uint32_t k = 0;
+    for (uint32_t x = t->root; x != NONE;) {
+        uint32_t a = t->l[x], left = sz(t, a);
+        if (p <= left) {
+            x = a;
+            continue;
+        }
+        k += count_of(t, a, which) + (which ? t->mark[x] : !t->tag[x]);
+        p -= left + 1;
+        x = t->r[x];
+    }
+    return k;
+}
+
+uint32_t cs_ordtree_next(const cs_ordtree *t, uint32_t p, int which)
+{
+    /* the (k+1)-th such item, k of them before p */
+    uint32_t k = count_before(t, p, which), at = 0;
+    for (uint32_t x = t->root; x != NONE;) {
+        uint32_t a = t->l[x], in_a = count_of(t, a, which);
+        if (k < in_a) {
+            x = a;
+            continue;
+        }
+        k -= in_a;
+        at += sz(t, a);
+        if (which ? t->mark[x] : !t->tag[x]) {
+            if (k == 0)
+                return at;
+            k--;
+        }
+        at++;
+        x = t->r[x];
+    }
+    return t->n;
+}
+
+uint32_t cs_ordtree_at(const cs_ordtree *t, uint32_t p)
+{
+    uint32_t x = t->root;
+    while (x != NONE) {
+        uint32_t left = sz(t, t->l[x]);
+        if (p < left) {
+            x = t->l[x];
+        } else if (p == left) {
+            return x;
+        } else {
+            p -= left + 1;
+            x = t->r[x];
+        }
+    }
+    return NONE;
 }
 
 /* The last item of subtree x whose level > x_ or level + top > y, levels

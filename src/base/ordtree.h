@@ -30,15 +30,18 @@ typedef struct cs_ordtree {
     int64_t *hi_top;      /* the same of level + top */
     uint8_t *tag;         /* the item is tagged (0 or 1) */
     uint32_t *tags;       /* tagged items in the subtree */
+    uint8_t *mark;        /* the item is marked (0 or 1) */
+    uint32_t *marks;      /* marked items in the subtree */
 } cs_ordtree;
 
 /* Items order[0 .. n-1] (a permutation of 0 .. n-1) in that order, with
- * their nets and tops, and tagged where tag[v] != 0 (tag NULL: none).
+ * their nets and tops, tagged where tag[v] != 0 and marked where
+ * mark[v] != 0 (either NULL: none).
  * Returns 0, or -1 on OOM (t then owns nothing). The values must keep
  * every partial sum within int64_t (the caller's levels do). O(n). */
 int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
                     const int64_t *net, const int64_t *top,
-                    const uint8_t *tag);
+                    const uint8_t *tag, const uint8_t *mark);
 void cs_ordtree_free(cs_ordtree *t);
 
 /* The item's position (0-based). */
@@ -58,6 +61,11 @@ void cs_ordtree_move_after(cs_ordtree *t, uint32_t first, uint32_t last,
                            uint32_t after);
 /* How many tagged items lie at positions [lo, hi). */
 uint32_t cs_ordtree_tags(const cs_ordtree *t, uint32_t lo, uint32_t hi);
+/* The first position >= p holding an untagged item (which 0) or a marked
+ * one (which 1); n when none. */
+uint32_t cs_ordtree_next(const cs_ordtree *t, uint32_t p, int which);
+/* The item at position p (< n). */
+uint32_t cs_ordtree_at(const cs_ordtree *t, uint32_t p);
 /* The last item at a position in [lo, hi) whose level > x or level + top
  * > y (levels as sums of the nets before it), or CS_ORD_NONE. */
 uint32_t cs_ordtree_last_over(cs_ordtree *t, uint32_t lo, uint32_t hi,

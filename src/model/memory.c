@@ -284,21 +284,24 @@ commsched_status commsched_memory_use_tree(commsched_memory *m,
     uint32_t *order = cs_malloc_array(m->n, sizeof *order);
     int64_t *net = cs_malloc_array(m->n, sizeof *net);
     uint8_t *coll = cs_malloc_array(m->n, sizeof *coll);
+    uint8_t *sync = cs_malloc_array(m->n, sizeof *sync);
     int rc = -1;
-    if (t && order && net && coll) {
+    if (t && order && net && coll && sync) {
         uint32_t k = 0;
         for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
              v = commsched_schedule_next(s, v)) {
             order[k++] = v;
             net[v] = m->alloc[v] - m->free_[v];
             coll[v] = m->g->nodes[v].kind == COMMSCHED_NODE_COLLECTIVE;
+            sync[v] = coll[v] && m->g->nodes[v].is_sync;
         }
         assert(k == m->n);
-        rc = cs_ordtree_init(t, m->n, order, net, m->alloc, coll);
+        rc = cs_ordtree_init(t, m->n, order, net, m->alloc, coll, sync);
     }
     free(order);
     free(net);
     free(coll);
+    free(sync);
     if (rc != 0) {
         free(t);
         return oom(err);
@@ -422,6 +425,20 @@ uint32_t commsched_memory_collectives(const commsched_memory *m, uint32_t lo,
 {
     assert(m->tree);
     return cs_ordtree_tags(m->tree, lo, hi);
+}
+
+uint32_t commsched_memory_next_not_async(const commsched_memory *m,
+                                         uint32_t p)
+{
+    assert(m->tree);
+    uint32_t a = cs_ordtree_next(m->tree, p, 0), b = cs_ordtree_next(m->tree, p, 1);
+    return a < b ? a : b;
+}
+
+uint32_t commsched_memory_node_at(const commsched_memory *m, uint32_t p)
+{
+    assert(m->tree && p < m->n);
+    return cs_ordtree_at(m->tree, p);
 }
 
 /* Tree mode: v now frees f bytes. */

@@ -32,8 +32,18 @@ typedef struct ref {
     uint32_t n;
     uint32_t *seq, *pos;
     int64_t *net, *top, *lvl;
-    uint8_t *tag;
+    uint8_t *tag, *mark;
 } ref;
+
+/* The first position >= p whose item is untagged (which 0) or marked
+ * (which 1), or n: cs_ordtree_next's reference. */
+static uint32_t ref_next(const ref *f, uint32_t p, int which)
+{
+    for (; p < f->n; p++)
+        if (which ? f->mark[f->seq[p]] : !f->tag[f->seq[p]])
+            return p;
+    return f->n;
+}
 
 /* Tagged items at positions [lo, hi) of the reference (0 when lo >= hi). */
 static uint32_t ref_tags(const ref *f, uint32_t lo, uint32_t hi)
@@ -219,7 +229,27 @@ static void check_all_items(const cs_ordtree *t, const ref *f)
                      "and %u",
                      f->n, p, got, p, f->n, suf, pre, all - pre);
         assert_int_equal(cs_ordtree_tags(t, p, p), 0);
+        if (p < f->n)
+            assert_int_equal(cs_ordtree_at(t, p), f->seq[p]);
+        for (int which = 0; which < 2; which++)
+            assert_int_equal(cs_ordtree_next(t, p, which),
+                             ref_next(f, p, which));
     }
+}
+
+static unsigned long long n_next_q, n_next_found;
+
+/* cs_ordtree_next and cs_ordtree_at at a random position. */
+static void check_next_query(const cs_ordtree *t, const ref *f, tu_rng *r)
+{
+    uint32_t p = tu_rng_below(r, f->n + 1);
+    int which = (int)tu_rng_below(r, 2);
+    uint32_t want = ref_next(f, p, which);
+    assert_int_equal(cs_ordtree_next(t, p, which), want);
+    if (p < f->n)
+        assert_int_equal(cs_ordtree_at(t, p), f->seq[p]);
+    n_next_q++;
+    n_next_found += want < f->n;
 }
 
 static unsigned long long n_tag_q, n_tag_empty, n_tag_mixed;
@@ -344,10 +374,12 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
     f.top = malloc((n + 1) * sizeof *f.top);
     f.lvl = malloc((n + 1) * sizeof *f.lvl);
     f.tag = malloc((n + 1) * sizeof *f.tag);
+    f.mark = malloc((n + 1) * sizeof *f.mark);
+    uint8_t *mark_in = malloc((n + 1) * sizeof *mark_in);
     uint8_t *tag_in = malloc((n + 1) * sizeof *tag_in);
     uint32_t *tmp = malloc((2 * n + 1) * sizeof *tmp);
     assert_true(f.seq && f.pos && f.net && f.top && f.lvl && f.tag &&
-                tag_in && tmp);
+                tag_in && f.mark && mark_in && tmp);
     /* a random permutation (or, for some seeds, the identity) */
     for (uint32_t i = 0; i < n; i++)
         f.seq[i] = i;
@@ -374,15 +406,26 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
         f.tag[v] = (uint8_t)on;
         tag_in[v] = on ? (uint8_t)(1 + tu_rng_below(&r, 255)) : 0;
     }
+    /* marks: none (NULL) in one tree of four, else sparse or dense */
+    int no_marks = (seed + n) % 4 == 3;
+    uint32_t mark_density = tu_rng_below(&r, 2) ? 5 : 60;
+    for (uint32_t v = 0; v < n; v++) {
+        int on = !no_marks && tu_rng_below(&r, 100) < mark_density;
+        f.mark[v] = (uint8_t)on;
+        mark_in[v] = on ? (uint8_t)(1 + tu_rng_below(&r, 255)) : 0;
+    }
     ref_levels(&f);
     cs_ordtree t;
     assert_int_equal(cs_ordtree_init(&t, n, f.seq, f.net, f.top,
-                                     tag_mode == 0 ? NULL : tag_in),
+                                     tag_mode == 0 ? NULL : tag_in,
+                                     no_marks ? NULL : mark_in),
                      0);
     n_null_tags += tag_mode == 0;
     /* the tree keeps its own copy */
-    if (n > 0)
+    if (n > 0) {
         memset(tag_in, 0xa5, n);
+        memset(mark_in, 0xa5, n);
+    }
     check_structure(&t, &f, tmp);
     check_all_items(&t, &f);
     n_struct++;
@@ -398,6 +441,8 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
         free(f.lvl);
         free(f.tag);
         free(tag_in);
+        free(f.mark);
+        free(mark_in);
         free(tmp);
         return;
     }
@@ -505,8 +550,10 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
             assert_int_equal(cs_ordtree_rank(&t, v), f.pos[v]);
             assert_true(cs_ordtree_before(&t, v) == f.lvl[f.pos[v]]);
         }
-        for (int q = 0; q < 2; q++)
+        for (int q = 0; q < 2; q++) {
             check_tags_query(&t, &f, &r, seed, op);
+            check_next_query(&t, &f, &r);
+        }
         if (op % every == 0 || op + 1 == ops) {
             check_structure(&t, &f, tmp);
             check_all_items(&t, &f);
@@ -521,6 +568,8 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
     free(f.lvl);
     free(f.tag);
     free(tag_in);
+    free(f.mark);
+    free(mark_in);
     free(tmp);
 }
 
@@ -560,6 +609,7 @@ static void test_ordtree_large(void **state)
     memset(n_ops, 0, sizeof n_ops);
     n_found = n_front_moves = n_struct = n_null_tags = 0;
     n_tag_q = n_tag_empty = n_tag_mixed = 0;
+    n_next_q = n_next_found = 0;
     static const uint32_t sizes[] = {64, 257, 1000, 2048, 3001};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         for (uint64_t seed = 1; seed <= 6; seed++)
@@ -571,6 +621,9 @@ static void test_ordtree_large(void **state)
     assert_true(n_null_tags >= 3);
     assert_true(n_tag_q >= 20000);
     assert_true(n_tag_mixed >= n_tag_q / 6);
+    assert_true(n_next_found >= n_next_q / 2);
+    print_message("large: %llu next/at queries (%llu found one)\n", n_next_q,
+                  n_next_found);
     print_message("large: %llu sets, %llu moves (%llu to the front), %llu "
                   "ranges, %llu ranks, %llu last_over (%llu found), %llu "
                   "tags queries (%llu empty or reversed, %llu partly "

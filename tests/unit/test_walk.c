@@ -50,7 +50,7 @@
 #include "testutil.h"
 
 typedef struct counts {
-    size_t walks, joins, joins_unrecorded, join_stops, jumped, hoists, hoist_walks,
+    size_t walks, long_runs, joins, joins_unrecorded, joins_at_next, join_stops, jumped, hoists, hoist_walks,
         hoist_joins, moves_single, moves_before, far_runs, reported,
         kept_live, dropped, max_memo, live_walks, invariant_checks,
         front_walks, front_joins, join_pre, join_cap, join_full,
@@ -161,6 +161,14 @@ static void walk(wt *t, uint32_t c, int hoisted)
     }
     int records = wk <= 64 || jn * 16 >= wk || (wk & 63) == 0;
 
+    /* walks that start in a run of 32 or more async collectives (the memo
+     * walk passes it at once) */
+    uint32_t run = 0;
+    for (uint32_t x = commsched_schedule_next(t->s, c);
+         x != COMMSCHED_NONE && t->a.cls[x] == CS_WALK_ASYNC;
+         x = commsched_schedule_next(t->s, x))
+        run++;
+    k->long_runs += run >= 32;
     double ca = -1.0, pa = -1.0, cb = -2.0, pb = -2.0;
     cs_coll_exposed(t->g, t->s, t->rt, c, &ca, &pa, &t->a);
     cs_coll_exposed(t->g, t->s, t->rt, c, &cb, &pb, &t->b);
@@ -209,10 +217,17 @@ static void walk(wt *t, uint32_t c, int hoisted)
         k->join_full += pre >= CS_OVERLAP_INFO_TERMS;
         assert_true(t->a.live);
         /* a walk that recorded opens the memo with what it passed before
-         * joining; one that did not leaves the memo's start */
-        assert_int_equal(t->a.memo.node[t->a.memo.lo],
-                         records ? commsched_schedule_next(t->s, c) : first0);
+         * joining (from where it last restarted its recording, after a
+         * run of async collectives it passed at once); one that did not
+         * leaves the memo's start */
+        uint32_t first1 = t->a.memo.node[t->a.memo.lo];
+        uint32_t p1 = commsched_memory_position(t->m, first1),
+                 pc = commsched_memory_position(t->m, c);
+        if (!records)
+            assert_int_equal(first1, first0);
+        assert_true(p1 > pc && p1 <= commsched_memory_position(t->m, first0));
         k->joins_unrecorded += !records;
+        k->joins_at_next += first1 == commsched_schedule_next(t->s, c);
         assert_true(t->a.memo.len >= len0);
         if (hoisted)
             k->hoist_joins++;
@@ -480,7 +495,8 @@ static void close_wt(wt *t)
 
 static void print_counts(const char *what, const counts *c)
 {
-    printf("%s: %zu walks (%zu with a live memo), %zu joins (%zu by walks "
+    printf("%s: %zu walks (%zu with a live memo, %zu starting in 32+ async "
+           "collectives), %zu joins (%zu by walks "
            "that did not record, %zu ending at "
            "a user, %zu of them in the memo, %zu at its first node; %zu with terms summed before the "
            "memo, %zu crossing the record's %d terms in the memo, %zu past "
@@ -488,7 +504,8 @@ static void print_counts(const char *what, const counts *c)
            "walks after one joined); moves: %zu single after, %zu single "
            "before, %zu far runs; %zu reported, the memo kept %zu times, "
            "dropped %zu; longest memo %zu; %zu memo checks\n",
-           what, c->walks, c->live_walks, c->joins, c->joins_unrecorded,
+           what, c->walks, c->live_walks, c->long_runs, c->joins,
+           c->joins_unrecorded,
            c->join_stops,
            c->join_in, c->join_at_first, c->join_pre, c->join_cap, CS_OVERLAP_INFO_TERMS, c->join_full,
            c->jumped, c->hoists, c->hoist_joins, c->hoist_walks,
@@ -554,6 +571,7 @@ static void test_walk_memo_random(void **state)
     print_counts("random", &c);
     assert_true(c.joins >= 2000);
     assert_true(c.joins_unrecorded >= 500); /* joins that kept the start */
+    assert_true(c.joins_at_next >= 1000);   /* and that moved it to c's */
     assert_true(c.join_stops >= 500);
     assert_true(c.join_pre >= 500);
     assert_true(c.join_cap >= 20);
@@ -717,10 +735,14 @@ static void test_walk_memo_chain(void **state)
      * joins but each chain's first two (the first has no memo to join,
      * the second's makes the first memo): 4 chains, 8 misses. In the
      * second round each hoist moves the collective out of the middle of
-     * the memo (which starts right after the previous one), which drops
-     * it: no joins there. */
+     * the memo when it starts right after the previous one, which drops
+     * it; once the pile of async collectives at the front is 32 long, a
+     * walk passes it at once and the memo starts after it, out of the
+     * hoists' way, so the second round joins too. */
     assert_true(front_walks[0] > 100);
     assert_int_equal(front_joins[0] + 8, front_walks[0]);
+    assert_true(front_joins[1] * 2 >= front_walks[1]);
+    assert_true(c.long_runs >= 500);
     assert_true(c.joins >= 600);
     assert_true(c.max_memo >= 100);
 }
