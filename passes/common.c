@@ -658,6 +658,35 @@ static int wait_tail(const commsched_graph *g, cs_links l, const double *rt,
     return 1;
 }
 
+/* One node of a wait's walk: 1 when it is the collective the walk ends
+ * at. `keep`: the record still takes terms (else they are only counted). */
+static inline int wait_step(const commsched_graph *g, const double *rt,
+                            uint32_t wait, uint32_t v, double *comm_time,
+                            double *comp_time, cs_walk *w, int keep)
+{
+    uint8_t c = w->cls[v];
+    if (c == CS_WALK_WAIT)
+        for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)
+            w->mark[g->deps.idx[k]] = w->epoch;
+    if (c >= CS_WALK_ASYNC) {
+        if (cs_depends_on(g, wait, v)) {
+            *comm_time = rt[v];
+            w->rec.end = v;
+            return 1;
+        }
+        if (c == CS_WALK_SYNC || w->mark[v] == w->epoch)
+            *comp_time = 0.0;
+        return 0;
+    }
+    double before = *comp_time;
+    *comp_time += rt[v];
+    if (keep)
+        record_term(&w->rec, v, *comp_time, before);
+    else
+        w->rec.terms++;
+    return 0;
+}
+
 void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
                      double *comp, cs_walk *w)
@@ -669,31 +698,19 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
      * each seen wait's dependencies answers the same question in O(1). */
     walk_begin(w);
     cs_links l = cs_schedule_links(s);
-    int tail = w->m != NULL;
-    for (uint32_t v = l.prev[wait]; v != l.end; v = l.prev[v]) {
-        if (tail && w->rec.terms >= CS_OVERLAP_INFO_TERMS) {
-            tail = 0; /* tried once */
-            if (wait_tail(g, l, rt, wait, v, comm, comp, w))
-                return;
-        }
-        uint8_t c = w->cls[v];
-        if (c == CS_WALK_WAIT)
-            for (uint32_t k = g->deps.off[v]; k < g->deps.off[v + 1]; k++)
-                w->mark[g->deps.idx[k]] = w->epoch;
-        if (c >= CS_WALK_ASYNC) {
-            if (cs_depends_on(g, wait, v)) {
-                comm_time = rt[v];
-                w->rec.end = v;
+    uint32_t v = l.prev[wait];
+    int ended = 0;
+    for (; v != l.end && w->rec.terms < CS_OVERLAP_INFO_TERMS; v = l.prev[v])
+        if ((ended = wait_step(g, rt, wait, v, &comm_time, &comp_time, w, 1)))
+            break;
+    /* the record is full: with positions, the rest need not be walked */
+    if (!ended && v != l.end && w->m &&
+        wait_tail(g, l, rt, wait, v, comm, comp, w))
+        return;
+    if (!ended)
+        for (; v != l.end; v = l.prev[v])
+            if (wait_step(g, rt, wait, v, &comm_time, &comp_time, w, 0))
                 break;
-            }
-            if (c == CS_WALK_SYNC || w->mark[v] == w->epoch)
-                comp_time = 0.0;
-            continue;
-        }
-        double before = comp_time;
-        comp_time += rt[v];
-        record_term(&w->rec, v, comp_time, before);
-    }
     *comm = comm_time;
     *comp = comp_time;
 }

@@ -278,28 +278,6 @@ void cs_ordtree_move_after(cs_ordtree *t, uint32_t first, uint32_t last,
     join(t, x, m, y);
 }
 
-/* Tagged items at positions [0, p). */
-static uint32_t tags_before(const cs_ordtree *t, uint32_t p)
-{
-    uint32_t k = 0;
-    for (uint32_t x = t->root; x != NONE;) {
-        uint32_t a = t->l[x], left = sz(t, a);
-        if (p <= left) {
-            x = a;
-            continue;
-        }
-        k += (a != NONE ? t->tags[a] : 0) + t->tag[x];
-        p -= left + 1;
-        x = t->r[x];
-    }
-    return k;
-}
-
-uint32_t cs_ordtree_tags(const cs_ordtree *t, uint32_t lo, uint32_t hi)
-{
-    return lo >= hi ? 0 : tags_before(t, hi) - tags_before(t, lo);
-}
-
 /* Marked items (which 1) or untagged ones (which 0) in subtree x. */
 static uint32_t count_of(const cs_ordtree *t, uint32_t x, int which)
 {
@@ -323,6 +301,14 @@ static uint32_t count_before(const cs_ordtree *t, uint32_t p, int which)
         x = t->r[x];
     }
     return k;
+}
+
+uint32_t cs_ordtree_tags(const cs_ordtree *t, uint32_t lo, uint32_t hi)
+{
+    if (lo >= hi)
+        return 0;
+    /* the range's items less its untagged ones */
+    return (hi - lo) - (count_before(t, hi, 0) - count_before(t, lo, 0));
 }
 
 uint32_t cs_ordtree_next(const cs_ordtree *t, uint32_t p, int which)

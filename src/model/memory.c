@@ -390,7 +390,6 @@ static int mark_group(commsched_memory *m, const commsched_schedule *s,
                       uint32_t head, uint32_t tail)
 {
     plan *p = &m->p;
-    int64_t cur = m->tree ? pre_level(m, head) : 0;
     p->n_group = 0;
     if (++m->epoch == 0) { /* wrapped: clear stale stamps */
         memset(m->mark, 0, (size_t)m->n * sizeof *m->mark);
@@ -404,13 +403,17 @@ static int mark_group(commsched_memory *m, const commsched_schedule *s,
         m->gpos[v] = (uint32_t)p->n_group;
         p->group[p->n_group] = v;
         p->group_dfree[p->n_group] = 0;
-        if (m->tree) {
-            p->group_post[p->n_group] = cur + m->alloc[v];
-            cur += m->alloc[v] - m->free_[v];
-        }
         p->n_group++;
         if (v == tail)
             break;
+    }
+    if (m->tree) {
+        int64_t cur = pre_level(m, head);
+        for (size_t k = 0; k < p->n_group; k++) {
+            uint32_t v = p->group[k];
+            p->group_post[k] = cur + m->alloc[v];
+            cur += m->alloc[v] - m->free_[v];
+        }
     }
     return 0;
 }

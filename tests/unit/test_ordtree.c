@@ -433,18 +433,7 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
         assert_int_equal(cs_ordtree_last_over(&t, 0, 0, INT64_MIN, INT64_MIN),
                          CS_ORD_NONE);
         assert_int_equal(cs_ordtree_tags(&t, 0, 0), 0);
-        cs_ordtree_free(&t);
-        free(f.seq);
-        free(f.pos);
-        free(f.net);
-        free(f.top);
-        free(f.lvl);
-        free(f.tag);
-        free(tag_in);
-        free(f.mark);
-        free(mark_in);
-        free(tmp);
-        return;
+        ops = 0;
     }
     uint32_t every = n < 64 ? 1 : n / 32;
     for (unsigned op = 0; op < ops; op++) {
