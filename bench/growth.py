@@ -15,11 +15,13 @@ each, the median time and the largest RSS kept (the table says how many):
              own wall_ms, for every pass of the default pipeline, the
              bucketing passes (bucket_all_gather, bucket_reduce_scatter),
              the hand-written transformer-block plan
-             (bucket_transformer_blocks), PyTorch's simple_overlap, and
-             the heap schedulers (decide_global_ordering_of_comms,
-             raise_comms, sink_waits, reorder_compute_for_overlap);
-             Inductor's iterative passes are left out (they grow with the
-             square of the graph: docs/PERFORMANCE.md)
+             (bucket_transformer_blocks), PyTorch's simple_overlap, the
+             heap schedulers (decide_global_ordering_of_comms,
+             raise_comms, sink_waits, reorder_compute_for_overlap) and
+             Inductor's iterative passes (RCPPM; sink_waits_iterative
+             after RCPPM, its input in Inductor's pipeline). A stage of
+             several passes ("A,B") times its last one; "PASS|k=v,..."
+             sets knobs
   simulate   `commsched simulate --verbose`'s own figure
   tune       `commsched tune --threads 2 --verbose`'s search time, up to
              --tune-max nodes (its Inductor candidate grows with the square
@@ -49,7 +51,10 @@ EXTRA_PASSES = ["bucket_all_gather", "bucket_reduce_scatter",
                 "bucket_all_gather|bucket_mode=cost,bucket_cap_mb=2000",
                 "bucket_transformer_blocks", "simple_overlap",
                 "decide_global_ordering_of_comms", "raise_comms", "sink_waits",
-                "reorder_compute_for_overlap"]
+                "reorder_compute_for_overlap",
+                "reorder_communication_preserving_peak_memory",
+                "reorder_communication_preserving_peak_memory,"
+                "sink_waits_iterative"]
 
 
 class Capped(Exception):
@@ -103,7 +108,8 @@ def stage(cmd, cap, repeat, figure):
 
 
 def pass_ms(dt, out, err):
-    return json.loads(out)[0]["wall_ms"] / 1e3
+    """The stage's last pass (the ones before it make its input)."""
+    return json.loads(out)[-1]["wall_ms"] / 1e3
 
 
 def sim_ms(dt, out, err):

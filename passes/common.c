@@ -418,6 +418,19 @@ static void walk_begin(cs_walk *w)
     w->rec.end = COMMSCHED_NONE;
 }
 
+/* The first of coll's users in the order (they all follow it). */
+static uint32_t first_user_position(const commsched_graph *g, uint32_t coll,
+                                    const cs_walk *w)
+{
+    uint32_t best = UINT32_MAX;
+    for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++) {
+        uint32_t p = commsched_memory_position(w->m, g->users.idx[k]);
+        if (p < best)
+            best = p;
+    }
+    return best;
+}
+
 /* The walk of coll reached the memo's first node with nothing summed:
  * it would now sum the memo's nodes in the memo's order from the same
  * 0.0, up to the first of coll's users among them. Takes the record and
@@ -427,13 +440,12 @@ static uint32_t memo_jump(const commsched_graph *g, cs_links l, uint32_t coll,
                           double *comp_time, cs_walk *w)
 {
     const cs_walk_span *z = &w->memo;
+    /* coll's users all stand at or after the memo's first node, or the
+     * walk would have stopped before it */
     uint32_t first = commsched_memory_position(w->m, z->node[z->lo]);
-    size_t end = z->len;
-    for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++) {
-        uint32_t p = commsched_memory_position(w->m, g->users.idx[k]);
-        if (p >= first && p - first < end)
-            end = p - first;
-    }
+    uint32_t user = first_user_position(g, coll, w);
+    assert(user == UINT32_MAX || user >= first);
+    size_t end = user - first < z->len ? user - first : z->len;
     size_t terms = w->rec.terms;
     double before = 0.0;
     for (size_t i = 0; i < end && w->rec.terms < CS_OVERLAP_INFO_TERMS; i++) {
@@ -457,19 +469,6 @@ static uint32_t memo_jump(const commsched_graph *g, cs_links l, uint32_t coll,
 
 /* Runs of async collectives shorter than this are walked node by node. */
 #define CS_WALK_SKIP_MIN 32u
-
-/* The first of coll's users in the order (they all follow it). */
-static uint32_t first_user_position(const commsched_graph *g, uint32_t coll,
-                                    const cs_walk *w)
-{
-    uint32_t best = UINT32_MAX;
-    for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++) {
-        uint32_t p = commsched_memory_position(w->m, g->users.idx[k]);
-        if (p < best)
-            best = p;
-    }
-    return best;
-}
 
 void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t coll, double *comm,

@@ -4,14 +4,16 @@
  * Each item carries a step `net` and a bump `top` (>= 0 is not required);
  * the level before an item is the sum of the nets of the items before it,
  * and the tree answers, each in O(log n) expected: an item's position, its
- * level, the first or last item of a range of positions whose level (or
- * level + top) passes a bound, and moving a contiguous block of items
- * elsewhere in the sequence. Memory levels of a schedule (net = bytes
- * allocated - freed, top = bytes allocated) are the use: a block moved
- * past k items changes k levels, which a level array pays item by item
- * and the tree in one split and merge (RCPPM's runs, src/model/memory.c).
- * The priorities are a hash of the item, so a tree is the same on every
- * run. */
+ * level, the last item of a range of positions whose level (or level +
+ * top) passes a bound, and moving a contiguous block of items elsewhere in
+ * the sequence. Memory levels of a schedule (net = bytes allocated -
+ * freed, top = bytes allocated) are the use: a block moved past k items
+ * changes k levels, which a level array pays item by item and the tree in
+ * one split and merge (RCPPM's runs, src/model/memory.c). Items may also
+ * be tagged and marked (the schedule's collectives and sync ones), for
+ * counts over a range and the next untagged or marked item (the passes'
+ * exposed-time walks, passes/common.c). The priorities are a hash of the
+ * item, so a tree is the same on every run. */
 #ifndef COMMSCHED_ORDTREE_H
 #define COMMSCHED_ORDTREE_H
 

@@ -382,12 +382,12 @@ static int depends_on(const commsched_graph *g, uint32_t a, uint32_t b)
 }
 #endif
 
-/* Collects head..tail into p->group and stamps membership; with the tree,
- * each node's post_alloc now goes to p->group_post (read it through
- * group_level), from the head's level: O(group + log n), not a tree read a
- * node. */
+/* Collects head..tail into p->group and stamps membership; with the tree
+ * and `levels`, each node's post_alloc now goes to p->group_post (read it
+ * through group_level), from the head's level: O(group + log n), not a
+ * tree read a node. */
 static int mark_group(commsched_memory *m, const commsched_schedule *s,
-                      uint32_t head, uint32_t tail)
+                      uint32_t head, uint32_t tail, int levels)
 {
     plan *p = &m->p;
     p->n_group = 0;
@@ -407,7 +407,7 @@ static int mark_group(commsched_memory *m, const commsched_schedule *s,
         if (v == tail)
             break;
     }
-    if (m->tree) {
+    if (m->tree && levels) {
         int64_t cur = pre_level(m, head);
         for (size_t k = 0; k < p->n_group; k++) {
             uint32_t v = p->group[k];
@@ -483,7 +483,7 @@ commsched_status commsched_memory_plan_move(commsched_memory *m,
     p->tail = tail;
     p->n_moved = 0;
     p->valid = PLAN_NONE;
-    if (mark_group(m, s, head, tail) != 0)
+    if (mark_group(m, s, head, tail, 1) != 0)
         return oom(err);
     int64_t cand_delta = m->alloc[cand] - m->free_[cand];
     const uint32_t *cb = CS_ROW_BEGIN(m->cand_bufs, cand);
@@ -578,7 +578,7 @@ commsched_status commsched_memory_plan_run(commsched_memory *m,
     plan *p = &m->p;
     p->valid = PLAN_NONE;
     *n_planned = 0;
-    if (mark_group(m, s, head, tail) != 0)
+    if (mark_group(m, s, head, tail, 1) != 0)
         return oom(err);
     /* No move of the run changes a free or a last use (the run ends before
      * a candidate that would take one from the group), so each one lowers
@@ -680,7 +680,7 @@ commsched_status commsched_memory_far_run(commsched_memory *m,
     out->next = commsched_schedule_prev(s, head);
     out->over = 0;
     out->potential = 0;
-    if (mark_group(m, s, head, tail) != 0)
+    if (mark_group(m, s, head, tail, 0) != 0) /* the range query below */
         return oom(err);
     uint32_t rh = cs_ordtree_rank(t, head);
     /* The run starts after `stop` and after the last node ahead of the
