@@ -751,6 +751,25 @@ static int depends(const commsched_graph *g, uint32_t a, uint32_t b)
     return 0;
 }
 
+/* The single move of direction dir at order[i] with a group of len
+ * nodes: AFTER moves order[i] past order[i+1 .. i+len], BEFORE moves
+ * order[i+len] before order[i .. i+len-1]. 1 when legal (no group node
+ * depends on the candidate, or it on none, as dir needs). */
+static int pick_move(const commsched_graph *g, const uint32_t *order,
+                     uint32_t i, uint32_t len, commsched_move dir,
+                     uint32_t *cand, uint32_t *head, uint32_t *tail)
+{
+    int after = dir == COMMSCHED_MOVE_AFTER_GROUP;
+    uint32_t first = after ? i + 1 : i;
+    *cand = after ? order[i] : order[i + len];
+    *head = order[first];
+    *tail = order[first + len - 1];
+    for (uint32_t k = first; k < first + len; k++)
+        if (after ? depends(g, order[k], *cand) : depends(g, *cand, order[k]))
+            return 0;
+    return 1;
+}
+
 static unsigned long long total_moves, total_last_use_changes;
 
 /* Random legal moves over one random graph; after every move the tracked
@@ -790,23 +809,7 @@ static void run_random_moves(uint64_t seed, uint32_t n_nodes, unsigned moves)
             continue;
         uint32_t i = tu_rng_below(&r, n - len);
         uint32_t cand, head, tail;
-        int legal = 1;
-        if (dir == COMMSCHED_MOVE_AFTER_GROUP) {
-            /* cand = order[i], group = order[i+1 .. i+len] */
-            cand = order[i];
-            head = order[i + 1];
-            tail = order[i + len];
-            for (uint32_t k = i + 1; k <= i + len && legal; k++)
-                legal = !depends(g, order[k], cand);
-        } else {
-            /* group = order[i .. i+len-1], cand = order[i+len] */
-            head = order[i];
-            tail = order[i + len - 1];
-            cand = order[i + len];
-            for (uint32_t k = i; k < i + len && legal; k++)
-                legal = !depends(g, cand, order[k]);
-        }
-        if (!legal)
+        if (!pick_move(g, order, i, len, dir, &cand, &head, &tail))
             continue;
         for (uint32_t b = 0; b < commsched_graph_buffer_count(g); b++)
             lu_before[b] = commsched_memory_last_use(m, b);
@@ -1310,21 +1313,7 @@ static void test_memory_far_runs_match_runs(void **state)
                 uint32_t len = 1 + tu_rng_below(&r, 6);
                 uint32_t i = tu_rng_below(&r, n - len);
                 uint32_t cand, head, tail;
-                int legal = 1;
-                if (dir == COMMSCHED_MOVE_AFTER_GROUP) {
-                    cand = order[i];
-                    head = order[i + 1];
-                    tail = order[i + len];
-                    for (uint32_t k = i + 1; k <= i + len && legal; k++)
-                        legal = !depends(g, order[k], cand);
-                } else {
-                    head = order[i];
-                    tail = order[i + len - 1];
-                    cand = order[i + len];
-                    for (uint32_t k = i; k < i + len && legal; k++)
-                        legal = !depends(g, cand, order[k]);
-                }
-                if (!legal)
+                if (!pick_move(g, order, i, len, dir, &cand, &head, &tail))
                     continue;
                 for (uint32_t x = 0; x < nb; x++)
                     lu[x] = commsched_memory_last_use(ma, x);
