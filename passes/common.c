@@ -289,20 +289,10 @@ int cs_walk_init(cs_walk *w, const commsched_graph *g)
     return 0;
 }
 
-static void span_free(cs_walk_span *sp)
-{
-    free(sp->node);
-    free(sp->after);
-    free(sp->terms);
-    memset(sp, 0, sizeof *sp);
-}
-
 void cs_walk_free(cs_walk *w)
 {
     free(w->mark);
     free(w->cls);
-    span_free(&w->memo);
-    span_free(&w->scratch);
     free(w->seg);
     memset(w, 0, sizeof *w);
 }
@@ -314,97 +304,10 @@ void cs_walk_positions_on(cs_walk *w, const commsched_memory *m)
     w->m = m;
 }
 
-void cs_walk_memo_on(cs_walk *w, const commsched_memory *m)
+void cs_walk_sums_on(cs_walk *w, const commsched_memory *m)
 {
     cs_walk_positions_on(w, m);
-    w->memo_on = 1;
-    w->live = 0;
-}
-
-/* Room for `front` more entries before the span and `back` after it:
- * 0, or -1 out of memory (the span unchanged). */
-static int span_reserve(cs_walk_span *sp, size_t front, size_t back)
-{
-    if (sp->lo >= front && sp->cap - sp->lo - sp->len >= back)
-        return 0;
-    size_t need = sp->len + front + back;
-    size_t cap = 2 * need + 64, lo = front + (cap - need) / 2;
-    uint32_t *node = cs_malloc_array(cap, sizeof *node);
-    double *after = cs_malloc_array(cap, sizeof *after);
-    int64_t *terms = cs_malloc_array(cap, sizeof *terms);
-    if (!node || !after || !terms) {
-        free(node);
-        free(after);
-        free(terms);
-        return -1;
-    }
-    if (sp->len > 0) {
-        memcpy(node + lo, sp->node + sp->lo, sp->len * sizeof *node);
-        memcpy(after + lo, sp->after + sp->lo, sp->len * sizeof *after);
-        memcpy(terms + lo, sp->terms + sp->lo, sp->len * sizeof *terms);
-    }
-    free(sp->node);
-    free(sp->after);
-    free(sp->terms);
-    sp->node = node;
-    sp->after = after;
-    sp->terms = terms;
-    sp->lo = lo;
-    sp->cap = cap;
-    return 0;
-}
-
-/* One node a walk passed; 0, or -1 out of memory. */
-static int span_push(cs_walk_span *sp, uint32_t v, double after, size_t terms)
-{
-    if (sp->lo + sp->len == sp->cap && span_reserve(sp, 0, 1) != 0)
-        return -1;
-    size_t i = sp->lo + sp->len++;
-    sp->node[i] = v;
-    sp->after[i] = after;
-    sp->terms[i] = (int64_t)terms - sp->terms_off;
-    return 0;
-}
-
-/* The walk that recorded `pre` (from its start) reached the memo's first
- * node with nothing summed: pre's nodes now open the memo. */
-static int span_prepend(cs_walk_span *memo, const cs_walk_span *pre)
-{
-    if (pre->len == 0)
-        return 0;
-    if (span_reserve(memo, pre->len, 0) != 0)
-        return -1;
-    /* the memo's counts start after pre's terms now */
-    int64_t shift = pre->terms[pre->lo + pre->len - 1] + pre->terms_off;
-    memo->terms_off += shift;
-    memo->lo -= pre->len;
-    memo->len += pre->len;
-    for (size_t i = 0; i < pre->len; i++) {
-        memo->node[memo->lo + i] = pre->node[pre->lo + i];
-        memo->after[memo->lo + i] = pre->after[pre->lo + i];
-        memo->terms[memo->lo + i] =
-            pre->terms[pre->lo + i] + pre->terms_off - memo->terms_off;
-    }
-    return 0;
-}
-
-void cs_walk_memo_moved(cs_walk *w, uint32_t head, uint32_t tail,
-                        size_t moved)
-{
-    if (!w->live || moved == 0)
-        return;
-    /* Before: ... X head..tail ...; now ... head..tail X ... . The span
-     * was contiguous; it is still the same sequence exactly when its ends
-     * lie in one of the four pieces (before, group, X, after) now. */
-    uint32_t h = commsched_memory_position(w->m, head),
-             t = commsched_memory_position(w->m, tail);
-    uint32_t a = commsched_memory_position(w->m, w->memo.node[w->memo.lo]),
-             b = commsched_memory_position(
-                 w->m, w->memo.node[w->memo.lo + w->memo.len - 1]);
-    int pa = a < h ? 0 : a <= t ? 1 : a - t <= moved ? 2 : 3;
-    int pb = b < h ? 0 : b <= t ? 1 : b - t <= moved ? 2 : 3;
-    if (pa != pb)
-        w->live = 0;
+    w->sums = 1;
 }
 
 /* A new stamp for w->mark, and an empty record. */
@@ -431,44 +334,27 @@ static uint32_t first_user_position(const commsched_graph *g, uint32_t coll,
     return best;
 }
 
-/* The walk of coll reached the memo's first node with nothing summed:
- * it would now sum the memo's nodes in the memo's order from the same
- * 0.0, up to the first of coll's users among them. Takes the record and
- * comp_time from the memo; returns the node to go on from (the memo
- * passed whole), or COMMSCHED_NONE with w->rec.end set (a user). */
-static uint32_t memo_jump(const commsched_graph *g, cs_links l, uint32_t coll,
-                          double *comp_time, cs_walk *w)
-{
-    const cs_walk_span *z = &w->memo;
-    /* coll's users all stand at or after the memo's first node, or the
-     * walk would have stopped before it */
-    uint32_t first = commsched_memory_position(w->m, z->node[z->lo]);
-    uint32_t user = first_user_position(g, coll, w);
-    assert(user == UINT32_MAX || user >= first);
-    size_t end = user - first < z->len ? user - first : z->len;
-    size_t terms = w->rec.terms;
-    double before = 0.0;
-    for (size_t i = 0; i < end && w->rec.terms < CS_OVERLAP_INFO_TERMS; i++) {
-        int64_t was = i == 0 ? -z->terms_off : z->terms[z->lo + i - 1];
-        if (z->terms[z->lo + i] != was)
-            record_term(&w->rec, z->node[z->lo + i], z->after[z->lo + i],
-                        before);
-        before = z->after[z->lo + i];
-    }
-    if (end > 0) {
-        w->rec.terms =
-            terms + (size_t)(z->terms[z->lo + end - 1] + z->terms_off);
-        *comp_time = z->after[z->lo + end - 1];
-    }
-    if (end < z->len) {
-        w->rec.end = z->node[z->lo + end];
-        return COMMSCHED_NONE;
-    }
-    return l.next[z->node[z->lo + z->len - 1]];
-}
-
 /* Runs of async collectives shorter than this are walked node by node. */
 #define CS_WALK_SKIP_MIN 32u
+
+/* The rest of coll's walk from v on, given times (cs_walk_sums_on): it
+ * ends at coll's first user or the first sync collective, and passes the
+ * async collectives between; comp_time grows by the others' runtimes in
+ * order, which the tracker adds bit for bit without passing them. */
+static double coll_tail(const commsched_graph *g, uint32_t coll, uint32_t v,
+                        double comp_time, cs_walk *w)
+{
+    const commsched_memory *m = w->m;
+    uint32_t p = commsched_memory_position(m, v);
+    uint32_t user = first_user_position(g, coll, w);
+    uint32_t sync = commsched_memory_next_sync(m, p);
+    uint32_t q = user < sync ? user : sync;
+    assert(user >= p); /* the walk stops at users: none lies behind it */
+    w->rec.terms += (q - p) - commsched_memory_collectives(m, p, q);
+    if (q == user)
+        w->rec.end = commsched_memory_node_at(m, q);
+    return commsched_memory_time_sum(m, p, q, comp_time);
+}
 
 void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t coll, double *comm,
@@ -481,84 +367,32 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
     for (uint32_t k = g->users.off[coll]; k < g->users.off[coll + 1]; k++)
         w->mark[g->users.idx[k]] = w->epoch;
     cs_links l = cs_schedule_links(s);
-    /* with the memo on, the walk records what it passes: into the memo
-     * once it has joined it, else into the scratch span */
-    if (w->memo_on && ++w->walks == 1024) { /* recent walks weigh most */
-        w->walks /= 2;
-        w->joins /= 2;
-    }
-    cs_walk_span *rec = w->memo_on && (w->walks <= 64 ||
-                                       w->joins * 16 >= w->walks ||
-                                       (w->walks & 63) == 0)
-                            ? &w->scratch
-                            : NULL;
-    int joined = 0;
-    size_t base = 0; /* the walk's terms before rec's first node */
-    if (rec) {
-        rec->len = 0;
-        rec->terms_off = 0;
-    }
     uint32_t v = l.next[coll];
-    /* only the run the walk starts in is worth a look (the tree's answer
-     * costs ~100 times a node walked) */
-    int skip = w->memo_on && v != l.end && w->cls[v] == CS_WALK_ASYNC;
-    while (v != l.end) {
-        if (w->memo_on && w->live && !joined &&
-            v == w->memo.node[w->memo.lo] && comp_time == 0.0 &&
-            !signbit(comp_time)) {
-            joined = 1;
-            w->joins++;
-            /* what the walk passed before now opens the memo when it
-             * recorded it; else the memo's counts start where it joined */
-            if (!rec)
-                base = w->rec.terms;
-            v = memo_jump(g, l, coll, &comp_time, w);
-            if (rec && span_prepend(&w->memo, &w->scratch) != 0)
-                w->live = 0; /* out of memory: the memo must go */
-            rec = w->live ? &w->memo : NULL;
-            if (v == COMMSCHED_NONE)
-                break;
-            continue;
-        }
-        /* A long run of async collectives (RCPPM piles the raised ones
-         * up before the first compute node, and each walk starts in it)
-         * adds nothing to the sums: with positions it is passed in
-         * O(log n) up to the first node that is not one, the memo's first
-         * node or the first user of coll. */
-        if (skip && w->mark[v] != w->epoch) {
-            skip = 0;
-            uint32_t p = commsched_memory_position(w->m, v);
-            uint32_t q = commsched_memory_next_not_async(w->m, p);
-            if (q - p >= CS_WALK_SKIP_MIN) {
-                if (w->live && !joined && comp_time == 0.0) {
-                    /* stop at the memo's first node, to join it there */
-                    uint32_t pm = commsched_memory_position(
-                        w->m, w->memo.node[w->memo.lo]);
-                    if (pm > p && pm < q)
-                        q = pm;
-                }
-                uint32_t first_user = first_user_position(g, coll, w);
-                if (first_user < q) { /* an async collective uses coll */
-                    w->rec.end = commsched_memory_node_at(w->m, first_user);
-                    rec = NULL; /* what it passed is not recorded */
-                    break;
-                }
-                /* the recording goes on from q only if it starts there */
-                if (rec == &w->scratch && comp_time == 0.0 &&
-                    !signbit(comp_time)) {
-                    rec->len = 0;
-                    rec->terms_off = 0;
-                    base = w->rec.terms;
-                } else {
-                    rec = NULL;
-                }
-                if (q == w->n) {
-                    v = l.end;
-                    break;
-                }
-                v = commsched_memory_node_at(w->m, q);
-                continue;
+    /* A long run of async collectives (RCPPM piles the raised ones up
+     * before the first compute node, and each walk starts in it) adds
+     * nothing to the sums: with positions it is passed in O(log n) up to
+     * the first node that is not one, or the first user of coll. Only the
+     * run the walk starts in is worth a look (the tree's answer costs ~100
+     * times a node walked). */
+    if (w->m && v != l.end && w->cls[v] == CS_WALK_ASYNC &&
+        w->mark[v] != w->epoch) {
+        uint32_t p = commsched_memory_position(w->m, v);
+        uint32_t q = commsched_memory_next_not_async(w->m, p);
+        if (q - p >= CS_WALK_SKIP_MIN) {
+            uint32_t user = first_user_position(g, coll, w);
+            if (user < q) { /* an async collective uses coll */
+                w->rec.end = commsched_memory_node_at(w->m, user);
+                v = l.end;
+            } else {
+                v = q == w->n ? l.end : commsched_memory_node_at(w->m, q);
             }
+        }
+    }
+    for (; v != l.end; v = l.next[v]) {
+        /* past the record's terms, only the sum and the count are left */
+        if (w->sums && w->rec.terms >= CS_OVERLAP_INFO_TERMS) {
+            comp_time = coll_tail(g, coll, v, comp_time, w);
+            break;
         }
         if (w->mark[v] == w->epoch) {
             w->rec.end = v;
@@ -575,20 +409,6 @@ void cs_coll_exposed(const commsched_graph *g, const commsched_schedule *s,
             comp_time += rt[v];
             record_term(&w->rec, v, comp_time, before);
         }
-        if (rec && span_push(rec, v, comp_time, w->rec.terms - base) != 0) {
-            if (rec == &w->memo)
-                w->live = 0;
-            rec = NULL;
-        }
-        v = l.next[v];
-    }
-    /* a longer walk than the memo's replaces it */
-    if (rec == &w->scratch && rec->len > 0 &&
-        (!w->live || rec->len > w->memo.len)) {
-        cs_walk_span t = w->memo;
-        w->memo = w->scratch;
-        w->scratch = t;
-        w->live = 1;
     }
     *comm = rt[coll];
     *comp = comp_time;

@@ -192,40 +192,17 @@ typedef struct cs_walk_record {
  * cs_walk_free releases it. rec is the last walk's record. */
 enum { CS_WALK_COMPUTE, CS_WALK_WAIT, CS_WALK_ASYNC, CS_WALK_SYNC };
 
-/* What a collective's walk passed, in order: node[lo .. lo + len), the
- * walk's comp_time after each, and the terms it had summed through each
- * (terms[i] + terms_off). Kept with room at both ends. */
-typedef struct cs_walk_span {
-    uint32_t *node;
-    double *after;
-    int64_t *terms;
-    int64_t terms_off;
-    size_t lo, len, cap;
-} cs_walk_span;
-
 typedef struct cs_walk {
     uint32_t *mark;
     uint8_t *cls; /* CS_WALK_* per node */
     uint32_t epoch;
     uint32_t n;
     cs_walk_record rec;
-    /* The memo of collective walks (cs_walk_memo_on): RCPPM hoists each
-     * collective of a chain before the last one, and each walk sums the
-     * same nodes from the same 0.0 in the same order as the last, plus
-     * some: a walk that reaches the memo's first node with nothing summed
-     * takes its sums from the memo, bit for bit, and goes on from its end.
-     * m gives positions (cs_walk_positions_on; the memo is contiguous);
-     * memo_on: collective walks keep the memo (cs_walk_memo_on). */
+    /* positions (cs_walk_positions_on): a walk skips what its figures
+     * cannot depend on; sums: the tracker also adds runtimes
+     * (cs_walk_sums_on) */
     const commsched_memory *m;
-    int memo_on;
-    cs_walk_span memo, scratch;
-    int live; /* the memo holds a span of the current order */
-    /* recent collective walks, and how many of them joined the memo: a
-     * walk records what it passes (to start a memo) only while joins are
-     * common (or in the first 64 walks, or every 64th): recording costs a
-     * fifth of a walk that never joins (the second RCPPM of Inductor's
-     * pipeline, a chain's backward pass) */
-    uint32_t walks, joins;
+    int sums;
     uint32_t *seg; /* a wait walk's last stretch (cs_wait_exposed) */
     size_t cap_seg;
 } cs_walk;
@@ -238,15 +215,11 @@ void cs_walk_free(cs_walk *w);
  * commsched_memory_use_tree) from now on: a wait's walk then skips what
  * its figures cannot depend on (cs_wait_exposed). */
 void cs_walk_positions_on(cs_walk *w, const commsched_memory *m);
-/* Collective walks keep a memo from now on; m as above. The caller
- * reports every move of the order through cs_walk_memo_moved. Without
- * memory for the memo, walks go on without it. */
-void cs_walk_memo_on(cs_walk *w, const commsched_memory *m);
-/* The order changed: `moved` nodes that stood right before the group
- * head..tail now follow it. Drops the memo unless the move left its span
- * as it was. O(log n). */
-void cs_walk_memo_moved(cs_walk *w, uint32_t head, uint32_t tail,
-                        size_t moved);
+/* As cs_walk_positions_on, m also having times
+ * (commsched_memory_use_times): a collective's walk, once its record is
+ * full, takes the rest of its sum from the tracker, in O(log n) per binade
+ * the sum crosses instead of O(nodes). */
+void cs_walk_sums_on(cs_walk *w, const commsched_memory *m);
 
 /* The seed's overlap_info text of a walk into info (cleared first): a
  * "+name[t]" per kept term, "+...(N more)" for the terms past the cap,

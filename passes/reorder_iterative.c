@@ -21,8 +21,9 @@
  * runs), a run being the moves between two candidates that join or stop
  * the group (far_run; move_run, O(moves + group size x runs), when
  * collectives keep their order); with them on, O(moves x group size);
- * plus the exposed-time walks, O(distance to the wait) per collective
- * but for what the walk memo reuses. */
+ * plus the exposed-time walks, O(distance to the wait) per collective,
+ * or O(log n x binades the sum crosses) in far runs' mode (the tracker
+ * adds the runtimes: commsched_memory_time_sum). */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,7 +170,6 @@ static commsched_status far_run(rcppm *r, commsched_node_stats *info,
     if (st != COMMSCHED_OK)
         return st;
     info->moves += (uint32_t)fr.moved; /* < nodes */
-    cs_walk_memo_moved(&r->walk, head, tail, fr.moved);
     if (r->ctx->verify &&
         (st = commsched_memory_verify(r->m, r->ctx->s, r->ctx->err)) !=
             COMMSCHED_OK)
@@ -431,8 +431,6 @@ static commsched_status process(rcppm *r, uint32_t curr,
         }
         info->moves++;
         commsched_memory_commit_move(r->m, s);
-        if (r->far)
-            cs_walk_memo_moved(&r->walk, head, tail, 1);
         /* The seed re-walks to the wait after every move. Only the runtime
          * estimation rules read the result before the collective is done;
          * otherwise the one walk at the end gives the same figures, and
@@ -503,7 +501,12 @@ commsched_status cs_pass_reorder_preserving_peak_memory(cs_pass_ctx *ctx)
         if ((st = commsched_memory_use_tree(r.m, ctx->s, ctx->err)) !=
             COMMSCHED_OK)
             goto cleanup;
-        cs_walk_memo_on(&r.walk, r.m);
+        /* the walks from a raised collective to its wait are as long as
+         * the hoists: the tracker adds their runtimes */
+        if ((st = commsched_memory_use_times(r.m, r.rt, ctx->err)) !=
+            COMMSCHED_OK)
+            goto cleanup;
+        cs_walk_sums_on(&r.walk, r.m);
     }
 
     long limit = ctx->k->reorder_iterative_debug_limit_to_reorder;

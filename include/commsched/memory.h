@@ -153,6 +153,31 @@ COMMSCHED_EXPORT uint32_t commsched_memory_next_not_async(
 COMMSCHED_EXPORT uint32_t commsched_memory_node_at(const commsched_memory *m,
                                                    uint32_t p);
 
+/* The first position >= p holding a sync collective, or the node count
+ * when none. O(log n), only with commsched_memory_use_tree. */
+COMMSCHED_EXPORT uint32_t commsched_memory_next_sync(
+    const commsched_memory *m, uint32_t p);
+
+/* Gives the nodes times (time[v] for node v, copied; collectives' are not
+ * read) for commsched_memory_time_sum: the exposed-time walks of the
+ * iterative passes add runtimes over long stretches of the order. Needs
+ * commsched_memory_use_tree; kept through commsched_memory_recompute.
+ * Times that are negative or not finite are added one by one. Fails only
+ * with ENOMEM (the tracker then has no times). O(16 n); moves and runs
+ * then cost up to 16 more additions per tree node they touch (~130 bytes
+ * a node). */
+COMMSCHED_EXPORT commsched_status commsched_memory_use_times(
+    commsched_memory *m, const double *time, commsched_error *err);
+
+/* What adding the times of the nodes at positions [lo, hi) that are not
+ * collectives to `sum` (>= 0), one after another in the order as doubles,
+ * leaves in it, bit for bit. O(log n) per binade between sum and the
+ * result (and per node whose time falls halfway between two steps of a
+ * binade the sum passes), not per node. Needs commsched_memory_use_times. */
+COMMSCHED_EXPORT double commsched_memory_time_sum(const commsched_memory *m,
+                                                  uint32_t lo, uint32_t hi,
+                                                  double sum);
+
 typedef struct commsched_far_run {
     size_t moved;      /* nodes moved across the group */
     uint32_t next;     /* the node right before the group now (the first

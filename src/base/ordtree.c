@@ -8,12 +8,15 @@
 #include "ordtree.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
 
 #define NONE CS_ORD_NONE
+#define TWO53 9007199254740992ULL /* 2^53: more than a binade's room */
+#define WCAP 4611686018427387904ULL /* 2^62: where column sums saturate */
 
 /* A fixed pseudo-random priority per item (a 32-bit integer hash). */
 static uint32_t prio(uint32_t v)
@@ -68,6 +71,38 @@ static void pull(cs_ordtree *t, uint32_t x)
     t->hi_top[x] = hi_top;
 }
 
+/* Item v's count in column k: its time in units of the binade's u,
+ * rounded to nearest; TWO53 for a halfway one (or one past a binade). */
+static uint64_t count_of_time(const cs_ordtree *t, uint32_t v, uint32_t k)
+{
+    if (t->tag[v])
+        return 0;
+    double y = t->x[v] * t->scale[k]; /* exact: a power of two */
+    if (!(y < (double)TWO53))
+        return TWO53;
+    double f = floor(y), d = y - f;
+    if (d == 0.5)
+        return TWO53;
+    return (uint64_t)f + (d > 0.5);
+}
+
+/* Recomputes x's column sums from its children (structure changed):
+ * sums saturated at WCAP, of values that cannot wrap 64 bits. */
+static void pull_time(cs_ordtree *t, uint32_t x)
+{
+    if (t->cols == 0)
+        return;
+    uint32_t a = t->l[x], b = t->r[x], c = t->cols;
+    uint64_t *w = t->wsum + (size_t)x * c;
+    const uint64_t *o = t->own + (size_t)x * c;
+    const uint64_t *wa = a != NONE ? t->wsum + (size_t)a * c : t->zero;
+    const uint64_t *wb = b != NONE ? t->wsum + (size_t)b * c : t->zero;
+    for (uint32_t k = 0; k < c; k++) {
+        uint64_t y = wa[k] + wb[k] + o[k]; /* <= 2^63 + 2^53 */
+        w[k] = y < WCAP ? y : WCAP;
+    }
+}
+
 /* Splits the subtree x into its first k items (*a) and the rest (*b). */
 static void split(cs_ordtree *t, uint32_t x, uint32_t k, uint32_t *a,
                   uint32_t *b)
@@ -80,10 +115,12 @@ static void split(cs_ordtree *t, uint32_t x, uint32_t k, uint32_t *a,
     if (k <= left) {
         split(t, t->l[x], k, a, &t->l[x]);
         pull(t, x);
+        pull_time(t, x);
         *b = x;
     } else {
         split(t, t->r[x], k - left - 1, &t->r[x], b);
         pull(t, x);
+        pull_time(t, x);
         *a = x;
     }
     if (*a != NONE)
@@ -101,11 +138,40 @@ static uint32_t merge(cs_ordtree *t, uint32_t a, uint32_t b)
     if (prio(a) > prio(b)) {
         t->r[a] = merge(t, t->r[a], b);
         pull(t, a);
+        pull_time(t, a);
         return a;
     }
     t->l[b] = merge(t, a, t->l[b]);
     pull(t, b);
+    pull_time(t, b);
     return b;
+}
+
+/* Calls fn on every node, children first: a post-order walk with
+ * `stack` (room for n) as its stack (a node is pushed once, then taken
+ * when both of its children are done). */
+static void post_order(cs_ordtree *t, uint32_t *stack,
+                       void (*fn)(cs_ordtree *, uint32_t))
+{
+    if (t->root == NONE)
+        return;
+    uint32_t sp = 0, prev = NONE;
+    stack[sp++] = t->root;
+    while (sp > 0) {
+        uint32_t x = stack[sp - 1];
+        if (prev == NONE || t->l[prev] == x || t->r[prev] == x) {
+            if (t->l[x] != NONE)
+                stack[sp++] = t->l[x];
+            else if (t->r[x] != NONE)
+                stack[sp++] = t->r[x];
+        } else if (t->l[x] == prev && t->r[x] != NONE) {
+            stack[sp++] = t->r[x];
+        } else {
+            fn(t, x);
+            sp--;
+        }
+        prev = x;
+    }
 }
 
 int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
@@ -156,29 +222,9 @@ int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
         spine[depth++] = v;
     }
     t->root = n > 0 ? spine[0] : NONE;
-    /* aggregates children first: a post-order walk with the spine array
-     * as its stack (a node is pushed once, then pulled when both of its
-     * children are done) */
-    if (n > 0) {
-        uint32_t sp = 0, prev = NONE;
-        spine[sp++] = t->root;
-        while (sp > 0) {
-            uint32_t x = spine[sp - 1];
-            if (prev == NONE || t->l[prev] == x || t->r[prev] == x) {
-                if (t->l[x] != NONE)
-                    spine[sp++] = t->l[x];
-                else if (t->r[x] != NONE)
-                    spine[sp++] = t->r[x];
-            } else if (t->l[x] == prev && t->r[x] != NONE) {
-                spine[sp++] = t->r[x];
-            } else {
-                pull(t, x);
-                sp--;
-            }
-            prev = x;
-        }
+    post_order(t, spine, pull);
+    if (n > 0)
         t->up[t->root] = NONE;
-    }
     free(spine);
     return 0;
 }
@@ -198,6 +244,9 @@ void cs_ordtree_free(cs_ordtree *t)
     free(t->tags);
     free(t->mark);
     free(t->marks);
+    free(t->x);
+    free(t->wsum);
+    free(t->own);
     memset(t, 0, sizeof *t);
     t->root = NONE;
 }
@@ -244,17 +293,52 @@ static void join(cs_ordtree *t, uint32_t a, uint32_t m, uint32_t b)
     t->up[t->root] = NONE;
 }
 
-int64_t cs_ordtree_range(cs_ordtree *t, uint32_t first, uint32_t last,
+/* What a range query reads of [lo, hi), left to right: the sum of its
+ * nets so far, and the highest level + top so far relative to the level
+ * before lo. */
+typedef struct range_state {
+    uint32_t lo, hi;
+    int64_t sum, hi_top;
+    int any; /* hi_top holds an item's */
+} range_state;
+
+/* Subtree v, its first item at position base: adds [lo, hi)'s part of
+ * it; whole subtrees by their aggregates, so O(log n) nodes in all. */
+static void range_in(const cs_ordtree *t, uint32_t v, uint32_t base,
+                     range_state *st)
+{
+    if (v == NONE)
+        return;
+    uint32_t end = base + t->size[v];
+    if (end <= st->lo || base >= st->hi)
+        return;
+    if (base >= st->lo && end <= st->hi) {
+        int64_t h = st->sum + t->hi_top[v];
+        st->hi_top = st->any ? max2(st->hi_top, h) : h;
+        st->any = 1;
+        st->sum += t->sum[v];
+        return;
+    }
+    range_in(t, t->l[v], base, st);
+    uint32_t at = base + sz(t, t->l[v]);
+    if (at >= st->lo && at < st->hi) {
+        int64_t h = st->sum + t->top[v];
+        st->hi_top = st->any ? max2(st->hi_top, h) : h;
+        st->any = 1;
+        st->sum += t->net[v];
+    }
+    range_in(t, t->r[v], at + 1, st);
+}
+
+int64_t cs_ordtree_range(const cs_ordtree *t, uint32_t first, uint32_t last,
                          int64_t *hi_top)
 {
     uint32_t lo = cs_ordtree_rank(t, first), hi = cs_ordtree_rank(t, last) + 1;
     assert(lo < hi);
-    uint32_t a, m, b;
-    cut(t, lo, hi, &a, &m, &b);
-    int64_t s = t->sum[m];
-    *hi_top = t->hi_top[m];
-    join(t, a, m, b);
-    return s;
+    range_state st = {lo, hi, 0, 0, 0};
+    range_in(t, t->root, 0, &st);
+    *hi_top = st.hi_top;
+    return st.sum;
 }
 
 void cs_ordtree_move_after(cs_ordtree *t, uint32_t first, uint32_t last,
@@ -373,14 +457,182 @@ static uint32_t last_over(const cs_ordtree *t, uint32_t x, int64_t base,
     return NONE;
 }
 
-uint32_t cs_ordtree_last_over(cs_ordtree *t, uint32_t lo, uint32_t hi,
+/* Subtree v, its first item at position base and level lev before it:
+ * the last item of it within [lo, hi) over x or y, or CS_ORD_NONE. From
+ * the right, whole subtrees by their maxima: O(log n). */
+static uint32_t last_over_in(const cs_ordtree *t, uint32_t v, uint32_t base,
+                             int64_t lev, uint32_t lo, uint32_t hi,
+                             int64_t x, int64_t y)
+{
+    if (v == NONE)
+        return NONE;
+    uint32_t end = base + t->size[v];
+    if (end <= lo || base >= hi)
+        return NONE;
+    if (base >= lo && end <= hi)
+        return lev + t->hi[v] > x || lev + t->hi_top[v] > y
+                   ? last_over(t, v, lev, x, y)
+                   : NONE;
+    uint32_t a = t->l[v], at = base + sz(t, a);
+    int64_t at_lev = lev + sm(t, a);
+    uint32_t found = last_over_in(t, t->r[v], at + 1, at_lev + t->net[v],
+                                  lo, hi, x, y);
+    if (found != NONE)
+        return found;
+    if (at >= lo && at < hi && (at_lev > x || at_lev + t->top[v] > y))
+        return v;
+    return last_over_in(t, a, base, lev, lo, hi, x, y);
+}
+
+uint32_t cs_ordtree_last_over(const cs_ordtree *t, uint32_t lo, uint32_t hi,
                               int64_t x, int64_t y)
 {
     if (lo >= hi)
         return NONE;
-    uint32_t a, m, b;
-    cut(t, lo, hi, &a, &m, &b);
-    uint32_t found = last_over(t, m, sm(t, a), x, y);
-    join(t, a, m, b);
-    return found;
+    return last_over_in(t, t->root, 0, 0, lo, hi, x, y);
+}
+
+int cs_ordtree_time_on(cs_ordtree *t, const double *x)
+{
+    free(t->x);
+    free(t->wsum);
+    free(t->own);
+    t->x = NULL;
+    t->wsum = t->own = NULL;
+    t->cols = 0;
+    double *copy = cs_malloc_array(t->n, sizeof *copy);
+    uint32_t *stack = cs_malloc_array(t->n, sizeof *stack);
+    if (!copy || !stack) {
+        free(copy);
+        free(stack);
+        return -1;
+    }
+    memcpy(copy, x, (size_t)t->n * sizeof *copy);
+    t->x = copy;
+    /* The columns: the binades from the total's (a sum's highest, one
+     * more for its rounding) down CS_ORD_COLS, not below the smallest
+     * time's (a sum under it has passed few items) */
+    double total = 0.0, least = HUGE_VAL;
+    int ok = 1;
+    for (uint32_t v = 0; v < t->n; v++) {
+        if (t->tag[v])
+            continue;
+        ok &= x[v] >= 0 && x[v] < HUGE_VAL;
+        total += x[v];
+        if (x[v] > 0 && x[v] < least)
+            least = x[v];
+    }
+    int e_hi = ok && total > 0 && total < HUGE_VAL ? ilogb(total) + 1 : 0;
+    int e_lo = e_hi - CS_ORD_COLS + 1;
+    if (ok && total > 0 && ilogb(least) > e_lo)
+        e_lo = ilogb(least);
+    /* 2^(52 - e) and 2^(e - 52) must be normal, as must a sum there */
+    if (ok && total > 0 && e_lo > -960 && e_hi < 960) {
+        uint32_t c = (uint32_t)(e_hi - e_lo + 1);
+        t->wsum = cs_malloc_array((size_t)t->n * c, sizeof *t->wsum);
+        t->own = cs_malloc_array((size_t)t->n * c, sizeof *t->own);
+        if (!t->wsum || !t->own) {
+            free(t->wsum);
+            free(t->own);
+            t->wsum = t->own = NULL;
+            free(stack);
+            return -1;
+        }
+        t->cols = c;
+        t->e_lo = e_lo;
+        for (uint32_t k = 0; k < c; k++)
+            t->scale[k] = ldexp(1.0, 52 - (e_lo + (int)k));
+        for (uint32_t v = 0; v < t->n; v++)
+            for (uint32_t k = 0; k < c; k++)
+                t->own[(size_t)v * c + k] = count_of_time(t, v, k);
+        post_order(t, stack, pull_time);
+    }
+    free(stack);
+    return 0;
+}
+
+/* A descent for cs_ordtree_fsum: the items of [p, q) from p on, each
+ * adding its count in column k to got while got stays <= room. */
+typedef struct reach_state {
+    uint32_t p, q, k;
+    uint64_t room, got;
+    uint32_t stop; /* the first item that did not fit */
+} reach_state;
+
+/* Subtree v, its first item at position base: 1 when an item did not
+ * fit (st->stop set). Only the subtrees on the paths to p, q and the
+ * stop are entered: O(log n). */
+static int reach(const cs_ordtree *t, uint32_t v, uint32_t base,
+                 reach_state *st)
+{
+    if (v == NONE)
+        return 0;
+    uint32_t end = base + t->size[v];
+    if (end <= st->p || base >= st->q)
+        return 0;
+    uint64_t w = t->wsum[(size_t)v * t->cols + st->k];
+    if (base >= st->p && end <= st->q && w <= st->room - st->got) {
+        st->got += w;
+        return 0;
+    }
+    if (reach(t, t->l[v], base, st))
+        return 1;
+    uint32_t at = base + sz(t, t->l[v]);
+    if (at >= st->p && at < st->q) {
+        uint64_t o = t->own[(size_t)v * t->cols + st->k];
+        if (o > st->room - st->got) {
+            st->stop = at;
+            return 1;
+        }
+        st->got += o;
+    }
+    return reach(t, t->r[v], at + 1, st);
+}
+
+/* The item after v in the order, or CS_ORD_NONE. */
+static uint32_t succ(const cs_ordtree *t, uint32_t v)
+{
+    if (t->r[v] != NONE) {
+        for (v = t->r[v]; t->l[v] != NONE;)
+            v = t->l[v];
+        return v;
+    }
+    uint32_t p = t->up[v];
+    while (p != NONE && t->r[p] == v) {
+        v = p;
+        p = t->up[p];
+    }
+    return p;
+}
+
+double cs_ordtree_fsum(const cs_ordtree *t, uint32_t p, uint32_t q, double s)
+{
+    assert(s >= 0 && q <= t->n);
+    uint32_t v = NONE; /* the item at p while adding one by one */
+    while (p < q) {
+        int e = s > 0 ? ilogb(s) : INT32_MIN;
+        if (t->cols > 0 && e >= t->e_lo && e - t->e_lo < (int)t->cols) {
+            /* in a column's binade: s is base units of u, and the items
+             * that keep it there add their counts */
+            reach_state st = {p, q, (uint32_t)(e - t->e_lo), 0, 0, q};
+            uint64_t base = (uint64_t)(s * t->scale[st.k]);
+            assert(base >= TWO53 / 2 && base < TWO53);
+            st.room = TWO53 - 1 - base;
+            reach(t, t->root, 0, &st);
+            s = (double)(base + st.got) / t->scale[st.k];
+            p = st.stop;
+            v = NONE;
+            if (p == q)
+                break;
+            /* the item at p carries s out of the binade (or is halfway):
+             * added by hand below */
+        }
+        if (v == NONE)
+            v = cs_ordtree_at(t, p);
+        if (!t->tag[v])
+            s += t->x[v];
+        p++;
+        v = succ(t, v);
+    }
+    return s;
 }

@@ -12,14 +12,19 @@
  * one split and merge (RCPPM's runs, src/model/memory.c). Items may also
  * be tagged and marked (the schedule's collectives and sync ones), for
  * counts over a range and the next untagged or marked item (the passes'
- * exposed-time walks, passes/common.c). The priorities are a hash of the
- * item, so a tree is the same on every run. */
+ * exposed-time walks, passes/common.c). Items may carry a time, for the
+ * sum a loop adding the untagged items' times over a range of positions
+ * would leave, bit for bit, in O(log n) per binade the sum crosses
+ * (cs_ordtree_fsum). The priorities are a hash of the item, so a tree is
+ * the same on every run. */
 #ifndef COMMSCHED_ORDTREE_H
 #define COMMSCHED_ORDTREE_H
 
 #include <stdint.h>
 
 #define CS_ORD_NONE UINT32_MAX
+/* Binades of sums the tree keeps columns for (cs_ordtree_time_on). */
+#define CS_ORD_COLS 16
 
 typedef struct cs_ordtree {
     uint32_t n, root;
@@ -34,6 +39,22 @@ typedef struct cs_ordtree {
     uint32_t *tags;       /* tagged items in the subtree */
     uint8_t *mark;        /* the item is marked (0 or 1) */
     uint32_t *marks;      /* marked items in the subtree */
+    /* Times (cs_ordtree_time_on). A double sum s in binade e (2^e <= s <
+     * 2^(e+1)) is an integer count of u = 2^(e-52), and adding x to it
+     * adds round(x / u) to that count, whatever s is, while the sum stays
+     * in the binade and x / u is not halfway between two integers (then
+     * the rounding goes to the even count, which depends on s). Column k
+     * (binade e_lo + k) sums per subtree those counts of the untagged
+     * items' times, a halfway one counting 2^53 (more than a binade has
+     * room for), saturated at 2^62: a descent finds how far a sum goes
+     * in its binade, and the item that carries it out is added by hand. */
+    double *x;              /* the item's time (NULL: no times) */
+    uint32_t cols;          /* 0 .. CS_ORD_COLS */
+    int e_lo;
+    double scale[CS_ORD_COLS]; /* 2^(52 - e) of column k's binade e */
+    uint64_t *own;          /* cols per item: its own counts */
+    uint64_t *wsum;         /* cols per item: its subtree's sums */
+    uint64_t zero[CS_ORD_COLS]; /* an empty subtree's sums */
 } cs_ordtree;
 
 /* Items order[0 .. n-1] (a permutation of 0 .. n-1) in that order, with
@@ -53,7 +74,7 @@ int64_t cs_ordtree_before(const cs_ordtree *t, uint32_t v);
 /* Sum of the nets of the items first .. last (first not after last), and
  * in *hi_top the highest level + top among them relative to the level
  * before first. */
-int64_t cs_ordtree_range(cs_ordtree *t, uint32_t first, uint32_t last,
+int64_t cs_ordtree_range(const cs_ordtree *t, uint32_t first, uint32_t last,
                          int64_t *hi_top);
 /* Sets v's values. */
 void cs_ordtree_set(cs_ordtree *t, uint32_t v, int64_t net, int64_t top);
@@ -68,9 +89,21 @@ uint32_t cs_ordtree_tags(const cs_ordtree *t, uint32_t lo, uint32_t hi);
 uint32_t cs_ordtree_next(const cs_ordtree *t, uint32_t p, int which);
 /* The item at position p (< n). */
 uint32_t cs_ordtree_at(const cs_ordtree *t, uint32_t p);
+/* Gives the items times x[0 .. n-1] (copied), which must be finite and
+ * >= 0 where untagged (else the sums are added one by one). Returns 0,
+ * or -1 on OOM (the tree then has no times). O(n x columns); the tree's
+ * structural changes then cost O(columns) more a node they touch. */
+int cs_ordtree_time_on(cs_ordtree *t, const double *x);
+/* What `for (p .. q-1) if (item at p is untagged) s += its time;` leaves
+ * in s, bit for bit (round to nearest even), for s >= 0: O(log n) per
+ * binade between s and the result, plus per item whose time is halfway
+ * between two counts of a binade the sum passes; without times, the
+ * loop itself. */
+double cs_ordtree_fsum(const cs_ordtree *t, uint32_t p, uint32_t q,
+                       double s);
 /* The last item at a position in [lo, hi) whose level > x or level + top
  * > y (levels as sums of the nets before it), or CS_ORD_NONE. */
-uint32_t cs_ordtree_last_over(cs_ordtree *t, uint32_t lo, uint32_t hi,
+uint32_t cs_ordtree_last_over(const cs_ordtree *t, uint32_t lo, uint32_t hi,
                               int64_t x, int64_t y);
 
 #endif /* COMMSCHED_ORDTREE_H */

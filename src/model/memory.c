@@ -266,11 +266,18 @@ commsched_status commsched_memory_recompute(commsched_memory *m,
         return compute_failed(rc, err);
     if (!m->tree)
         return COMMSCHED_OK;
-    /* the arrays are exact again: without a new tree they serve */
+    /* the arrays are exact again: without a new tree they serve; the
+     * new one gets the old one's times */
+    double *times = m->tree->x;
+    m->tree->x = NULL;
     cs_ordtree_free(m->tree);
     free(m->tree);
     m->tree = NULL;
-    return commsched_memory_use_tree(m, s, err);
+    commsched_status st = commsched_memory_use_tree(m, s, err);
+    if (st == COMMSCHED_OK && times)
+        st = commsched_memory_use_times(m, times, err);
+    free(times);
+    return st;
 }
 
 commsched_status commsched_memory_use_tree(commsched_memory *m,
@@ -442,6 +449,29 @@ uint32_t commsched_memory_node_at(const commsched_memory *m, uint32_t p)
 {
     assert(m->tree && p < m->n);
     return cs_ordtree_at(m->tree, p);
+}
+
+uint32_t commsched_memory_next_sync(const commsched_memory *m, uint32_t p)
+{
+    assert(m->tree);
+    return cs_ordtree_next(m->tree, p, 1);
+}
+
+commsched_status commsched_memory_use_times(commsched_memory *m,
+                                            const double *time,
+                                            commsched_error *err)
+{
+    assert(m->tree);
+    if (cs_ordtree_time_on(m->tree, time) != 0)
+        return oom(err);
+    return COMMSCHED_OK;
+}
+
+double commsched_memory_time_sum(const commsched_memory *m, uint32_t lo,
+                                 uint32_t hi, double sum)
+{
+    assert(m->tree && m->tree->x && lo <= hi);
+    return cs_ordtree_fsum(m->tree, lo, hi, sum);
 }
 
 /* Tree mode: v now frees f bytes. */

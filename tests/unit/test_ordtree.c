@@ -11,7 +11,17 @@
  * too: parent links, sizes and the four aggregates (tags included)
  * against a recomputation, every item's own tag, every prefix count, the
  * in-order sequence against the reference, and a depth that stays
- * logarithmic. */
+ * logarithmic.
+ *
+ * Times (cs_ordtree_time_on, cs_ordtree_fsum): after random block moves,
+ * the sum over random position ranges from random starting sums must be,
+ * bit for bit, the double a loop adding the untagged items' times in
+ * order leaves, for times of several kinds: full-precision values of many
+ * magnitudes, small integers, values halfway between two steps of the
+ * binades large sums pass, zeros of both signs, huge and subnormal ones,
+ * and negative ones (no columns: the loop). The reference loop counts
+ * what the columns had to get right: additions made in a column's
+ * binade, halfway ones among them, and crossings out of a binade. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +29,8 @@
 
 #include <cmocka.h>
 
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -623,11 +635,192 @@ static void test_ordtree_large(void **state)
                   n_null_tags, n_struct);
 }
 
+/* ---- times ---------------------------------------------------------------- */
+
+static unsigned long long n_fq, n_fq_cols, n_col_adds, n_halfway,
+    n_crossings, n_plain_trees;
+
+/* A time of kind k (see the file's comment). */
+static double rnd_time(tu_rng *r, unsigned k)
+{
+    uint32_t x = tu_rng_below(r, 100);
+    double mant = (double)(tu_rng_next(r) >> 11) * 0x1p-53; /* [0, 1) */
+    switch (k) {
+    case 0: /* full precision, many magnitudes, some zeros */
+        return x < 8 ? (x < 4 ? 0.0 : -0.0)
+                     : ldexp(mant, (int)tu_rng_below(r, 41) - 20);
+    case 1: /* small integers */
+        return (double)tu_rng_below(r, 1000);
+    case 2: /* a few huge, the rest odd multiples of 2^7 .. 2^13: halfway
+             * between two steps of the binades 2^60 .. 2^66 */
+        return x < 4 ? ldexp(1.0 + mant, 60 + (int)tu_rng_below(r, 4))
+                     : ldexp((double)(2 * tu_rng_below(r, 32) + 1),
+                             7 + (int)tu_rng_below(r, 7));
+    case 3: /* close values: long walks inside each binade */
+        return 1000.0 + mant;
+    case 4: /* huge exponents and subnormals */
+        return x < 50 ? ldexp(1.0 + mant, 900 + (int)tu_rng_below(r, 4))
+                      : ldexp(mant, -1060);
+    default: /* full precision; run_times makes one negative: no columns */
+        return x < 2 ? -1.0 - mant : ldexp(mant, (int)tu_rng_below(r, 8));
+    }
+}
+
+/* The loop cs_ordtree_fsum stands for, over the reference order, with
+ * its counts. */
+static double ref_fsum(const cs_ordtree *t, const ref *f, const double *x,
+                       uint32_t p, uint32_t q, double s)
+{
+    for (uint32_t i = p; i < q; i++) {
+        uint32_t v = f->seq[i];
+        if (f->tag[v])
+            continue;
+        int e = s > 0 ? ilogb(s) : INT_MIN;
+        int in = t->cols > 0 && e >= t->e_lo && e - t->e_lo < (int)t->cols;
+        if (in) {
+            double y = x[v] / ldexp(1.0, e - 52); /* exact */
+            n_col_adds++;
+            n_halfway += y - floor(y) == 0.5;
+        }
+        double next = s + x[v];
+        n_crossings += in && next > 0 && ilogb(next) != e;
+        s = next;
+    }
+    return s;
+}
+
+static void run_times(uint32_t n, uint64_t seed, unsigned kind, unsigned ops)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed * 7777 + n * 31 + kind);
+    ref f;
+    f.n = n;
+    f.seq = malloc(n * sizeof *f.seq);
+    f.pos = malloc(n * sizeof *f.pos);
+    f.net = calloc(n, sizeof *f.net);
+    f.top = calloc(n, sizeof *f.top);
+    f.lvl = malloc(n * sizeof *f.lvl);
+    f.tag = malloc(n * sizeof *f.tag);
+    f.mark = calloc(n, sizeof *f.mark);
+    uint32_t *tmp = malloc(2 * n * sizeof *tmp);
+    double *x = malloc(n * sizeof *x);
+    assert_true(f.seq && f.pos && f.net && f.top && f.lvl && f.tag &&
+                f.mark && tmp && x);
+    for (uint32_t i = 0; i < n; i++)
+        f.seq[i] = i;
+    for (uint32_t i = n; i > 1; i--) {
+        uint32_t j = tu_rng_below(&r, i), y = f.seq[i - 1];
+        f.seq[i - 1] = f.seq[j];
+        f.seq[j] = y;
+    }
+    uint32_t density = tu_rng_below(&r, 40);
+    for (uint32_t v = 0; v < n; v++) {
+        f.tag[v] = tu_rng_below(&r, 100) < density;
+        /* tagged items' times are never read: garbage there */
+        x[v] = f.tag[v] ? NAN : rnd_time(&r, kind);
+    }
+    for (uint32_t v = 0; v < n && kind == 5; v++)
+        if (!f.tag[v]) {
+            x[v] = -0.75;
+            break;
+        }
+    ref_levels(&f);
+    cs_ordtree t;
+    assert_int_equal(cs_ordtree_init(&t, n, f.seq, f.net, f.top, f.tag, NULL),
+                     0);
+    assert_int_equal(cs_ordtree_time_on(&t, x), 0);
+    int positive = 0; /* sums in binades with columns */
+    for (uint32_t v = 0; v < n; v++)
+        positive |= !f.tag[v] && x[v] > 0x1p-900;
+    if (kind == 5 || !positive)
+        assert_int_equal(t.cols, 0);
+    else if (t.cols == 0)
+        fail_msg("n %u seed %llu kind %u: no columns", n,
+                 (unsigned long long)seed, kind);
+    n_plain_trees += t.cols == 0;
+    for (unsigned op = 0; op < ops; op++) {
+        if (tu_rng_chance(&r, 30)) { /* move a block */
+            uint32_t len = 1 + tu_rng_below(&r, tu_rng_chance(&r, 20) ? n : 8);
+            if (len >= n)
+                continue;
+            uint32_t lo = tu_rng_below(&r, n - len + 1), hi = lo + len;
+            uint32_t k = tu_rng_below(&r, n - len);
+            uint32_t after =
+                tu_rng_chance(&r, 10) ? CS_ORD_NONE : f.seq[k < lo ? k : k + len];
+            cs_ordtree_move_after(&t, f.seq[lo], f.seq[hi - 1], after);
+            ref_move_after(&f, lo, hi, after, tmp);
+            continue;
+        }
+        uint32_t p = tu_rng_below(&r, n + 1);
+        uint32_t q = p + tu_rng_below(&r, n - p + 1);
+        if (tu_rng_chance(&r, 30)) { /* long ranges */
+            p = tu_rng_below(&r, n / 8 + 1);
+            q = n - tu_rng_below(&r, n / 8 + 1);
+        }
+        /* from 0, from a prefix's sum (a walk's start), or near the top
+         * of a binade */
+        double s0 = 0.0;
+        uint32_t how = tu_rng_below(&r, 3);
+        if (how == 1 && p > 0)
+            s0 = fabs(ref_fsum(&t, &f, x, tu_rng_below(&r, p), p, 0.0));
+        else if (how == 2)
+            s0 = nextafter(ldexp(1.0, (int)t.e_lo + (int)tu_rng_below(&r, 4)),
+                           0.0);
+        if (!(s0 >= 0 && s0 < HUGE_VAL))
+            s0 = 0.0;
+        unsigned long long adds = n_col_adds;
+        double want = ref_fsum(&t, &f, x, p, q, s0);
+        double got = cs_ordtree_fsum(&t, p, q, s0);
+        if (memcmp(&got, &want, sizeof got) != 0)
+            fail_msg("n %u seed %llu kind %u op %u: fsum [%u, %u) from "
+                     "%.17g: %.17g, the loop %.17g",
+                     n, (unsigned long long)seed, kind, op, p, q, s0, got,
+                     want);
+        n_fq++;
+        n_fq_cols += n_col_adds > adds;
+    }
+    cs_ordtree_free(&t);
+    free(f.seq);
+    free(f.pos);
+    free(f.net);
+    free(f.top);
+    free(f.lvl);
+    free(f.tag);
+    free(f.mark);
+    free(tmp);
+    free(x);
+}
+
+static void test_ordtree_times(void **state)
+{
+    (void)state;
+    n_fq = n_fq_cols = n_col_adds = n_halfway = n_crossings = 0;
+    n_plain_trees = 0;
+    static const uint32_t sizes[] = {1, 2, 5, 33, 200, 1000, 4000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (unsigned kind = 0; kind < 6; kind++)
+            for (uint64_t seed = 1; seed <= 3; seed++)
+                run_times(sizes[k], seed, kind, sizes[k] > 1000 ? 300 : 600);
+    print_message("times: %llu sums (%llu adding in a column's binade), "
+                  "%llu additions in a column's binade, %llu of them "
+                  "halfway, %llu crossings out of one; %llu trees without "
+                  "columns\n",
+                  n_fq, n_fq_cols, n_col_adds, n_halfway, n_crossings,
+                  n_plain_trees);
+    /* about half of what the seeds give */
+    assert_true(n_fq_cols >= n_fq / 4);
+    assert_true(n_col_adds >= 3000000);
+    assert_true(n_halfway >= 70000);
+    assert_true(n_crossings >= 50000);
+    assert_true(n_plain_trees >= 3 * sizeof sizes / sizeof sizes[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ordtree_small),
         cmocka_unit_test(test_ordtree_large),
+        cmocka_unit_test(test_ordtree_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
