@@ -119,33 +119,14 @@ static int add2(commsched_tune_result *r, const char *passes,
 }
 
 /* How heavy a candidate is likely to be, by what it runs: Inductor's
- * iterative passes move each collective past every node it passes and
- * walk from each to its wait for their statistics, so they grow with the
- * square of the graph where the rest grow near-linearly
- * (docs/PERFORMANCE.md, "tune"; simple_overlap rises a run of swaps at a
- * time, the transformer-block plan's waits sink in one move each, and
- * cost-mode bucketing prices a merge's step from its window). 0 for the
- * rest. */
+ * iterative passes move each collective past every node it passes (in
+ * O(log n) a run) and walk from each to its wait for their statistics
+ * (O(log n) per binade of the sum), the heaviest of the set by a constant
+ * factor (docs/PERFORMANCE.md, "tune"). 0 for the rest. */
 static int weight_of(const char *passes)
 {
     return strstr(passes, "reorder_communication_preserving_peak_memory") ? 1
                                                                           : 0;
-}
-
-/* Above this many nodes the built-in set leaves out the candidates whose
- * cost grows with the square of the graph: Inductor's pipeline, whose
- * moves cost O(log n) a run but whose RCPPM walks from each collective to
- * its wait for the seed's statistics (37.6 s on the 1M-node chain, where
- * the rest take seconds). A --candidate is always run. */
-#define TUNE_QUADRATIC_MAX_NODES 50000u
-
-/* add2 for the built-in set: skips a quadratic candidate when `large`. */
-static int add_builtin(commsched_tune_result *r, int large,
-                       const char *passes, const char *knobs)
-{
-    if (large && weight_of(passes) > 0)
-        return 0;
-    return add2(r, passes, knobs);
 }
 
 /* Up to this many collectives of one op, the built-in set also tries
@@ -156,6 +137,9 @@ static int add_builtin(commsched_tune_result *r, int large,
  * worth more than any cap (an FSDP backward of four reduce-scatters is
  * fastest as 1 + 1 + 2, as torch's FX bucketer leaves it). */
 #define TUNE_SPLIT_MAX_COLLS 6u
+/* ... and up to this many nodes: each cut is one more overlap run, which
+ * on a large graph with few collectives would be most of the search. */
+#define TUNE_SPLIT_MAX_NODES 50000u
 
 /* The most collectives of one bucketable op (all-gather, reduce-scatter,
  * all-reduce): what each bucketing pass walks at most. */
@@ -181,7 +165,9 @@ static uint32_t max_per_op(const commsched_graph *g)
  * the budget with its options; pinned collective order; bucketing (DDP's
  * and Inductor's caps, greedy and cost modes; per transformer block)
  * before overlap and before Inductor's pipeline; the hand-written
- * transformer-block plan followed by overlap. */
+ * transformer-block plan followed by overlap; and, for a graph of at most
+ * TUNE_SPLIT_MAX_NODES (!large) with 3 .. TUNE_SPLIT_MAX_COLLS
+ * collectives of one op (per_op), every cut of them into buckets. */
 static int builtin_set(commsched_tune_result *r, double budget, int large,
                        uint32_t per_op)
 {
@@ -197,18 +183,18 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
     else
         snprintf(bb, sizeof bb, "%.17g", budget > 1 ? budget - 1 : 0.0);
     static const char *const per_pass[] = {"0", "0.05", "0.1", "0.2"};
-    if (add_builtin(r, large, "none", NULL) != 0)
+    if (add2(r, "none", NULL) != 0)
         return -1;
     for (size_t i = 0; i < sizeof per_pass / sizeof per_pass[0]; i++) {
         snprintf(k, sizeof k,
                  "reorder_iterative_peak_memory_budget=%s,"
                  "sink_iterative_peak_memory_budget=%s",
                  per_pass[i], per_pass[i]);
-        if (add_builtin(r, large, INDUCTOR, k) != 0)
+        if (add2(r, INDUCTOR, k) != 0)
             return -1;
     }
-    if (add_builtin(r, large, "raise_comms,sink_waits", NULL) != 0 ||
-        add_builtin(r, large, "reorder_compute_for_overlap", NULL) != 0)
+    if (add2(r, "raise_comms,sink_waits", NULL) != 0 ||
+        add2(r, "reorder_compute_for_overlap", NULL) != 0)
         return -1;
     static const char *const overlap_opts[] = {
         "", ",overlap_search=full", ",overlap_collective_order=group",
@@ -216,11 +202,11 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
     for (size_t i = 0; i < sizeof overlap_opts / sizeof overlap_opts[0];
          i++) {
         snprintf(k, sizeof k, "overlap_peak_budget=%s%s", b, overlap_opts[i]);
-        if (add_builtin(r, large, "overlap", k) != 0)
+        if (add2(r, "overlap", k) != 0)
             return -1;
     }
     snprintf(k, sizeof k, "overlap_peak_budget=%s", b);
-    if (add_builtin(r, large, "decide_global_ordering_of_comms,overlap", k) !=
+    if (add2(r, "decide_global_ordering_of_comms,overlap", k) !=
         0)
         return -1;
     static const char *const caps[] = {"25", "2000"};
@@ -231,7 +217,7 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
                      "bucket_cap_mb=%s,bucket_mode=%s,"
                      "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
                      caps[c], modes[m], bb, b);
-            if (add_builtin(r, large, BUCKETS ",overlap", k) != 0)
+            if (add2(r, BUCKETS ",overlap", k) != 0)
                 return -1;
         }
     /* Buckets of two: a greedy cut in wait order takes every merge that
@@ -244,7 +230,7 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
              "bucket_cap_mb=2000,bucket_max_ops=2,"
              "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
              bb, b);
-    if (add_builtin(r, large, BUCKETS ",overlap", k) != 0)
+    if (add2(r, BUCKETS ",overlap", k) != 0)
         return -1;
     /* Transformer blocks: one bucket per block run, found from the node
      * names (as the hand-written plan), then overlap within the budget; and
@@ -254,8 +240,8 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
              "bucket_by_block=true,bucket_cap_mb=inf,"
              "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
              bb, b);
-    if (add_builtin(r, large, BUCKETS ",overlap", k) != 0 ||
-        add_builtin(r, large, "bucket_transformer_blocks,overlap",
+    if (add2(r, BUCKETS ",overlap", k) != 0 ||
+        add2(r, "bucket_transformer_blocks,overlap",
                     "overlap_peak_budget=1") != 0)
         return -1;
     if (!large && per_op >= 3 && per_op <= TUNE_SPLIT_MAX_COLLS)
@@ -264,7 +250,7 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
                      "bucket_cap_mb=inf,bucket_cuts=%lu,"
                      "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
                      cuts, bb, b);
-            if (add_builtin(r, large, BUCKETS ",overlap", k) != 0)
+            if (add2(r, BUCKETS ",overlap", k) != 0)
                 return -1;
         }
     snprintf(k, sizeof k,
@@ -272,7 +258,7 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
              "reorder_iterative_peak_memory_budget=0,"
              "sink_iterative_peak_memory_budget=0",
              bb);
-    if (add_builtin(r, large, BUCKETS "," INDUCTOR, k) != 0)
+    if (add2(r, BUCKETS "," INDUCTOR, k) != 0)
         return -1;
     return 0;
 }
@@ -458,7 +444,7 @@ commsched_status commsched_tune(const commsched_graph *g,
     }
     if ((o->builtin &&
          builtin_set(r, o->budget,
-                     commsched_graph_node_count(g) > TUNE_QUADRATIC_MAX_NODES,
+                     commsched_graph_node_count(g) > TUNE_SPLIT_MAX_NODES,
                      max_per_op(g)) != 0)) {
         st = oom(err);
         goto fail;
