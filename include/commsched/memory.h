@@ -163,9 +163,9 @@ COMMSCHED_EXPORT uint32_t commsched_memory_next_sync(
  * iterative passes add runtimes over long stretches of the order. Needs
  * commsched_memory_use_tree; kept through commsched_memory_recompute.
  * Times that are negative or not finite are added one by one. Fails only
- * with ENOMEM (the tracker then has no times). O(16 n); moves and runs
- * then cost up to 16 more additions per tree node they touch (~130 bytes
- * a node). */
+ * with ENOMEM (the tracker then has no times). O(16 n) and ~140 bytes a
+ * node; each sum first brings up to date the tree nodes that moves have
+ * touched since the last one (16 counts each). */
 COMMSCHED_EXPORT commsched_status commsched_memory_use_times(
     commsched_memory *m, const double *time, commsched_error *err);
 
@@ -173,7 +173,9 @@ COMMSCHED_EXPORT commsched_status commsched_memory_use_times(
  * collectives to `sum` (>= 0), one after another in the order as doubles,
  * leaves in it, bit for bit. O(log n) per binade between sum and the
  * result (and per node whose time falls halfway between two steps of a
- * binade the sum passes), not per node. Needs commsched_memory_use_times. */
+ * binade the sum passes), not per node. Needs commsched_memory_use_times.
+ * m is const to its caller: the tree's cached sums are brought up to date
+ * inside (not safe to call on one tracker from two threads at once). */
 COMMSCHED_EXPORT double commsched_memory_time_sum(const commsched_memory *m,
                                                   uint32_t lo, uint32_t hi,
                                                   double sum);

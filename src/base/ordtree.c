@@ -72,35 +72,55 @@ static void pull(cs_ordtree *t, uint32_t x)
 }
 
 /* Item v's count in column k: its time in units of the binade's u,
- * rounded to nearest; TWO53 for a halfway one (or one past a binade). */
+ * rounded to nearest; TWO53 for a halfway one (or one past a binade).
+ * The truncation is the floor (y >= 0), without a call to floor(). */
 static uint64_t count_of_time(const cs_ordtree *t, uint32_t v, uint32_t k)
 {
-    if (t->tag[v])
-        return 0;
     double y = t->x[v] * t->scale[k]; /* exact: a power of two */
     if (!(y < (double)TWO53))
         return TWO53;
-    double f = floor(y), d = y - f;
+    uint64_t f = (uint64_t)y;
+    double d = y - (double)f;
     if (d == 0.5)
         return TWO53;
-    return (uint64_t)f + (d > 0.5);
+    return f + (d > 0.5);
 }
 
-/* Recomputes x's column sums from its children (structure changed):
- * sums saturated at WCAP, of values that cannot wrap 64 bits. */
-static void pull_time(cs_ordtree *t, uint32_t x)
+/* Recomputes x's column sums from its children's. */
+static void sum_time(cs_ordtree *t, uint32_t x)
 {
-    if (t->cols == 0)
-        return;
     uint32_t a = t->l[x], b = t->r[x], c = t->cols;
     uint64_t *w = t->wsum + (size_t)x * c;
-    const uint64_t *o = t->own + (size_t)x * c;
     const uint64_t *wa = a != NONE ? t->wsum + (size_t)a * c : t->zero;
     const uint64_t *wb = b != NONE ? t->wsum + (size_t)b * c : t->zero;
+    int tagged = t->tag[x];
     for (uint32_t k = 0; k < c; k++) {
-        uint64_t y = wa[k] + wb[k] + o[k]; /* <= 2^63 + 2^53 */
+        uint64_t o = tagged ? 0 : count_of_time(t, x, k);
+        uint64_t y = wa[k] + wb[k] + o; /* <= 2^63 + 2^53 */
         w[k] = y < WCAP ? y : WCAP;
     }
+}
+
+/* x's children changed: its column sums are stale until a sum needs
+ * them (clean_time). A structural change pulls every node on its paths
+ * up to the root, so the stale nodes are closed under taking parents,
+ * and the moves between two sums share most of their paths. */
+static void pull_time(cs_ordtree *t, uint32_t x)
+{
+    if (t->cols > 0)
+        t->stale[x] = 1;
+}
+
+/* Recomputes the stale column sums of subtree x (those below a fresh
+ * node are fresh). */
+static void clean_time(cs_ordtree *t, uint32_t x)
+{
+    if (x == NONE || !t->stale[x])
+        return;
+    clean_time(t, t->l[x]);
+    clean_time(t, t->r[x]);
+    sum_time(t, x);
+    t->stale[x] = 0;
 }
 
 /* Splits the subtree x into its first k items (*a) and the rest (*b). */
@@ -246,7 +266,7 @@ void cs_ordtree_free(cs_ordtree *t)
     free(t->marks);
     free(t->x);
     free(t->wsum);
-    free(t->own);
+    free(t->stale);
     memset(t, 0, sizeof *t);
     t->root = NONE;
 }
@@ -496,9 +516,10 @@ int cs_ordtree_time_on(cs_ordtree *t, const double *x)
 {
     free(t->x);
     free(t->wsum);
-    free(t->own);
+    free(t->stale);
     t->x = NULL;
-    t->wsum = t->own = NULL;
+    t->wsum = NULL;
+    t->stale = NULL;
     t->cols = 0;
     double *copy = cs_malloc_array(t->n, sizeof *copy);
     uint32_t *stack = cs_malloc_array(t->n, sizeof *stack);
@@ -530,11 +551,12 @@ int cs_ordtree_time_on(cs_ordtree *t, const double *x)
     if (ok && total > 0 && e_lo > -960 && e_hi < 960) {
         uint32_t c = (uint32_t)(e_hi - e_lo + 1);
         t->wsum = cs_malloc_array((size_t)t->n * c, sizeof *t->wsum);
-        t->own = cs_malloc_array((size_t)t->n * c, sizeof *t->own);
-        if (!t->wsum || !t->own) {
+        t->stale = cs_calloc(t->n, sizeof *t->stale);
+        if (!t->wsum || !t->stale) {
             free(t->wsum);
-            free(t->own);
-            t->wsum = t->own = NULL;
+            free(t->stale);
+            t->wsum = NULL;
+            t->stale = NULL;
             free(stack);
             return -1;
         }
@@ -542,10 +564,7 @@ int cs_ordtree_time_on(cs_ordtree *t, const double *x)
         t->e_lo = e_lo;
         for (uint32_t k = 0; k < c; k++)
             t->scale[k] = ldexp(1.0, 52 - (e_lo + (int)k));
-        for (uint32_t v = 0; v < t->n; v++)
-            for (uint32_t k = 0; k < c; k++)
-                t->own[(size_t)v * c + k] = count_of_time(t, v, k);
-        post_order(t, stack, pull_time);
+        post_order(t, stack, sum_time);
     }
     free(stack);
     return 0;
@@ -579,7 +598,7 @@ static int reach(const cs_ordtree *t, uint32_t v, uint32_t base,
         return 1;
     uint32_t at = base + sz(t, t->l[v]);
     if (at >= st->p && at < st->q) {
-        uint64_t o = t->own[(size_t)v * t->cols + st->k];
+        uint64_t o = t->tag[v] ? 0 : count_of_time(t, v, st->k);
         if (o > st->room - st->got) {
             st->stop = at;
             return 1;
@@ -605,8 +624,10 @@ static uint32_t succ(const cs_ordtree *t, uint32_t v)
     return p;
 }
 
-double cs_ordtree_fsum(const cs_ordtree *t, uint32_t p, uint32_t q, double s)
+double cs_ordtree_fsum(cs_ordtree *t, uint32_t p, uint32_t q, double s)
 {
+    if (t->cols > 0)
+        clean_time(t, t->root);
     assert(s >= 0 && q <= t->n);
     uint32_t v = NONE; /* the item at p while adding one by one */
     while (p < q) {

@@ -52,8 +52,8 @@ typedef struct cs_ordtree {
     uint32_t cols;          /* 0 .. CS_ORD_COLS */
     int e_lo;
     double scale[CS_ORD_COLS]; /* 2^(52 - e) of column k's binade e */
-    uint64_t *own;          /* cols per item: its own counts */
     uint64_t *wsum;         /* cols per item: its subtree's sums */
+    uint8_t *stale;         /* the item's wsum awaits its children's */
     uint64_t zero[CS_ORD_COLS]; /* an empty subtree's sums */
 } cs_ordtree;
 
@@ -91,16 +91,17 @@ uint32_t cs_ordtree_next(const cs_ordtree *t, uint32_t p, int which);
 uint32_t cs_ordtree_at(const cs_ordtree *t, uint32_t p);
 /* Gives the items times x[0 .. n-1] (copied), which must be finite and
  * >= 0 where untagged (else the sums are added one by one). Returns 0,
- * or -1 on OOM (the tree then has no times). O(n x columns); the tree's
- * structural changes then cost O(columns) more a node they touch. */
+ * or -1 on OOM (the tree then has no times). O(n x columns); the nodes
+ * structural changes touch are marked stale, and the next
+ * cs_ordtree_fsum recomputes their columns (O(columns) each). */
 int cs_ordtree_time_on(cs_ordtree *t, const double *x);
 /* What `for (p .. q-1) if (item at p is untagged) s += its time;` leaves
- * in s, bit for bit (round to nearest even), for s >= 0: O(log n) per
+ * in s, bit for bit (round to nearest even), for s >= 0 (after bringing
+ * stale columns up to date): O(log n) per
  * binade between s and the result, plus per item whose time is halfway
  * between two counts of a binade the sum passes; without times, the
  * loop itself. */
-double cs_ordtree_fsum(const cs_ordtree *t, uint32_t p, uint32_t q,
-                       double s);
+double cs_ordtree_fsum(cs_ordtree *t, uint32_t p, uint32_t q, double s);
 /* The last item at a position in [lo, hi) whose level > x or level + top
  * > y (levels as sums of the nets before it), or CS_ORD_NONE. */
 uint32_t cs_ordtree_last_over(const cs_ordtree *t, uint32_t lo, uint32_t hi,
