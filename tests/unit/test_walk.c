@@ -138,11 +138,10 @@ static void walk(wt *t, uint32_t c, int hoisted)
     k->hoist_walks += (size_t)hoisted;
 }
 
-/* A move of head..tail past `moved` nodes: the tracker's positions must
- * still be the order's around the group. */
-static void report(wt *t, uint32_t head, uint32_t tail, size_t moved)
+/* After a move of head..tail: the tracker's positions must still be the
+ * order's around the group. */
+static void report(wt *t, uint32_t head, uint32_t tail)
 {
-    (void)moved;
     uint32_t ph = commsched_memory_position(t->m, head),
              pt = commsched_memory_position(t->m, tail);
     uint32_t before = commsched_schedule_prev(t->s, head),
@@ -209,7 +208,7 @@ static int single_after(wt *t, uint32_t cand, uint32_t head, uint32_t tail)
                      COMMSCHED_OK);
     commsched_memory_commit_move(t->m, t->s);
     t->c->moves_single++;
-    report(t, head, tail, 1);
+    report(t, head, tail);
     return 1;
 }
 
@@ -228,7 +227,7 @@ static void hoist(wt *t, uint32_t c, int grow)
                                                   stop, INT64_MAX, &fr, &err),
                          COMMSCHED_OK);
         t->c->far_runs++;
-        report(t, head, tail, fr.moved);
+        report(t, head, tail);
         assert_false(fr.over);
         uint32_t prev = commsched_schedule_prev(t->s, head);
         if (prev == COMMSCHED_NONE)
@@ -278,7 +277,7 @@ static void random_far_run(wt *t)
                                               limit, &fr, &err),
                      COMMSCHED_OK);
     t->c->far_runs++;
-    report(t, head, tail, fr.moved);
+    report(t, head, tail);
 }
 
 /* A random single move either way. A BEFORE_GROUP move of the candidate
@@ -309,7 +308,7 @@ static void random_single(wt *t)
                      COMMSCHED_OK);
     commsched_memory_commit_move(t->m, t->s);
     t->c->moves_before++;
-    report(t, cand, cand, len);
+    report(t, cand, cand);
 }
 
 /* Runtimes: many +0.0, some -0.0, a few repeated values, some random;
