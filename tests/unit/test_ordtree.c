@@ -76,6 +76,45 @@ static void ref_levels(ref *f)
     }
 }
 
+/* A reference of n items, values zero; ref_free releases it. */
+static void ref_init(ref *f, uint32_t n)
+{
+    f->n = n;
+    f->seq = calloc(n + 1, sizeof *f->seq);
+    f->pos = calloc(n + 1, sizeof *f->pos);
+    f->net = calloc(n + 1, sizeof *f->net);
+    f->top = calloc(n + 1, sizeof *f->top);
+    f->lvl = calloc(n + 1, sizeof *f->lvl);
+    f->tag = calloc(n + 1, sizeof *f->tag);
+    f->mark = calloc(n + 1, sizeof *f->mark);
+    assert_true(f->seq && f->pos && f->net && f->top && f->lvl && f->tag &&
+                f->mark);
+}
+
+static void ref_free(ref *f)
+{
+    free(f->seq);
+    free(f->pos);
+    free(f->net);
+    free(f->top);
+    free(f->lvl);
+    free(f->tag);
+    free(f->mark);
+}
+
+/* The identity order, shuffled when `shuffle`. */
+static void ref_order(ref *f, tu_rng *r, int shuffle)
+{
+    for (uint32_t i = 0; i < f->n; i++)
+        f->seq[i] = i;
+    if (shuffle)
+        for (uint32_t i = f->n; i > 1; i--) {
+            uint32_t j = tu_rng_below(r, i), x = f->seq[i - 1];
+            f->seq[i - 1] = f->seq[j];
+            f->seq[j] = x;
+        }
+}
+
 /* Values of one of three scales: tiny (many ties and equal levels), up to
  * 2^20, or up to 2^40 (the brief's range); tops are >= 0. */
 static int64_t rnd_net(tu_rng *r, int scale)
@@ -379,28 +418,13 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
     tu_rng_seed(&r, seed * 1000003u + n);
     int scale = (int)(seed % 3);
     ref f;
-    f.n = n;
-    f.seq = malloc((n + 1) * sizeof *f.seq);
-    f.pos = malloc((n + 1) * sizeof *f.pos);
-    f.net = malloc((n + 1) * sizeof *f.net);
-    f.top = malloc((n + 1) * sizeof *f.top);
-    f.lvl = malloc((n + 1) * sizeof *f.lvl);
-    f.tag = malloc((n + 1) * sizeof *f.tag);
-    f.mark = malloc((n + 1) * sizeof *f.mark);
+    ref_init(&f, n);
     uint8_t *mark_in = malloc((n + 1) * sizeof *mark_in);
     uint8_t *tag_in = malloc((n + 1) * sizeof *tag_in);
     uint32_t *tmp = malloc((2 * n + 1) * sizeof *tmp);
-    assert_true(f.seq && f.pos && f.net && f.top && f.lvl && f.tag &&
-                tag_in && f.mark && mark_in && tmp);
+    assert_true(tag_in && mark_in && tmp);
     /* a random permutation (or, for some seeds, the identity) */
-    for (uint32_t i = 0; i < n; i++)
-        f.seq[i] = i;
-    if (seed % 4 != 0)
-        for (uint32_t i = n; i > 1; i--) {
-            uint32_t j = tu_rng_below(&r, i), x = f.seq[i - 1];
-            f.seq[i - 1] = f.seq[j];
-            f.seq[j] = x;
-        }
+    ref_order(&f, &r, seed % 4 != 0);
     for (uint32_t v = 0; v < n; v++) {
         f.net[v] = rnd_net(&r, scale);
         f.top[v] = rnd_top(&r, scale);
@@ -562,14 +586,8 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
         }
     }
     cs_ordtree_free(&t);
-    free(f.seq);
-    free(f.pos);
-    free(f.net);
-    free(f.top);
-    free(f.lvl);
-    free(f.tag);
+    ref_free(&f);
     free(tag_in);
-    free(f.mark);
     free(mark_in);
     free(tmp);
 }
@@ -694,25 +712,11 @@ static void run_times(uint32_t n, uint64_t seed, unsigned kind, unsigned ops)
     tu_rng r;
     tu_rng_seed(&r, seed * 7777 + n * 31 + kind);
     ref f;
-    f.n = n;
-    f.seq = malloc(n * sizeof *f.seq);
-    f.pos = malloc(n * sizeof *f.pos);
-    f.net = calloc(n, sizeof *f.net);
-    f.top = calloc(n, sizeof *f.top);
-    f.lvl = malloc(n * sizeof *f.lvl);
-    f.tag = malloc(n * sizeof *f.tag);
-    f.mark = calloc(n, sizeof *f.mark);
-    uint32_t *tmp = malloc(2 * n * sizeof *tmp);
-    double *x = malloc(n * sizeof *x);
-    assert_true(f.seq && f.pos && f.net && f.top && f.lvl && f.tag &&
-                f.mark && tmp && x);
-    for (uint32_t i = 0; i < n; i++)
-        f.seq[i] = i;
-    for (uint32_t i = n; i > 1; i--) {
-        uint32_t j = tu_rng_below(&r, i), y = f.seq[i - 1];
-        f.seq[i - 1] = f.seq[j];
-        f.seq[j] = y;
-    }
+    ref_init(&f, n);
+    uint32_t *tmp = malloc((2 * n + 1) * sizeof *tmp);
+    double *x = malloc((n + 1) * sizeof *x);
+    assert_true(tmp && x);
+    ref_order(&f, &r, 1);
     uint32_t density = tu_rng_below(&r, 40);
     for (uint32_t v = 0; v < n; v++) {
         f.tag[v] = tu_rng_below(&r, 100) < density;
@@ -780,13 +784,7 @@ static void run_times(uint32_t n, uint64_t seed, unsigned kind, unsigned ops)
         n_fq_cols += n_col_adds > adds;
     }
     cs_ordtree_free(&t);
-    free(f.seq);
-    free(f.pos);
-    free(f.net);
-    free(f.top);
-    free(f.lvl);
-    free(f.tag);
-    free(f.mark);
+    ref_free(&f);
     free(tmp);
     free(x);
 }
