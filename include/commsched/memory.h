@@ -170,7 +170,7 @@ COMMSCHED_EXPORT commsched_status commsched_memory_use_times(
     commsched_memory *m, const double *time, commsched_error *err);
 
 /* What adding the times of the nodes at positions [lo, hi) that are not
- * collectives to `sum` (>= 0), one after another in the order as doubles,
+ * collectives to `sum`, one after another in the order as doubles,
  * leaves in it, bit for bit. O(log n) per binade between sum and the
  * result (and per node whose time falls halfway between two steps of a
  * binade the sum passes), not per node. Needs commsched_memory_use_times.

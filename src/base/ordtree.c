@@ -628,7 +628,7 @@ double cs_ordtree_fsum(cs_ordtree *t, uint32_t p, uint32_t q, double s)
 {
     if (t->cols > 0)
         clean_time(t, t->root);
-    assert(s >= 0 && q <= t->n);
+    assert(q <= t->n);
     uint32_t v = NONE; /* the item at p while adding one by one */
     while (p < q) {
         int e = s > 0 ? ilogb(s) : INT32_MIN;

@@ -96,7 +96,7 @@ uint32_t cs_ordtree_at(const cs_ordtree *t, uint32_t p);
  * cs_ordtree_fsum recomputes their columns (O(columns) each). */
 int cs_ordtree_time_on(cs_ordtree *t, const double *x);
 /* What `for (p .. q-1) if (item at p is untagged) s += its time;` leaves
- * in s, bit for bit (round to nearest even), for s >= 0 (after bringing
+ * in s, bit for bit (round to nearest even), for any s (after bringing
  * stale columns up to date): O(log n) per
  * binade between s and the result, plus per item whose time is halfway
  * between two counts of a binade the sum passes; without times, the

@@ -19,7 +19,8 @@
  * order leaves, for times of several kinds: full-precision values of many
  * magnitudes, small integers, values halfway between two steps of the
  * binades large sums pass, zeros of both signs, huge and subnormal ones,
- * and negative ones (no columns: the loop). The reference loop counts
+ * and negative or not finite ones (no columns: the loop, from negative
+ * sums too). The reference loop counts
  * what the columns had to get right: additions made in a column's
  * binade, halfway ones among them, and crossings out of a binade. */
 #include <setjmp.h>
@@ -679,8 +680,12 @@ static double rnd_time(tu_rng *r, unsigned k)
     case 4: /* huge exponents and subnormals */
         return x < 50 ? ldexp(1.0 + mant, 900 + (int)tu_rng_below(r, 4))
                       : ldexp(mant, -1060);
-    default: /* full precision; run_times makes one negative: no columns */
+    case 5: /* full precision; run_times makes one negative: no columns */
         return x < 2 ? -1.0 - mant : ldexp(mant, (int)tu_rng_below(r, 8));
+    default: /* not finite now and then (a multiplier of inf; run_times
+              * makes one +inf): no columns */
+        return x < 3 ? (x == 0 ? INFINITY : x == 1 ? -INFINITY : NAN)
+                     : ldexp(mant, (int)tu_rng_below(r, 8));
     }
 }
 
@@ -723,9 +728,9 @@ static void run_times(uint32_t n, uint64_t seed, unsigned kind, unsigned ops)
         /* tagged items' times are never read: garbage there */
         x[v] = f.tag[v] ? NAN : rnd_time(&r, kind);
     }
-    for (uint32_t v = 0; v < n && kind == 5; v++)
+    for (uint32_t v = 0; v < n && kind >= 5; v++)
         if (!f.tag[v]) {
-            x[v] = -0.75;
+            x[v] = kind == 5 ? -0.75 : INFINITY;
             break;
         }
     ref_levels(&f);
@@ -736,7 +741,7 @@ static void run_times(uint32_t n, uint64_t seed, unsigned kind, unsigned ops)
     int positive = 0; /* sums in binades with columns */
     for (uint32_t v = 0; v < n; v++)
         positive |= !f.tag[v] && x[v] > 0x1p-900;
-    if (kind == 5 || !positive)
+    if (kind >= 5 || !positive)
         assert_int_equal(t.cols, 0);
     else if (t.cols == 0)
         fail_msg("n %u seed %llu kind %u: no columns", n,
@@ -772,6 +777,8 @@ static void run_times(uint32_t n, uint64_t seed, unsigned kind, unsigned ops)
                            0.0);
         if (!(s0 >= 0 && s0 < HUGE_VAL))
             s0 = 0.0;
+        if (kind >= 5 && tu_rng_chance(&r, 30))
+            s0 = -s0 - 1.0; /* negative sums, where times are */
         unsigned long long adds = n_col_adds;
         double want = ref_fsum(&t, &f, x, p, q, s0);
         double got = cs_ordtree_fsum(&t, p, q, s0);
@@ -796,7 +803,7 @@ static void test_ordtree_times(void **state)
     n_plain_trees = 0;
     static const uint32_t sizes[] = {1, 2, 5, 33, 200, 1000, 4000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        for (unsigned kind = 0; kind < 6; kind++)
+        for (unsigned kind = 0; kind < 7; kind++)
             for (uint64_t seed = 1; seed <= 3; seed++)
                 run_times(sizes[k], seed, kind, sizes[k] > 1000 ? 300 : 600);
     print_message("times: %llu sums (%llu adding in a column's binade), "
@@ -810,7 +817,7 @@ static void test_ordtree_times(void **state)
     assert_true(n_col_adds >= 3000000);
     assert_true(n_halfway >= 70000);
     assert_true(n_crossings >= 50000);
-    assert_true(n_plain_trees >= 3 * sizeof sizes / sizeof sizes[0]);
+    assert_true(n_plain_trees >= 6 * sizeof sizes / sizeof sizes[0]);
 }
 
 int main(void)

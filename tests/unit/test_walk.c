@@ -314,8 +314,8 @@ static void random_single(wt *t)
 /* Runtimes: many +0.0, some -0.0, a few repeated values, some random;
  * mode 4: mostly random full-precision values of many magnitudes (sums
  * whose order shows), with some zeros and repeats; mode 5: values halfway
- * between two steps of the binades large sums pass. The tracker gets
- * them (commsched_memory_use_times). */
+ * between two steps of the binades large sums pass; mode 6: negative and
+ * non-finite ones. The tracker gets them (commsched_memory_use_times). */
 static void make_runtimes(wt *t, uint32_t mode)
 {
     static const double rep[] = {1.0, 0.5, 3.0, 0.1, 1e-3, 7.25};
@@ -336,6 +336,12 @@ static void make_runtimes(wt *t, uint32_t mode)
                 : x < 15 ? 0.0
                          : ldexp((double)(2 * tu_rng_below(&t->r, 32) + 1),
                                  7 + (int)tu_rng_below(&t->r, 7));
+        else if (mode == 6) /* what a negative or infinite multiplier
+                               makes: the tracker adds one by one, from
+                               negative sums too */
+            d = x < 3    ? (x == 0 ? INFINITY : x == 1 ? -INFINITY : NAN)
+                : x < 40 ? -(double)tu_rng_below(&t->r, 1000) / 8.0
+                         : (double)tu_rng_below(&t->r, 1000) / 8.0;
         else if (mode == 4)
             d = x < 10   ? 0.0
                 : x < 12 ? -0.0
@@ -441,7 +447,7 @@ static void test_walk_sums_random(void **state)
             close_wt(&t);
             continue;
         }
-        make_runtimes(&t, (uint32_t)(seed % 6));
+        make_runtimes(&t, (uint32_t)(seed % 7));
         for (unsigned step = 0; step < 800; step++) {
             uint32_t kind = tu_rng_below(&t.r, 100);
             if (kind < 40) {
