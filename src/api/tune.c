@@ -206,8 +206,7 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
             return -1;
     }
     snprintf(k, sizeof k, "overlap_peak_budget=%s", b);
-    if (add2(r, "decide_global_ordering_of_comms,overlap", k) !=
-        0)
+    if (add2(r, "decide_global_ordering_of_comms,overlap", k) != 0)
         return -1;
     static const char *const caps[] = {"25", "2000"};
     static const char *const modes[] = {"greedy", "cost"};
@@ -242,7 +241,7 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
              bb, b);
     if (add2(r, BUCKETS ",overlap", k) != 0 ||
         add2(r, "bucket_transformer_blocks,overlap",
-                    "overlap_peak_budget=1") != 0)
+             "overlap_peak_budget=1") != 0)
         return -1;
     if (!large && per_op >= 3 && per_op <= TUNE_SPLIT_MAX_COLLS)
         for (unsigned long cuts = 1; cuts + 1 < 1ul << (per_op - 1); cuts++) {
