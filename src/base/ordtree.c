@@ -249,6 +249,18 @@ int cs_ordtree_init(cs_ordtree *t, uint32_t n, const uint32_t *order,
     return 0;
 }
 
+/* Drops the tree's times and columns. */
+static void time_off(cs_ordtree *t)
+{
+    free(t->x);
+    free(t->wsum);
+    free(t->stale);
+    t->x = NULL;
+    t->wsum = NULL;
+    t->stale = NULL;
+    t->cols = 0;
+}
+
 void cs_ordtree_free(cs_ordtree *t)
 {
     free(t->l);
@@ -264,9 +276,7 @@ void cs_ordtree_free(cs_ordtree *t)
     free(t->tags);
     free(t->mark);
     free(t->marks);
-    free(t->x);
-    free(t->wsum);
-    free(t->stale);
+    time_off(t);
     memset(t, 0, sizeof *t);
     t->root = NONE;
 }
@@ -514,13 +524,7 @@ uint32_t cs_ordtree_last_over(const cs_ordtree *t, uint32_t lo, uint32_t hi,
 
 int cs_ordtree_time_on(cs_ordtree *t, const double *x)
 {
-    free(t->x);
-    free(t->wsum);
-    free(t->stale);
-    t->x = NULL;
-    t->wsum = NULL;
-    t->stale = NULL;
-    t->cols = 0;
+    time_off(t);
     double *copy = cs_malloc_array(t->n, sizeof *copy);
     uint32_t *stack = cs_malloc_array(t->n, sizeof *stack);
     if (!copy || !stack) {
@@ -553,10 +557,7 @@ int cs_ordtree_time_on(cs_ordtree *t, const double *x)
         t->wsum = cs_malloc_array((size_t)t->n * c, sizeof *t->wsum);
         t->stale = cs_calloc(t->n, sizeof *t->stale);
         if (!t->wsum || !t->stale) {
-            free(t->wsum);
-            free(t->stale);
-            t->wsum = NULL;
-            t->stale = NULL;
+            time_off(t); /* no times, as the header says */
             free(stack);
             return -1;
         }

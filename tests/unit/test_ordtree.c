@@ -593,13 +593,32 @@ static void run_tree(uint32_t n, uint64_t seed, unsigned ops)
     free(tmp);
 }
 
+/* The counts run_tree keeps, back to zero. */
+static void reset_ops(void)
+{
+    memset(n_ops, 0, sizeof n_ops);
+    n_found = n_front_moves = n_struct = n_null_tags = 0;
+    n_tag_q = n_tag_empty = n_tag_mixed = 0;
+    n_next_q = n_next_found = 0;
+}
+
+static void print_ops(const char *what)
+{
+    print_message("%s: %llu sets, %llu moves (%llu to the front), %llu "
+                  "ranges, %llu ranks, %llu last_over (%llu found), %llu "
+                  "tags queries (%llu empty or reversed, %llu partly "
+                  "tagged; %llu trees with tag NULL), %llu structure "
+                  "checks\n",
+                  what, n_ops[0], n_ops[1], n_front_moves, n_ops[2],
+                  n_ops[3], n_ops[4], n_found, n_tag_q, n_tag_empty,
+                  n_tag_mixed, n_null_tags, n_struct);
+}
+
 /* Small trees, every shape: each op is followed by a full check. */
 static void test_ordtree_small(void **state)
 {
     (void)state;
-    memset(n_ops, 0, sizeof n_ops);
-    n_found = n_front_moves = n_struct = n_null_tags = 0;
-    n_tag_q = n_tag_empty = n_tag_mixed = 0;
+    reset_ops();
     for (uint32_t n = 0; n <= 40; n++)
         for (uint64_t seed = 1; seed <= 6; seed++)
             run_tree(n, seed, n == 0 ? 0 : 400);
@@ -612,24 +631,14 @@ static void test_ordtree_small(void **state)
     assert_true(n_tag_q >= 30000);
     assert_true(n_tag_empty >= n_tag_q / 10);
     assert_true(n_tag_mixed >= n_tag_q / 10);
-    print_message("small: %llu sets, %llu moves (%llu to the front), %llu "
-                  "ranges, %llu ranks, %llu last_over (%llu found), %llu "
-                  "tags queries (%llu empty or reversed, %llu partly "
-                  "tagged; %llu trees with tag NULL), %llu structure "
-                  "checks\n",
-                  n_ops[0], n_ops[1], n_front_moves, n_ops[2], n_ops[3],
-                  n_ops[4], n_found, n_tag_q, n_tag_empty, n_tag_mixed,
-                  n_null_tags, n_struct);
+    print_ops("small");
 }
 
 /* Larger trees, up to a few thousand items. */
 static void test_ordtree_large(void **state)
 {
     (void)state;
-    memset(n_ops, 0, sizeof n_ops);
-    n_found = n_front_moves = n_struct = n_null_tags = 0;
-    n_tag_q = n_tag_empty = n_tag_mixed = 0;
-    n_next_q = n_next_found = 0;
+    reset_ops();
     static const uint32_t sizes[] = {64, 257, 1000, 2048, 3001};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         for (uint64_t seed = 1; seed <= 6; seed++)
@@ -644,14 +653,7 @@ static void test_ordtree_large(void **state)
     assert_true(n_next_found >= n_next_q / 2);
     print_message("large: %llu next/at queries (%llu found one)\n", n_next_q,
                   n_next_found);
-    print_message("large: %llu sets, %llu moves (%llu to the front), %llu "
-                  "ranges, %llu ranks, %llu last_over (%llu found), %llu "
-                  "tags queries (%llu empty or reversed, %llu partly "
-                  "tagged; %llu trees with tag NULL), %llu structure "
-                  "checks\n",
-                  n_ops[0], n_ops[1], n_front_moves, n_ops[2], n_ops[3],
-                  n_ops[4], n_found, n_tag_q, n_tag_empty, n_tag_mixed,
-                  n_null_tags, n_struct);
+    print_ops("large");
 }
 
 /* ---- times ---------------------------------------------------------------- */

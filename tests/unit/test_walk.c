@@ -190,25 +190,36 @@ static uint32_t last_dep(const wt *t, uint32_t head, uint32_t tail)
     return best;
 }
 
+/* A single legal move through the tracker, and the positions checked
+ * around what moved: after the group (AFTER_GROUP) or the candidate
+ * (BEFORE_GROUP: it now stands before the group). */
+static void move(wt *t, commsched_move kind, uint32_t cand,
+                 uint32_t head, uint32_t tail)
+{
+    commsched_error err = {0};
+    int64_t pot;
+    assert_int_equal(commsched_memory_plan_move(t->m, t->s, kind, cand, head,
+                                                tail, &pot, &err),
+                     COMMSCHED_OK);
+    commsched_memory_commit_move(t->m, t->s);
+    if (kind == COMMSCHED_MOVE_AFTER_GROUP)
+        report(t, head, tail);
+    else
+        report(t, cand, cand);
+}
+
 /* One move of the node right before head..tail to right after it, when
  * legal: 1 when it moved. */
 static int single_after(wt *t, uint32_t cand, uint32_t head, uint32_t tail)
 {
-    commsched_error err = {0};
     for (uint32_t v = head;; v = commsched_schedule_next(t->s, v)) {
         if (depends(t->g, v, cand))
             return 0;
         if (v == tail)
             break;
     }
-    int64_t pot;
-    assert_int_equal(commsched_memory_plan_move(t->m, t->s,
-                                                COMMSCHED_MOVE_AFTER_GROUP,
-                                                cand, head, tail, &pot, &err),
-                     COMMSCHED_OK);
-    commsched_memory_commit_move(t->m, t->s);
+    move(t, COMMSCHED_MOVE_AFTER_GROUP, cand, head, tail);
     t->c->moves_single++;
-    report(t, head, tail);
     return 1;
 }
 
@@ -285,7 +296,6 @@ static void random_far_run(wt *t)
  * after the one-node group cand. */
 static void random_single(wt *t)
 {
-    commsched_error err = {0};
     to_order(t);
     uint32_t len = 1 + tu_rng_below(&t->r, 6);
     if (len + 1 > t->n)
@@ -301,14 +311,8 @@ static void random_single(wt *t)
     for (uint32_t q = i; q < i + len; q++)
         if (depends(t->g, cand, t->order[q]))
             return;
-    int64_t pot;
-    assert_int_equal(commsched_memory_plan_move(t->m, t->s,
-                                                COMMSCHED_MOVE_BEFORE_GROUP,
-                                                cand, head, tail, &pot, &err),
-                     COMMSCHED_OK);
-    commsched_memory_commit_move(t->m, t->s);
+    move(t, COMMSCHED_MOVE_BEFORE_GROUP, cand, head, tail);
     t->c->moves_before++;
-    report(t, cand, cand);
 }
 
 /* Runtimes: many +0.0, some -0.0, a few repeated values, some random;
