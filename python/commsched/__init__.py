@@ -21,6 +21,7 @@ PyTorch Inductor's ``reorder_for_compute_comm_overlap_passes``.
 """
 
 import collections
+import contextlib
 import ctypes as _ctypes
 import dataclasses
 import math
@@ -187,6 +188,24 @@ class Graph:
         handle = _ctypes.c_void_p()
         _call(lib, lib.commsched_graph_load_file, _b(path),
               1 if toposort else 0, _ctypes.byref(handle), file=str(path))
+        return cls._adopt(lib, handle)
+
+    @classmethod
+    def from_document(cls, doc, toposort=False):
+        """Loads a graph from a format-v1 document given as Python data
+        (dicts and lists, docs/FORMAT.md): one call into the library for
+        the whole graph, where the builder methods make one per node.
+        Errors are located as the builder's are (``nodes[3].inputs[0]:
+        ...``), without a file name."""
+        import json
+        try:
+            text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise Error("the document is not JSON data: %s" % e) from None
+        lib = _lib.load()
+        handle = _ctypes.c_void_p()
+        _call(lib, lib.commsched_graph_load_string, _b(text),
+              1 if toposort else 0, _ctypes.byref(handle))
         return cls._adopt(lib, handle)
 
     @classmethod
@@ -634,6 +653,44 @@ def optimize(graph, passes=None, *, device=None, cost_model=None,
     (``reorder_iterative_peak_memory_budget=0.1``); :func:`knobs` lists
     them. A bad name or value raises Error naming it.
     """
+    with _optimized(graph, passes, device, cost_model, comm_streams, verify,
+                    knobs) as (lib, res):
+        rg = lib.commsched_result_graph(res)
+        n = lib.commsched_result_node_count(res)
+        indices = lib.commsched_result_order(res)[:n]
+        names = [_s(lib.commsched_result_node_name(res, i)) for i in range(n)]
+        rt = lib.commsched_result_runtimes(res)
+        runtime = {_s(lib.commsched_graph_node_name(rg, i)): rt[i]
+                   for i in range(lib.commsched_graph_node_count(rg))}
+        return Result(
+            order=names, indices=indices,
+            passes=_s(lib.commsched_result_passes(res)),
+            stats=_read_stats(lib, rg, lib.commsched_result_run(res)),
+            before=SimTotals._from(lib.commsched_result_before(res).contents),
+            after=SimTotals._from(lib.commsched_result_after(res).contents),
+            runtime_ns=runtime)
+
+
+def _optimized_order(graph, passes=None, *, device=None, cost_model=None,
+                     comm_streams=None, verify=None, **knobs):
+    """:func:`optimize`'s new order alone and the pipeline that ran: what
+    a compiler's plugin needs, without reading the statistics and names
+    back node by node. The order is node indices of the result's graph,
+    which are ``graph``'s unless a pass rewrote it (the caller rules
+    rewriting passes out: commsched_pass_rewrites)."""
+    with _optimized(graph, passes, device, cost_model, comm_streams, verify,
+                    knobs) as (lib, res):
+        n = lib.commsched_result_node_count(res)
+        return (lib.commsched_result_order(res)[:n],
+                _s(lib.commsched_result_passes(res)))
+
+
+@contextlib.contextmanager
+def _optimized(graph, passes, device, cost_model, comm_streams, verify,
+               knobs):
+    """Runs commsched_optimize on ``graph`` with these options and yields
+    (library, result handle); the result and options are released when
+    the block ends."""
     if not isinstance(graph, Graph):
         raise TypeError("optimize() takes a commsched.Graph")
     lib = graph._lib
@@ -656,21 +713,7 @@ def optimize(graph, passes=None, *, device=None, cost_model=None,
             _call(lib, lib.commsched_optimize_options_set, opts, _b(key),
                   _b(_option(v)))
         _call(lib, lib.commsched_optimize, g, opts, _ctypes.byref(res))
-        rg = lib.commsched_result_graph(res)
-        n = lib.commsched_result_node_count(res)
-        order_p = lib.commsched_result_order(res)
-        rt = lib.commsched_result_runtimes(res)
-        indices = [order_p[i] for i in range(n)]
-        names = [_s(lib.commsched_result_node_name(res, i)) for i in range(n)]
-        runtime = {_s(lib.commsched_graph_node_name(rg, i)): rt[i]
-                   for i in range(lib.commsched_graph_node_count(rg))}
-        return Result(
-            order=names, indices=indices,
-            passes=_s(lib.commsched_result_passes(res)),
-            stats=_read_stats(lib, rg, lib.commsched_result_run(res)),
-            before=SimTotals._from(lib.commsched_result_before(res).contents),
-            after=SimTotals._from(lib.commsched_result_after(res).contents),
-            runtime_ns=runtime)
+        yield lib, res
     finally:
         lib.commsched_result_destroy(res)
         lib.commsched_optimize_options_destroy(opts)

@@ -52,10 +52,21 @@ What is read, exactly (nothing else is touched):
   (``snode.get_estimated_runtime()`` without torch), in milliseconds as
   Inductor estimates, converted to nanoseconds; where it is 0 (Inductor's
   "no estimate", e.g. every node on CPU) commsched's cost model prices the
-  node as Inductor's GPU estimate does: compute from
-  ``snode.estimate_flops()`` and ``snode.get_read_write_buffers_sizes()``
-  (the larger of the two times: a pointwise kernel costs its memory
-  traffic), collectives from their bytes. Waits take 0, as in Inductor.
+  node as Inductor's GPU estimate does: compute from its flops and the
+  bytes it reads and writes (the larger of the two times: a pointwise
+  kernel costs its memory traffic), collectives from their bytes. Waits
+  take 0, as in Inductor. The flops are ``snode.estimate_flops()``'s
+  figure, taken from torch's flop formula for the IR node's FX origin
+  (``node.get_origin_node()``: its op and its arguments' fake values'
+  shapes; for an extern kernel without one, the sum over
+  ``node.origins``); the bytes are ``snode.get_read_write_buffers_sizes()``'s
+  figure, worked out as torch does from ``read_writes.reads/writes``, the
+  node's ranges, the buffers' layouts in ``V.graph`` and, for a fused
+  node, its buffers' users in ``snode.scheduler``. Both are computed by
+  the adapter rather than asked of torch, because torch's own calls cost
+  about 1 ms a node (a FlopCounterMode dispatch, sympy sizes redone for
+  every reader); tests/python/test_torch_scale.py checks they equal
+  torch's figures on every node of the real programs.
 - ``contains_collective(snode)`` and ``contains_wait(snode)`` from
   ``torch._inductor.utils`` (imported when ``reorder`` is called), or the
   callables passed as ``contains_collective=`` / ``contains_wait=``: a
@@ -109,6 +120,14 @@ use), is counted with the kernel's buffer, freed after its last reader
 ``size_alloc`` and the outputs' to 0 (tested on ``torch.linalg.qr``,
 where it is 32 KiB against Inductor's 48 KiB + 4 B).
 
+How it is built: :func:`document` reads every node, buffer and
+dependency once into the graph format's document (docs/FORMAT.md), and
+the library loads it in one call (``Graph.from_document``), which
+validates it exactly as the builder API would, with the same located
+errors; the pipeline's new order comes back as node indices, mapped onto
+the node objects by position. ``reorder(..., timings={})`` reports the
+split (reading, loading, the pipeline, mapping back).
+
 ``COMMSCHED_DUMP_DIR=DIR`` writes every graph ``reorder`` is handed to
 ``DIR/inductor-<pid>-<k>.json`` (Inductor's order), and ``export(snodes,
 path)`` writes one: files the command-line tool reads (``commsched
@@ -120,11 +139,14 @@ Tested on stand-in objects exposing exactly the attributes above
 """
 
 import functools
+import math
 import os
+import time
 
-from . import Error, Graph, _lib, _s, alias, default_pipeline, optimize
+from . import (Error, Graph, _lib, _optimized_order, _s, default_pipeline,
+               optimize)
 
-__all__ = ["reorder", "make_pass", "to_graph", "export"]
+__all__ = ["reorder", "make_pass", "to_graph", "document", "export"]
 
 _NON_FREEABLE_PREFIXES = ("primals_", "arg", "fwd_rng_state", "bwd_rng_state",
                           "tangents")
@@ -167,17 +189,43 @@ _REDUCE_OPS = frozenset({"sum", "avg", "product", "min", "max",
                          "premul_sum"})
 
 
-def _predicates(contains_collective, contains_wait):
+def _kind_of(contains_collective, contains_wait):
+    """A function snode -> "collective", "wait" or "compute", by
+    ``contains_collective`` and ``contains_wait`` (torch._inductor.utils'
+    unless given). With torch's own, a node that is not a
+    GroupedSchedulerNode is asked through its IR node directly
+    (``is_collective(snode.node)``, ``is_wait(snode.node)``), which is
+    what those two functions do for it."""
     if contains_collective is not None and contains_wait is not None:
-        return contains_collective, contains_wait
-    try:
-        from torch._inductor import utils as _utils
-    except ImportError as e:
-        raise Error("commsched.inductor: torch._inductor.utils is not "
-                    "importable; pass contains_collective= and "
-                    "contains_wait=") from e
-    return (contains_collective or _utils.contains_collective,
-            contains_wait or _utils.contains_wait)
+        is_coll, is_wait = contains_collective, contains_wait
+    else:
+        try:
+            from torch._inductor import utils as _utils
+        except ImportError as e:
+            raise Error("commsched.inductor: torch._inductor.utils is not "
+                        "importable; pass contains_collective= and "
+                        "contains_wait=") from e
+        is_coll = contains_collective or _utils.contains_collective
+        is_wait = contains_wait or _utils.contains_wait
+    grouped = None
+    if contains_collective is None and contains_wait is None:
+        try:
+            from torch._inductor.scheduler import GroupedSchedulerNode
+            grouped = GroupedSchedulerNode
+            ir_coll, ir_wait = _utils.is_collective, _utils.is_wait
+        except (ImportError, AttributeError):  # stand-ins without them
+            grouped = None
+
+    def kind(sn):
+        if grouped is not None and not isinstance(sn, grouped):
+            node = sn.node
+            if ir_coll(node):
+                return "collective"
+            return "wait" if ir_wait(node) else "compute"
+        if is_coll(sn):
+            return "collective"
+        return "wait" if is_wait(sn) else "compute"
+    return kind
 
 
 def _kernel_names(snode):
@@ -211,11 +259,12 @@ def _collective_op(kernel_names):
     return "all_reduce"
 
 
-def _collective_ir(snode):
+def _collective_ir(snode, sizes=None):
     """(group name, group size, reduce op, dtype) of a collective read from
     its IR node (ir._CollectiveKernel: the op's constant arguments are
     (group_size, group_name) or (reduce_op, group_size, group_name)); None
-    for what cannot be read."""
+    for what cannot be read. ``sizes`` ({group name: size or None}) keeps
+    what c10d said of each group across calls."""
     node = getattr(snode, "node", None)
     args = list(getattr(node, "constant_args", None) or ())
     group = size = reduce_op = dtype = None
@@ -226,11 +275,16 @@ def _collective_ir(snode):
         if len(strs) > 1 and strs[0] in _REDUCE_OPS:
             reduce_op = strs[0]
     if group is not None:
-        try:
-            from torch.distributed import distributed_c10d as c10d
-            size = int(c10d._resolve_process_group(group).size())
-        except Exception:  # not a registered group: keep the IR's size
-            size = None
+        if sizes is not None and group in sizes:
+            size = sizes[group]
+        else:
+            try:
+                from torch.distributed import distributed_c10d as c10d
+                size = int(c10d._resolve_process_group(group).size())
+            except Exception:  # not a registered group: the IR's size
+                size = None
+            if sizes is not None:
+                sizes[group] = size
     if size is None and ints:
         size = int(ints[-1])
     try:
@@ -266,8 +320,8 @@ def _tensor_bytes(node):
     try:
         from torch._inductor.utils import get_dtype_size
         from torch._inductor.virtualized import V
-        numel = V.graph.sizevars.optimization_hint(node.get_numel(),
-                                                   fallback=0)
+        numel = _numel(node.get_size(), lambda e: V.graph.sizevars.
+                       optimization_hint(e, fallback=0))
         return max(0, int(numel) * get_dtype_size(node.get_dtype()))
     except Exception:  # symbolic or not a tensor: unknown, 0
         return 0
@@ -282,50 +336,263 @@ def _mutations(buf):
         return []
 
 
+@functools.lru_cache(maxsize=None)
+def _estimate_op_runtime():
+    """torch._inductor.comms.estimate_op_runtime (imported once), or None
+    without torch."""
+    try:
+        from torch._inductor import comms
+    except ImportError:
+        return None
+    return comms.estimate_op_runtime
+
+
 def _runtime_ns(snode):
     """Inductor's estimate (comms.estimate_op_runtime, milliseconds) in
     nanoseconds; None where it says 0 (its "no estimate", e.g. every node
     on CPU), so that commsched's cost model prices the node."""
-    try:
-        from torch._inductor import comms
-        ms = comms.estimate_op_runtime(snode)
-    except ImportError:
-        ms = snode.get_estimated_runtime()
-    ms = float(ms)
+    estimate = _estimate_op_runtime()
+    ms = float(estimate(snode) if estimate else
+               snode.get_estimated_runtime())
     return ms * 1e6 if ms > 0 else None
 
 
-def _flops(snode):
+@functools.lru_cache(maxsize=None)
+def _flop_api():
+    """torch's flop-counting pieces, imported once: countable_fx,
+    count_flops_fx, the formula registry, and the code object every
+    shape-wrapped formula shares (shape_wrapper's ``nf``), by which a
+    formula registered on shapes is told from a raw one."""
+    from torch._inductor.fx_utils import countable_fx, count_flops_fx
+    from torch.utils.flop_counter import flop_registry, shape_wrapper
+    return (countable_fx, count_flops_fx, flop_registry,
+            shape_wrapper(lambda: None).__code__)
+
+
+def _fx_flops(fx_node, memo=None):
+    """torch's flop count of one FX node (``count_flops_fx``: the
+    FlopCounterMode formula registered for its op), read straight from the
+    formula with the shapes of the node's fake values instead of running
+    the op under FlopCounterMode: the same number, without a dispatch and
+    a pytree walk per call. None where torch counts nothing (an op with no
+    formula, an argument without a fake value); torch's own count for a
+    formula that takes raw values (higher-order ops). ``memo``, a dict,
+    keeps each (op, shapes)'s count across calls."""
+    countable_fx, count_flops_fx, registry, shaped = _flop_api()
+    if not countable_fx(fx_node) or isinstance(fx_node.target, str):
+        return None
+    packet = getattr(fx_node.target, "overloadpacket", None)
+    formula = registry.get(packet) if packet is not None else None
+    raw = getattr(formula, "__wrapped__", None)
+    if raw is None or getattr(formula, "__code__", None) is not shaped:
+        return count_flops_fx(fx_node)
+
+    def shape(a):
+        """An argument as the formula's shape_wrapper hands it on: a
+        tensor (an FX node's fake value) by its shape."""
+        if isinstance(a, (list, tuple)) and not hasattr(a, "_fields"):
+            return type(a)(shape(x) for x in a)
+        meta = getattr(a, "meta", None)
+        if meta is not None and hasattr(a, "op"):   # an FX node
+            a = meta.get("val", meta.get("example_value"))
+            if a is None:
+                raise LookupError
+        return getattr(a, "shape", a) if hasattr(a, "dim") else a
     try:
-        f = snode.estimate_flops()
+        args = shape(fx_node.args)
+        kwargs = {k: shape(v) for k, v in fx_node.kwargs.items()}
+        out = shape(fx_node.meta.get("val"))
+    except LookupError:
+        return None
+    if memo is None:
+        return raw(*args, out_shape=out, **kwargs)
+    # a layer's ops repeat the same shapes: one formula call per shape set
+    # (some formulas call others through their shape wrapper, a pytree walk
+    # of ~100 us)
+    try:
+        key = (packet, args, tuple(sorted(kwargs.items())), out)
+        return memo[key]
+    except TypeError:  # an unhashable argument
+        return raw(*args, out_shape=out, **kwargs)
+    except KeyError:
+        got = memo[key] = raw(*args, out_shape=out, **kwargs)
+        return got
+
+
+def _numel(dims, hint):
+    """The product of ``dims`` (a shape or a node's ranges) as an int:
+    plain integers multiplied directly, anything symbolic through
+    ``hint`` (Inductor's size hints) as torch's sympy_product would be."""
+    n = 1
+    for d in dims:
+        try:
+            n *= int(d)
+        except TypeError:  # a symbol: resolve the whole product
+            from torch._inductor.utils import sympy_product
+            return hint(sympy_product(dims))
+    return n
+
+
+def _resolve(value):
+    """An int from a flop formula's result (a SymInt or sympy expression
+    resolved by Inductor's size hints, as estimate_flops does)."""
+    if value is None or isinstance(value, int):
+        return value
+    import torch
+    from torch._inductor.virtualized import V
+    if isinstance(value, torch.SymInt):
+        value = value.node.expr
+    return int(V.graph.sizevars.optimization_hint(value, fallback=0))
+
+
+def _flops(snode, memo=None):
+    """``snode.estimate_flops()``'s figure (the count of the IR node's FX
+    origin node) by :func:`_fx_flops`; for an extern or template kernel
+    whose IR node lost its origin node (FX passes that rebuild the graph,
+    such as torch 2.13's collective bucketing, leave it unset), the sum
+    over the node's origins, which still name the ATen ops. None where
+    neither counts anything. ``memo``: as :func:`_fx_flops`'s."""
+    try:
+        node = getattr(snode, "node", None)
+        if node is None:
+            return None
+        fx = node.get_origin_node()
+        f = _resolve(_fx_flops(fx, memo)) if fx is not None else None
         if f:
             return float(f)
-        # torch's estimate reads the IR node's origin_node, which FX passes
-        # that rebuild the graph (torch 2.13's collective bucketing) leave
-        # unset; the node's origins still name the ATen ops, so count them
-        # as estimate_flops would have (extern and template kernels only).
-        node = getattr(snode, "node", None)
-        if node is None or not (snode.is_extern() or snode.is_template()):
+        if not (snode.is_extern() or snode.is_template()):
             return None
-        from torch._inductor.fx_utils import count_flops_fx
-        fs = [count_flops_fx(o) for o in getattr(node, "origins", ())]
-        total = sum(int(x) for x in fs if x)
+        total = sum(_resolve(_fx_flops(o, memo)) or 0
+                    for o in getattr(node, "origins", ()))
         return float(total) if total else None
     except Exception:
         return None
 
 
-def _rw_bytes(snode):
-    """The bytes the node reads and writes, as Inductor's GPU estimate
-    counts them (``get_read_write_buffers_sizes``): its runtime there is
-    max(flops / peak, bytes / bandwidth), commsched's roofline, so a
-    pointwise kernel or a bucket's copy costs its memory traffic instead
-    of nothing. None where torch cannot say."""
+class _BufferBytes:
+    """The bytes a node reads and writes as Inductor's GPU estimate
+    counts them (``get_read_write_buffers_sizes``: per buffer the smaller
+    of the node's iteration space times its accesses and the buffer's
+    size; a fused node's buffers used only inside it left out), each
+    buffer's size worked out once for all its readers rather than once per
+    reader. tests/python/test_torch_scale.py checks it equals torch's
+    figure on every node of real compiled programs.
+
+    A buffer's parts are (elements, itemsize) pairs: one for a plain
+    layout, the MultiOutput users' outputs for a MultiOutputLayout (None,
+    counted 0, when a user is not a MultiOutput), the mutated buffers for
+    a NoneLayout, (None, bytes) for a TorchBind object."""
+
+    def __init__(self):
+        import torch
+        from torch._inductor import ir, scheduler as sch
+        from torch._inductor.utils import get_dtype_size
+        from torch._inductor.virtualized import V
+        self._ir, self._sch, self._graph = ir, sch, V.graph
+        self._dtype_size = get_dtype_size
+        self._rng = torch._prims.rng_prims.graphsafe_run_with_rng_state
+        self._parts = {}
+        self._scheduler = None
+
+    def _hint(self, expr):
+        if isinstance(expr, int):
+            return expr
+        return self._graph.sizevars.optimization_hint(expr, fallback=0)
+
+    def _buf_parts(self, buf):
+        ir = self._ir
+        if buf is None:
+            return ()
+        if isinstance(buf, ir.TorchBindObject):
+            return ((None, buf.get_buf_bytes()),)
+        layout = buf.layout
+        if isinstance(layout, ir.MultiOutputLayout):
+            parts = []
+            for user in self._scheduler.name_to_buf[buf.get_name()].users:
+                if isinstance(user.node, self._sch.OutputNode):
+                    continue
+                if not isinstance(user.node.node, ir.MultiOutput):
+                    return ()
+                for sched_buf in user.node.get_outputs():
+                    parts.extend(self._buf_parts(sched_buf.node))
+            return tuple(parts)
+        if isinstance(layout, ir.NoneLayout):
+            parts = []
+            for mut in buf.get_mutation_names():
+                parts.extend(self._buf_parts(self._graph.get_buffer(mut)))
+            return tuple(parts)
+        return ((_numel(buf.get_size(), self._hint),
+                 self._dtype_size(buf.get_dtype())),)
+
+    def _parts_of(self, name):
+        got = self._parts.get(name)
+        if got is None:
+            buf = self._graph.name_to_buffer.get(name)
+            if buf is None:
+                buf = self._graph.graph_inputs.get(name)
+            got = self._parts[name] = self._buf_parts(buf)
+        return got
+
+    def of(self, snode):
+        """The node's read + written bytes (0 for a no-op kernel, a
+        MultiOutput and the rng wrapper, as torch counts them)."""
+        sch, ir = self._sch, self._ir
+        if isinstance(snode, sch.NopKernelSchedulerNode):
+            return 0
+        if isinstance(snode, sch.ExternKernelSchedulerNode) and (
+                isinstance(snode.node, ir.MultiOutput) or (
+                    isinstance(snode.node, ir.FallbackKernel) and
+                    snode.node.op_overload is self._rng)):
+            return 0
+        self._scheduler = snode.scheduler
+        if isinstance(snode, sch.SchedulerNode):
+            r = snode.get_ranges()
+            numel = _numel(r[0], self._hint) * _numel(r[1], self._hint)
+        else:
+            numel = int(1e9)
+        rw = snode.read_writes
+        count = {}
+        for dep in rw.reads:
+            count[dep.name] = count.get(dep.name, 0) + 1
+        written = []
+        for dep in rw.writes:
+            count[dep.name] = count.get(dep.name, 0) + 1
+            written.append(dep.name)
+        if isinstance(snode, sch.FusedSchedulerNode):
+            inside = set(snode.snodes)
+            for name in dict.fromkeys(written):
+                users = snode.scheduler.name_to_buf[name].users
+                if all(u.node in inside for u in users):
+                    del count[name]
+        total = 0
+        for name, k in count.items():
+            accessed = numel * k
+            for elems, itemsize in self._parts_of(name):
+                total += itemsize if elems is None else \
+                    itemsize * min(accessed, elems)
+        return total
+
+
+def _read_write_bytes():
+    """A function snode -> the bytes it reads and writes as Inductor
+    counts them (None where torch cannot say): :class:`_BufferBytes`
+    inside a compile, else the node's own ``get_read_write_buffers_sizes``
+    (stand-ins, or a node the counter does not know)."""
     try:
-        b = snode.get_read_write_buffers_sizes()
-        return float(b) if b else None
-    except Exception:
-        return None
+        counter = _BufferBytes()
+    except Exception:  # no torch
+        counter = None
+
+    def of(snode):
+        try:
+            try:
+                b = counter.of(snode)
+            except Exception:
+                b = snode.get_read_write_buffers_sizes()
+            return float(b) if b else None
+        except Exception:
+            return None
+    return of
 
 
 def _graph_io():
@@ -343,16 +610,27 @@ def _graph_io():
     return graph, inputs, list(outputs)
 
 
-def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
+def _finite(value, path):
+    """value as a float for the document, or an Error at ``path`` (JSON
+    has no NaN or infinity, so the loader could not say it)."""
+    v = float(value)
+    if not math.isfinite(v):
+        raise Error("%s: %r is not a finite number" % (path, value),
+                    path=path)
+    return v
+
+
+def document(snodes, *, graph_inputs=None, graph_outputs=None,
              buffer_size=None, group_of=None, group_sizes=None,
              contains_collective=None, contains_wait=None, name="inductor"):
-    """Builds the commsched :class:`~commsched.Graph` for ``snodes`` (the
-    mapping described in the module documentation) and returns it, finished.
-    Inside a compile, graph inputs, outputs, process groups and runtimes
-    come from Inductor (V.graph, the IR nodes, estimate_op_runtime); the
-    keywords override them.
+    """The commsched graph of ``snodes`` as a format-v1 document (a dict,
+    docs/FORMAT.md; the mapping described in the module documentation),
+    nodes in the order given. Inside a compile, graph inputs, outputs,
+    process groups and runtimes come from Inductor (V.graph, the IR nodes,
+    estimate_op_runtime); the keywords override them. Reads every node,
+    buffer and dependency once: O(nodes + buffers + dependencies).
     """
-    is_coll, is_wait = _predicates(contains_collective, contains_wait)
+    kind_of = _kind_of(contains_collective, contains_wait)
     size_of = buffer_size or _default_size
     group_sizes = dict(group_sizes or {})
     io = _graph_io() if graph_inputs is None or graph_outputs is None \
@@ -386,24 +664,20 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
         nname = str(sn.get_name())
         outs, muts = [], {}
         for buf in sn.get_outputs():
-            outs.append([str(buf.get_name()), size_of(buf), None])
-            muts[outs[-1][0]] = _mutations(buf)
-        listed = {o[0] for o in outs}
+            bname = str(buf.get_name())
+            outs.append([bname, size_of(buf), None])
+            muts[bname] = _mutations(buf)
         for bname in sn.get_buffer_names():
-            if str(bname) not in listed:
-                outs.append([str(bname), 0, None])
-                listed.add(str(bname))
+            bname = str(bname)
+            if bname not in muts:
+                outs.append([bname, 0, None])
+                muts[bname] = []
         for o in outs:
             producer.setdefault(o[0], i)
         for op_name in sn.get_operation_names():
             op_owner.setdefault(str(op_name), i)
         op_owner.setdefault(nname, i)
-        if is_coll(sn):
-            kind = "collective"
-        elif is_wait(sn):
-            kind = "wait"
-        else:
-            kind = "compute"
+        kind = kind_of(sn)
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
                       "muts": muts,
                       "kernels": _kernel_names(sn),
@@ -418,10 +692,10 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
     # dropped; the iterative passes ignore fake edges anyway. Graph inputs
     # are read through read_writes (unmet_dependencies holds only the
     # scheduler's own buffers).
-    used_inputs = []
+    used_inputs = {}    # graph input name -> None, in first-use order
     for i, nd in enumerate(nodes):
         data, keep, after, after_fake = [], [], [], []
-        own = {o[0] for o in nd["outs"]}
+        own = nd["muts"]
         for dep in nd["sn"].unmet_dependencies:
             dname = str(dep.name)
             if dname in own:
@@ -429,8 +703,8 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
             is_fake = getattr(dep, "is_fake", None)
             src = producer.get(dname)
             if is_fake is None:
-                if src is None and dname not in used_inputs:
-                    used_inputs.append(dname)  # a buffer from outside
+                if src is None:
+                    used_inputs.setdefault(dname)  # a buffer from outside
                 data.append(dname)
                 continue
             if not is_fake and src is not None and src < i:
@@ -444,14 +718,12 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
         for dep in getattr(getattr(nd["sn"], "read_writes", None), "reads",
                            ()):
             dname = str(dep.name)
-            if dname in inputs_known and dname not in producer and \
-                    not (getattr(dep, "is_fake", False)):
-                if dname not in used_inputs:
-                    used_inputs.append(dname)
-                if getattr(dep, "is_fake", None) is None:
-                    data.append(dname)
-                else:
-                    keep.append(dname)
+            if dname in inputs_known and dname not in producer:
+                is_fake = getattr(dep, "is_fake", None)
+                if is_fake:
+                    continue
+                used_inputs.setdefault(dname)
+                (data if is_fake is None else keep).append(dname)
         nd["data"] = list(dict.fromkeys(data))
         nd["reads"] = list(dict.fromkeys(data + keep))
         nd["after"] = list(dict.fromkeys(after))
@@ -489,43 +761,83 @@ def to_graph(snodes, *, graph_inputs=None, graph_outputs=None,
                 if completed and (k < len(completed) or o[1] == 0):
                     o[2] = completed[min(k, len(completed) - 1)]
 
-    g = Graph(name)
     groups = {}
+    ir_of_group = {}    # process group name -> size c10d gives
     for nd in nodes:
         if nd["kind"] == "collective":
-            ir_group, ir_size, reduce_op, dtype = _collective_ir(nd["sn"])
+            ir_group, ir_size, reduce_op, dtype = _collective_ir(
+                nd["sn"], ir_of_group)
             gname = str(group_of(nd["sn"])) if group_of else \
                 (ir_group or "default")
             nd["group"], nd["reduce_op"], nd["dtype"] = gname, reduce_op, dtype
             size = group_sizes.get(gname, ir_size or 2)
             groups.setdefault(gname, int(size))
-    for gname, gsize in groups.items():
-        g.add_group(gname, gsize)
+    rw_bytes = None
+    flop_memo = {}
+    out_nodes = []
+    for i, nd in enumerate(nodes):
+        kernels = nd["kernels"]
+        node = {"name": nd["name"], "kind": nd["kind"]}
+        if nd["kind"] == "collective":
+            node["op"] = _collective_op(kernels)
+            node["group"] = nd["group"]
+            if any(_SYNC_COLLECTIVE in k for k in kernels):
+                node["async"] = False
+            if nd["dtype"]:
+                node["dtype"] = nd["dtype"]
+            if nd["reduce_op"]:
+                node["reduce_op"] = nd["reduce_op"]
+        elif nd["kind"] == "compute":
+            if kernels:
+                node["op"] = kernels[0]
+            if _is_gemm_like(kernels):
+                node["gemm_like"] = True
+        if nd["reads"]:
+            node["inputs"] = nd["reads"]
+        if nd["outs"]:
+            node["outputs"] = [{"name": o[0], "alias_of": o[2]} if o[2] else
+                               {"name": o[0], "size": o[1]}
+                               for o in nd["outs"]]
+        if nd["after"]:
+            node["after"] = nd["after"]
+        if nd["after_fake"]:
+            node["after_fake"] = nd["after_fake"]
+        if nd["runtime"] is not None:
+            node["runtime_ns"] = _finite(nd["runtime"],
+                                         "nodes[%d].runtime_ns" % i)
+        elif nd["kind"] == "compute":
+            flops = _flops(nd["sn"], flop_memo)
+            if flops is not None:
+                node["flops"] = _finite(flops, "nodes[%d].flops" % i)
+            if rw_bytes is None:
+                rw_bytes = _read_write_bytes()
+            b = rw_bytes(nd["sn"])
+            if b:
+                node["bytes"] = _finite(b, "nodes[%d].bytes" % i)
+        out_nodes.append(node)
+    doc = {"format": "commsched-graph", "version": 1}
+    if name is not None:
+        doc["name"] = str(name)
+    doc["groups"] = [{"name": g, "size": s} for g, s in groups.items()]
+    doc["inputs"] = []
     for iname in used_inputs:
         size, freeable = inputs_known.get(iname, (0, False))
-        g.add_input(iname, size, freeable=freeable)
-    for nd in nodes:
-        kernels = nd["kernels"]
-        kw = dict(inputs=nd["reads"], after=nd["after"],
-                  after_fake=nd["after_fake"], runtime_ns=nd["runtime"],
-                  outputs=[alias(o[0], o[2]) if o[2] else (o[0], o[1])
-                           for o in nd["outs"]])
-        if nd["kind"] == "collective":
-            g.collective(nd["name"], _collective_op(kernels), nd["group"],
-                         sync=any(_SYNC_COLLECTIVE in k for k in kernels),
-                         reduce_op=nd["reduce_op"], dtype=nd["dtype"], **kw)
-        elif nd["kind"] == "wait":
-            g.wait(nd["name"], **kw)
-        else:
-            if nd["runtime"] is None:
-                kw["flops"] = _flops(nd["sn"])
-                kw["bytes"] = _rw_bytes(nd["sn"])
-            g.compute(nd["name"], op=(kernels[0] if kernels else None),
-                      gemm_like=_is_gemm_like(kernels), **kw)
-    for out in dict.fromkeys(str(o) for o in graph_outputs):
-        if out in producer or out in used_inputs:
-            g.add_output(out)
-    return g.finish()
+        doc["inputs"].append({"name": iname, "size": size,
+                              "freeable": bool(freeable)})
+    doc["outputs"] = [out for out in dict.fromkeys(str(o) for o in
+                                                   graph_outputs)
+                      if out in producer or out in used_inputs]
+    doc["nodes"] = out_nodes
+    return doc
+
+
+def to_graph(snodes, **kwargs):
+    """The commsched :class:`~commsched.Graph` of ``snodes``, finished:
+    :func:`document` (same keywords) loaded by the library in one call.
+    Raises :class:`commsched.Error` with a located message (``nodes[3].
+    inputs[0]: ...``, nodes counted in the order given) when the nodes do
+    not form a valid graph."""
+    return Graph.from_document(document(list(snodes), **kwargs))
 
 
 def export(snodes, path, **kwargs):
@@ -571,7 +883,8 @@ def _rewriting_passes(passes):
 
 def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
             buffer_size=None, group_of=None, group_sizes=None,
-            contains_collective=None, contains_wait=None, **knobs):
+            contains_collective=None, contains_wait=None, timings=None,
+            **knobs):
     """Returns ``snodes`` (the same objects) in the order commsched's
     pipeline chooses. ``passes`` None runs the library's default pipeline;
     otherwise a list of pass names or a comma-separated string. Other
@@ -580,7 +893,16 @@ def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
     :func:`commsched.optimize` (``device``, ``cost_model``,
     ``comm_streams``, ``verify``). Raises :class:`commsched.Error` with a
     located message when the nodes do not form a valid graph.
+
+    ``timings``, a dict, receives the call's wall-clock split in seconds:
+    ``read`` (reading Inductor's objects into the graph document),
+    ``load`` (the library validating and indexing it), ``pipeline`` (the
+    passes and the before/after simulations, in C) and ``map`` (the order
+    back onto the node objects). Cost: linear in the nodes, buffers and
+    dependencies, plus the pipeline's own.
     """
+    clock = time.perf_counter
+    t0 = clock()
     snodes = list(snodes)
     if not snodes:
         return snodes
@@ -589,20 +911,27 @@ def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
         raise Error("commsched.inductor: %s rewrite the graph (new nodes); "
                     "only reordering passes can run on Inductor's scheduler "
                     "nodes" % ", ".join(rewriting), path="passes")
-    g = to_graph(snodes, graph_inputs=graph_inputs,
-                 graph_outputs=graph_outputs, buffer_size=buffer_size,
-                 group_of=group_of, group_sizes=group_sizes,
-                 contains_collective=contains_collective,
-                 contains_wait=contains_wait)
+    doc = document(snodes, graph_inputs=graph_inputs,
+                   graph_outputs=graph_outputs, buffer_size=buffer_size,
+                   group_of=group_of, group_sizes=group_sizes,
+                   contains_collective=contains_collective,
+                   contains_wait=contains_wait)
+    t1 = clock()
+    g = Graph.from_document(doc)
+    t2 = clock()
     _dump(g)
-    result = optimize(g, passes, **knobs)
-    by_name = {str(sn.get_name()): sn for sn in snodes}
-    if len(result.order) != len(snodes) or any(
-            n not in by_name for n in result.order):
+    order, ran = _optimized_order(g, passes, **knobs)
+    t3 = clock()
+    if len(order) != len(snodes):
         raise Error("commsched.inductor: the pipeline %r created or removed "
                     "nodes; only reordering passes can be used on scheduler "
-                    "nodes" % result.passes)
-    return [by_name[n] for n in result.order]
+                    "nodes" % ran)
+    # the document keeps the nodes' order: graph node i is snodes[i]
+    out = [snodes[i] for i in order]
+    if timings is not None:
+        timings.update(read=t1 - t0, load=t2 - t1, pipeline=t3 - t2,
+                       map=clock() - t3)
+    return out
 
 
 def make_pass(**kwargs):
