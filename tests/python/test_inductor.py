@@ -299,5 +299,45 @@ class Mapping(unittest.TestCase):
         self.assertEqual(cm.exception.path, "no_such_knob")
 
 
+def layered(layers):
+    """An FSDP-like step of ``layers`` layers on stand-ins: each layer's
+    weight shard (a graph input of its own) all-gathered, waited, used by a
+    matmul with a bias (another input), followed by a pointwise kernel
+    reading a third: a graph input per node, as a large program's
+    parameters and saved activations make them."""
+    st = Step()
+    prev = "x"
+    for i in range(layers):
+        st.collective("ag%d" % i, "w%d" % i, kernel=fi.ALL_GATHER)
+        st.wait("wt%d" % i, "ag%d" % i)
+        st.mm("mm%d" % i, prev, "wt%d" % i, "b%d" % i)
+        st.pointwise("pw%d" % i, "mm%d" % i, "s%d" % i)
+        prev = "pw%d" % i
+    return st
+
+
+class Growth(unittest.TestCase):
+    def test_adapter_grows_linearly(self):
+        """Reading 16x the nodes costs well under 16 x 2 = 32x the time
+        (the best of three runs each): a return to O(n^2) anywhere in the
+        adapter (a list scanned per dependency or per graph input, a
+        lookup redone per reader) makes it 100x or more. A bound on
+        growth, not on speed."""
+        import time
+
+        def best(step):
+            t = float("inf")
+            for _ in range(3):
+                t0 = time.process_time()
+                doc = ci.document(step.snodes, graph_inputs={}, **PRED)
+                t = min(t, time.process_time() - t0)
+            self.assertEqual(len(doc["nodes"]), len(step.snodes))
+            return t
+        small, big = layered(250), layered(4000)  # 1,000 and 16,000 nodes
+        ratio = best(big) / max(best(small), 1e-9)
+        self.assertLess(ratio, 32.0, "16x the nodes took %.1fx the time"
+                        % ratio)
+
+
 if __name__ == "__main__":
     unittest.main()

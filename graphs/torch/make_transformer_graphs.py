@@ -1,0 +1,117 @@
+"""Makes graphs/torch/transformer-*.json: the ~1K-node scheduler-node
+lists a real torch.compile (torch 2.13.0, CPU, Inductor, compile only)
+hands commsched's plugin for the transformer training steps of
+transformer_steps.py (FSDP as SimpleFSDP does it, TP + SP, 2D, MoE), under
+PyTorch's fake process group of 8 ranks:
+
+    COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
+        build/venv/bin/python graphs/torch/make_transformer_graphs.py graphs/torch
+
+Each program gives two graphs, its forward (-0) and its backward (-1),
+exported in Inductor's order (commsched.inductor.export). Inductor
+estimates no runtime on CPU, so the files carry flops and bytes (torch's
+figures, docs/API.md) and commsched's cost model prices them.
+
+Beside each graph, anchors/<graph>.torch-<pass>.order is the order torch
+2.13's own pass of that name (torch._inductor.comms: raise_comms,
+sink_waits, reorder_compute_for_overlap, sink_waits_iterative,
+reorder_communication_preserving_peak_memory) gives the same scheduler
+nodes, fed commsched's runtimes for them through
+config.estimate_op_runtime, so that commsched's pass of the same name,
+run on the graph file, sees the same times (tests/passes/torch_orders.py
+compares). A pass that does not finish within CAP seconds is not
+recorded (said in the file's place in anchors/README.orders).
+
+Deterministic: the same torch gives the same files (node names and order
+depend only on the program).
+"""
+import os
+import signal
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+PASSES = ("raise_comms", "sink_waits", "reorder_compute_for_overlap",
+          "sink_waits_iterative",
+          "reorder_communication_preserving_peak_memory")
+SIZE = "1k"
+CAP = 900
+
+
+class Cap(Exception):
+    pass
+
+
+def main(outdir):
+    warnings.filterwarnings("ignore")
+    import torch
+    import torch._inductor.config as icfg
+    from torch._inductor import comms
+    import commsched
+    import commsched.inductor as ci
+    import transformer_steps as ts
+    ts.init_fake_world()
+    version = torch.__version__.split("+")[0]
+    os.makedirs(os.path.join(outdir, "anchors"), exist_ok=True)
+    notes = []
+
+    def ring(_sig, _frame):
+        raise Cap()
+    for kind in ts.KINDS:
+        layers = ts.LAYERS[kind][SIZE]
+        count = [0]
+
+        def hook(snodes):
+            base = "transformer-%s-%dL-%d" % (kind, layers, count[0])
+            count[0] += 1
+            ci.export(snodes, os.path.join(outdir, base + ".json"), name=base)
+            print(os.path.join(outdir, base + ".json"), len(snodes),
+                  flush=True)
+            rt = commsched.optimize(ci.to_graph(snodes), "none").runtime_ns
+            est = {n: rt[n] * 1e-6 for n in rt}
+            with icfg.patch(estimate_op_runtime=lambda sn:
+                            est[sn.get_name()]):
+                for p in PASSES:
+                    path = os.path.join(outdir, "anchors",
+                                        "%s.torch-%s.order" % (base, p))
+                    old = signal.signal(signal.SIGALRM, ring)
+                    signal.alarm(CAP)
+                    t0 = time.perf_counter()
+                    try:
+                        order = getattr(comms, p)(list(snodes))
+                    except Cap:
+                        order = None
+                    finally:
+                        signal.alarm(0)
+                        signal.signal(signal.SIGALRM, old)
+                    secs = time.perf_counter() - t0
+                    if order is None:
+                        notes.append("%s: torch's %s did not finish within "
+                                     "%d s; no order recorded" % (base, p,
+                                                                  CAP))
+                        if os.path.exists(path):
+                            os.unlink(path)
+                        continue
+                    with open(path, "w") as fh:
+                        fh.write("# torch %s's %s on the scheduler nodes of "
+                                 "%s.json (commsched's runtimes through "
+                                 "config.estimate_op_runtime).\n# Made by "
+                                 "make_transformer_graphs.py.\n"
+                                 % (version, p, base))
+                        for sn in order:
+                            fh.write(sn.get_name() + "\n")
+                    print("  %s: %.1f s" % (p, secs), flush=True)
+            return snodes
+        ts.compile_step(kind, layers, hook)
+    with open(os.path.join(outdir, "anchors", "README.orders"), "w") as fh:
+        fh.write("Orders of torch %s's comms passes on the transformer "
+                 "graphs (make_transformer_graphs.py).\n" % version)
+        for line in notes or ["Every pass finished within %d s." % CAP]:
+            fh.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
+        os.path.abspath(__file__)))
