@@ -78,8 +78,9 @@ fuzz: deps
 	@cmake --build $(FUZZ) -j $(JOBS)
 	@sh tests/fuzz/run.sh $(FUZZ) $(FUZZ_SECONDS)
 
-# Speed and quality measurements; never part of `make test`.
-bench: release
+# Speed and quality measurements; never part of `make test`. The torch
+# environment (make venv) is for the plugin-at-scale benchmark.
+bench: release venv
 	@sh bench/run.sh $(RELEASE)
 
 # Headers, libraries, the CLI, commsched.pc and the CMake package

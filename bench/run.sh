@@ -9,7 +9,10 @@
 # bench/et_bench.py a 1M-node Chakra .et import (CPU, wall, peak RSS);
 # bench/growth.py time and peak RSS per size and per stage (every pass of
 # the default pipeline, the bucketing passes, simulate, tune) with the
-# growth per 10x nodes (docs/PERFORMANCE.md, "growth per pass").
+# growth per 10x nodes (docs/PERFORMANCE.md, "growth per pass");
+# bench/torch_scale.py the Inductor plugin on real transformer programs of
+# ~1K, ~10K and ~36K scheduler nodes beside torch's own schedulers
+# (docs/PERFORMANCE.md, "The Inductor plugin at real size").
 # Usage: bench/run.sh BUILD_DIR [bench.py options, e.g. --sizes 10000]
 set -eu
 build=${1:-build/release}
@@ -20,5 +23,16 @@ python3 "$here/io_bench.py" --build "$build" || echo "bench/run.sh: the load/sav
 python3 "$here/et_bench.py" --build "$build" || echo "bench/run.sh: the Chakra .et import benchmark failed" >&2
 python3 "$here/growth.py" --cli "$build/tools/commsched" --json "$build/growth.json" \
     --tune-max 1000000 --tune-cap 300 --repeat 3 --update-doc "$here/../docs/PERFORMANCE.md" || echo "bench/run.sh: the growth benchmark failed" >&2
+# The Inductor plugin at real size against torch's own schedulers
+# (bench/torch_scale.py; needs the torch environment `make venv` makes).
+venv_python="$here/../build/venv/bin/python"
+if [ -x "$venv_python" ]; then
+  COMMSCHED_LIBRARY="$build/libcommsched.so" COMMSCHED_BENCH=1 \
+    PYTHONPATH="$here/../python" "$venv_python" "$here/torch_scale.py" \
+    --json "$build/torch_scale.json" --update-doc "$here/../docs/PERFORMANCE.md" ||
+    echo "bench/run.sh: the plugin-at-scale benchmark failed" >&2
+else
+  echo "bench/run.sh: no $venv_python (make venv): the plugin-at-scale benchmark is left out" >&2
+fi
 exec python3 "$here/bench.py" --cli "$build/tools/commsched" \
     --update-doc "$here/../docs/PERFORMANCE.md" "$@"

@@ -416,17 +416,17 @@ def from_fx(graph, *, group_sizes=None, name="fx"):
     """Builds the commsched :class:`~commsched.Graph` of an FX graph (a
     ``torch.fx.Graph`` or ``GraphModule`` whose nodes carry
     ``meta["val"]``, as post_grad_passes hands them over), nodes in the
-    graph's order, by the rules in the module documentation.
-    ``group_sizes={group name: ranks}`` overrides c10d."""
-    from torch._inductor.fx_utils import count_flops_fx
+    graph's order, by the rules in the module documentation: the graph
+    format's document (reading every FX node once) loaded by the library
+    in one call. ``group_sizes={group name: ranks}`` overrides c10d."""
     from torch._inductor.fx_passes.overlap_scheduling import is_compute_node
-    from . import Graph, alias
+    from . import Graph
     graph = getattr(graph, "graph", graph)
     group_sizes = dict(group_sizes or {})
-    g = Graph(name)
     bufs = {}   # FX node -> [(buffer name, storage)] it outputs
     deps = fx_dependencies(graph)
-    groups, pending, outs = {}, [], []
+    groups, inputs, nodes, outs = {}, [], [], []
+    flop_memo = {}
     for n in graph.nodes:
         tensors = _leaves(n.meta.get("val"))
         names = [n.name if k == 0 else "%s.%d" % (n.name, k)
@@ -439,9 +439,10 @@ def from_fx(graph, *, group_sizes=None, name="fx"):
                 if s in own:
                     continue   # a second view of the same input: one buffer
                 own[s] = bname
-                g.add_input(bname, _nbytes(t), freeable=(
-                    n.op == "placeholder" and
-                    not n.name.startswith(_inductor._NON_FREEABLE_PREFIXES)))
+                inputs.append({"name": bname, "size": _nbytes(t),
+                               "freeable": n.op == "placeholder" and
+                               not n.name.startswith(
+                                   _inductor._NON_FREEABLE_PREFIXES)})
                 bufs[n].append((bname, s))
             continue
         if n.op == "output":
@@ -464,42 +465,53 @@ def from_fx(graph, *, group_sizes=None, name="fx"):
         for k, (bname, t) in enumerate(zip(names, tensors)):
             s = _storage(t)
             if kind == "wait" and k < len(reads):
-                outputs.append(alias(bname, reads[k]))
+                outputs.append({"name": bname, "alias_of": reads[k]})
             elif s in read_by_storage:
-                outputs.append(alias(bname, read_by_storage[s]))
+                outputs.append({"name": bname,
+                                "alias_of": read_by_storage[s]})
             else:
                 fresh = True
-                outputs.append((bname, _nbytes(t)))
+                outputs.append({"name": bname, "size": _nbytes(t)})
                 read_by_storage[s] = bname
             out_bufs.append((bname, s))
         bufs[n] = out_bufs
-        kw = dict(inputs=list(dict.fromkeys(reads)),
-                  after=list(dict.fromkeys(after)), outputs=outputs)
+        node = {"name": n.name, "kind": kind}
         if kind == "collective":
             op, grp, size, reduce_op, dtype, sync = \
                 _fx_collective(n, group_sizes)
             groups.setdefault(grp, size)
-            pending.append((n.name, "collective", kw,
-                            dict(op=op, group=grp, sync=sync,
-                                 reduce_op=reduce_op, dtype=dtype)))
+            node.update(op=op, group=grp)
+            if sync:
+                node["async"] = False
+            if reduce_op:
+                node["reduce_op"] = reduce_op
+            if dtype:
+                node["dtype"] = dtype
         elif kind == "wait":
-            pending.append((n.name, "wait", kw, dict(runtime_ns=0.0)))
+            node["runtime_ns"] = 0.0
         else:
-            flops = count_flops_fx(n)
-            extra = dict(op=str(n.target), gemm_like=is_compute_node(n))
+            # torch's count_flops_fx figure, from the op's formula
+            flops = _inductor._resolve(_inductor._fx_flops(n, flop_memo))
+            node["op"] = str(n.target)
+            if is_compute_node(n):
+                node["gemm_like"] = True
             if flops:
-                extra["flops"] = float(flops)
+                node["flops"] = float(flops)
             elif not fresh:
-                extra["runtime_ns"] = 0.0   # a view: no kernel
-            pending.append((n.name, "compute", kw, extra))
-    for grp, size in groups.items():
-        g.add_group(grp, size)
-    for nname, kind, kw, extra in pending:
-        kw.update(extra)
-        g.add_node(nname, kind, **kw)
-    for bname in dict.fromkeys(outs):
-        g.add_output(bname)
-    return g.finish()
+                node["runtime_ns"] = 0.0   # a view: no kernel
+        if reads:
+            node["inputs"] = list(dict.fromkeys(reads))
+        if after:
+            node["after"] = list(dict.fromkeys(after))
+        if outputs:
+            node["outputs"] = outputs
+        nodes.append(node)
+    doc = {"format": "commsched-graph", "version": 1, "name": str(name),
+           "groups": [{"name": grp, "size": size}
+                      for grp, size in groups.items()],
+           "inputs": inputs, "outputs": list(dict.fromkeys(outs)),
+           "nodes": nodes}
+    return Graph.from_document(doc)
 
 
 def reorder_fx(graph, *, passes=None, group_sizes=None, **knobs):

@@ -638,23 +638,25 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
     if graph_outputs is None:
         graph_outputs = io[2] if io else ()
     # name -> (bytes, freeable): given, or what Inductor's estimate uses
+    # (sized in pass 2, at a graph input's first read)
     inputs_known = {}
+    graph_in = None
     if graph_inputs is not None:
         for iname, size in dict(graph_inputs).items():
             inputs_known[str(iname)] = (int(size or 0), not str(iname)
                                         .startswith(_NON_FREEABLE_PREFIXES))
     elif io:
         from torch._inductor.utils import is_nonfreeable_buffers
-        for sn in snodes:
-            for dep in getattr(getattr(sn, "read_writes", None), "reads", ()):
-                if dep.name in io[1] and dep.name not in inputs_known:
-                    freeable = not is_nonfreeable_buffers(dep)
-                    # a freeable input's bytes as Inductor's estimate takes
-                    # them; the others (parameters, saved activations),
-                    # which it leaves out, at their real size
-                    size = io[0].get_dep_size_hint(dep) if freeable else \
-                        _tensor_bytes(io[1][dep.name])
-                    inputs_known[dep.name] = (int(size), freeable)
+        graph_in = io[1]
+
+        def size_input(dep):
+            """A freeable input's bytes as Inductor's estimate takes them;
+            the others (parameters, saved activations), which it leaves
+            out, at their real size."""
+            freeable = not is_nonfreeable_buffers(dep)
+            size = io[0].get_dep_size_hint(dep) if freeable else \
+                _tensor_bytes(graph_in[dep.name])
+            inputs_known[dep.name] = (int(size), freeable)
 
     # Pass 1: names, outputs and producers.
     nodes = []
@@ -718,6 +720,9 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         for dep in getattr(getattr(nd["sn"], "read_writes", None), "reads",
                            ()):
             dname = str(dep.name)
+            if graph_in is not None and dname not in inputs_known and \
+                    dname in graph_in:
+                size_input(dep)
             if dname in inputs_known and dname not in producer:
                 is_fake = getattr(dep, "is_fake", None)
                 if is_fake:
