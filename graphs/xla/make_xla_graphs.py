@@ -224,6 +224,15 @@ def programs(jax, jnp, P, NamedSharding, Mesh, shard_map):
     return out
 
 
+def named(name, fn):
+    """fn as step_<name>: XLA's module is named jit_<function>, which picks
+    its dump (xla_dump_hlo_module_re)."""
+    def step(*xs):
+        return fn(*xs)
+    step.__name__ = "step_" + name.replace("-", "_")
+    return step
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="directory for the dumps (graphs/xla)")
@@ -257,6 +266,10 @@ def main():
         from jax import shard_map
     except ImportError:
         from jax.experimental.shard_map import shard_map
+    # Each op's location is its innermost frame, inside programs() (whose
+    # file name the recompile below makes relative), not the whole stack
+    # down to this script's absolute path.
+    jax.config.update("jax_include_full_tracebacks_in_locations", False)
     if jax.__version__ != JAX_VERSION:
         sys.exit("make_xla_graphs.py: jax %s, expected %s (pinned: "
                  "tools/make-jax-venv.sh)" % (jax.__version__, JAX_VERSION))
@@ -275,17 +288,19 @@ def main():
             "XLA_FLAGS": " ".join(f for f in flags
                                   if not f.startswith("--xla_dump_to=")),
             "programs": {}}
-    for name, what, fn, kw, args in programs(jax, jnp, P, NamedSharding,
-                                             Mesh, shard_map):
+    # The programs, compiled again under the file's name relative to the
+    # repository: XLA's dumps record each source file's path (FileNames),
+    # and this keeps that path -- and so the dumps -- the same in any
+    # checkout.
+    ns = {"__name__": "make_xla_graphs"}
+    with open(os.path.abspath(__file__)) as fh:
+        exec(compile(fh.read(), "graphs/xla/make_xla_graphs.py", "exec"), ns)
+    for name, what, fn, kw, args in ns["programs"](jax, jnp, P, NamedSharding,
+                                                   Mesh, shard_map):
         if only and name not in only:
             continue
 
-        def step(*xs, _fn=fn):
-            return _fn(*xs)
-        # the module is named jit_<function>: that picks its dump
-        # (xla_dump_hlo_module_re)
-        step.__name__ = "step_" + name.replace("-", "_")
-        jax.jit(step, **kw).lower(*args).compile()
+        jax.jit(ns["named"](name, fn), **kw).lower(*args).compile()
         suffix = "%s_after_optimizations.txt" % a.platform
         found = sorted(glob.glob(os.path.join(
             dump, "*.jit_step_%s.%s" % (name.replace("-", "_"), suffix))))

@@ -578,7 +578,8 @@ commsched_status hlo_group(const hlo_module *m, const hlo_instr *in,
             if (gr.ids[i] >= range) {
                 free(gr.ids);
                 return hlo_fail(err, COMMSCHED_EPARSE, rg->val,
-                                "replica_groups: device %lld of %lld %s",
+                                "replica_groups: device %lld, beyond the "
+                                "module's %lld %s",
                                 (long long)gr.ids[i], (long long)range,
                                 mode == CROSS_REPLICA ||
                                         mode == REPLICA_AND_PARTITION

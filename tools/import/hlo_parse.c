@@ -250,17 +250,20 @@ static commsched_status oom(cur *c)
 }
 
 /* Skips one bracketed or quoted run starting at the cursor, and returns
- * with the cursor after it. Strings take backslash escapes. */
-static commsched_status skip_group(cur *c)
+ * with the cursor after it. Strings take backslash escapes. `oneline`:
+ * the run ends on its line (an instruction is one line: a bracket left
+ * open would otherwise swallow the lines after it). */
+static commsched_status skip_group(cur *c, int oneline)
 {
     char stack[MAX_DEPTH];
     int depth = 0;
     hlo_span opened[MAX_DEPTH];
     do {
         int ch = peek(c);
-        if (ch < 0)
+        if (ch < 0 || (oneline && ch == '\n'))
             return hlo_fail(c->err, COMMSCHED_EPARSE, opened[depth - 1],
-                            "'%c' is never closed", stack[depth - 1]);
+                            "'%c' is never closed%s", stack[depth - 1],
+                            ch < 0 ? "" : " on its line");
         if (ch == 0)
             return fail_here(c, "unexpected NUL byte");
         if (ch == '"' || ch == '\'') {
@@ -312,7 +315,7 @@ static commsched_status value(cur *c, hlo_span *out)
         if (ch == ')' || ch == ']' || ch == '}')
             return fail_here(c, "'%c' closes nothing", ch);
         if (ch == '(' || ch == '[' || ch == '{' || ch == '"' || ch == '\'') {
-            commsched_status st = skip_group(c);
+            commsched_status st = skip_group(c, 1);
             if (st != COMMSCHED_OK)
                 return st;
         } else {
@@ -555,7 +558,7 @@ static commsched_status shape(cur *c, int depth, uint32_t *out)
     unsigned packed = 0;
     if (peek(c) == '{') {
         hlo_span lay = here(c);
-        if ((st = skip_group(c)) != COMMSCHED_OK)
+        if ((st = skip_group(c, 1)) != COMMSCHED_OK)
             return st;
         finish_span(c, &lay);
         packed = layout_bits(lay);
@@ -683,7 +686,7 @@ static commsched_status instruction(cur *c, uint32_t comp, int *is_root)
     if (hlo_span_eq(in.opcode, "constant") ||
         hlo_span_eq(in.opcode, "parameter")) {
         hlo_span open = here(c);
-        if ((st = skip_group(c)) != COMMSCHED_OK)
+        if ((st = skip_group(c, 0)) != COMMSCHED_OK)
             return st;
         in.args = open;
         in.args.p++;
@@ -715,7 +718,7 @@ static commsched_status computation(cur *c, int entry)
     if ((st = skip_blank(c, 0)) != COMMSCHED_OK)
         return st;
     if (peek(c) == '(') { /* the signature: parameters, then -> shape */
-        if ((st = skip_group(c)) != COMMSCHED_OK)
+        if ((st = skip_group(c, 1)) != COMMSCHED_OK)
             return st;
         if ((st = skip_blank(c, 0)) != COMMSCHED_OK)
             return st;
