@@ -576,11 +576,12 @@ commsched_status hlo_group(const hlo_module *m, const hlo_instr *in,
         size = mode == REPLICA_AND_PARTITION ? gr.s * P : gr.s;
         for (int64_t i = 0; gr.ids && i < gr.g * gr.s; i++)
             if (gr.ids[i] >= range) {
+                long long bad = (long long)gr.ids[i];
                 free(gr.ids);
                 return hlo_fail(err, COMMSCHED_EPARSE, rg->val,
                                 "replica_groups: device %lld, beyond the "
                                 "module's %lld %s",
-                                (long long)gr.ids[i], (long long)range,
+                                bad, (long long)range,
                                 mode == CROSS_REPLICA ||
                                         mode == REPLICA_AND_PARTITION
                                     ? "replicas"

@@ -466,7 +466,8 @@ static commsched_status tuple_shape(cur *c, int depth, uint32_t *out)
     }
     t.children = (uint32_t)m->n_children;
     t.n = n;
-    memcpy(m->children + m->n_children, list, n * sizeof *list);
+    if (n) /* an empty tuple "()" may have no children array yet */
+        memcpy(m->children + m->n_children, list, n * sizeof *list);
     m->n_children += n;
     st = push_shape(c, &t, out);
 done:
