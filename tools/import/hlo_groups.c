@@ -531,12 +531,10 @@ commsched_status hlo_group(const hlo_module *m, const hlo_instr *in,
             size += d[i] != d[i - 1];
         free(d);
         memcpy(buf, "pairs", 5);
-        size_t l = 5;
         if (n)
-            l += set_name(gr.ids, gr.g, 2, 0, buf + 5, cap - 5);
+            set_name(gr.ids, gr.g, 2, 0, buf + 5, cap - 5);
         else
-            l += (size_t)snprintf(buf + 5, cap - 5, "{}");
-        (void)l;
+            snprintf(buf + 5, cap - 5, "{}");
         free(gr.ids);
     } else {
         const hlo_attr *rg = hlo_attr_find(m, in, "replica_groups");
