@@ -9,12 +9,13 @@ DEBUG := build/debug
 SANITIZE_PRESETS := clang-asan gcc-asan
 FUZZ := build/fuzz
 VENV := build/venv
+JAX_VENV := build/jax-venv
 FUZZ_SECONDS ?= 60
 EXAMPLE := graphs/examples/fsdp_2layer.json
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps venv release debug run test sanitize fuzz bench install clean
+.PHONY: all deps venv jax-venv release debug run test sanitize fuzz bench install clean
 
 all: release
 
@@ -25,16 +26,24 @@ release: deps
 	@cmake --preset release >/dev/null
 	@cmake --build $(RELEASE) -j $(JOBS)
 
-# With the virtual environment present (make venv), the python tier also
-# runs the plugin under a real torch.compile with its interpreter.
+# With the virtual environments present (make venv, make jax-venv), the
+# python tier also runs the plugin under a real torch.compile, and the
+# import tier remakes graphs/xla's HLO dumps with JAX, each with its
+# interpreter.
 debug: deps
 	@cmake --preset debug $$(test -x $(VENV)/bin/python && \
-	  echo -DCOMMSCHED_TORCH_PYTHON=$(CURDIR)/$(VENV)/bin/python) >/dev/null
+	  echo -DCOMMSCHED_TORCH_PYTHON=$(CURDIR)/$(VENV)/bin/python) \
+	  $$(test -x $(JAX_VENV)/bin/python && \
+	  echo -DCOMMSCHED_JAX_PYTHON=$(CURDIR)/$(JAX_VENV)/bin/python) >/dev/null
 	@cmake --build $(DEBUG) -j $(JOBS)
 
 # torch==2.13.0 (pinned) and the binding in build/venv (tools/make-venv.sh).
 venv: deps
 	@sh tools/make-venv.sh $(VENV)
+
+# jax[cpu]==0.10.2 (pinned) in build/jax-venv (tools/make-jax-venv.sh).
+jax-venv: deps
+	@sh tools/make-jax-venv.sh $(JAX_VENV)
 
 # Optimizes the bundled example, prints the before/after report and writes
 # the HTML report (timelines, memory, per-collective table) next to it.
@@ -43,13 +52,14 @@ run: release
 	@echo "optimized schedule written to $(RELEASE)/example.opt.json"
 	@echo "HTML report written to $(CURDIR)/$(RELEASE)/example.report.html (open it in a browser)"
 
-# Makes the torch environment, builds with asserts and runs every test
+# Makes the torch and JAX environments, builds with asserts and runs every test
 # (ctest), then the fast tiers again under ASan + UBSan built with clang
 # and with gcc (`make sanitize`). Installs Debian's chromium first: the
 # HTML report's browser test (report/browser) runs in it.
 test:
 	@sh tools/install-deps.sh chromium
 	@$(MAKE) venv
+	@$(MAKE) jax-venv
 	@$(MAKE) debug
 	@cd $(DEBUG) && ctest --output-on-failure -j $(JOBS)
 	@$(MAKE) sanitize

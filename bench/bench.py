@@ -385,9 +385,19 @@ def scaling(rows):
 
 def corpus(root):
     files = []
-    for sub in ("examples", "astra", "chakra", "generated", "torch"):
-        files += sorted(glob.glob(os.path.join(root, sub, "*.json")))
+    for sub in ("examples", "astra", "chakra", "generated", "torch", "xla"):
+        files += sorted(f for f in glob.glob(os.path.join(root, sub, "*.json"))
+                        if os.path.basename(f) != "provenance.json")
     return files
+
+
+# The input order's row. On graphs/xla it is XLA's own order (its CPU
+# scheduler's, the entry computation as dumped): named so in the table.
+XLA_INPUT = "xla-input"
+
+
+def input_row(f):
+    return XLA_INPUT if os.sep + "xla" + os.sep in f else "input"
 
 
 def quality(cli, files, cap, tmp):
@@ -399,7 +409,7 @@ def quality(cli, files, cap, tmp):
     # runs `commsched tune` instead of optimize. The anchors are
     # overlap_bench's, so both tables judge against the same schedules.
     def pipelines_for(f):
-        out = [("input", None, [])]
+        out = [(input_row(f), None, [])]
         for name, passes, sets in overlap_bench.anchors(cli, f):
             out.append((name, passes, [x for kv in sets for x in ("--set", kv)]))
         for b in MEMORY_BUDGETS:
@@ -528,7 +538,7 @@ def quality_table(rows):
               "peak (sim)"]]
     last = None
     inputs = {r["workload"]: r for r in rows
-              if r["pipeline"] == "input" and "capped_s" not in r}
+              if r["pipeline"] in ("input", XLA_INPUT) and "capped_s" not in r}
     for r in rows:
         w = r["workload"] if r["workload"] != last else ""
         last = r["workload"]
@@ -561,7 +571,9 @@ def equal_memory_table(rows):
     for r in rows:
         if "capped_s" in r:
             continue
-        by.setdefault(r["workload"], {})[r["pipeline"]] = {
+        # XLA's order is the input the other orders are judged against
+        name = "input" if r["pipeline"] == XLA_INPUT else r["pipeline"]
+        by.setdefault(r["workload"], {})[name] = {
             "makespan_ns": r["makespan_ns"],
             "lower_bound_ns": r["lower_bound_ns"],
             "old_bound_ns": r["old_bound_ns"],

@@ -262,7 +262,7 @@ def discoverability():
     imp = run("import", "--help").stdout
     usage = imp.split("\n")[0]
     formats = usage.split()[3].split("|")
-    if formats != ["astra", "chakra", "kineto", "pytorch-et"]:
+    if formats != ["astra", "chakra", "hlo", "kineto", "pytorch-et"]:
         fail("import --help usage line: %r" % usage)
     missing = os.path.join(SCRATCH, "missing.trace")
     for fmt in formats:  # accepted (the file is what fails)

@@ -10,7 +10,7 @@ build=$1
 seconds=$2
 shift 2
 src=$(cd "$(dirname "$0")/../.." && pwd)
-harnesses=${*:-load builder pipeline astra chakra kineto pytorch_et}
+harnesses=${*:-load builder pipeline astra chakra kineto pytorch_et hlo}
 found=0
 for h in $harnesses; do
     bin=$build/tests/fuzz/fuzz_$h
@@ -21,11 +21,12 @@ for h in $harnesses; do
     load) seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs" ;;
     pipeline) # also the graphs the importers made from real traces
         seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs"
-        for d in astra chakra chakra-et kineto pytorch-et; do
+        for d in astra chakra chakra-et kineto pytorch-et xla; do
             seeds="$seeds $src/graphs/$d"
         done ;;
     builder) seeds="$src/tests/fuzz/seeds/builder" ;;
     astra | chakra | kineto | pytorch_et) seeds="$src/tests/import" ;;
+    hlo) seeds="$src/tests/import $src/graphs/xla" ;;
     esac
     regress=$src/tests/fuzz/regressions/$h
     [ -d "$regress" ] && seeds="$seeds $regress"

@@ -253,6 +253,9 @@ int import_kineto(const char *path, const import_options *o,
                   commsched_graph **out);
 int import_pytorch_et(const char *path, const import_options *o,
                       commsched_graph **out);
+/* XLA HLO text (tools/import/hlo.h); takes no option. */
+int import_hlo(const char *path, const import_options *o,
+               commsched_graph **out);
 /* `info --measured TRACE` and `report --measured TRACE`
  * (measured_overlap.c): prints to f the Kineto trace's comm/comp overlap
  * by HTA's definition beside the simulated figures. rank: the device to

@@ -1,4 +1,4 @@
-/* commsched import astra|chakra FILE — convert a third-party workload into
+/* commsched import astra|chakra|hlo|kineto|pytorch-et FILE — convert a third-party workload into
  * a commsched graph (docs/WORKLOADS.md). The graph is validated like any
  * file before it is written, atomically: a bad input leaves no output. */
 #include <getopt.h>
@@ -18,6 +18,7 @@ static const struct {
 } formats[] = {
     {"astra", import_astra},
     {"chakra", import_chakra},
+    {"hlo", import_hlo},
     {"kineto", import_kineto},
     {"pytorch-et", import_pytorch_et},
 };
@@ -40,6 +41,10 @@ static void usage(FILE *f)
             "  chakra   Chakra execution trace: binary .et (protobuf, what\n"
             "           ASTRA-sim reads) or the simple JSON form\n"
             "           (workload_graph), told apart by content\n"
+            "  hlo      XLA HLO text, as XLA dumps it (--xla_dump_to=DIR\n"
+            "           --xla_dump_hlo_as_text: *.after_optimizations.txt):\n"
+            "           the entry computation in its order, collectives and\n"
+            "           their waits, while loops unrolled by their trip count\n"
             "  kineto   PyTorch profiler (Kineto) trace, .json or .json.gz:\n"
             "           the GPU kernels one device ran, measured durations,\n"
             "           NCCL kernels as collectives\n"
@@ -82,8 +87,9 @@ static void usage(FILE *f)
             "                    group size is --ranks, else the trace's\n"
             "                    distributedInfo.world_size, else 8\n"
             "\n"
-            "Errors are located (FILE:LINE[:COL] for ASTRA-sim text, a JSON path\n"
-            "or \"record N (byte B)\" for Chakra) and exit with status 2.\n"
+            "Errors are located (FILE:LINE[:COL] for ASTRA-sim text and HLO,\n"
+            "a JSON path or \"record N (byte B)\" for Chakra) and exit with\n"
+            "status 2.\n"
             "Notes about what the input does not say (missing sizes, a group\n"
             "size assumed) go to standard error.\n");
 }
