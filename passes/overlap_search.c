@@ -381,8 +381,12 @@ static int seg_refuses(ov_run *S, uint32_t v, int64_t delta)
 }
 
 /* Would placing list[0 .. nf) and then c right now keep memory within the
- * budget: now (exactly) and over the positions they jump (the tree)? */
-static int mem_ok(ov_run *S, uint32_t nf, uint32_t c)
+ * budget: now (exactly) and, with the tree, over the positions they jump?
+ * Without it (a collective that frees at least what it and its feeders
+ * allocate, which can only lower the levels it jumps) the momentary levels
+ * alone: a feeder pulled along allocates while buffers that the node
+ * it jumps would have freed are still live. */
+static int mem_ok(ov_run *S, uint32_t nf, uint32_t c, int tree)
 {
     const ov_base *b = S->b;
     if (S->B == NO_LIMIT)
@@ -412,7 +416,7 @@ static int mem_ok(ov_run *S, uint32_t nf, uint32_t c)
     }
     while (nu > 0)
         S->rem[S->undo[--nu]]++;
-    if (ok && S->use_seg && delta > 0 && seg_refuses(S, c, delta))
+    if (ok && tree && S->use_seg && delta > 0 && seg_refuses(S, c, delta))
         ok = 0;
     return ok;
 }
@@ -490,11 +494,15 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
         return 0;
     }
     /* A collective that frees at least what it allocates only gets dearer
-     * later (its input stays live), so it goes now; its momentary step
-     * peak is checked with the whole order, and an excess tightens the
-     * budget of the decisions that led to it. The sum of the drefs, d, is
-     * at most the delta mem_ok prices, so a witness refusing d refuses
-     * without that walk. */
+     * later (its input stays live), so it goes as soon as the momentary
+     * levels allow: its feeders allocate now, ahead of nodes that would
+     * have freed memory first (a weight gradient's matmul pulled ahead of
+     * the input gradient's, which frees the gathered weight). Left
+     * unchecked, that step overshot the budget by the same bytes in every
+     * sweep, and the rebuilds, which only tighten the tree's test, could
+     * not remove it (an FSDP x TP step kept its input order at 1.0). The
+     * sum of the drefs, d, is at most the delta mem_ok prices, so a
+     * witness refusing d refuses without that walk. */
     if (d > 0) {
         uint32_t key;
         struct ov_wit *w = wit_slot(S, c, &key);
@@ -504,11 +512,15 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
                 S->walk_minpos = w->pos;
             return 0;
         }
-        if (!mem_ok(S, nf, c)) {
+        if (!mem_ok(S, nf, c, 1)) {
             note(S, c, F_MEM);
             S->walk_stable = 0;
             return 0;
         }
+    } else if (!mem_ok(S, nf, c, 0)) {
+        note(S, c, F_MEM);
+        S->walk_stable = 0;
+        return 0;
     }
     return 1;
 }
