@@ -77,8 +77,10 @@ class Step:
         self.nodes, self.inputs, self.outputs = [], [], []
 
     def inp(self, name, size, freeable=False):
-        self.inputs.append({"name": name, "size": int(size),
-                            "freeable": freeable})
+        i = {"name": name, "size": int(size)}
+        if freeable:  # fields at their default left out, as commsched saves
+            i["freeable"] = True
+        self.inputs.append(i)
 
     def compute(self, name, op, reads, out_size, ns, gemm=False):
         n = {"name": name, "kind": "compute", "op": op, "inputs": reads,
