@@ -445,14 +445,16 @@ static commsched_status sweep_one(cs_pass_ctx *ctx, ov_worker *w,
                                    var->name, S->k, ctx->g->n_nodes);
     if (cap == 0)
         cs_ov_sink_waits_late(S);
-    return consider(ctx, w, var->name, budget, in_ms, job, try_, level, p);
+    commsched_status stt = consider(ctx, w, var->name, budget, in_ms, job, try_, level, p);
+    return stt;
 }
 
 /* Job `job`: variant var at its level's budget, target, rebuilt with
- * less room while it comes out above the target (three tries). Where it
- * is over the time peak's, the same budgets are also tried making room
- * over time (the stalls cost time where less prefetching may not; both
- * orders are considered), until one such sweep fits. Every order counts
+ * less room while it comes out above the target (four tries). When the
+ * first is over, the same budgets are also tried making room (make_room:
+ * the stalls cost time where less prefetching may not; both orders are
+ * considered); once that fits, rebuilds go on only while they gain
+ * (below). Every order counts
  * where it fits the pass's budget. Records into w only. */
 static commsched_status run_job(cs_pass_ctx *ctx, ov_worker *w,
                                 const ov_base *b, const ov_variant *var,
@@ -462,16 +464,27 @@ static commsched_status run_job(cs_pass_ctx *ctx, ov_worker *w,
 {
     w->view = *b;
     cs_ov_base_use(&w->view, var->pinned ? 1 : 0);
-    int64_t B = target.step, Bt = target.time;
-    int roomy = 0; /* a sweep making room fitted */
-    for (int attempt = 0; attempt < 3; attempt++) {
+    int64_t B = target.step, Bt = target.time, last = INT64_MAX,
+            last_ot = 0;
+    int roomy = 0, tightened = 0; /* a sweep making room fitted; B cut
+                                     by the largest allocation */
+    for (int attempt = 0; attempt < 4; attempt++) {
         ov_price p, q;
         commsched_status st =
             sweep_one(ctx, w, var, B, Bt, 0, budget, cap, window, in_ms, job,
                       2 * attempt, level, &p);
         if (st != COMMSCHED_OK || ov_fits(&p, target))
             return st;
-        if (!roomy && p.tpk > target.time) {
+        /* Once an order making room fits, rebuild on only while the
+         * excess shrinks or has not yet met the cut below: a rebuild may
+         * beat the stalls, and rarely does after that. */
+        int64_t over = p.pk - target.step > p.tpk - target.time
+                           ? p.pk - target.step
+                           : p.tpk - target.time;
+        if (roomy && over >= last && tightened)
+            return st;
+        last = over;
+        if (attempt == 0) {
             if ((st = sweep_one(ctx, w, var, B, Bt, 1, budget, cap, window,
                                 in_ms, job, 2 * attempt + 1, level, &q)) !=
                 COMMSCHED_OK)
@@ -480,27 +493,37 @@ static commsched_status run_job(cs_pass_ctx *ctx, ov_worker *w,
         }
         /* Over the level: the tree's view of the future was off by at
          * least the excess (over time, the sweep's levels are the present
-         * ones only). Rebuild with that much less room. */
+         * ones only). Rebuild with that much less room. Where the time
+         * peak's excess did not shrink, the per-step budget tightens by
+         * the largest allocation as well: the tree is per step, and what
+         * the time peak then misses is a collective's held input beside
+         * prefetches the per-step budget still allows (a reduce-scatter
+         * queued behind the all-gathers gathered ahead, its input live
+         * until it ends), which only one prefetch fewer avoids. */
         if (p.pk > target.step)
             B -= p.pk - target.step;
-        if (p.tpk > target.time)
-            Bt -= p.tpk - target.time;
+        if (p.tpk > target.time) {
+            int64_t ot = p.tpk - target.time;
+            if (attempt > 0 && ot >= last_ot) {
+                B -= b->max_alloc;
+                tightened = 1;
+            }
+            Bt -= ot;
+            last_ot = ot;
+        }
         if (B < 0 || Bt < 0)
             break;
     }
     return COMMSCHED_OK;
 }
 
-/* Whether a seed at p replaces the best so far: faster by more than the
- * rounding of a sum of runtimes (a different order of the same additions
- * can land an ulp apart), or as fast and lighter. */
+/* Whether a seed at p replaces the best so far: faster, or as fast and
+ * lighter (the per-step peak, then the time peak). Exactly: an anchor
+ * that fits is never ahead of the answer, not even by an ulp. */
 static int seed_beats(const ov_price *p, const ov_price *best)
 {
-    double slack = 1e-9 * best->ms;
-    if (p->ms < best->ms - slack)
-        return 1;
-    if (p->ms > best->ms + slack)
-        return 0;
+    if (p->ms != best->ms)
+        return p->ms < best->ms;
     return p->pk < best->pk || (p->pk == best->pk && p->tpk < best->tpk);
 }
 

@@ -198,8 +198,8 @@ enum {
                        slot it moves to) */
     F_FORCE_IN = 32, /* force(): its target or an ancestor it found */
     F_FORCE_QUEUED = 64, /* force(): ... and put in its heap (ah) */
-    F_ROOM = 128     /* a wait placed early to make room over time
-                        (make_room): cs_ov_sink_waits_late leaves it */
+    F_ROOM = 128     /* a wait placed early to make room (make_room):
+                        cs_ov_sink_waits_late leaves it */
 };
 
 #define K_STREAM 8  /* collectives examined per prefetch decision */
@@ -281,7 +281,7 @@ typedef struct ov_run {
      * (hold: the latest end of those placed, per tracked buffer; held:
      * the frees still to come, by time, v the buffer). */
     int64_t Bt, cur_t;
-    int room;           /* make_room on */
+    int room;           /* make_room on (cs_ov_sweep) */
     double *hold;
     cs_heap held;
     /* ... and the collectives issued but not started by now (queued on
@@ -323,9 +323,8 @@ void cs_ov_run_free(ov_run *S);
 /* Right after cs_ov_sweep only: its scratch is the sweep's own. */
 void cs_ov_sink_waits_late(ov_run *S);
 /* One order at budgets budget (per step) and budget_t (over time,
- * NO_LIMIT for none); room: before a frame node that would pass budget_t,
- * place the waits that free what collectives in flight hold
- * (make_room). */
+ * NO_LIMIT for none); room: before a frame node that would pass either,
+ * place the waits that free what it needs (make_room). */
 int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget,
                 int64_t budget_t, int room, int64_t cap, long window);
 

@@ -473,17 +473,15 @@ static int seg_refuses(ov_run *S, uint32_t v, int64_t delta)
 }
 
 /* Would placing list[0 .. nf) and then c right now keep memory within the
- * budget: now (exactly) and, with the tree, over the positions they jump?
- * Without it (a collective that frees at least what it and its feeders
- * allocate, which can only lower the levels it jumps) the momentary levels
- * alone: a feeder pulled along allocates while buffers that the node
- * it jumps would have freed are still live. */
-static int mem_ok(ov_run *S, uint32_t nf, uint32_t c, int tree)
+ * budget: now (exactly) and over the positions they jump (the tree, where
+ * they add bytes: what they free now is less than what they allocate)? */
+static int mem_ok(ov_run *S, uint32_t nf, uint32_t c)
 {
     const ov_base *b = S->b;
     if (S->B == NO_LIMIT && S->Bt == NO_LIMIT)
         return 1;
     int64_t level = S->cur, level_t = S->cur_t + S->pend_alloc, delta = 0;
+    int64_t delta_t = 0;
     uint32_t nu = 0;
     int ok = 1;
     for (uint32_t i = 0; i <= nf && ok; i++) {
@@ -513,11 +511,23 @@ static int mem_ok(ov_run *S, uint32_t nf, uint32_t c, int tree)
          * ones the jump moves; count the smaller, to stay on the safe
          * side. */
         delta += b->alloc[x] - (fr < b->free_ref[x] ? fr : b->free_ref[x]);
+        delta_t +=
+            b->alloc[x] - (fr_t < b->free_ref[x] ? fr_t : b->free_ref[x]);
     }
     while (nu > 0)
         S->rem[S->undo[--nu]]++;
-    if (ok && tree && S->use_seg && delta > 0 && seg_refuses(S, c, delta))
+    if (ok && S->use_seg && delta > 0 && seg_refuses(S, c, delta))
         ok = 0;
+    /* Over time the frees a collective in flight holds are not moved
+     * ahead: the levels it jumps carry its allocations and its feeders'
+     * without them (the reference order waits at once, so its levels are
+     * its time levels too). */
+    if (ok && S->hold && S->use_seg && delta_t > delta &&
+        b->tpos[c] > S->lo) {
+        uint32_t p;
+        if (cs_segtree_max(&S->seg, S->lo, b->tpos[c], &p) + delta_t > S->Bt)
+            ok = 0;
+    }
     return ok;
 }
 
@@ -593,16 +603,18 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
         S->walk_stable = 0;
         return 0;
     }
-    /* A collective that frees at least what it allocates only gets dearer
-     * later (its input stays live), so it goes as soon as the momentary
-     * levels allow: its feeders allocate now, ahead of nodes that would
-     * have freed memory first (a weight gradient's matmul pulled ahead of
-     * the input gradient's, which frees the gathered weight). Left
-     * unchecked, that step overshot the budget by the same bytes in every
-     * sweep, and the rebuilds, which only tighten the tree's test, could
-     * not remove it (an FSDP x TP step kept its input order at 1.0). The
-     * sum of the drefs, d, is at most the delta mem_ok prices, so a
-     * witness refusing d refuses without that walk. */
+    /* A collective that frees at least what it allocates at its place in
+     * the input order only gets dearer later (its input stays live), so
+     * it goes as soon as memory allows, priced as any other: its feeders
+     * allocate now, ahead of nodes that would have freed memory first (a
+     * weight gradient's matmul pulled ahead of the input gradient's, which
+     * frees the gathered weight), and ahead of that place it may free
+     * nothing (another reader of its input comes later). Left unchecked,
+     * those overshot the budget by the same bytes in every sweep, and the
+     * rebuilds, which only tighten the tree's test, could not remove them
+     * (an FSDP x TP step kept its input order at 1.0). The sum of the
+     * drefs, d, is at most the delta mem_ok prices, so a witness refusing
+     * d refuses without that walk. */
     if (d > 0) {
         uint32_t key;
         struct ov_wit *w = wit_slot(S, c, &key);
@@ -612,12 +624,12 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
                 S->walk_minpos = w->pos;
             return 0;
         }
-        if (!mem_ok(S, nf, c, 1)) {
+        if (!mem_ok(S, nf, c)) {
             note(S, c, F_MEM);
             S->walk_stable = 0;
             return 0;
         }
-    } else if (!mem_ok(S, nf, c, 0)) {
+    } else if (!mem_ok(S, nf, c)) {
         note(S, c, F_MEM);
         S->walk_stable = 0;
         return 0;
@@ -838,24 +850,51 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
     return chosen;
 }
 
-/* Over time, frame node f would allocate past the budget while buffers
- * that collectives in flight read are still live (a reduce-scatter's
- * full-size input until it ends: the per-step model frees it at the
- * issue): place the waits that complete soonest, each stalling the
- * compute stream until its collectives end and their frees land, until f
- * fits or no wait is ready. Exposing part of a collective beats an order
- * over the budget, which no rebuild with less room for prefetches can
- * repair: f runs in any case. */
+/* The ready wait (in wh) that completes soonest, or with freeing only
+ * the soonest of those that free memory (the last reader of a buffer, as
+ * a wait whose collective's output nothing else reads); NONE for none. */
+static uint32_t room_wait(ov_run *S, int freeing)
+{
+    const ov_base *b = S->b;
+    uint32_t best = NONE;
+    const cs_heap_item *bk = NULL;
+    for (size_t i = 0; i < S->wh.n; i++) {
+        const cs_heap_item *it = &S->wh.a[i];
+        uint32_t w = it->v;
+        if (S->sched[w] || (bk && !cs_heap_less(it, bk)))
+            continue;
+        int frees = !freeing || b->unread_free[w] > 0;
+        for (uint32_t e = b->reads.off[w]; e < b->reads.off[w + 1] && !frees;
+             e++)
+            frees = S->rem[b->reads.idx[e]] == 1;
+        if (frees) {
+            best = w;
+            bk = it;
+        }
+    }
+    return best;
+}
+
+/* Frame node f would allocate past a budget. Per step: place the ready
+ * waits that free memory first (a wait that is the last reader of what
+ * its collective wrote; the sweep would place it once the collective is
+ * done, after f). Over time, while buffers that collectives in flight read
+ * are still live (a reduce-scatter's full-size input until it ends: the
+ * per-step model frees it at the issue): the waits that complete soonest,
+ * each stalling the compute stream until its collectives end and their
+ * frees land. Until f fits or no such wait is ready. Exposing part of a
+ * collective beats an order over the budget, which no rebuild with less
+ * room for prefetches repairs: f runs in any case. */
 static void make_room(ov_run *S, uint32_t f)
 {
     const ov_base *b = S->b;
-    while (level_during(S, b->rt[f]) + b->alloc[f] > S->Bt &&
-           S->held.n > 0 && !S->oom) {
-        while (S->wh.n > 0 && S->sched[S->wh.a[0].v])
-            cs_heap_pop(&S->wh);
-        if (S->wh.n == 0)
+    while (!S->oom) {
+        int step = S->B != NO_LIMIT && S->cur + b->alloc[f] > S->B;
+        int time = S->hold && S->held.n > 0 &&
+                   level_during(S, b->rt[f]) + b->alloc[f] > S->Bt;
+        uint32_t w = step || time ? room_wait(S, !time) : NONE;
+        if (w == NONE)
             return;
-        uint32_t w = cs_heap_pop(&S->wh).v;
         S->flags[w] |= F_ROOM;
         sched_node(S, w);
     }
@@ -879,7 +918,13 @@ static void tail_step(ov_run *S)
             bk = k;
         }
     }
-    if (best != NONE) {
+    /* A wait first when the collective would pass the budget now: the
+     * wait frees what its collectives' outputs held once nothing else
+     * reads them, and placing it raises nothing. */
+    while (best != NONE && S->wh.n > 0 && S->sched[S->wh.a[0].v])
+        cs_heap_pop(&S->wh);
+    if (best != NONE &&
+        (S->wh.n == 0 || mem_ok(S, feeders(S, best), best))) {
         cs_ov_issue(S, best); /* placing it removes it */
         return;
     }
@@ -908,7 +953,7 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget,
     S->var = var;
     S->B = budget;
     S->Bt = S->hold ? budget_t : NO_LIMIT;
-    S->room = room && S->hold;
+    S->room = room;
     S->cur_t = b->baseline;
     S->pend_alloc = 0;
     S->held.n = S->lands.n = 0;
@@ -1073,7 +1118,7 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget,
  * where it unlocks nothing, later is as fast — a wait only holds the
  * compute stream back, and a later point is never earlier in time — and
  * costs no memory, and it is where XLA's and Inductor's schedulers put
- * it. A wait placed to make room over time (make_room) stays: its stall
+ * it. A wait placed to make room (make_room) stays: its stall
  * is what keeps the next allocation after the frees its collectives
  * hold. Skipped under overlap_max_in_flight_bytes: the limit counts a
  * collective as in flight until its wait. O(V + E). */
