@@ -253,7 +253,7 @@ def solve(G, budget_bytes, time_limit, hint=None, workers=2,
         for k, v in enumerate(hint):
             fixed.Add(fixed.get_int_var_from_proto_index(pos[G.idx[v]].Index())
                       == k)
-        solver.parameters.max_time_in_seconds = time_limit
+        solver.parameters.max_time_in_seconds = max(5.0, time_limit / 3)
         if solver.Solve(fixed) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             for i in range(len(m.Proto().variables)):
                 var = m.get_int_var_from_proto_index(i)
