@@ -57,7 +57,7 @@ os.makedirs(SCRATCH)
 out = run("optimize", "--list-passes").stdout
 for name in ["overlap", "overlap_peak_budget", "overlap_max_in_flight_bytes",
              "overlap_collective_order", "overlap_reorder_window",
-             "overlap_search"]:
+             "overlap_search", "overlap_peak_model", "overlap_seeds"]:
     if name not in out:
         fail("--list-passes does not list %s" % name)
 
@@ -209,6 +209,27 @@ best = base["best"]
 if best["makespan_ns"] > base["input"]["makespan_ns"] or \
         best["peak_memory"] > base["budget_bytes"]:
     fail("tune best: %s" % best)
+
+# fits = both peaks within their budgets (issue 42); --peak-model step
+# judges the per-step peak alone and gives no time budget
+for model in ("both", "step"):
+    d = tune_json("--peak-model", model, env={"OMP_NUM_THREADS": "2"})
+    tb = d["time_budget_bytes"]
+    if (model == "step") != (tb == -1):
+        fail("tune --peak-model %s: time budget %s" % (model, tb))
+    for c in d["candidates"]:
+        if c["status"] != "OK":
+            continue
+        over = (c["peak_memory"] > d["budget_bytes"],
+                tb >= 0 and c["peak_memory_time"] > tb)
+        want = {(0, 0): None, (1, 0): "step", (0, 1): "time",
+                (1, 1): "both"}[tuple(int(x) for x in over)]
+        if c["fits"] != (not any(over)) or c["over"] != want:
+            fail("tune --peak-model %s: %s" % (model, c))
+    if model == "step" and not all("overlap_peak_model=step" in c["knobs"]
+                                   for c in d["candidates"]
+                                   if "overlap" in c["passes"].split(",")):
+        fail("tune --peak-model step: an overlap candidate without it")
 
 # -o writes the best order; it simulates to the best's makespan
 p = run("tune", TP, "-o", path("tuned.json"))
