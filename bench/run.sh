@@ -45,7 +45,7 @@ if ! "$venv/bin/python" -c 'import ortools, sys; sys.exit(ortools.__version__ !=
         echo "bench/run.sh: could not install ortools==9.15.6755" >&2
 fi
 "$venv/bin/python" "$here/optimum_bench.py" --cli "$build/tools/commsched" \
-    --time-limit 30 --update-doc "$here/../docs/PERFORMANCE.md" ||
+    --time-limit 60 --update-doc "$here/../docs/PERFORMANCE.md" ||
     echo "bench/run.sh: the optimality benchmark failed" >&2
 exec python3 "$here/bench.py" --cli "$build/tools/commsched" \
     --update-doc "$here/../docs/PERFORMANCE.md" "$@"
