@@ -455,7 +455,8 @@ int cmd_optimize(int argc, char **argv)
         if (cli_has_pass(passes, "overlap"))
             cli_html_budget_overlap(&budget, before.peak,
                                     strcmp(pm, "both") == 0
-                                        ? sim_before.peak_memory
+                                        ? commsched_sim_get_totals(html_before)
+                                              ->peak_memory
                                         : -1,
                                     "the input order", strtod(ob, NULL));
         else
