@@ -99,7 +99,8 @@ typedef struct ov_base {
     /* The collective order in force (ov_ord below) — the knob's, or the
      * input order's for the variants that pin it; the sweep reads these. */
     uint32_t *dom;        /* collectives and syncs, by cix (ov_dom): frame
-                             rank of the first frame node reached */
+                             rank of the first frame node reached, n_frame
+                             when none is */
     uint32_t *ord_prev, *ord_next; /* collective order edges, by cix
                                       (ov_prev); NULL when there are none
                                       ("free") */

@@ -136,12 +136,11 @@ static void push(ov_run *S, cs_heap *h, cs_heap_item x)
         S->oom = 1;
 }
 
+/* A collective's urgency: its domination index (n_frame at most, for one
+ * no compute waits for: cs_ov_base_order). */
 static cs_heap_item coll_key(const ov_base *b, uint32_t c)
 {
-    return ov_key(0, b->tpos[c],
-                  ov_dom(b, c) == NONE ? (double)INFINITY
-                                       : (double)ov_dom(b, c),
-                  c);
+    return ov_key(0, b->tpos[c], (double)ov_dom(b, c), c);
 }
 
 /* Stream s's candidates, or what one of them would pull along, changed:
@@ -729,10 +728,7 @@ static cs_heap_item force_key(const ov_run *S, uint32_t v)
     const ov_base *b = S->b;
     switch (b->cls[v]) {
     case C_COLL:
-        return ov_key(0, b->tpos[v],
-                      ov_dom(b, v) == NONE ? (double)INFINITY
-                                           : (double)ov_dom(b, v),
-                      v);
+        return coll_key(b, v);
     case C_WAIT:
         return ov_key(2, b->tpos[v], S->cend[v], v);
     default:
