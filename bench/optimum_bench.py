@@ -306,8 +306,9 @@ def run_tune(cli, graph, budget, tmp):
 def workloads(root, max_nodes):
     files = []
     for sub in ("examples", "astra", "chakra", "chakra-et", "independent",
-                "torch", "kineto", "pytorch-et"):
-        files += sorted(glob.glob(os.path.join(root, sub, "*.json")))
+                "torch", "xla", "kineto", "pytorch-et"):
+        files += sorted(f for f in glob.glob(os.path.join(root, sub, "*.json"))
+                        if os.path.basename(f) != "provenance.json")
     out = []
     for f in files:
         g = json.load(open(f))
