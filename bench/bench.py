@@ -385,7 +385,8 @@ def scaling(rows):
 
 def corpus(root):
     files = []
-    for sub in ("examples", "astra", "chakra", "generated", "torch", "xla"):
+    for sub in ("examples", "astra", "chakra", "generated", "independent",
+                "torch", "xla"):
         files += sorted(f for f in glob.glob(os.path.join(root, sub, "*.json"))
                         if os.path.basename(f) != "provenance.json")
     return files

@@ -13,6 +13,8 @@
 # bench/torch_scale.py the Inductor plugin on real transformer programs of
 # ~1K, ~10K and ~36K scheduler nodes beside torch's own schedulers
 # (docs/PERFORMANCE.md, "The Inductor plugin at real size").
+# bench/optimum_bench.py the distance of overlap, tune and the anchors to
+# the optimum CP-SAT proves on the small graphs (issue 42).
 # Usage: bench/run.sh BUILD_DIR [bench.py options, e.g. --sizes 10000]
 set -eu
 build=${1:-build/release}
@@ -34,5 +36,16 @@ if [ -x "$venv_python" ]; then
 else
   echo "bench/run.sh: no $venv_python (make venv): the plugin-at-scale benchmark is left out" >&2
 fi
+# The exact reference (bench/optimum_bench.py): CP-SAT from OR-tools,
+# pinned, in a virtual environment of its own under build/.
+venv=$here/../build/bench-venv
+if ! "$venv/bin/python" -c 'import ortools, sys; sys.exit(ortools.__version__ != "9.15.6755")' 2>/dev/null; then
+    python3 -m venv "$venv" &&
+        "$venv/bin/pip" install -q --disable-pip-version-check ortools==9.15.6755 ||
+        echo "bench/run.sh: could not install ortools==9.15.6755" >&2
+fi
+"$venv/bin/python" "$here/optimum_bench.py" --cli "$build/tools/commsched" \
+    --time-limit 60 --update-doc "$here/../docs/PERFORMANCE.md" ||
+    echo "bench/run.sh: the optimality benchmark failed" >&2
 exec python3 "$here/bench.py" --cli "$build/tools/commsched" \
     --update-doc "$here/../docs/PERFORMANCE.md" "$@"

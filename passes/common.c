@@ -16,10 +16,11 @@ int cs_text_appendf(cs_text *t, const char *fmt, ...)
     va_start(ap, fmt);
     int need = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (need < 0)
+    if (need < 0 ||
+        cs_grow((void **)&t->s, &t->cap, t->len + (size_t)need + 1, 1) != 0) {
+        t->failed = 1;
         return -1;
-    if (cs_grow((void **)&t->s, &t->cap, t->len + (size_t)need + 1, 1) != 0)
-        return -1;
+    }
     va_start(ap, fmt);
     vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
     va_end(ap);
@@ -30,6 +31,7 @@ int cs_text_appendf(cs_text *t, const char *fmt, ...)
 void cs_text_clear(cs_text *t)
 {
     t->len = 0;
+    t->failed = 0;
     if (t->s)
         t->s[0] = '\0';
 }
@@ -51,7 +53,9 @@ char *cs_strdup(const char *s)
 
 char *cs_text_take(cs_text *t)
 {
-    char *s = t->s ? t->s : cs_strdup("");
+    char *s = t->failed ? NULL : t->s ? t->s : cs_strdup("");
+    if (t->failed)
+        free(t->s);
     memset(t, 0, sizeof *t);
     return s;
 }
@@ -229,8 +233,10 @@ static void append_time(cs_text *info, const char *name, double t)
     const char *x = cs_pyfloat(b, t);
     size_t nn = strlen(name), nt = strlen(x);
     if (cs_grow((void **)&info->s, &info->cap, info->len + nn + nt + 4, 1) !=
-        0)
-        return; /* as cs_text_appendf: the term is left out */
+        0) {
+        info->failed = 1; /* as cs_text_appendf */
+        return;
+    }
     char *o = info->s + info->len;
     *o++ = '+';
     memcpy(o, name, nn);

@@ -82,115 +82,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- judging, the pass --------------------------------------------------- */
-
-/* Simulates order into sim; makespan and per-step peak out. */
-/* --verify-memory: `order` keeps every fake edge as overlap respects it
- * (ov_fake_to_wait: a collective's on a wait binds it to the collectives
- * the wait completes). Fails with EINTERNAL naming the two nodes. */
-static commsched_status check_fake_edges(const commsched_graph *g,
-                                         const uint32_t *order,
-                                         commsched_error *err)
-{
-    uint32_t n = g->n_nodes, late = NONE, early = NONE;
-    uint32_t *pos = cs_malloc_array(n ? n : 1, sizeof *pos);
-    if (!pos)
-        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                   "out of memory");
-    for (uint32_t i = 0; i < n; i++)
-        pos[order[i]] = i;
-    for (uint32_t v = 0; v < n && late == NONE; v++)
-        for (uint32_t e = g->after_fake.off[v];
-             e < g->after_fake.off[v + 1] && late == NONE; e++) {
-            uint32_t d = g->after_fake.idx[e];
-            if (!ov_fake_to_wait(g, v, d)) {
-                if (pos[d] > pos[v])
-                    late = d, early = v;
-                continue;
-            }
-            for (uint32_t r = g->reads.off[d]; r < g->reads.off[d + 1]; r++) {
-                uint32_t pr = g->buffers[g->reads.idx[r]].producer;
-                if (pr != NONE && pr != v &&
-                    g->nodes[pr].kind == COMMSCHED_NODE_COLLECTIVE &&
-                    pos[pr] > pos[v])
-                    late = pr, early = v;
-            }
-        }
-    free(pos);
-    if (late == NONE)
-        return COMMSCHED_OK;
-    return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
-                               "overlap: \"%s\" runs before \"%s\", which a "
-                               "fake edge puts first",
-                               g->nodes[early].name, g->nodes[late].name);
-}
-
-static commsched_status judge(commsched_sim *sim, const uint32_t *order,
-                              const double *rt, double *makespan,
-                              int64_t *peak, commsched_error *err)
-{
-    commsched_status st = commsched_sim_run(sim, order, rt, NULL, err);
-    if (st != COMMSCHED_OK)
-        return st;
-    const commsched_sim_totals *t = commsched_sim_get_totals(sim);
-    *makespan = t->makespan_ns;
-    *peak = t->peak_memory_step;
-    return COMMSCHED_OK;
-}
-
-/* What judge() reads of a sweep's order — the simulator's makespan and
- * per-step peak — replayed through the same kernel (kernel.h) on the
- * pass's flat arrays, in the simulator's order of operations, so both
- * figures are the simulator's to the bit (--verify-memory checks it on
- * every candidate) at a fraction of a simulator run, which also times
- * every node and fills the per-node results only the winner needs. The
- * scratch is the run's (its sweep is done): cend, sf, rem. Returns 0, or
- * 1 when the levels pass 2^63 bytes (the simulator reports that). */
-static int replay(ov_run *S, const uint32_t *order, double *makespan,
-                  int64_t *peak)
-{
-    const ov_base *b = S->b;
-    memcpy(S->rem, b->nreaders, (size_t)b->n_tracked * sizeof *S->rem);
-    for (uint32_t s = 0; s < b->n_streams; s++)
-        S->sf[s] = 0;
-    cs_clock clk = {0.0, S->sf};
-    int64_t cur = b->baseline, pk = cur;
-    int overflow = 0;
-    for (uint32_t k = 0; k < b->n; k++) {
-        uint32_t v = order[k];
-        int64_t fr = b->unread_free[v];
-        for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
-            uint32_t x = b->reads.idx[e];
-            if (--S->rem[x] == 0)
-                fr += b->bsize[x];
-        }
-        int64_t level = cs_mem_step(&cur, b->alloc[v], fr, &overflow);
-        if (level > pk)
-            pk = level;
-        double r = b->rt[v];
-        switch (b->cls[v]) {
-        case C_COMPUTE:
-            cs_clock_compute(&clk, r);
-            break;
-        case C_COLL:
-        case C_SYNC:
-            S->cend[v] = cs_clock_collective(&clk, ov_stream(b, v), r,
-                                             b->cls[v] == C_SYNC) + r;
-            break;
-        default: { /* wait */
-            double e = clk.now;
-            for (uint32_t x = b->wcoll.off[v]; x < b->wcoll.off[v + 1]; x++)
-                if (S->cend[b->wcoll.idx[x]] > e)
-                    e = S->cend[b->wcoll.idx[x]];
-            cs_clock_wait(&clk, e, r);
-            break;
-        }
-        }
-    }
-    *makespan = cs_clock_makespan(&clk, b->n_streams);
-    *peak = pk;
-    return overflow;
-}
+/* ---- the statistics --------------------------------------------------- */
 
 /* flags and ready (by cix) are the winning sweep's (S->flags, S->ready_t),
  * NULL for an order no sweep made (a seed): no flags, never issuable
@@ -358,8 +250,7 @@ oom:
  * search at once. */
 typedef struct ov_best {
     int have;             /* a best below */
-    double ms;
-    int64_t pk;
+    ov_price price;
     size_t job;
     const char *name;     /* its variant */
     double level;
@@ -372,6 +263,38 @@ typedef struct ov_best {
 #endif
 } ov_best;
 
+/* The fastest order a budget refused (what binds, in the statistics):
+ * its makespan, which budgets it was over (1 the per-step peak's, 2 the
+ * time peak's) and, to keep the answer the same on any thread count, its
+ * job and attempt. */
+typedef struct ov_refused {
+    double ms;
+    unsigned over;
+    size_t job;
+    int attempt;
+} ov_refused;
+
+/* Which budgets p is over: 1 the per-step peak's, 2 the time peak's. */
+static unsigned over_bits(const ov_price *p, ov_budget bg)
+{
+    return (p->pk > bg.step ? 1u : 0u) | (p->tpk > bg.time ? 2u : 0u);
+}
+
+static void refused_note(ov_refused *r, double ms, unsigned over, size_t job,
+                         int attempt)
+{
+    if (over == 0)
+        return;
+    if (r->over == 0 || ms < r->ms ||
+        (ms == r->ms &&
+         (job < r->job || (job == r->job && attempt < r->attempt)))) {
+        r->ms = ms;
+        r->over = over;
+        r->job = job;
+        r->attempt = attempt;
+    }
+}
+
 /* One thread's share of the search: its own sweep state, a view of the
  * base whose collective-order set it may switch, and a simulator made
  * only when a replay cannot decide (overflow) or verify asks. */
@@ -381,7 +304,8 @@ typedef struct ov_worker {
     commsched_sim *sim;
     commsched_status st;
     commsched_error err;
-    uint32_t tried;
+    uint32_t tried, over; /* orders priced; of those, over their budget */
+    ov_refused refused;
     ov_best *best;        /* the search's, shared */
 } ov_worker;
 
@@ -424,22 +348,23 @@ static void best_free(ov_best *best)
 #endif
 }
 
-/* Whether (ms, pk) of job `job` beats the best w: faster wins; as fast,
- * less memory; then the earlier job, so the answer is the same whichever
- * thread ran which job, and the same as one thread trying them in job
- * order. An order must be strictly faster than the input (in_ms) to
- * count. */
-static int beats(const ov_best *w, double in_ms, double ms, int64_t pk,
-                 size_t job)
+/* Whether p of job `job` beats the best w: faster wins; as fast, less
+ * memory (the per-step peak, then the time peak); then the earlier job,
+ * so the answer is the same whichever thread ran which job, and the same
+ * as one thread trying them in job order. An order must be strictly
+ * faster than the input (in_ms) to count. */
+static int beats(const ov_best *w, double in_ms, const ov_price *p, size_t job)
 {
-    if (!(ms < in_ms))
+    if (!(p->ms < in_ms))
         return 0;
     if (!w->have)
         return 1;
-    if (ms != w->ms)
-        return ms < w->ms;
-    if (pk != w->pk)
-        return pk < w->pk;
+    if (p->ms != w->price.ms)
+        return p->ms < w->price.ms;
+    if (p->pk != w->price.pk)
+        return p->pk < w->price.pk;
+    if (p->tpk != w->price.tpk)
+        return p->tpk < w->price.tpk;
     return job < w->job;
 }
 
@@ -459,54 +384,32 @@ static int job_weight(const ov_variant *var)
     return 2 * frame + (var->jit ? 0 : 1);
 }
 
-/* Prices `order`: the replay, and the simulator (*sim, made on first use)
- * where the replay overflows or verify asks, when both must agree. */
-static commsched_status price(cs_pass_ctx *ctx, ov_run *S, commsched_sim **sim,
-                              const uint32_t *order, const char *name,
-                              double *ms, int64_t *pk, commsched_error *err)
-{
-    if (replay(S, order, ms, pk) == 0 && !ctx->verify)
-        return COMMSCHED_OK;
-    double ms2;
-    int64_t pk2;
-    commsched_status st;
-    if ((!*sim && (st = commsched_sim_create(ctx->g, sim, err)) !=
-                      COMMSCHED_OK) ||
-        (st = judge(*sim, order, ctx->runtime_ns, &ms2, &pk2, err)) !=
-            COMMSCHED_OK)
-        return st;
-    if (ms2 != *ms || pk2 != *pk)
-        return commsched_error_set(
-            err, COMMSCHED_EINTERNAL, NULL,
-            "overlap: %s replayed at %.17g ns, peak %lld; the simulator says "
-            "%.17g ns, %lld",
-            name, *ms, (long long)*pk, ms2, (long long)pk2);
-    return COMMSCHED_OK;
-}
-
 /* Prices the sweep's order and keeps it as the search's best when it fits
- * target and beats it (beats()). Errors go to w->err. */
+ * the pass's budget and beats it (beats()). Errors go to w->err. */
 static commsched_status consider(cs_pass_ctx *ctx, ov_worker *w,
-                                 const char *name, int64_t target,
-                                 double in_ms, size_t job, double level,
-                                 int64_t *pk)
+                                 const char *name, ov_budget budget,
+                                 double in_ms, size_t job, int attempt,
+                                 double level, ov_price *p)
 {
     ov_run *S = &w->S;
     size_t nn = ctx->g->n_nodes ? ctx->g->n_nodes : 1;
-    double ms;
     w->tried++;
     commsched_status st =
-        price(ctx, S, &w->sim, S->order, name, &ms, pk, &w->err);
-    if (st != COMMSCHED_OK || (target != NO_LIMIT && *pk > target))
+        cs_ov_price(ctx, S, &w->sim, S->order, name, p, &w->err);
+    if (st != COMMSCHED_OK)
         return st;
+    if (!ov_fits(p, budget)) {
+        w->over++;
+        refused_note(&w->refused, p->ms, over_bits(p, budget), job, attempt);
+        return st;
+    }
     ov_best *best = w->best;
 #if COMMSCHED_HAVE_OPENMP
     omp_set_lock(&best->lock);
 #endif
-    if (beats(best, in_ms, ms, *pk, job)) {
+    if (beats(best, in_ms, p, job)) {
         best->have = 1;
-        best->ms = ms;
-        best->pk = *pk;
+        best->price = *p;
         best->job = job;
         best->name = name;
         best->level = level;
@@ -521,146 +424,128 @@ static commsched_status consider(cs_pass_ctx *ctx, ov_worker *w,
     return st;
 }
 
-/* Job `job`: variant var at budget target, rebuilt with less room while it
- * comes out above the target (three tries). Records into w only. */
+/* One sweep of var at budgets (B, Bt), making room over time or not
+ * (cs_ov_sweep), priced and considered at the pass's budget (consider());
+ * try numbers the job's sweeps. */
+static commsched_status sweep_one(cs_pass_ctx *ctx, ov_worker *w,
+                                  const ov_variant *var, int64_t B, int64_t Bt,
+                                  int room, ov_budget budget, int64_t cap,
+                                  long window, double in_ms, size_t job,
+                                  int try_, double level, ov_price *p)
+{
+    ov_run *S = &w->S;
+    int rc = cs_ov_sweep(S, var, B, Bt, room, cap, window);
+    if (rc < 0)
+        return commsched_error_set(&w->err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    if (rc > 0)
+        return commsched_error_set(&w->err, COMMSCHED_EINTERNAL, NULL,
+                                   "overlap: variant %s placed %u of %u "
+                                   "nodes",
+                                   var->name, S->k, ctx->g->n_nodes);
+    if (cap == 0)
+        cs_ov_sink_waits_late(S);
+    commsched_status stt = consider(ctx, w, var->name, budget, in_ms, job, try_, level, p);
+    return stt;
+}
+
+/* Job `job`: variant var at its level's budget, target, rebuilt with
+ * less room while it comes out above the target (four tries). When the
+ * first is over, the same budgets are also tried making room (make_room:
+ * the stalls cost time where less prefetching may not; both orders are
+ * considered); once that fits, rebuilds go on only while they gain
+ * (below). Every order counts
+ * where it fits the pass's budget. Records into w only. */
 static commsched_status run_job(cs_pass_ctx *ctx, ov_worker *w,
                                 const ov_base *b, const ov_variant *var,
-                                int64_t target, int64_t cap, long window,
-                                double in_ms, size_t job, double level)
+                                ov_budget target, ov_budget budget,
+                                int64_t cap, long window, double in_ms,
+                                size_t job, double level)
 {
-    uint32_t n = ctx->g->n_nodes;
     w->view = *b;
     cs_ov_base_use(&w->view, var->pinned ? 1 : 0);
-    ov_run *S = &w->S;
-    int64_t B = target;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int rc = cs_ov_sweep(S, var, B, cap, window);
-        if (rc < 0)
-            return commsched_error_set(&w->err, COMMSCHED_ENOMEM, NULL,
-                                       "out of memory");
-        if (rc > 0)
-            return commsched_error_set(&w->err, COMMSCHED_EINTERNAL, NULL,
-                                       "overlap: variant %s placed %u of "
-                                       "%u nodes",
-                                       var->name, S->k, n);
-        if (cap == 0)
-            cs_ov_sink_waits_late(S);
-        int64_t pk;
+    int64_t B = target.step, Bt = target.time, last = INT64_MAX,
+            last_ot = 0;
+    int roomy = 0, tightened = 0; /* a sweep making room fitted; B cut
+                                     by the largest allocation */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        ov_price p, q;
         commsched_status st =
-            consider(ctx, w, var->name, target, in_ms, job, level, &pk);
-        if (st != COMMSCHED_OK || target == NO_LIMIT || pk <= target)
+            sweep_one(ctx, w, var, B, Bt, 0, budget, cap, window, in_ms, job,
+                      2 * attempt, level, &p);
+        if (st != COMMSCHED_OK || ov_fits(&p, target))
             return st;
+        /* Once an order making room fits, rebuild on only while the
+         * excess shrinks or has not yet met the cut below: a rebuild may
+         * beat the stalls, and rarely does after that. */
+        int64_t over = p.pk - target.step > p.tpk - target.time
+                           ? p.pk - target.step
+                           : p.tpk - target.time;
+        if (roomy && over >= last && tightened)
+            return st;
+        last = over;
+        if (attempt == 0) {
+            if ((st = sweep_one(ctx, w, var, B, Bt, 1, budget, cap, window,
+                                in_ms, job, 2 * attempt + 1, level, &q)) !=
+                COMMSCHED_OK)
+                return st;
+            roomy = ov_fits(&q, target);
+        }
         /* Over the level: the tree's view of the future was off by at
-         * least the excess. Rebuild with that much less room. */
-        B -= pk - target;
-        if (B < 0)
+         * least the excess (over time, the sweep's levels are the present
+         * ones only). Rebuild with that much less room. Where the time
+         * peak's excess did not shrink, the per-step budget tightens by
+         * the largest allocation as well: the tree is per step, and what
+         * the time peak then misses is a collective's held input beside
+         * prefetches the per-step budget still allows (a reduce-scatter
+         * queued behind the all-gathers gathered ahead, its input live
+         * until it ends), which only one prefetch fewer avoids. */
+        if (p.pk > target.step)
+            B -= p.pk - target.step;
+        if (p.tpk > target.time) {
+            int64_t ot = p.tpk - target.time;
+            if (attempt > 0 && ot >= last_ot) {
+                B -= b->max_alloc;
+                tightened = 1;
+            }
+            Bt -= ot;
+            last_ot = ot;
+        }
+        if (B < 0 || Bt < 0)
             break;
     }
     return COMMSCHED_OK;
 }
 
-/* Orders the pass judges beside its own sweeps: the seed's heap list
- * scheduler (cs_heap_order) from the input order, as the passes of those
- * names make them. Each is kept only where it fits the budget and is
- * faster (ties go to the sweeps), so overlap is never slower than those
- * passes at a budget their order fits: its sweeps place each collective
- * by rules, and on a step where the heap scheduler's exact sequence of
- * issues and waits happens to run a few hundred nanoseconds shorter
- * (astra/Transformer_HybridParallel at budget 1.0) they missed it. Only
- * where the knobs leave the order free, as those passes do. */
-typedef struct ov_heap_step {
-    uint8_t raise, sink, for_overlap; /* cs_heap_order's flags */
-} ov_heap_step;
-
-static const struct ov_seed {
-    const char *name;
-    size_t n_steps;
-    ov_heap_step step[2];
-} ov_seeds[] = {
-    {"raise_comms,sink_waits", 2, {{1, 0, 0}, {0, 1, 0}}},
-    {"reorder_compute_for_overlap", 1, {{1, 1, 1}}},
-};
-
-/* A seed's order, its price, how making it went, and its working memory
- * (the replay's scratch: rem, sf, cend; the heap scheduler's; tmp for a
- * seed of two steps). All of it is allocated by seed_alloc on the pass's
- * own thread before the seeds run, one a thread: a thread's allocations
- * come from its own malloc arena, where glibc keeps what is freed resident
- * (cs_heap_scratch). */
-typedef struct ov_seed_run {
-    uint32_t *order; /* n */
-    double ms;
-    int64_t pk;
-    commsched_status st;
-    commsched_error err;
-    ov_run S;
-    cs_heap_scratch hs;
-    uint32_t *tmp;
-} ov_seed_run;
-
-/* Frees r's working memory; its order stays. */
-static void seed_free_scratch(ov_seed_run *r)
+/* Whether a seed at p replaces the best so far: faster, or as fast and
+ * lighter (the per-step peak, then the time peak). Exactly: an anchor
+ * that fits is never ahead of the answer, not even by an ulp. */
+static int seed_beats(const ov_price *p, const ov_price *best)
 {
-    cs_ov_run_free(&r->S);
-    memset(&r->S, 0, sizeof r->S);
-    cs_heap_scratch_free(&r->hs);
-    free(r->tmp);
-    r->tmp = NULL;
+    if (p->ms != best->ms)
+        return p->ms < best->ms;
+    return p->pk < best->pk || (p->pk == best->pk && p->tpk < best->tpk);
 }
 
-static int seed_alloc(ov_seed_run *r, const ov_base *b, size_t i)
+/* A budget of factor x peak bytes, never below floor_bytes (the order
+ * the pass was given is always an answer); NO_LIMIT for inf. */
+static int64_t budget_bytes(double factor, int64_t peak, int64_t floor_bytes)
 {
-    size_t nn = b->n ? b->n : 1, nt = b->n_tracked ? b->n_tracked : 1;
-    r->S.b = b;
-    r->S.rem = cs_malloc_array(nt, sizeof *r->S.rem);
-    r->S.sf = cs_malloc_array(b->n_streams, sizeof *r->S.sf);
-    r->S.cend = cs_malloc_array(nn, sizeof *r->S.cend);
-    if (ov_seeds[i].n_steps > 1)
-        r->tmp = cs_malloc_array(nn, sizeof *r->tmp);
-    r->order = cs_malloc_array(nn, sizeof *r->order);
-    return r->S.rem && r->S.sf && r->S.cend && r->order &&
-                   (ov_seeds[i].n_steps == 1 || r->tmp) &&
-                   cs_heap_scratch_init(&r->hs, b->n) == 0
-               ? 0
-               : -1;
+    if (isinf(factor))
+        return NO_LIMIT;
+    double lim = floor(factor * (double)peak);
+    int64_t b = lim >= 9.2e18 ? NO_LIMIT : (int64_t)lim;
+    return b < floor_bytes ? floor_bytes : b;
 }
 
-/* Seed `i`'s order from in_order into r (seed_alloc'd), and its price.
- * Run before the search's workers exist (cs_pass_overlap): the heap
- * scheduler's state (~34 bytes a node) and a sweep's (~140) are never
- * live at once. */
-static void seed_job(cs_pass_ctx *ctx, const ov_base *b, size_t i,
-                     const uint32_t *in_order, ov_seed_run *r)
+/* What binds (the statistics): which budget refused the fastest order
+ * faster than the answer, ms (by more than rounding, as seed_beats);
+ * "none" when none was refused. */
+static const char *binds_of(const ov_refused *r, double ms)
 {
-    const struct ov_seed *sd = &ov_seeds[i];
-    commsched_sim *sim = NULL;
-    commsched_status st = COMMSCHED_OK;
-    const uint32_t *src = in_order;
-    for (size_t k = 0; k < sd->n_steps && st == COMMSCHED_OK; k++) {
-        const ov_heap_step *h = &sd->step[k];
-        if (k > 0) {
-            memcpy(r->tmp, r->order, b->n * sizeof *r->tmp);
-            src = r->tmp;
-        }
-        st = cs_heap_order(ctx->g, src, ctx->runtime_ns, h->raise, h->sink,
-                           h->for_overlap, r->order, &r->hs, &r->err);
-    }
-    if (st == COMMSCHED_OK)
-        st = price(ctx, &r->S, &sim, r->order, sd->name, &r->ms, &r->pk,
-                   &r->err);
-    r->st = st;
-    commsched_sim_destroy(sim);
-}
-
-/* Whether a seed at (ms, pk) replaces the best so far: faster by more than
- * the rounding of a sum of runtimes (a different order of the same
- * additions can land an ulp apart), or as fast and lighter. */
-static int seed_beats(double ms, int64_t pk, double best_ms, int64_t best_pk)
-{
-    double slack = 1e-9 * best_ms;
-    if (ms < best_ms - slack)
-        return 1;
-    return !(ms > best_ms + slack) && pk < best_pk;
+    if (r->over == 0 || !(r->ms < ms - 1e-9 * ms))
+        return "none";
+    return r->over == 3 ? "step and time" : r->over == 1 ? "step" : "time";
 }
 
 commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
@@ -684,8 +569,9 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     uint32_t *final_own = NULL; /* the winning order, taken from its owner */
     uint8_t *flags = NULL;      /* the winning sweep's (limit_of) */
     double *ready = NULL;
-    ov_seed_run seeds[sizeof ov_seeds / sizeof ov_seeds[0]];
-    memset(seeds, 0, sizeof seeds);
+    size_t n_seeds = cs_ov_seed_count();
+    ov_seed_run *seeds = NULL;
+    long *seed_ids = NULL;
     ov_best best;
     memset(&best, 0, sizeof best);
     long *jobs = NULL;
@@ -703,26 +589,33 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
          cs_ov_base_order(&b, 1, CS_ORDER_INPUT) != 0))
         goto oom;
     cs_ov_base_use(&b, 0);
+    /* Priced at every budget, inf included: the standard levels below it
+     * hold over time too, so the answer stays monotone in the budget. */
+    int timed = kn->overlap_peak_model == CS_PEAK_BOTH;
+    b.time_peak = timed;
     size_t nn = n ? n : 1;
     in_order = cs_malloc_array(nn, sizeof *in_order);
     size_t ncs = b.n_cs ? b.n_cs : 1;
     bf.wait = cs_malloc_array(ncs, sizeof *bf.wait);
     bf.exposed = cs_malloc_array(ncs, sizeof *bf.exposed);
-    if (!in_order || !bf.wait || !bf.exposed)
+    seeds = cs_calloc(n_seeds, sizeof *seeds);
+    seed_ids = cs_malloc_array(n_seeds, sizeof *seed_ids);
+    if (!in_order || !bf.wait || !bf.exposed || !seeds || !seed_ids)
         goto oom;
     if ((st = commsched_schedule_to_array(ctx->s, in_order, ctx->err)) !=
             COMMSCHED_OK ||
         (st = commsched_sim_create(g, &sim, ctx->err)) != COMMSCHED_OK)
         goto cleanup;
 
-    /* The input order: the bar to beat. The budget is a factor of the
-     * pipeline's input peak, but never below this order's own peak (the
-     * input order is always a valid answer). */
-    double in_makespan;
-    int64_t in_peak;
-    if ((st = judge(sim, in_order, ctx->runtime_ns, &in_makespan, &in_peak,
-                    ctx->err)) != COMMSCHED_OK)
+    /* The input order: the bar to beat. The budgets are factors of the
+     * pipeline's input peaks, but never below this order's own (the input
+     * order is always a valid answer). */
+    ov_price in;
+    if ((st = cs_ov_judge(sim, in_order, ctx->runtime_ns, &in, ctx->err)) !=
+        COMMSCHED_OK)
         goto cleanup;
+    if (!timed)
+        in.tpk = 0;
     const commsched_sim_node *sn = commsched_sim_get_nodes(sim);
     for (uint32_t v = 0; v < n; v++)
         if (b.cls[v] == C_COLL || b.cls[v] == C_SYNC) {
@@ -735,13 +628,14 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
      * through the search, where the workers' own states peak. */
     commsched_sim_destroy(sim);
     sim = NULL;
-    int64_t budget = NO_LIMIT;
-    if (!isinf(factor)) {
-        double lim = floor(factor * (double)ctx->pipeline_peak);
-        budget = lim >= 9.2e18 ? NO_LIMIT : (int64_t)lim;
-        if (budget < in_peak)
-            budget = in_peak;
-    }
+    ov_budget budget = {budget_bytes(factor, ctx->pipeline_peak, in.pk),
+                        NO_LIMIT};
+    if (timed)
+        budget.time = budget_bytes(factor,
+                                   ctx->pipeline_time_peak >= 0
+                                       ? ctx->pipeline_time_peak
+                                       : in.tpk,
+                                   in.tpk);
     int64_t cap = kn->overlap_max_in_flight_bytes > 0
                       ? (int64_t)kn->overlap_max_in_flight_bytes
                       : 0;
@@ -754,22 +648,18 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
      * keeps the result monotone in the budget across those levels. */
     static const double levels[] = {1.0, 1.25, 1.5, 2.0};
     double lv[1 + sizeof levels / sizeof levels[0]];
-    int64_t tg[1 + sizeof levels / sizeof levels[0]];
+    ov_budget tg[1 + sizeof levels / sizeof levels[0]];
     size_t nl = 0;
     lv[nl++] = factor;
     for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
         if (levels[i] < factor)
             lv[nl++] = levels[i];
     for (size_t li = 0; li < nl; li++) {
-        tg[li] = NO_LIMIT;
-        if (!isinf(lv[li])) {
-            double lim = floor(lv[li] * (double)in_peak);
-            tg[li] = lim >= 9.2e18 ? NO_LIMIT : (int64_t)lim;
-            if (tg[li] < in_peak)
-                tg[li] = in_peak;
-            if (tg[li] > budget)
-                tg[li] = budget;
-        }
+        int64_t st_lim = budget_bytes(lv[li], in.pk, in.pk);
+        int64_t tm_lim =
+            timed ? budget_bytes(lv[li], in.tpk, in.tpk) : NO_LIMIT;
+        tg[li].step = st_lim < budget.step ? st_lim : budget.step;
+        tg[li].time = tm_lim < budget.time ? tm_lim : budget.time;
     }
     /* Job j = (level j / nv, variant j % nv). The jobs share nothing
      * writable but the best (ov_best, under a lock), so they run on every
@@ -785,34 +675,40 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     if (!ctx->verify && !omp_in_parallel() && n >= CS_THREADS_MIN_NODES)
         want = omp_get_max_threads();
 #endif
-    /* The seeds (ov_seeds), where the knobs leave the order free as the
-     * passes of those names do: made and priced first, one a thread, and
-     * judged against the winner in order after the search. Only their
+    /* The seeds the knobs ask for (overlap_seeds.c): made and priced
+     * first, one a thread, the costly ones (Inductor's pipeline) first,
+     * and judged against the winner in order after the search. Only their
      * orders stay meanwhile. */
-    long nseeds = kn->overlap_collective_order == CS_ORDER_FREE &&
-                          window < 0 && cap == 0
-                      ? (long)(sizeof ov_seeds / sizeof ov_seeds[0])
-                      : 0;
+    long nseeds = 0;
+    for (int costly = 1; costly >= 0; costly--)
+        for (size_t i = 0; i < n_seeds; i++)
+            if (cs_ov_seed_wanted(i, kn) && cs_ov_seed_costly(i) == costly)
+                seed_ids[nseeds++] = (long)i;
     int seed_threads = want < nseeds ? want : nseeds > 0 ? (int)nseeds : 1;
     (void)seed_threads; /* without OpenMP */
     for (long i = 0; i < nseeds; i++)
-        if (seed_alloc(&seeds[i], &b, (size_t)i) != 0)
+        if (cs_ov_seed_alloc(&seeds[seed_ids[i]], &b, (size_t)seed_ids[i]) !=
+            0)
             goto oom;
 #if COMMSCHED_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(seed_threads) \
     if (seed_threads > 1)
 #endif
     for (long i = 0; i < nseeds; i++)
-        seed_job(ctx, &b, (size_t)i, in_order, &seeds[i]);
-    for (long i = 0; i < nseeds; i++)
-        seed_free_scratch(&seeds[i]);
-    uint32_t tried = 0;
-    for (long i = 0; i < nseeds; i++, tried++)
+        cs_ov_seed_run(ctx, &b, (size_t)seed_ids[i], in_order,
+                       &seeds[seed_ids[i]]);
+    uint32_t tried = 0, over = 0;
+    for (size_t i = 0; i < n_seeds; i++) {
+        cs_ov_seed_free_scratch(&seeds[i]);
+        if (!seeds[i].order)
+            continue; /* not wanted */
         if (seeds[i].st != COMMSCHED_OK) {
             st = seeds[i].st;
             *ctx->err = seeds[i].err;
             goto cleanup;
         }
+        tried += seeds[i].valid ? 1u : 0u;
+    }
     /* The input order is the base's pos_in inverted: not kept through the
      * search (4 B a node), remade below if it stays the answer. */
     free(in_order);
@@ -859,9 +755,11 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             continue; /* the same order as the input-order variant */
         if (var->pinned && b.n_sets < 2)
             continue; /* the knob pins the order already */
-        w->st = run_job(ctx, w, &b, var, tg[li], cap, window, in_makespan,
+        w->st = run_job(ctx, w, &b, var, tg[li], budget, cap, window, in.ms,
                         (size_t)j, lv[li]);
     }
+    ov_refused refused;
+    memset(&refused, 0, sizeof refused);
     for (int t = 0; t < nt; t++) {
         if (wk[t].st != COMMSCHED_OK) {
             st = wk[t].st;
@@ -869,21 +767,33 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             goto cleanup;
         }
         tried += wk[t].tried;
+        over += wk[t].over;
+        refused_note(&refused, wk[t].refused.ms, wk[t].refused.over,
+                     wk[t].refused.job, wk[t].refused.attempt);
     }
     ov_best *win = best.have ? &best : NULL;
 
     const char *name = win ? win->name : NULL;
     double level = win ? win->level : factor;
-    /* The seeds, at the budget itself, against the winner, in order. */
+    /* The seeds, at the budget itself, against the winner, in table
+     * order. Jobs number the sweeps; a seed's refusal ranks after them. */
     ov_seed_run *kept = NULL;
-    for (long i = 0; i < nseeds; i++) {
-        double best_ms = kept ? kept->ms : win ? win->ms : in_makespan;
-        int64_t best_pk = kept ? kept->pk : win ? win->pk : in_peak;
-        if ((budget != NO_LIMIT && seeds[i].pk > budget) ||
-            !seed_beats(seeds[i].ms, seeds[i].pk, best_ms, best_pk))
+    ov_price cur = win ? win->price : in;
+    for (size_t i = 0; i < n_seeds; i++) {
+        ov_seed_run *sd = &seeds[i];
+        if (!sd->order || !sd->valid)
             continue;
-        kept = &seeds[i];
-        name = ov_seeds[i].name;
+        if (!ov_fits(&sd->price, budget)) {
+            over++;
+            refused_note(&refused, sd->price.ms, over_bits(&sd->price, budget),
+                         (size_t)njobs + i, 0);
+            continue;
+        }
+        if (!seed_beats(&sd->price, &cur))
+            continue;
+        kept = sd;
+        cur = sd->price;
+        name = cs_ov_seed_name(i);
         level = factor;
     }
     /* What the rest reads of the search: the final order and, for a
@@ -909,10 +819,8 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     free(wk);
     wk = NULL;
     nt = 0;
-    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
-        free(seeds[i].order);
-        seeds[i].order = NULL;
-    }
+    for (size_t i = 0; i < n_seeds; i++)
+        cs_ov_seed_free(&seeds[i]);
     free(jobs);
     jobs = NULL;
     cs_ov_base_trim(&b);
@@ -924,18 +832,22 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
             final_own[b.pos_in[v]] = v;
     }
     const uint32_t *final = final_own;
-    double ms_after;
-    int64_t pk_after;
+    ov_price out;
     if ((st = commsched_sim_create(g, &sim, ctx->err)) != COMMSCHED_OK ||
-        (st = judge(sim, final, ctx->runtime_ns, &ms_after, &pk_after,
-                    ctx->err)) != COMMSCHED_OK)
+        (st = cs_ov_judge(sim, final, ctx->runtime_ns, &out, ctx->err)) !=
+            COMMSCHED_OK)
         goto cleanup;
     /* The simulator's results stay until its next run: none follows. */
     after = commsched_sim_get_nodes(sim);
-    if (budget != NO_LIMIT && pk_after > budget && from_sweep) {
+    if (!timed)
+        out.tpk = 0;
+    if (from_sweep && (out.pk > budget.step || out.tpk > budget.time)) {
         st = commsched_error_set(ctx->err, COMMSCHED_EINTERNAL, NULL,
-                                 "overlap: peak %lld above the budget %lld",
-                                 (long long)pk_after, (long long)budget);
+                                 "overlap: peaks %lld per step and %lld in "
+                                 "time above the budgets %lld and %lld",
+                                 (long long)out.pk, (long long)out.tpk,
+                                 (long long)budget.step,
+                                 (long long)budget.time);
         goto cleanup;
     }
     if (from_sweep)
@@ -945,20 +857,22 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
         /* Fake edges bind overlap's own order; when overlap keeps its
          * input, an earlier pass (RCPPM, sink_waits_iterative) may have
          * legitimately crossed them, so only the real edges are checked. */
+        int kept_fake = 1;
         if ((st = commsched_schedule_check(ctx->s, 0, ctx->err)) !=
                 COMMSCHED_OK ||
             (from_sweep &&
-             (st = check_fake_edges(g, final, ctx->err)) != COMMSCHED_OK) ||
+             (st = cs_ov_check_fake_edges(g, final, &kept_fake, ctx->err)) !=
+                 COMMSCHED_OK) ||
             (st = commsched_memory_create(ctx->s, &m, ctx->err)) !=
                 COMMSCHED_OK)
             goto cleanup;
         int64_t pk = commsched_memory_peak(m, ctx->s, NULL);
         commsched_memory_destroy(m);
-        if (pk != pk_after) {
+        if (pk != out.pk) {
             st = commsched_error_set(ctx->err, COMMSCHED_EINTERNAL, NULL,
                                      "overlap: memory model peak %lld, "
                                      "simulator %lld",
-                                     (long long)pk, (long long)pk_after);
+                                     (long long)pk, (long long)out.pk);
             goto cleanup;
         }
     }
@@ -968,9 +882,16 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     else
         snprintf(ctx->rec->overlap_variant, sizeof ctx->rec->overlap_variant,
                  "%s", name ? name : "input");
-    ctx->rec->pub.overlap_variant = ctx->rec->overlap_variant;
-    ctx->rec->pub.overlap_budget_bytes = budget == NO_LIMIT ? -1 : budget;
-    ctx->rec->pub.overlap_candidates = tried;
+    commsched_pass_stats *pub = &ctx->rec->pub;
+    pub->overlap_variant = ctx->rec->overlap_variant;
+    pub->overlap_budget_bytes = budget.step == NO_LIMIT ? -1 : budget.step;
+    pub->overlap_time_budget_bytes =
+        budget.time == NO_LIMIT ? -1 : budget.time;
+    pub->overlap_peak_time_before = timed ? in.tpk : -1;
+    pub->overlap_peak_time_after = timed ? out.tpk : -1;
+    pub->overlap_candidates = tried;
+    pub->overlap_over_budget = over;
+    pub->overlap_binds = binds_of(&refused, out.ms);
     st = record_stats(ctx, &b, flags, ready, from_sweep, &bf, after, final);
     goto cleanup;
 oom:
@@ -988,10 +909,11 @@ cleanup:
         worker_free(&wk[t]);
     free(wk);
     free(jobs);
-    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
-        seed_free_scratch(&seeds[i]);
-        free(seeds[i].order);
-    }
+    if (seeds)
+        for (size_t i = 0; i < n_seeds; i++)
+            cs_ov_seed_free(&seeds[i]);
+    free(seeds);
+    free(seed_ids);
     best_free(&best);
     cs_ov_base_free(&b);
     return st;

@@ -99,7 +99,8 @@ typedef struct ov_base {
     /* The collective order in force (ov_ord below) — the knob's, or the
      * input order's for the variants that pin it; the sweep reads these. */
     uint32_t *dom;        /* collectives and syncs, by cix (ov_dom): frame
-                             rank of the first frame node reached */
+                             rank of the first frame node reached, n_frame
+                             when none is */
     uint32_t *ord_prev, *ord_next; /* collective order edges, by cix
                                       (ov_prev); NULL when there are none
                                       ("free") */
@@ -119,6 +120,8 @@ typedef struct ov_base {
     } set[2];             /* [0] the knob's order, [1] the input's */
     int n_sets;
     uint32_t *pos_in;     /* position in the pass's input order */
+    int time_peak;        /* the replay also prices the peak over
+                             simulated time (overlap_peak_model=both) */
 } ov_base;
 
 /* Collective c's domination index (dom above). */
@@ -195,7 +198,9 @@ enum {
     F_MOVED = 16,   /* a wait cs_ov_sink_waits_late moves (its pos is the
                        slot it moves to) */
     F_FORCE_IN = 32, /* force(): its target or an ancestor it found */
-    F_FORCE_QUEUED = 64 /* force(): ... and put in its heap (ah) */
+    F_FORCE_QUEUED = 64, /* force(): ... and put in its heap (ah) */
+    F_ROOM = 128     /* a wait placed early to make room (make_room):
+                        cs_ov_sink_waits_late leaves it */
 };
 
 #define K_STREAM 8  /* collectives examined per prefetch decision */
@@ -270,6 +275,29 @@ typedef struct ov_run {
     uint8_t *flags;
     uint32_t *stk, *list, *undo; /* list: n + 1 */
     int oom;
+    /* The peak over simulated time, when the base budgets it: its budget
+     * (NO_LIMIT for none) and the live bytes at the compute stream's time
+     * now as the simulator's curve counts them, where a buffer that an
+     * async collective in flight reads lives until that collective ends
+     * (hold: the latest end of those placed, per tracked buffer; held:
+     * the frees still to come, by time, v the buffer). */
+    int64_t Bt, cur_t;
+    int room;           /* make_room on (cs_ov_sweep) */
+    double *hold;
+    cs_heap held;
+    /* ... and the collectives issued but not started by now (queued on
+     * their stream), by start: their allocations land then (lands, v the
+     * collective; pend_alloc their sum). */
+    cs_heap lands;
+    int64_t pend_alloc;
+    /* The replay's, when the base prices the peak over simulated time
+     * (overlap_judge.c): each node's start, the bytes freed at its end in
+     * time, the head of each stream's sequence of nodes (compute first)
+     * and the merge of their events. */
+    double *tstart;
+    int64_t *tfree;
+    uint32_t *thead, *tlast; /* tlast: per tracked buffer */
+    cs_heap ev;
 } ov_run;
 
 /* The variants, fast set first (overlap_search.c). */
@@ -289,10 +317,90 @@ void cs_ov_base_use(ov_base *b, int i);
 /* overlap_search.c: one variant's sweep and what the pass reuses of it. */
 double cs_ov_issue(ov_run *S, uint32_t c);
 int cs_ov_run_alloc(ov_run *S, const ov_base *b);
+/* Only what cs_ov_replay reads (the seeds' runs); cs_ov_run_free frees
+ * either. */
+int cs_ov_replay_alloc(ov_run *S, const ov_base *b);
 void cs_ov_run_free(ov_run *S);
 /* Right after cs_ov_sweep only: its scratch is the sweep's own. */
 void cs_ov_sink_waits_late(ov_run *S);
-int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
-                 long window);
+/* One order at budgets budget (per step) and budget_t (over time,
+ * NO_LIMIT for none); room: before a frame node that would pass either,
+ * place the waits that free what it needs (make_room). */
+int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget,
+                int64_t budget_t, int room, int64_t cap, long window);
+
+/* overlap_judge.c: what an order costs, and whether it keeps the fake
+ * edges as the pass reads them. */
+typedef struct ov_price {
+    double ms;   /* the simulator's makespan */
+    int64_t pk;  /* the per-step peak (memory model) */
+    int64_t tpk; /* the peak over simulated time; 0 unless the base's
+                    time_peak */
+} ov_price;
+
+/* Budgets in bytes, NO_LIMIT for none. */
+typedef struct ov_budget {
+    int64_t step, time;
+} ov_budget;
+
+static inline int ov_fits(const ov_price *p, ov_budget bg)
+{
+    return p->pk <= bg.step && p->tpk <= bg.time;
+}
+
+/* The simulator's figures of order (sim made for ctx->g). */
+commsched_status cs_ov_judge(commsched_sim *sim, const uint32_t *order,
+                             const double *rt, ov_price *out,
+                             commsched_error *err);
+/* The same figures from the base's flat arrays, bit for bit (S's replay
+ * scratch, cs_ov_replay_alloc); returns 1 when the levels pass 2^63
+ * bytes (the simulator reports that), else 0. O((V + E) + V log S). */
+int cs_ov_replay(ov_run *S, const uint32_t *order, ov_price *out);
+/* cs_ov_replay, and the simulator (*sim, made on first use) where the
+ * replay overflows or ctx->verify asks, when both must agree (EINTERNAL
+ * naming `name` otherwise). */
+commsched_status cs_ov_price(cs_pass_ctx *ctx, ov_run *S, commsched_sim **sim,
+                             const uint32_t *order, const char *name,
+                             ov_price *out, commsched_error *err);
+/* Whether order keeps every fake edge of g as overlap reads them
+ * (ov_fake_to_wait); with err, EINTERNAL naming the two nodes when not
+ * (err NULL: the answer only). ENOMEM on OOM. */
+commsched_status cs_ov_check_fake_edges(const commsched_graph *g,
+                                        const uint32_t *order, int *kept,
+                                        commsched_error *err);
+
+/* overlap_seeds.c: the anchor orders judged beside the search (docs/
+ * PASSES.md, overlap, "Seeds"): each made from the pass's input order by
+ * the pass of its name, priced like a sweep's. */
+typedef struct ov_seed_run {
+    uint32_t *order;  /* n */
+    ov_price price;
+    int valid;        /* 0: its order breaks a fake edge as overlap reads
+                         them, and is not the pass's to give */
+    commsched_status st;
+    commsched_error err;
+    ov_run S;         /* the replay's scratch */
+    cs_heap_scratch hs;
+    uint32_t *tmp;
+} ov_seed_run;
+
+size_t cs_ov_seed_count(void);
+const char *cs_ov_seed_name(size_t i);
+/* Seed i is Inductor's pipeline: ~10x a sweep's cost, not in the cheap
+ * set, and started first. */
+int cs_ov_seed_costly(size_t i);
+/* Whether seed i is judged under these knobs: the seed set asks for it and
+ * its order obeys the order knobs (collective order, reorder window, no
+ * in-flight limit, which no seed keeps). */
+int cs_ov_seed_wanted(size_t i, const commsched_knobs *k);
+/* r zeroed before; cs_ov_seed_free frees it either way. 0 or -1 (OOM). */
+int cs_ov_seed_alloc(ov_seed_run *r, const ov_base *b, size_t i);
+/* Seed i's order from in_order into r and its price. Errors in r->st and
+ * r->err. */
+void cs_ov_seed_run(cs_pass_ctx *ctx, const ov_base *b, size_t i,
+                    const uint32_t *in_order, ov_seed_run *r);
+/* Frees r's working memory; its order stays. */
+void cs_ov_seed_free_scratch(ov_seed_run *r);
+void cs_ov_seed_free(ov_seed_run *r);
 
 #endif /* COMMSCHED_OVERLAP_INTERNAL_H */

@@ -53,38 +53,69 @@ void cs_ov_run_free(ov_run *S)
     free(S->undo);
     free(S->wit);
     free(S->refused);
+    free(S->hold);
+    cs_heap_fini(&S->held);
+    cs_heap_fini(&S->lands);
+    free(S->tstart);
+    free(S->tfree);
+    free(S->thead);
+    free(S->tlast);
+    cs_heap_fini(&S->ev);
+}
+
+int cs_ov_replay_alloc(ov_run *S, const ov_base *b)
+{
+    size_t nn = b->n ? b->n : 1, nt = b->n_tracked ? b->n_tracked : 1;
+    size_t nr = b->reads.off[b->n];
+    memset(S, 0, sizeof *S);
+    S->b = b;
+    S->rem = cs_malloc_array(nt, sizeof *S->rem);
+    S->cend = cs_malloc_array(nn, sizeof *S->cend);
+    S->sf = cs_malloc_array(b->n_streams ? b->n_streams : 1, sizeof *S->sf);
+    /* The time peak's: stk holds positions and unmet links each stream's
+     * nodes. */
+    S->unmet = cs_malloc_array(nn, sizeof *S->unmet);
+    S->stk = cs_malloc_array(nn, sizeof *S->stk);
+    S->undo = cs_malloc_array(nr ? nr : 1, sizeof *S->undo);
+    int ok = S->rem && S->cend && S->sf && S->unmet && S->stk && S->undo;
+    if (ok && b->time_peak) {
+        S->tstart = cs_malloc_array(nn, sizeof *S->tstart);
+        S->tfree = cs_malloc_array(nn, sizeof *S->tfree);
+        S->thead = cs_malloc_array((size_t)b->n_streams + 1, sizeof *S->thead);
+        S->tlast = cs_malloc_array(nt, sizeof *S->tlast);
+        ok = S->tstart && S->tfree && S->thead && S->tlast &&
+             cs_heap_reserve(&S->ev, (size_t)b->n_streams + 1) == 0;
+    }
+    return ok ? 0 : -1;
 }
 
 int cs_ov_run_alloc(ov_run *S, const ov_base *b)
 {
     uint32_t n = b->n;
-    size_t nn = n ? n : 1, nt = b->n_tracked ? b->n_tracked : 1;
-    memset(S, 0, sizeof *S);
-    S->b = b;
-    S->unmet = cs_malloc_array(nn, sizeof *S->unmet);
+    size_t nn = n ? n : 1;
+    if (cs_ov_replay_alloc(S, b) != 0)
+        return -1;
     S->blockers = cs_malloc_array(nn, sizeof *S->blockers);
     S->sched = cs_malloc_array(nn, sizeof *S->sched);
     S->in_fh = cs_malloc_array(nn, sizeof *S->in_fh);
     S->in_sh = cs_malloc_array(nn, sizeof *S->in_sh);
     S->order = cs_malloc_array(nn, sizeof *S->order);
-    S->rem = cs_malloc_array(nt, sizeof *S->rem);
-    S->cend = cs_malloc_array(nn, sizeof *S->cend);
-    S->sf = cs_malloc_array(b->n_streams, sizeof *S->sf);
     S->infl = cs_malloc_array(b->n_streams, sizeof *S->infl);
     S->refused = cs_malloc_array(2 * (size_t)b->n_streams + 1,
                                  sizeof *S->refused);
     S->ready_t = cs_malloc_array(b->n_cs ? b->n_cs : 1, sizeof *S->ready_t);
     S->flags = cs_malloc_array(nn, sizeof *S->flags);
-    S->stk = cs_malloc_array(nn, sizeof *S->stk);
     /* n + 1: cs_ov_sink_waits_late's heads (below) */
     S->list = cs_malloc_array(nn + 1, sizeof *S->list);
-    size_t nr = b->reads.off[n];
-    S->undo = cs_malloc_array(nr ? nr : 1, sizeof *S->undo);
     size_t nw = 1;
     while (nw < OV_WIT_SLOTS && nw < (size_t)b->n_frame + b->n_cs)
         nw <<= 1;
     S->wit_mask = (uint32_t)(nw - 1);
     S->wit = cs_malloc_array(nw, sizeof *S->wit);
+    if (b->time_peak &&
+        !(S->hold = cs_malloc_array(b->n_tracked ? b->n_tracked : 1,
+                                    sizeof *S->hold)))
+        return -1;
     /* positions 0 .. n: a jump's range may end past the last node */
     int failed = cs_segtree_init(&S->seg, n + 1) |
                cs_rankset_init(&S->fh, b->n_frame) |
@@ -105,12 +136,11 @@ static void push(ov_run *S, cs_heap *h, cs_heap_item x)
         S->oom = 1;
 }
 
+/* A collective's urgency: its domination index (n_frame at most, for one
+ * no compute waits for: cs_ov_base_order). */
 static cs_heap_item coll_key(const ov_base *b, uint32_t c)
 {
-    return ov_key(0, b->tpos[c],
-                  ov_dom(b, c) == NONE ? (double)INFINITY
-                                       : (double)ov_dom(b, c),
-                  c);
+    return ov_key(0, b->tpos[c], (double)ov_dom(b, c), c);
 }
 
 /* Stream s's candidates, or what one of them would pull along, changed:
@@ -192,6 +222,65 @@ static void advance_frontier(ov_run *S)
     S->lo = S->fi < b->n ? b->gap_start[b->frank[b->topo[S->fi]]] : b->n;
 }
 
+/* The live bytes over time (cur_t) once v is placed (its memory step
+ * done: rem counts its reads): its allocation; the buffers it read last
+ * freed at its end, or, while an async collective in flight reads one,
+ * when the last such ends; then every free due by the compute stream's
+ * time now. */
+static void time_step(ov_run *S, uint32_t v)
+{
+    const ov_base *b = S->b;
+    int async = b->cls[v] == C_COLL;
+    double end = async ? S->cend[v] : S->now;
+    int64_t fr = 0;
+    if (async && S->cend[v] - b->rt[v] > S->now) {
+        push(S, &S->lands, ov_key(0, v, S->cend[v] - b->rt[v], v));
+        S->pend_alloc += b->alloc[v];
+    } else {
+        S->cur_t += b->alloc[v];
+    }
+    if (b->unread_free[v]) {
+        if (end > S->now)
+            push(S, &S->held, ov_key(0, v, end, NONE));
+        else
+            fr += b->unread_free[v];
+    }
+    for (uint32_t e = b->reads.off[v]; e < b->reads.off[v + 1]; e++) {
+        uint32_t x = b->reads.idx[e];
+        if (async && S->cend[v] > S->hold[x])
+            S->hold[x] = S->cend[v];
+        if (S->rem[x] != 0)
+            continue;
+        double t = end > S->hold[x] ? end : S->hold[x];
+        if (t > S->now)
+            push(S, &S->held, ov_key(0, x, t, x));
+        else
+            fr += b->bsize[x];
+    }
+    S->cur_t -= fr;
+    while (S->lands.n > 0 && S->lands.a[0].k2 <= S->now) {
+        uint32_t c = cs_heap_pop(&S->lands).v;
+        S->cur_t += b->alloc[c];
+        S->pend_alloc -= b->alloc[c];
+    }
+    while (S->held.n > 0 && S->held.a[0].k2 <= S->now) {
+        cs_heap_item h = cs_heap_pop(&S->held);
+        S->cur_t -= h.v == NONE ? b->unread_free[h.k3] : b->bsize[h.v];
+    }
+}
+
+/* The live bytes over time while a node of runtime r runs from now: the
+ * level now and the allocations of the collectives that start before it
+ * ends. */
+static int64_t level_during(const ov_run *S, double r)
+{
+    int64_t l = S->cur_t;
+    for (size_t i = 0; i < S->lands.n; i++)
+        if (S->lands.a[i].k2 < S->now + r)
+            l += S->b->alloc[S->lands.a[i].v];
+    return l;
+}
+
 static void sched_node(ov_run *S, uint32_t v)
 {
     const ov_base *b = S->b;
@@ -256,6 +345,8 @@ static void sched_node(ov_run *S, uint32_t v)
     }
     }
     S->now = clk.now;
+    if (S->hold)
+        time_step(S, v);
     /* Placed before its reference position: its memory delta now holds
      * over the positions it jumped. */
     if (S->use_seg && b->tpos[v] > S->lo) {
@@ -381,39 +472,61 @@ static int seg_refuses(ov_run *S, uint32_t v, int64_t delta)
 }
 
 /* Would placing list[0 .. nf) and then c right now keep memory within the
- * budget: now (exactly) and over the positions they jump (the tree)? */
+ * budget: now (exactly) and over the positions they jump (the tree, where
+ * they add bytes: what they free now is less than what they allocate)? */
 static int mem_ok(ov_run *S, uint32_t nf, uint32_t c)
 {
     const ov_base *b = S->b;
-    if (S->B == NO_LIMIT)
+    if (S->B == NO_LIMIT && S->Bt == NO_LIMIT)
         return 1;
-    int64_t level = S->cur, delta = 0;
+    int64_t level = S->cur, level_t = S->cur_t + S->pend_alloc, delta = 0;
+    int64_t delta_t = 0;
     uint32_t nu = 0;
     int ok = 1;
     for (uint32_t i = 0; i <= nf && ok; i++) {
         uint32_t x = i < nf ? S->list[i] : c;
-        if (level + b->alloc[x] > S->B) {
+        if (level + b->alloc[x] > S->B ||
+            (S->hold && level_t + b->alloc[x] > S->Bt)) {
             ok = 0;
             break;
         }
-        int64_t fr = b->unread_free[x];
+        /* Over time, what a feeder frees goes at its end unless a
+         * collective in flight still reads it; what the collective frees,
+         * at its end: not now. */
+        int64_t fr = b->unread_free[x], fr_t = x == c ? 0 : fr;
         for (uint32_t e = b->reads.off[x]; e < b->reads.off[x + 1]; e++) {
             uint32_t y = b->reads.idx[e];
-            if (S->rem[y] == 1)
+            if (S->rem[y] == 1) {
                 fr += b->bsize[y];
+                if (x != c && S->hold && !(S->hold[y] > S->now))
+                    fr_t += b->bsize[y];
+            }
             S->rem[y]--;
             S->undo[nu++] = y;
         }
+        level_t += b->alloc[x] - fr_t;
         level += b->alloc[x] - fr;
         /* The frees that also happen at its reference position are the
          * ones the jump moves; count the smaller, to stay on the safe
          * side. */
         delta += b->alloc[x] - (fr < b->free_ref[x] ? fr : b->free_ref[x]);
+        delta_t +=
+            b->alloc[x] - (fr_t < b->free_ref[x] ? fr_t : b->free_ref[x]);
     }
     while (nu > 0)
         S->rem[S->undo[--nu]]++;
     if (ok && S->use_seg && delta > 0 && seg_refuses(S, c, delta))
         ok = 0;
+    /* Over time the frees a collective in flight holds are not moved
+     * ahead: the levels it jumps carry its allocations and its feeders'
+     * without them (the reference order waits at once, so its levels are
+     * its time levels too). */
+    if (ok && S->hold && S->use_seg && delta_t > delta &&
+        b->tpos[c] > S->lo) {
+        uint32_t p;
+        if (cs_segtree_max(&S->seg, S->lo, b->tpos[c], &p) + delta_t > S->Bt)
+            ok = 0;
+    }
     return ok;
 }
 
@@ -489,12 +602,18 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
         S->walk_stable = 0;
         return 0;
     }
-    /* A collective that frees at least what it allocates only gets dearer
-     * later (its input stays live), so it goes now; its momentary step
-     * peak is checked with the whole order, and an excess tightens the
-     * budget of the decisions that led to it. The sum of the drefs, d, is
-     * at most the delta mem_ok prices, so a witness refusing d refuses
-     * without that walk. */
+    /* A collective that frees at least what it allocates at its place in
+     * the input order only gets dearer later (its input stays live), so
+     * it goes as soon as memory allows, priced as any other: its feeders
+     * allocate now, ahead of nodes that would have freed memory first (a
+     * weight gradient's matmul pulled ahead of the input gradient's, which
+     * frees the gathered weight), and ahead of that place it may free
+     * nothing (another reader of its input comes later). Left unchecked,
+     * those overshot the budget by the same bytes in every sweep, and the
+     * rebuilds, which only tighten the tree's test, could not remove them
+     * (an FSDP x TP step kept its input order at 1.0). The sum of the
+     * drefs, d, is at most the delta mem_ok prices, so a witness refusing
+     * d refuses without that walk. */
     if (d > 0) {
         uint32_t key;
         struct ov_wit *w = wit_slot(S, c, &key);
@@ -509,6 +628,10 @@ static int issuable(ov_run *S, uint32_t s, uint32_t c, int only_freeing)
             S->walk_stable = 0;
             return 0;
         }
+    } else if (!mem_ok(S, nf, c)) {
+        note(S, c, F_MEM);
+        S->walk_stable = 0;
+        return 0;
     }
     return 1;
 }
@@ -605,10 +728,7 @@ static cs_heap_item force_key(const ov_run *S, uint32_t v)
     const ov_base *b = S->b;
     switch (b->cls[v]) {
     case C_COLL:
-        return ov_key(0, b->tpos[v],
-                      ov_dom(b, v) == NONE ? (double)INFINITY
-                                           : (double)ov_dom(b, v),
-                      v);
+        return coll_key(b, v);
     case C_WAIT:
         return ov_key(2, b->tpos[v], S->cend[v], v);
     default:
@@ -675,9 +795,10 @@ static void force(ov_run *S, uint32_t f)
 static int frame_mem_ok(ov_run *S, uint32_t x)
 {
     const ov_base *b = S->b;
-    if (S->B == NO_LIMIT)
+    if (S->B == NO_LIMIT && S->Bt == NO_LIMIT)
         return 1;
-    if (S->cur + b->alloc[x] > S->B)
+    if (S->cur + b->alloc[x] > S->B ||
+        (S->hold && level_during(S, b->rt[x]) + b->alloc[x] > S->Bt))
         return 0;
     int64_t d = ov_dref(b, x);
     return !S->use_seg || d <= 0 || !seg_refuses(S, x, d);
@@ -699,7 +820,8 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
      * ahead of it would hold its inputs live longer. A tighter budget
      * (the rebuild after an excess) makes this rule bite earlier. */
     if (S->B != NO_LIMIT && S->unmet[fs] == 0 && ov_dref(b, fs) <= 0 &&
-        S->cur + b->max_alloc > S->B)
+        (S->cur + b->max_alloc > S->B ||
+         (S->hold && S->cur_t + b->max_alloc > S->Bt)))
         return fs;
     /* The K_FRAME first entries of fh in key order, read in place. */
     uint32_t chosen = NONE, left = K_FRAME, from = 0;
@@ -724,6 +846,56 @@ static uint32_t pick_frame(ov_run *S, uint32_t *stalled_alone)
     return chosen;
 }
 
+/* The ready wait (in wh) that completes soonest, or with freeing only
+ * the soonest of those that free memory (the last reader of a buffer, as
+ * a wait whose collective's output nothing else reads); NONE for none. */
+static uint32_t room_wait(ov_run *S, int freeing)
+{
+    const ov_base *b = S->b;
+    uint32_t best = NONE;
+    const cs_heap_item *bk = NULL;
+    for (size_t i = 0; i < S->wh.n; i++) {
+        const cs_heap_item *it = &S->wh.a[i];
+        uint32_t w = it->v;
+        if (S->sched[w] || (bk && !cs_heap_less(it, bk)))
+            continue;
+        int frees = !freeing || b->unread_free[w] > 0;
+        for (uint32_t e = b->reads.off[w]; e < b->reads.off[w + 1] && !frees;
+             e++)
+            frees = S->rem[b->reads.idx[e]] == 1;
+        if (frees) {
+            best = w;
+            bk = it;
+        }
+    }
+    return best;
+}
+
+/* Frame node f would allocate past a budget. Per step: place the ready
+ * waits that free memory first (a wait that is the last reader of what
+ * its collective wrote; the sweep would place it once the collective is
+ * done, after f). Over time, while buffers that collectives in flight read
+ * are still live (a reduce-scatter's full-size input until it ends: the
+ * per-step model frees it at the issue): the waits that complete soonest,
+ * each stalling the compute stream until its collectives end and their
+ * frees land. Until f fits or no such wait is ready. Exposing part of a
+ * collective beats an order over the budget, which no rebuild with less
+ * room for prefetches repairs: f runs in any case. */
+static void make_room(ov_run *S, uint32_t f)
+{
+    const ov_base *b = S->b;
+    while (!S->oom) {
+        int step = S->B != NO_LIMIT && S->cur + b->alloc[f] > S->B;
+        int time = S->hold && S->held.n > 0 &&
+                   level_during(S, b->rt[f]) + b->alloc[f] > S->Bt;
+        uint32_t w = step || time ? room_wait(S, !time) : NONE;
+        if (w == NONE)
+            return;
+        S->flags[w] |= F_ROOM;
+        sched_node(S, w);
+    }
+}
+
 /* No frame node is left: collectives first (most urgent), then waits. */
 static void tail_step(ov_run *S)
 {
@@ -742,7 +914,13 @@ static void tail_step(ov_run *S)
             bk = k;
         }
     }
-    if (best != NONE) {
+    /* A wait first when the collective would pass the budget now: the
+     * wait frees what its collectives' outputs held once nothing else
+     * reads them, and placing it raises nothing. */
+    while (best != NONE && S->wh.n > 0 && S->sched[S->wh.a[0].v])
+        cs_heap_pop(&S->wh);
+    if (best != NONE &&
+        (S->wh.n == 0 || mem_ok(S, feeders(S, best), best))) {
         cs_ov_issue(S, best); /* placing it removes it */
         return;
     }
@@ -763,13 +941,21 @@ static void tail_step(ov_run *S)
 }
 
 /* Builds one order. Returns 0, -1 on OOM, 1 when stuck (a bug). */
-int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
-                 long window)
+int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget,
+                int64_t budget_t, int room, int64_t cap, long window)
 {
     const ov_base *b = S->b;
     uint32_t n = b->n;
     S->var = var;
     S->B = budget;
+    S->Bt = S->hold ? budget_t : NO_LIMIT;
+    S->room = room;
+    S->cur_t = b->baseline;
+    S->pend_alloc = 0;
+    S->held.n = S->lands.n = 0;
+    if (S->hold)
+        for (uint32_t x = 0; x < b->n_tracked; x++)
+            S->hold[x] = 0;
     S->cap = cap;
     S->window = window;
     S->k = 0;
@@ -910,6 +1096,8 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
              * idle while f runs. */
             if (S->k != k_forced)
                 prefetch(S, S->now + b->rt[f]);
+            if (S->room && !S->sched[f])
+                make_room(S, f);
             if (!S->sched[f]) /* a prefetch may pull f along */
                 sched_node(S, f);
         }
@@ -926,7 +1114,9 @@ int cs_ov_sweep(ov_run *S, const ov_variant *var, int64_t budget, int64_t cap,
  * where it unlocks nothing, later is as fast — a wait only holds the
  * compute stream back, and a later point is never earlier in time — and
  * costs no memory, and it is where XLA's and Inductor's schedulers put
- * it. Skipped under overlap_max_in_flight_bytes: the limit counts a
+ * it. A wait placed to make room (make_room) stays: its stall
+ * is what keeps the next allocation after the frees its collectives
+ * hold. Skipped under overlap_max_in_flight_bytes: the limit counts a
  * collective as in flight until its wait. O(V + E). */
 void cs_ov_sink_waits_late(ov_run *S)
 {
@@ -970,7 +1160,8 @@ void cs_ov_sink_waits_late(ov_run *S)
             else if (lp < bound)
                 bound = lp;
         }
-        if (frees || b->unread_free[w] != 0 || bound <= k + 1)
+        if (frees || b->unread_free[w] != 0 || bound <= k + 1 ||
+            (S->flags[w] & F_ROOM))
             continue;
         /* Its new slot, so that an earlier wait it depends on (an after
          * edge between waits) stops at or before it: at the same slot the

@@ -496,13 +496,14 @@ out:
 
 /* The ready sets' ranks under order set o (overlap_internal.h): a
  * counting sort by dom (collectives) or unl (frame nodes) over T, which
- * keeps T order among equal keys; NONE sorts last, as the heap keys'
+ * keeps T order among equal keys (n_frame + 1 at most: a collective no
+ * compute waits for is at n_frame); NONE sorts last, as the heap keys'
  * infinity did. Then the collectives go to their streams' ranges, in that
  * order. O(V). Returns 0, or -1 on OOM. */
 static int rank_keys(const ov_base *b, struct ov_ord *o,
                      const uint32_t *dom, const uint32_t *unl)
 {
-    uint32_t n = b->n, nk = b->n_frame + 2;
+    uint32_t n = b->n, nk = b->n_frame + 3;
     size_t nn = n ? n : 1;
     /* crank is read for collectives only and urank for frame nodes only:
      * one array holds both (4 B a node a set). */
@@ -526,8 +527,8 @@ static int rank_keys(const ov_base *b, struct ov_ord *o,
             uint32_t v = b->topo[k];
             if (pass == 0 ? b->cls[v] != C_COLL : !is_frame(b->cls[v]))
                 continue;
-            uint32_t x = key[v] == NONE ? b->n_frame : key[v];
-            assert(x <= b->n_frame);
+            uint32_t x = key[v] == NONE ? b->n_frame + 1 : key[v];
+            assert(x <= b->n_frame + 1);
             cnt[x + 1]++;
             m++;
         }
@@ -538,7 +539,7 @@ static int rank_keys(const ov_base *b, struct ov_ord *o,
             uint32_t v = b->topo[k];
             if (pass == 0 ? b->cls[v] != C_COLL : !is_frame(b->cls[v]))
                 continue;
-            uint32_t x = key[v] == NONE ? b->n_frame : key[v];
+            uint32_t x = key[v] == NONE ? b->n_frame + 1 : key[v];
             dst[cnt[x]++] = v;
         }
         if (pass == 1) {
@@ -627,6 +628,11 @@ int cs_ov_base_order(ov_base *b, int i, int mode)
             if (unl[w] < u)
                 u = unl[w];
         }
+        /* A collective no compute waits for still ends the step: it is
+         * urgent after every one some compute needs (n_frame), and the
+         * compute that unlocks it before compute that unlocks nothing. */
+        if ((b->cls[v] == C_COLL || b->cls[v] == C_SYNC) && d == NONE)
+            d = b->n_frame;
         dom[v] = d;
         if ((b->cls[v] == C_COLL || b->cls[v] == C_SYNC) && d < u)
             u = d;

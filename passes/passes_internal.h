@@ -50,6 +50,8 @@ struct commsched_knobs {
     int overlap_collective_order;     /* cs_overlap_order */
     long overlap_reorder_window;      /* frame nodes; < 0: unlimited */
     int overlap_search;               /* cs_overlap_search */
+    int overlap_peak_model;           /* cs_peak_model */
+    int overlap_seeds;                /* cs_overlap_seeds */
 };
 
 typedef enum cs_overlap_order {
@@ -64,6 +66,19 @@ typedef enum cs_overlap_search {
     CS_SEARCH_FULL = 1  /* every variant the pass knows */
 } cs_overlap_search;
 
+typedef enum cs_peak_model {
+    CS_PEAK_BOTH = 0, /* the budget holds for the per-step peak and for the
+                         peak over simulated time */
+    CS_PEAK_STEP = 1  /* for the per-step peak alone (Inductor's model) */
+} cs_peak_model;
+
+typedef enum cs_overlap_seeds {
+    CS_SEEDS_ALL = 0,   /* every built-in anchor order (overlap_seeds.c) */
+    CS_SEEDS_CHEAP = 1, /* those made in O((V + E) log V): the heap
+                           scheduler's and simple_overlap's */
+    CS_SEEDS_NONE = 2   /* the search alone */
+} cs_overlap_seeds;
+
 typedef enum cs_bucket_mode {
     CS_BUCKET_GREEDY = 0, /* Inductor's greedy_bucket_collective_by_mb */
     CS_BUCKET_COST = 1    /* stop when a merge no longer shortens the step */
@@ -73,6 +88,8 @@ typedef enum cs_bucket_mode {
 typedef struct cs_text {
     char *s;
     size_t len, cap;
+    int failed; /* an append ran out of memory since the last clear: the
+                   text is incomplete, and cs_text_take says so */
 } cs_text;
 
 /* overlap_info keeps the seed's first terms only: after a collective has
@@ -80,7 +97,8 @@ typedef struct cs_text {
  * formatting it dominated the pass on large graphs. */
 #define CS_OVERLAP_INFO_TERMS 32
 
-/* Appends the formatted text; 0, or -1 on OOM with t unchanged. */
+/* Appends the formatted text; 0, or -1 on OOM with the text unchanged and
+ * marked failed. */
 int cs_text_appendf(cs_text *t, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -90,7 +108,8 @@ void cs_text_clear(cs_text *t);
 void cs_text_free(cs_text *t);
 /* A malloc'ed copy of s (C11 has no strdup); NULL on OOM. */
 char *cs_strdup(const char *s);
-/* Moves the text out as a malloc'ed string ("" when empty); NULL on OOM. */
+/* Moves the text out as a malloc'ed string ("" when empty); NULL on OOM,
+ * now or in an append since the last clear (the text would be cut). */
 char *cs_text_take(cs_text *t);
 
 /* x as Python's str(float) prints it (the seed formats its limiting factors
@@ -134,6 +153,11 @@ typedef struct cs_pass_ctx {
                                     given: budgets are factors of it, so a
                                     pass before (bucketing) that raised the
                                     peak does not raise them too */
+    int64_t pipeline_time_peak;  /* its peak over simulated time, for the
+                                    passes that budget it (overlap); -1
+                                    when the first pass is the one that
+                                    reads it (its own input is that order)
+                                    or none does */
 } cs_pass_ctx;
 
 /* Hands a rewritten graph, a schedule over it and its runtimes (all owned

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "commsched/simulate.h"
 #include "passes_internal.h"
 
 /* ---- passes -------------------------------------------------------------- */
@@ -129,6 +130,10 @@ static const char *const bucket_modes[] = {"greedy", "cost", NULL};
 static const char *const overlap_orders[] = {"free", "group", "input", NULL};
 /* overlap_search, in cs_overlap_search order. */
 static const char *const overlap_searches[] = {"fast", "full", NULL};
+/* overlap_peak_model, in cs_peak_model order. */
+static const char *const peak_models[] = {"both", "step", NULL};
+/* overlap_seeds, in cs_overlap_seeds order. */
+static const char *const overlap_seed_sets[] = {"all", "cheap", "none", NULL};
 
 static const knob knobs[] = {
     KNOB(reorder_iterative_peak_memory_budget, K_REAL, "0.2",
@@ -203,6 +208,15 @@ static const knob knobs[] = {
     KNOB_ENUM(overlap_search, overlap_searches, "fast",
               "overlap: fast (a few candidate orders) or full (every variant, "
               "slower)"),
+    KNOB_ENUM(overlap_peak_model, peak_models, "both",
+              "overlap: the budget holds for both the per-step peak and the "
+              "peak over simulated time (both), or for the per-step peak "
+              "alone (step, Inductor's model)"),
+    KNOB_ENUM(overlap_seeds, overlap_seed_sets, "all",
+              "overlap: the anchor orders judged beside the search: all "
+              "(the heap scheduler's, simple_overlap's and Inductor's "
+              "pipeline at per-pass budgets 0, 0.05, 0.1, 0.2), cheap (all "
+              "but Inductor's pipeline) or none (the search alone)"),
 };
 #define N_KNOBS (sizeof knobs / sizeof knobs[0])
 
@@ -563,6 +577,23 @@ static commsched_status peak_of(const commsched_schedule *s, int64_t *peak,
     return st;
 }
 
+/* The peak over simulated time of s's order (the simulator's memory
+ * curve). */
+static commsched_status time_peak_of(const commsched_graph *g,
+                                     const commsched_schedule *s,
+                                     const double *runtime_ns, int64_t *peak,
+                                     commsched_error *err)
+{
+    commsched_sim *sim = NULL;
+    commsched_status st = commsched_sim_create(g, &sim, err);
+    if (st == COMMSCHED_OK &&
+        (st = commsched_sim_run_schedule(sim, s, runtime_ns, NULL, err)) ==
+            COMMSCHED_OK)
+        *peak = commsched_sim_get_totals(sim)->peak_memory;
+    commsched_sim_destroy(sim);
+    return st;
+}
+
 /* The invariants every pass must keep, checked between passes in debug
  * builds and under COMMSCHED_PIPELINE_VERIFY: the order respects every
  * non-fake edge (data, `after`, in-place write order) and no two nodes in
@@ -660,7 +691,12 @@ static commsched_status run_pipeline(commsched_graph **gp,
     cs_pass_ctx ctx = {*gp, *sp, runtime_ns, k,
                        (flags & COMMSCHED_PIPELINE_VERIFY) ||
                            k->reorder_iterative_debug_memory_recompute,
-                       NULL, err, cost ? cost : &default_cost, run, 0};
+                       NULL, err, cost ? cost : &default_cost, run, 0, -1};
+    /* A pass after the first that budgets the peak over simulated time
+     * (overlap) needs it of the order the pipeline was given. */
+    int later_overlap = 0;
+    for (size_t i = 1; i < n_ids; i++)
+        later_overlap |= passes[ids[i]].run == cs_pass_overlap;
     for (size_t i = 0; i < n_ids && st == COMMSCHED_OK; i++) {
         const pass *ps = &passes[ids[i]];
         cs_pass_record *rec = &run->records[run->n++];
@@ -671,6 +707,10 @@ static commsched_status run_pipeline(commsched_graph **gp,
             break;
         if (i == 0)
             ctx.pipeline_peak = rec->pub.peak_before;
+        if (i == 0 && later_overlap &&
+            (st = time_peak_of(ctx.g, ctx.s, ctx.runtime_ns,
+                               &ctx.pipeline_time_peak, err)) != COMMSCHED_OK)
+            break;
         double t0 = now_ms();
         st = ps->run(&ctx);
         rec->pub.wall_ms = now_ms() - t0;

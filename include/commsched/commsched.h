@@ -224,14 +224,25 @@ commsched_result_runtimes(const commsched_result *r);
 /* Tune: search pipelines and knob settings                                */
 /* ---------------------------------------------------------------------- */
 
+/* Which peaks a memory budget holds for (docs/PASSES.md, overlap): the
+ * per-step peak (docs/FORMAT.md, "Memory model (in brief)": the order's
+ * count, Inductor's model) and the peak over simulated time (a buffer
+ * read by a collective in flight lives until the collective ends, as a
+ * GPU allocator sees it), or the per-step peak alone. */
+typedef enum commsched_peak_model {
+    COMMSCHED_PEAK_BOTH = 0,
+    COMMSCHED_PEAK_STEP = 1
+} commsched_peak_model;
+
 /* What commsched_tune searches and how. Initialise with
  * commsched_tune_options_init and set what you need; strings and arrays are
  * borrowed for the call. */
 typedef struct commsched_tune_options {
     double budget;       /* a candidate fits when its per-step peak
-                            (docs/FORMAT.md, "Memory model (in brief)")
-                            is <= budget x the input order's; INFINITY:
-                            any peak fits. Default 1.0. */
+                            is <= budget x the input order's and, with
+                            peak_model COMMSCHED_PEAK_BOTH, so is its peak
+                            over simulated time; INFINITY: any peak fits.
+                            Default 1.0. */
     int threads;         /* OpenMP threads; 0: OpenMP's default (the
                             OMP_NUM_THREADS environment variable, else one per
                             core); 1: serial. Ignored in builds without
@@ -250,10 +261,15 @@ typedef struct commsched_tune_options {
                                        whichever thread ran it, one call at
                                        a time; NULL (default): none */
     void *progress_arg;  /* passed to progress */
+    commsched_peak_model peak_model; /* which peaks the budget holds for
+                                        (default COMMSCHED_PEAK_BOTH); the
+                                        built-in overlap candidates get
+                                        the same overlap_peak_model */
 } commsched_tune_options;
 
-/* Budget 1.0, OpenMP's default threads, the built-in set, h100, NCCL model,
- * one comm stream per group, no verification, no progress callback. */
+/* Budget 1.0 over both peaks, OpenMP's default threads, the built-in set,
+ * h100, NCCL model, one comm stream per group, no verification, no
+ * progress callback. */
 COMMSCHED_EXPORT void commsched_tune_options_init(commsched_tune_options *o);
 
 /* One candidate, as commsched_optimize judged it. */
@@ -267,9 +283,15 @@ typedef struct commsched_tune_candidate {
     double efficiency;       /* lower bound / makespan */
     double exposed_ns;       /* exposed communication */
     int64_t peak_memory;     /* per-step peak of the result */
-    int fits;                /* status OK and peak_memory <= the budget */
+    int fits;                /* status OK and both peaks within their
+                                budgets (the per-step one alone with
+                                COMMSCHED_PEAK_STEP) */
     double wall_ms;          /* its commsched_optimize call (the only figure
                                 that depends on threads and load) */
+    int64_t peak_memory_time; /* the result's peak over simulated time */
+    unsigned over;           /* status OK: which budgets it is over, 1 the
+                                per-step peak's, 2 the time peak's (0: it
+                                fits) */
 } commsched_tune_candidate;
 
 typedef struct commsched_tune_result commsched_tune_result;
@@ -310,6 +332,10 @@ commsched_tune_input(const commsched_tune_result *r);
 /* The budget in bytes, or -1 when unlimited. */
 COMMSCHED_EXPORT int64_t
 commsched_tune_budget_bytes(const commsched_tune_result *r);
+/* The budget of the peak over simulated time in bytes (budget x the input
+ * order's), or -1 when unlimited or not budgeted (COMMSCHED_PEAK_STEP). */
+COMMSCHED_EXPORT int64_t
+commsched_tune_time_budget_bytes(const commsched_tune_result *r);
 /* Options that reproduce candidate i with commsched_optimize (its passes
  * and knobs over the tune's device, model and streams). Caller destroys. */
 COMMSCHED_EXPORT commsched_status commsched_tune_candidate_options(

@@ -159,6 +159,17 @@ typedef struct commsched_pass_stats {
      * the schedule (docs/PASSES.md, "Bucketing"; verify mode's own
      * checks not counted). */
     uint32_t merges_priced, full_pricings;
+    /* COMMSCHED_STATS_OVERLAP, beside overlap_budget_bytes (the per-step
+     * peak's budget): the budget of the peak over simulated time (-1 for
+     * none: overlap_peak_model=step, or no limit), the time peaks of the
+     * pass's input and output orders (-1 when not budgeted), how many
+     * candidate orders a budget refused, and which budget refused the
+     * fastest order faster than the answer: "none" (memory held nothing
+     * back), "step", "time" or "step and time" (static text). */
+    int64_t overlap_time_budget_bytes;
+    int64_t overlap_peak_time_before, overlap_peak_time_after;
+    uint32_t overlap_over_budget;
+    const char *overlap_binds;
 } commsched_pass_stats;
 
 /* The record of one pipeline run. */

@@ -540,11 +540,17 @@ class PassStats:
     window of the schedule). The overlap pass: ``overlap`` (one
     :class:`OverlapStats` per collective, in output order),
     ``overlap_variant`` (the candidate order that won, ``"input"`` when
-    none beat the input order), ``overlap_budget_bytes`` (the peak it kept
-    within, None for no limit) and ``overlap_candidates`` (orders built
-    and simulated). These are the figures ``--stats=json`` writes; for
-    other passes the counts are 0, ``overlap`` is empty and
-    ``overlap_variant`` and ``overlap_budget_bytes`` are None."""
+    none beat the input order), ``overlap_budget_bytes`` (the per-step
+    peak it kept within, None for no limit), ``overlap_time_budget_bytes``
+    (the peak over simulated time it kept within, None for none),
+    ``overlap_peak_time_before`` and ``overlap_peak_time_after`` (those
+    time peaks, None when not budgeted), ``overlap_candidates`` (orders
+    built and simulated), ``overlap_over_budget`` (how many a budget
+    refused) and ``overlap_binds`` (which budget refused the fastest order
+    faster than the answer: ``"none"``, ``"step"``, ``"time"`` or ``"step
+    and time"``). These are the figures ``--stats=json`` writes; for
+    other passes the counts are 0, ``overlap`` is empty and the other
+    overlap fields are None."""
 
     name: str
     wall_ms: float
@@ -561,6 +567,11 @@ class PassStats:
     overlap_variant: object = None
     overlap_budget_bytes: object = None
     overlap_candidates: int = 0
+    overlap_time_budget_bytes: object = None
+    overlap_peak_time_before: object = None
+    overlap_peak_time_after: object = None
+    overlap_over_budget: int = 0
+    overlap_binds: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -614,7 +625,10 @@ def _read_stats(lib, graph, run):
                 [_s(b.members[m]) for m in range(b.n_members)], b.bytes,
                 b.time_before_ns, b.time_after_ns, _s(b.closed_by)))
         overlap = ()
-        variant = budget = None
+        variant = budget = tbudget = tbefore = tafter = binds = None
+
+        def nonneg(v):
+            return None if v < 0 else v
         if p.kind == 4:  # COMMSCHED_STATS_OVERLAP, as --stats=json reads it
             overlap = tuple(
                 OverlapStats(
@@ -626,14 +640,18 @@ def _read_stats(lib, graph, run):
                 for o in (p.overlap[k] for k in range(p.n_overlap)))
             variant = ("input" if p.overlap_variant is None
                        else _s(p.overlap_variant))
-            budget = (None if p.overlap_budget_bytes < 0
-                      else p.overlap_budget_bytes)
+            budget = nonneg(p.overlap_budget_bytes)
+            tbudget = nonneg(p.overlap_time_budget_bytes)
+            tbefore = nonneg(p.overlap_peak_time_before)
+            tafter = nonneg(p.overlap_peak_time_after)
+            binds = _s(p.overlap_binds)
         out.append(PassStats(_s(p.pass_), p.wall_ms, p.peak_before,
                              p.peak_after, _STATS_KINDS.get(p.kind), rows,
                              p.fake_edges_added, buckets,
                              p.fake_edges_dropped, p.merges_priced,
                              p.full_pricings, overlap, variant, budget,
-                             p.overlap_candidates))
+                             p.overlap_candidates, tbudget, tbefore, tafter,
+                             p.overlap_over_budget, binds))
     return out
 
 

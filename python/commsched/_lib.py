@@ -157,6 +157,11 @@ class PassStatsStruct(ctypes.Structure):
         ("overlap_candidates", c_uint32),
         ("merges_priced", c_uint32),
         ("full_pricings", c_uint32),
+        ("overlap_time_budget_bytes", c_int64),
+        ("overlap_peak_time_before", c_int64),
+        ("overlap_peak_time_after", c_int64),
+        ("overlap_over_budget", c_uint32),
+        ("overlap_binds", c_char_p),
     ]
 
 

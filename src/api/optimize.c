@@ -249,23 +249,13 @@ struct commsched_result {
     commsched_sim_totals before, after;
 };
 
-/* Makes r->view a view of g (see the file comment). */
-static void make_view(commsched_result *r, const commsched_graph *g)
-{
-    r->view = *g;
-    r->view.fake_borrowed = 1;
-}
-
 void commsched_result_destroy(commsched_result *r)
 {
     if (!r)
         return;
-    if (!r->view.fake_borrowed) {
-        /* Only the tables the view owns (none before make_view: r is
-         * zeroed); everything else is g's. */
-        cs_csr_free(&r->view.after_fake);
-        cs_csr_free(&r->view.fake_users);
-    }
+    /* Only the tables the view owns (none before the view is made: r is
+     * zeroed); everything else is g's. */
+    cs_graph_view_release(&r->view);
     commsched_run_destroy(r->run);
     free(r->passes);
     free(r->order);
@@ -348,7 +338,7 @@ commsched_status cs_optimize_given(const commsched_graph *g,
         st = oom(err);
         goto cleanup;
     }
-    make_view(r, g);
+    cs_graph_view_init(&r->view, g);
     if (runtime && before) {
         memcpy(r->runtime, runtime, (size_t)g->n_nodes * sizeof *r->runtime);
         r->before = *before;

@@ -47,7 +47,7 @@ struct commsched_tune_result {
     size_t n, cap;
     size_t *rank;
     commsched_sim_totals input;
-    int64_t budget_bytes;
+    int64_t budget_bytes, time_budget_bytes;
     commsched_tune_options o; /* candidates not kept; device copied below */
     commsched_device device;
 };
@@ -76,6 +76,7 @@ void commsched_tune_options_init(commsched_tune_options *o)
     o->device = NULL;
     o->comm_model = COMMSCHED_COMM_MODEL_NCCL;
     o->comm_streams = COMMSCHED_STREAMS_PER_GROUP;
+    o->peak_model = COMMSCHED_PEAK_BOTH;
 }
 
 void commsched_tune_result_destroy(commsched_tune_result *r)
@@ -168,14 +169,20 @@ static uint32_t max_per_op(const commsched_graph *g)
  * transformer-block plan followed by overlap; and, for a graph of at most
  * TUNE_SPLIT_MAX_NODES (!large) with 3 .. TUNE_SPLIT_MAX_COLLS
  * collectives of one op (per_op), every cut of them into buckets. */
-static int builtin_set(commsched_tune_result *r, double budget, int large,
-                       uint32_t per_op)
+static int builtin_set(commsched_tune_result *r, double budget,
+                       commsched_peak_model model, int large, uint32_t per_op)
 {
     char b[64], k[512];
     if (isinf(budget))
         snprintf(b, sizeof b, "inf");
     else
         snprintf(b, sizeof b, "%.17g", budget);
+    /* After every overlap_peak_budget: the tune's peaks, and the cheap
+     * seeds only (Inductor's pipeline at each per-pass budget is a
+     * candidate of its own here, on the same graph). */
+    const char *ov = model == COMMSCHED_PEAK_STEP
+                         ? ",overlap_seeds=cheap,overlap_peak_model=step"
+                         : ",overlap_seeds=cheap";
     /* bucketing's own budget is a fraction over its input's peak */
     char bb[64];
     if (isinf(budget))
@@ -201,11 +208,12 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
         ",overlap_reorder_window=16"};
     for (size_t i = 0; i < sizeof overlap_opts / sizeof overlap_opts[0];
          i++) {
-        snprintf(k, sizeof k, "overlap_peak_budget=%s%s", b, overlap_opts[i]);
+        snprintf(k, sizeof k, "overlap_peak_budget=%s%s%s", b, ov,
+                 overlap_opts[i]);
         if (add2(r, "overlap", k) != 0)
             return -1;
     }
-    snprintf(k, sizeof k, "overlap_peak_budget=%s", b);
+    snprintf(k, sizeof k, "overlap_peak_budget=%s%s", b, ov);
     if (add2(r, "decide_global_ordering_of_comms,overlap", k) != 0)
         return -1;
     static const char *const caps[] = {"25", "2000"};
@@ -214,8 +222,8 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
         for (size_t m = 0; m < 2; m++) {
             snprintf(k, sizeof k,
                      "bucket_cap_mb=%s,bucket_mode=%s,"
-                     "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
-                     caps[c], modes[m], bb, b);
+                     "bucket_peak_memory_budget=%s,overlap_peak_budget=%s%s",
+                     caps[c], modes[m], bb, b, ov);
             if (add2(r, BUCKETS ",overlap", k) != 0)
                 return -1;
         }
@@ -227,8 +235,8 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
      * overlap has placed them, graphs/torch/fsdp-mlp-4L-1). */
     snprintf(k, sizeof k,
              "bucket_cap_mb=2000,bucket_max_ops=2,"
-             "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
-             bb, b);
+             "bucket_peak_memory_budget=%s,overlap_peak_budget=%s%s",
+             bb, b, ov);
     if (add2(r, BUCKETS ",overlap", k) != 0)
         return -1;
     /* Transformer blocks: one bucket per block run, found from the node
@@ -237,18 +245,19 @@ static int builtin_set(commsched_tune_result *r, double budget, int large,
      * peak (it fits the budget only where the plan does). */
     snprintf(k, sizeof k,
              "bucket_by_block=true,bucket_cap_mb=inf,"
-             "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
-             bb, b);
-    if (add2(r, BUCKETS ",overlap", k) != 0 ||
-        add2(r, "bucket_transformer_blocks,overlap",
-             "overlap_peak_budget=1") != 0)
+             "bucket_peak_memory_budget=%s,overlap_peak_budget=%s%s",
+             bb, b, ov);
+    if (add2(r, BUCKETS ",overlap", k) != 0)
+        return -1;
+    snprintf(k, sizeof k, "overlap_peak_budget=1%s", ov);
+    if (add2(r, "bucket_transformer_blocks,overlap", k) != 0)
         return -1;
     if (!large && per_op >= 3 && per_op <= TUNE_SPLIT_MAX_COLLS)
         for (unsigned long cuts = 1; cuts + 1 < 1ul << (per_op - 1); cuts++) {
             snprintf(k, sizeof k,
                      "bucket_cap_mb=inf,bucket_cuts=%lu,"
-                     "bucket_peak_memory_budget=%s,overlap_peak_budget=%s",
-                     cuts, bb, b);
+                     "bucket_peak_memory_budget=%s,overlap_peak_budget=%s%s",
+                     cuts, bb, b, ov);
             if (add2(r, BUCKETS ",overlap", k) != 0)
                 return -1;
         }
@@ -354,7 +363,7 @@ static double now_ms(void)
 /* One candidate: its own commsched_optimize call on the input's runtimes
  * and figures (`base`, priced once); writes only *c. */
 static void evaluate(const commsched_graph *g, const commsched_result *base,
-                     cand *c, int64_t budget)
+                     cand *c, int64_t budget, int64_t time_budget)
 {
     commsched_result *res = NULL;
     commsched_error e = {0};
@@ -376,7 +385,10 @@ static void evaluate(const commsched_graph *g, const commsched_result *base,
     c->pub.efficiency = t->efficiency;
     c->pub.exposed_ns = t->exposed_ns;
     c->pub.peak_memory = t->peak_memory_step;
-    c->pub.fits = budget < 0 || t->peak_memory_step <= budget;
+    c->pub.peak_memory_time = t->peak_memory;
+    c->pub.over = (budget >= 0 && t->peak_memory_step > budget ? 1u : 0u) |
+                  (time_budget >= 0 && t->peak_memory > time_budget ? 2u : 0u);
+    c->pub.fits = c->pub.over == 0;
     commsched_result_destroy(res);
 }
 
@@ -441,8 +453,14 @@ commsched_status commsched_tune(const commsched_graph *g,
         const commsched_device *d = commsched_device_builtin("h100");
         r->device = *d;
     }
+    if (o->peak_model != COMMSCHED_PEAK_BOTH &&
+        o->peak_model != COMMSCHED_PEAK_STEP) {
+        st = commsched_error_set(err, COMMSCHED_EINVAL, "peak_model",
+                                 "unknown peak model %d", (int)o->peak_model);
+        goto fail;
+    }
     if ((o->builtin &&
-         builtin_set(r, o->budget,
+         builtin_set(r, o->budget, o->peak_model,
                      commsched_graph_node_count(g) > TUNE_SPLIT_MAX_NODES,
                      max_per_op(g)) != 0)) {
         st = oom(err);
@@ -477,9 +495,13 @@ commsched_status commsched_tune(const commsched_graph *g,
         isinf(o->budget)
             ? -1
             : (int64_t)floor(o->budget * (double)r->input.peak_memory_step);
+    r->time_budget_bytes =
+        isinf(o->budget) || o->peak_model == COMMSCHED_PEAK_STEP
+            ? -1
+            : (int64_t)floor(o->budget * (double)r->input.peak_memory);
 
     long n = (long)r->n;
-    int64_t budget = r->budget_bytes;
+    int64_t budget = r->budget_bytes, time_budget = r->time_budget_bytes;
     cand *c = r->c;
     uint64_t finished = 0;
     /* The loop runs the heaviest candidates first, so the last ones to
@@ -502,7 +524,7 @@ commsched_status commsched_tune(const commsched_graph *g,
     omp_init_lock(&lock);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (long i = 0; i < n; i++) {
-        evaluate(g, res, &c[run[i]], budget);
+        evaluate(g, res, &c[run[i]], budget, time_budget);
         if (o->progress) {
             omp_set_lock(&lock);
             o->progress(o->progress_arg, ++finished, (uint64_t)n);
@@ -512,7 +534,7 @@ commsched_status commsched_tune(const commsched_graph *g,
     omp_destroy_lock(&lock);
 #else
     for (long i = 0; i < n; i++) {
-        evaluate(g, res, &c[run[i]], budget);
+        evaluate(g, res, &c[run[i]], budget, time_budget);
         if (o->progress)
             o->progress(o->progress_arg, ++finished, (uint64_t)n);
     }
@@ -579,4 +601,9 @@ const commsched_sim_totals *commsched_tune_input(const commsched_tune_result *r)
 int64_t commsched_tune_budget_bytes(const commsched_tune_result *r)
 {
     return r->budget_bytes;
+}
+
+int64_t commsched_tune_time_budget_bytes(const commsched_tune_result *r)
+{
+    return r->time_budget_bytes;
 }

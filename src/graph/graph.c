@@ -148,6 +148,20 @@ void commsched_graph_destroy(commsched_graph *g)
     free(g);
 }
 
+void cs_graph_view_init(commsched_graph *view, const commsched_graph *g)
+{
+    *view = *g;
+    view->fake_borrowed = 1;
+}
+
+void cs_graph_view_release(commsched_graph *view)
+{
+    if (!view->fake_borrowed) {
+        cs_csr_free(&view->after_fake);
+        cs_csr_free(&view->fake_users);
+    }
+}
+
 const char *commsched_graph_name(const commsched_graph *g) { return g->name; }
 uint32_t commsched_graph_node_count(const commsched_graph *g)
 {

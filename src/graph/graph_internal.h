@@ -112,6 +112,15 @@ static inline int cs_is_async_collective(const cs_node *n)
 
 /* Builds CSR `out` with n rows from (row, value) pairs; rows keep pair
  * order. Returns 0 or -1 on OOM. */
+/* A view of g: a struct copy sharing every array of g, with g's fake-edge
+ * tables borrowed (fake_borrowed) until a pass replaces them
+ * (cs_graph_set_fake_edges, passes/); the only part of a graph a pass
+ * writes. O(1). A view outlives nothing of g's; it is never handed to
+ * commsched_graph_destroy: cs_graph_view_release frees the tables it
+ * came to own (none while it borrows), and the view stays a view. */
+void cs_graph_view_init(commsched_graph *view, const commsched_graph *g);
+void cs_graph_view_release(commsched_graph *view);
+
 int cs_csr_from_pairs(cs_csr *out, uint32_t n, const uint32_t *rows,
                       const uint32_t *vals, size_t n_pairs);
 /* The transpose of `in` (n_in rows, values < n_out) as a CSR of n_out rows,

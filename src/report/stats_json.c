@@ -152,7 +152,25 @@ static void pass_object(cs_jw *w, const commsched_graph *g,
             cs_jw_null(w);
         else
             cs_jw_int(w, p->overlap_budget_bytes);
+        cs_jw_key(w, "time_budget_bytes");
+        if (p->overlap_time_budget_bytes < 0)
+            cs_jw_null(w);
+        else
+            cs_jw_int(w, p->overlap_time_budget_bytes);
+        cs_jw_key(w, "peak_time_before");
+        if (p->overlap_peak_time_before < 0)
+            cs_jw_null(w);
+        else
+            cs_jw_int(w, p->overlap_peak_time_before);
+        cs_jw_key(w, "peak_time_after");
+        if (p->overlap_peak_time_after < 0)
+            cs_jw_null(w);
+        else
+            cs_jw_int(w, p->overlap_peak_time_after);
         cs_jw_key_int(w, "candidates", p->overlap_candidates);
+        cs_jw_key_int(w, "over_budget", p->overlap_over_budget);
+        cs_jw_key_string(w, "binds",
+                         p->overlap_binds ? p->overlap_binds : "none");
     }
     if (flags & COMMSCHED_STATS_JSON_TIMING)
         key_real(w, "wall_ms", p->wall_ms);

@@ -87,6 +87,14 @@ int main(void)
     FIELD(commsched_pass_stats, overlap_candidates, "overlap_candidates")
     FIELD(commsched_pass_stats, merges_priced, "merges_priced")
     FIELD(commsched_pass_stats, full_pricings, "full_pricings")
+    FIELD(commsched_pass_stats, overlap_time_budget_bytes,
+          "overlap_time_budget_bytes")
+    FIELD(commsched_pass_stats, overlap_peak_time_before,
+          "overlap_peak_time_before")
+    FIELD(commsched_pass_stats, overlap_peak_time_after,
+          "overlap_peak_time_after")
+    FIELD(commsched_pass_stats, overlap_over_budget, "overlap_over_budget")
+    FIELD(commsched_pass_stats, overlap_binds, "overlap_binds")
     END()
     BEGIN(commsched_bucket_stats)
     FIELD(commsched_bucket_stats, node, "node")

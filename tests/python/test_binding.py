@@ -316,6 +316,8 @@ class Optimize(unittest.TestCase):
         self.assertIsNone(b.overlap_variant)
         self.assertIsNone(b.overlap_budget_bytes)
         self.assertEqual(b.overlap_candidates, 0)
+        self.assertIsNone(b.overlap_time_budget_bytes)
+        self.assertIsNone(b.overlap_binds)
         # the old positional constructor still works (defaults)
         p = commsched.PassStats("x", 0.0, 0, 0, None, [], 0)
         self.assertEqual((p.buckets, p.fake_edges_dropped, p.merges_priced,
@@ -412,6 +414,13 @@ class StatsMatchTheCli(unittest.TestCase):
         self.assertEqual(o.overlap_budget_bytes, c["budget_bytes"])
         self.assertEqual(o.overlap_candidates, c["candidates"])
         self.assertGreater(o.overlap_candidates, 0)
+        self.assertEqual(o.overlap_time_budget_bytes, c["time_budget_bytes"])
+        self.assertEqual(o.overlap_peak_time_before, c["peak_time_before"])
+        self.assertEqual(o.overlap_peak_time_after, c["peak_time_after"])
+        self.assertEqual(o.overlap_over_budget, c["over_budget"])
+        self.assertEqual(o.overlap_binds, c["binds"])
+        self.assertIn(o.overlap_binds, ("none", "step", "time",
+                                        "step and time"))
         self.assertNotIn("merges_priced", c)
         self.assertEqual((o.merges_priced, o.full_pricings), (0, 0))
         return o
@@ -420,11 +429,23 @@ class StatsMatchTheCli(unittest.TestCase):
         o = self.check_overlap()
         self.assertIsInstance(o.overlap_budget_bytes, int)
         self.assertGreater(o.overlap_budget_bytes, 0)
+        # both peaks budgeted by default: the time peak's too
+        self.assertIsInstance(o.overlap_time_budget_bytes, int)
+        self.assertLessEqual(o.overlap_peak_time_after,
+                             o.overlap_time_budget_bytes)
 
     def test_overlap_without_a_budget(self):
         # overlap_peak_budget=inf: -1 in C, null in the JSON, None here
         o = self.check_overlap(overlap_peak_budget="inf")
         self.assertIsNone(o.overlap_budget_bytes)
+        self.assertIsNone(o.overlap_time_budget_bytes)
+        self.assertEqual(o.overlap_binds, "none")
+
+    def test_overlap_per_step_model(self):
+        # overlap_peak_model=step: no time budget, no time peaks
+        o = self.check_overlap(overlap_peak_model="step")
+        self.assertIsNone(o.overlap_time_budget_bytes)
+        self.assertIsNone(o.overlap_peak_time_after)
 
 
 class Errors(unittest.TestCase):

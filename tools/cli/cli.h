@@ -173,8 +173,12 @@ void cli_html_budget(cli_budget *b, int pipeline_ran, int64_t before_peak,
                      const char *peak_from, double fraction);
 /* The same for a pipeline with the overlap pass: the before peak x its
  * overlap_peak_budget factor (inf: no line). */
+/* before_time_peak: the before order's peak over simulated time when the
+ * budget holds for it too (overlap_peak_model=both; the line is then
+ * drawn there, on the time curve), -1 for the per-step model. */
 void cli_html_budget_overlap(cli_budget *b, int64_t before_peak,
-                             const char *peak_from, double factor);
+                             int64_t before_time_peak, const char *peak_from,
+                             double factor);
 /* 1 when the comma-separated pipeline runs pass `name`. */
 int cli_has_pass(const char *passes, const char *name);
 /* The passes' per-node statistics as the page's rows (malloc'ed; names

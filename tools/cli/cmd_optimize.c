@@ -109,7 +109,8 @@ static commsched_status simulate(const commsched_graph *g,
 
 static void print_report(FILE *f, const commsched_graph *g, const figures *b,
                          const figures *a, const commsched_sim_totals *sb,
-                         const commsched_sim_totals *sa, const char *device,
+                         const commsched_sim_totals *sa,
+                         const commsched_run *run, const char *device,
                          const char *model)
 {
     char x[32], y[32];
@@ -123,6 +124,24 @@ static void print_report(FILE *f, const commsched_graph *g, const figures *b,
             cli_bytes((double)a->peak, y, sizeof y));
     fprintf(f, "\n");
     commsched_report_compare(f, sb, sa, NULL, NULL, NULL);
+    /* Each overlap pass's budgets and which one binds (docs/PASSES.md,
+     * overlap: "binds"). */
+    for (size_t i = 0; i < commsched_run_pass_count(run); i++) {
+        const commsched_pass_stats *p = commsched_run_pass(run, i);
+        if (p->kind != COMMSCHED_STATS_OVERLAP)
+            continue;
+        if (p->overlap_budget_bytes < 0)
+            snprintf(x, sizeof x, "none");
+        else
+            cli_bytes((double)p->overlap_budget_bytes, x, sizeof x);
+        fprintf(f, "overlap's peak budget: %s per step", x);
+        if (p->overlap_time_budget_bytes >= 0)
+            fprintf(f, ", %s in time",
+                    cli_bytes((double)p->overlap_time_budget_bytes, y,
+                              sizeof y));
+        fprintf(f, "; binds: %s\n",
+                p->overlap_binds ? p->overlap_binds : "none");
+    }
     fprintf(f, "(simulated on %s, %s model; docs/REPORTS.md)\n", device, model);
 }
 
@@ -417,7 +436,7 @@ int cmd_optimize(int argc, char **argv)
     }
     if (report)
         print_report(tables, g, &before, &after, &sim_before, &sim_after,
-                     cost.device.name,
+                     run, cost.device.name,
                      commsched_comm_model_str(cost.opts.comm_model));
     if (html) {
         cli_budget budget;
@@ -431,9 +450,15 @@ int cmd_optimize(int argc, char **argv)
             goto done;
         char ob[64] = "1";
         commsched_knobs_get(knobs, "overlap_peak_budget", ob, sizeof ob);
+        char pm[16] = "both";
+        commsched_knobs_get(knobs, "overlap_peak_model", pm, sizeof pm);
         if (cli_has_pass(passes, "overlap"))
-            cli_html_budget_overlap(&budget, before.peak, "the input order",
-                                    strtod(ob, NULL));
+            cli_html_budget_overlap(&budget, before.peak,
+                                    strcmp(pm, "both") == 0
+                                        ? commsched_sim_get_totals(html_before)
+                                              ->peak_memory
+                                        : -1,
+                                    "the input order", strtod(ob, NULL));
         else
             cli_html_budget(&budget,
                             passes[0] != '\0' && strcmp(passes, "none") != 0,

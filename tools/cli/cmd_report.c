@@ -191,7 +191,8 @@ void cli_html_budget(cli_budget *b, int pipeline_ran, int64_t before_peak,
 }
 
 void cli_html_budget_overlap(cli_budget *b, int64_t before_peak,
-                             const char *peak_from, double factor)
+                             int64_t before_time_peak, const char *peak_from,
+                             double factor)
 {
     char x[32], y[32];
     memset(b, 0, sizeof *b);
@@ -205,6 +206,18 @@ void cli_html_budget_overlap(cli_budget *b, int64_t before_peak,
     if (isinf(factor)) {
         snprintf(b->note, sizeof b->note,
                  "none: the overlap pass ran with overlap_peak_budget=inf");
+        return;
+    }
+    if (before_time_peak >= 0) {
+        /* the curve is over time, and so is this budget (both peaks) */
+        b->bytes = (int64_t)floor((double)before_time_peak * factor);
+        snprintf(b->note, sizeof b->note,
+                 "the before order's peak over simulated time, %s (%s), "
+                 "\xC3\x97 %g = %s, with %g the overlap_peak_budget knob: the "
+                 "overlap pass never ends above it, nor above that factor of "
+                 "the peak per step",
+                 cli_bytes((double)before_time_peak, x, sizeof x), peak_from,
+                 factor, cli_bytes((double)b->bytes, y, sizeof y), factor);
         return;
     }
     b->bytes = (int64_t)floor((double)before_peak * factor);
@@ -330,7 +343,9 @@ static int report_traces(const char *const *traces, int n, long rank,
     if (budget_given)
         cli_html_budget(&budget, 1, before_peak, "the run's order", fraction);
     else
-        cli_html_budget_overlap(&budget, before_peak, "the run's order", 1.0);
+        cli_html_budget_overlap(&budget, before_peak,
+                                commsched_sim_get_totals(sb)->peak_memory,
+                                "the run's order", 1.0);
     ctx.device = cost->device.name;
     ctx.cost_model = commsched_comm_model_str(cost->opts.comm_model);
     ctx.sources = sources;
@@ -583,7 +598,7 @@ int cmd_report(int argc, char **argv)
             factor = f;
     }
     if (!budget_given && ran && cli_has_pass(passes, "overlap"))
-        cli_html_budget_overlap(&budget, before_peak, peak_from, factor);
+        cli_html_budget_overlap(&budget, before_peak, -1, peak_from, factor);
     else
         cli_html_budget(&budget, ran, before_peak, peak_from, fraction);
 

@@ -23,8 +23,10 @@ static void usage(FILE *f)
             "usage: commsched tune [options] FILE\n"
             "\n"
             "Runs many pipelines and knob settings on FILE in parallel (OpenMP),\n"
-            "judges each with the simulator and keeps the fastest whose per-step\n"
-            "peak memory fits the budget. The answer does not depend on the\n"
+            "judges each with the simulator and keeps the fastest whose peak\n"
+            "memory fits the budget, per step and over simulated time (a buffer\n"
+            "a collective in flight reads lives until it ends). The answer does\n"
+            "not depend on the\n"
             "thread count. Candidates: the input order, Inductor's pipeline at\n"
             "per-pass budgets 0, 0.05, 0.1 and 0.2, raise_comms,sink_waits,\n"
             "reorder_compute_for_overlap, overlap at the budget (and with its\n"
@@ -33,8 +35,11 @@ static void usage(FILE *f)
             "and at most 50,000 nodes, every contiguous split of them:\n"
             "docs/PASSES.md, \"tune\").\n"
             "\n"
-            "  --budget F         peak limit: F x the input order's per-step peak\n"
+            "  --budget F         peak limit: F x the input order's peaks\n"
             "                     (default 1.0; inf: no limit)\n"
+            "  --peak-model M     both (default: the per-step peak and the peak\n"
+            "                     over simulated time) or step (the per-step\n"
+            "                     peak alone, Inductor's model)\n"
             "  --threads N        OpenMP threads (default: OMP_NUM_THREADS, else\n"
             "                     one per core)\n"
             "  --candidate SPEC   also try PASSES or \"PASSES|key=value,...\"\n"
@@ -100,17 +105,22 @@ static void print_table(FILE *f, const commsched_graph *g,
             cli_bytes((double)in->peak_memory_step, z, sizeof z));
     if (isinf(budget))
         fprintf(f, "budget: none; ");
-    else
-        fprintf(f, "budget: %g x peak = %s; ", budget,
+    else if (commsched_tune_time_budget_bytes(r) < 0)
+        fprintf(f, "budget: %g x peak = %s per step; ", budget,
                 cli_bytes((double)commsched_tune_budget_bytes(r), x, sizeof x));
+    else
+        fprintf(f, "budget: %g x peaks = %s per step, %s in time; ", budget,
+                cli_bytes((double)commsched_tune_budget_bytes(r), x, sizeof x),
+                cli_bytes((double)commsched_tune_time_budget_bytes(r), y,
+                          sizeof y));
     fprintf(f, "%zu candidates", n);
     if (threads > 0)
         fprintf(f, " on %d thread%s", threads, threads == 1 ? "" : "s");
     if (wall_s >= 0)
         fprintf(f, " in %.2f s", wall_s);
-    fprintf(f, "\n\n%-4s %-4s %12s %8s %7s %6s %12s %7s %4s %10s  %s\n", "rank",
-            "#", "makespan", "speedup", "gap", "eff", "peak", "peak x", "fits",
-            "time", "pipeline | knobs");
+    fprintf(f, "\n\n%-4s %-4s %12s %8s %7s %6s %12s %7s %12s %-9s %10s  %s\n",
+            "rank", "#", "makespan", "speedup", "gap", "eff", "peak", "peak x",
+            "peak (time)", "fits", "time", "pipeline | knobs");
     size_t rows = top == 0 || top > n ? n : top;
     for (size_t k = 0; k < rows; k++) {
         size_t i = commsched_tune_ranked(r, k);
@@ -118,9 +128,9 @@ static void print_table(FILE *f, const commsched_graph *g,
         char p[512], gp[16], eff[16], sp[16];
         short_passes(c->passes, p, sizeof p);
         if (c->status != COMMSCHED_OK) {
-            fprintf(f, "%-4zu %-4zu %12s %8s %7s %6s %12s %7s %4s %10s  %s%s%s "
-                       "(failed: %s)\n",
-                    k + 1, i, "-", "-", "-", "-", "-", "-", "-",
+            fprintf(f, "%-4zu %-4zu %12s %8s %7s %6s %12s %7s %12s %-9s %10s  "
+                       "%s%s%s (failed: %s)\n",
+                    k + 1, i, "-", "-", "-", "-", "-", "-", "-", "-",
                     cli_time_ns(c->wall_ms * 1e6, z, sizeof z), p,
                     c->knobs[0] ? " | " : "", c->knobs, c->error);
             continue;
@@ -136,10 +146,15 @@ static void print_table(FILE *f, const commsched_graph *g,
         double px = in->peak_memory_step > 0
                         ? (double)c->peak_memory / (double)in->peak_memory_step
                         : 1.0;
-        fprintf(f, "%-4zu %-4zu %12s %8s %7s %6s %12s %6.2fx %4s %10s  %s%s%s\n",
+        char tp[32];
+        static const char *const fit_text[] = {"yes", "no (step)", "no (time)",
+                                               "no (both)"};
+        fprintf(f, "%-4zu %-4zu %12s %8s %7s %6s %12s %6.2fx %12s %-9s %10s  "
+                   "%s%s%s\n",
                 k + 1, i, cli_time_ns(c->makespan_ns, x, sizeof x), sp, gp, eff,
                 cli_bytes((double)c->peak_memory, y, sizeof y), px,
-                c->fits ? "yes" : "no",
+                cli_bytes((double)c->peak_memory_time, tp, sizeof tp),
+                fit_text[c->over & 3],
                 cli_time_ns(c->wall_ms * 1e6, z, sizeof z), p,
                 c->knobs[0] ? " | " : "", c->knobs);
     }
@@ -172,6 +187,13 @@ static json_t *candidate_json(const commsched_tune_candidate *c, size_t i,
     json_object_set_new(o, "efficiency", json_real(c->efficiency));
     json_object_set_new(o, "exposed_ns", json_real(c->exposed_ns));
     json_object_set_new(o, "peak_memory", json_integer(c->peak_memory));
+    json_object_set_new(o, "peak_memory_time",
+                        json_integer(c->peak_memory_time));
+    json_object_set_new(o, "over",
+                        c->over == 0   ? json_null()
+                        : c->over == 1 ? json_string("step")
+                        : c->over == 2 ? json_string("time")
+                                       : json_string("both"));
     json_object_set_new(o, "gap_closed",
                         isnan(gc) ? json_null() : json_real(gc));
     return o;
@@ -191,11 +213,13 @@ static json_t *result_json(const commsched_tune_result *r, double budget,
                                   r, k)));
     size_t best = commsched_tune_best(r);
     json_t *o = json_pack(
-        "{s:{s:f, s:f, s:I}, s:o, s:I, s:i, s:o, s:o}", "input", "makespan_ns",
-        in->makespan_ns, "lower_bound_ns", in->lower_bound_ns, "peak_memory",
-        (json_int_t)in->peak_memory_step, "budget",
+        "{s:{s:f, s:f, s:I, s:I}, s:o, s:I, s:I, s:i, s:o, s:o}", "input",
+        "makespan_ns", in->makespan_ns, "lower_bound_ns", in->lower_bound_ns,
+        "peak_memory", (json_int_t)in->peak_memory_step, "peak_memory_time",
+        (json_int_t)in->peak_memory, "budget",
         isinf(budget) ? json_string("inf") : json_real(budget), "budget_bytes",
-        (json_int_t)commsched_tune_budget_bytes(r), "threads", threads,
+        (json_int_t)commsched_tune_budget_bytes(r), "time_budget_bytes",
+        (json_int_t)commsched_tune_time_budget_bytes(r), "threads", threads,
         "candidates", cands ? cands : json_array(), "ranking",
         rank ? rank : json_array());
     if (o)
@@ -311,10 +335,11 @@ done:
 int cmd_tune(int argc, char **argv)
 {
     enum { O_BUDGET = 256, O_THREADS, O_CAND, O_NOBUILTIN, O_TOP, O_FORMAT,
-           O_DEVICE, O_MODEL, O_STREAMS, O_VERIFY, O_VERBOSE };
+           O_DEVICE, O_MODEL, O_STREAMS, O_VERIFY, O_VERBOSE, O_PEAK };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"budget", required_argument, 0, O_BUDGET},
+        {"peak-model", required_argument, 0, O_PEAK},
         {"threads", required_argument, 0, O_THREADS},
         {"candidate", required_argument, 0, O_CAND},
         {"no-builtin", no_argument, 0, O_NOBUILTIN},
@@ -344,6 +369,19 @@ int cmd_tune(int argc, char **argv)
                 return cli_usage_error("tune",
                                        "--budget takes a factor >= 1 or "
                                        "inf, got \"%s\"",
+                                       optarg);
+            }
+            break;
+        case O_PEAK:
+            if (strcmp(optarg, "both") == 0)
+                to.peak_model = COMMSCHED_PEAK_BOTH;
+            else if (strcmp(optarg, "step") == 0)
+                to.peak_model = COMMSCHED_PEAK_STEP;
+            else {
+                free(cands);
+                return cli_usage_error("tune",
+                                       "--peak-model takes both or step, got "
+                                       "\"%s\"",
                                        optarg);
             }
             break;

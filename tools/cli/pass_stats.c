@@ -124,19 +124,26 @@ static void print_overlap(FILE *f, const commsched_graph *g,
         after += p->overlap[i].exposed_after_ns;
         comm += p->overlap[i].comm_ns;
     }
-    char budget[32];
+    char budget[32], tbudget[32];
     if (p->overlap_budget_bytes < 0)
         snprintf(budget, sizeof budget, "none");
     else
         cli_bytes((double)p->overlap_budget_bytes, budget, sizeof budget);
     fprintf(f,
             "overlap: %u collective%s, exposed %.3f us -> %.3f us of %.3f us; "
-            "order: %s (%u candidate%s); peak budget %s\n",
+            "order: %s (%u candidate%s, %u over the budget); peak budget %s",
             p->n_overlap, COMMSCHED_PLURAL(p->n_overlap), before / 1e3,
             after / 1e3, comm / 1e3,
             p->overlap_variant ? p->overlap_variant : "input",
             p->overlap_candidates, COMMSCHED_PLURAL(p->overlap_candidates),
-            budget);
+            p->overlap_over_budget, budget);
+    if (p->overlap_time_budget_bytes >= 0) {
+        cli_bytes((double)p->overlap_time_budget_bytes, tbudget,
+                  sizeof tbudget);
+        fprintf(f, " per step, %s in time", tbudget);
+    }
+    fprintf(f, "; binds: %s\n",
+            p->overlap_binds ? p->overlap_binds : "none");
     fprintf(f, "%-28s %12s %12s %12s %8s %15s %15s  %s\n", "Collective",
             "comm(us)", "exp before", "exp after", "hidden", "issue", "wait",
             "limited by");
@@ -156,6 +163,10 @@ static void print_overlap(FILE *f, const commsched_graph *g,
     }
     fprintf(f, " peak_memory_before:%lld\n peak_memory_after:%lld\n",
             (long long)p->peak_before, (long long)p->peak_after);
+    if (p->overlap_peak_time_before >= 0)
+        fprintf(f, " peak_time_before:%lld\n peak_time_after:%lld\n",
+                (long long)p->overlap_peak_time_before,
+                (long long)p->overlap_peak_time_after);
 }
 
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
