@@ -5,7 +5,8 @@ transformer_steps.py (FSDP as SimpleFSDP does it, TP + SP, 2D, MoE), under
 PyTorch's fake process group of 8 ranks:
 
     COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
-        build/venv/bin/python graphs/torch/make_transformer_graphs.py graphs/torch
+        build/venv/bin/python graphs/torch/make_transformer_graphs.py \\
+        [--graphs-only] graphs/torch
 
 Each program gives two graphs, its forward (-0) and its backward (-1),
 exported in Inductor's order (commsched.inductor.export). Inductor
@@ -20,7 +21,10 @@ nodes, fed commsched's runtimes for them through
 config.estimate_op_runtime, so that commsched's pass of the same name,
 run on the graph file, sees the same times (tests/passes/torch_orders.py
 compares). A pass that does not finish within CAP seconds is not
-recorded (said in the file's place in anchors/README.orders).
+recorded (anchors/README.orders says which). ``--graphs-only`` writes the
+graphs and leaves the recorded orders as they are (torch's RCPPM takes
+minutes a graph at this size; the orders depend only on the nodes and
+their runtimes, which the graph files' flops and bytes fix).
 
 Deterministic: the same torch gives the same files (node names and order
 depend only on the program).
@@ -37,14 +41,14 @@ PASSES = ("raise_comms", "sink_waits", "reorder_compute_for_overlap",
           "sink_waits_iterative",
           "reorder_communication_preserving_peak_memory")
 SIZE = "1k"
-CAP = 900
+CAP = 1800
 
 
 class Cap(Exception):
     pass
 
 
-def main(outdir):
+def main(outdir, orders=True):
     warnings.filterwarnings("ignore")
     import torch
     import torch._inductor.config as icfg
@@ -69,6 +73,8 @@ def main(outdir):
             ci.export(snodes, os.path.join(outdir, base + ".json"), name=base)
             print(os.path.join(outdir, base + ".json"), len(snodes),
                   flush=True)
+            if not orders:
+                return snodes
             rt = commsched.optimize(ci.to_graph(snodes), "none").runtime_ns
             est = {n: rt[n] * 1e-6 for n in rt}
             with icfg.patch(estimate_op_runtime=lambda sn:
@@ -105,6 +111,8 @@ def main(outdir):
                     print("  %s: %.1f s" % (p, secs), flush=True)
             return snodes
         ts.compile_step(kind, layers, hook)
+    if not orders:
+        return
     with open(os.path.join(outdir, "anchors", "README.orders"), "w") as fh:
         fh.write("Orders of torch %s's comms passes on the transformer "
                  "graphs (make_transformer_graphs.py).\n" % version)
@@ -113,5 +121,6 @@ def main(outdir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
-        os.path.abspath(__file__)))
+    argv = [a for a in sys.argv[1:] if a != "--graphs-only"]
+    main(argv[0] if argv else os.path.dirname(os.path.abspath(__file__)),
+         orders="--graphs-only" not in sys.argv[1:])
