@@ -620,15 +620,15 @@ static int seed_alloc(ov_seed_run *r, const ov_base *b, size_t i)
     r->order = cs_malloc_array(nn, sizeof *r->order);
     return r->S.rem && r->S.sf && r->S.cend && r->order &&
                    (ov_seeds[i].n_steps == 1 || r->tmp) &&
-                   cs_heap_scratch_init(&r->hs, b->n) == 0
+                   cs_heap_scratch_init(&r->hs, b->n, b->g->n_buffers) == 0
                ? 0
                : -1;
 }
 
 /* Seed `i`'s order from in_order into r (seed_alloc'd), and its price.
  * Run before the search's workers exist (cs_pass_overlap): the heap
- * scheduler's state (~34 bytes a node) and a sweep's (~140) are never
- * live at once. */
+ * scheduler's state (~34 bytes a node, 8 a buffer) and a sweep's (~140)
+ * are never live at once. */
 static void seed_job(cs_pass_ctx *ctx, const ov_base *b, size_t i,
                      const uint32_t *in_order, ov_seed_run *r)
 {

@@ -8,8 +8,8 @@
  * and the same JSON-path error locations ("nodes[3].inputs[1]").
  *
  * Checks run in a fixed order (groups, inputs, node names and outputs, node
- * references, aliases, graph outputs, wait rules, order, in-place write
- * order) so that the first
+ * references, aliases, the outputs' from, graph outputs, wait rules, order,
+ * in-place write order) so that the first
  * error reported for a given file never changes. */
 #include "analysis.h"
 #include "graph_internal.h"
@@ -37,6 +37,8 @@ typedef struct bout {
     const char *name;
     int64_t size;
     const char *alias_of;
+    uint32_t from_first, n_from; /* its "from" names in refs */
+    uint8_t has_from;            /* absent: from all the node's inputs */
 } bout;
 
 typedef struct bnode {
@@ -68,7 +70,9 @@ struct commsched_builder {
     VEC(const char *, outputs);
     VEC(bnode, nodes);
     VEC(bout, outs);
-    VEC(const char *, refs); /* names in inputs / after / after_fake */
+    VEC(const char *, refs); /* names in inputs / after / after_fake and
+                                the outputs' from */
+    uint8_t any_from;        /* some output has a "from" */
     commsched_status failed; /* first failed add_* call, or OK */
 };
 
@@ -461,6 +465,8 @@ static commsched_status add_node(commsched_builder *b,
         bo->alias_of = o->alias_of ? cs_arena_strdup(&b->scratch, o->alias_of)
                                    : NULL;
         bo->size = o->alias_of ? 0 : o->size;
+        bo->from_first = bo->n_from = 0;
+        bo->has_from = 0;
         if (!bo->name || (o->alias_of && !bo->alias_of)) {
             return oom(err);
         }
@@ -480,6 +486,58 @@ commsched_status commsched_builder_add_node(commsched_builder *b,
     if (st != COMMSCHED_OK) {
         b->n_nodes = n_nodes;
         b->n_outs = n_outs;
+        b->n_refs = n_refs;
+        b->failed = st;
+    }
+    return st;
+}
+
+static commsched_status set_output_from(commsched_builder *b, size_t output,
+                                        const char *const *from,
+                                        size_t n_from, commsched_error *err)
+{
+    char path[96];
+    if (b->n_nodes == 0)
+        return failf(err, COMMSCHED_ESCHEMA, "nodes",
+                     "no node was added to give an output's from to");
+    size_t i = b->n_nodes - 1;
+    const bnode *n = &b->nodes[i];
+    if (output >= n->n_out) {
+        snprintf(path, sizeof path, "nodes[%zu].outputs", i);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "node \"%s\" has %u outputs, no output %zu", n->name,
+                     n->n_out, output);
+    }
+    bout *o = &b->outs[n->out_first + output];
+    if (o->has_from) {
+        snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].from", i, output);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "the output's from is already given");
+    }
+    char field[48];
+    snprintf(field, sizeof field, "outputs[%zu].from", output);
+    uint32_t first;
+    commsched_status st = push_refs(b, from, n_from, field, i, &first, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    o->from_first = first;
+    o->n_from = (uint32_t)n_from;
+    o->has_from = 1;
+    b->any_from = 1;
+    return COMMSCHED_OK;
+}
+
+/* As commsched_builder_add_node: a failed call leaves nothing behind and
+ * marks the builder failed. */
+commsched_status commsched_builder_set_output_from(commsched_builder *b,
+                                                   size_t output,
+                                                   const char *const *from,
+                                                   size_t n_from,
+                                                   commsched_error *err)
+{
+    size_t n_refs = b->n_refs;
+    commsched_status st = set_output_from(b, output, from, n_from, err);
+    if (st != COMMSCHED_OK) {
         b->n_refs = n_refs;
         b->failed = st;
     }
@@ -922,6 +980,67 @@ static commsched_status resolve_aliases(commsched_graph *g,
     return COMMSCHED_OK;
 }
 
+/* Each output's "from" (only when some output has one: g->from stays
+ * empty otherwise): every name must be one of its node's inputs. A stamp
+ * per buffer marks the node's inputs, so a node costs its inputs plus its
+ * from names. */
+static commsched_status resolve_from(commsched_graph *g,
+                                     const commsched_builder *b,
+                                     commsched_error *err)
+{
+    if (!b->any_from)
+        return COMMSCHED_OK;
+    if (b->n_refs > UINT32_MAX)
+        return failf(err, COMMSCHED_ESCHEMA, "nodes",
+                     "too many references (more than 2^32)");
+    uint32_t nb = g->n_buffers;
+    size_t total = 0;
+    g->from.off = cs_calloc((size_t)nb + 1, sizeof *g->from.off);
+    if (!g->from.off)
+        return oom(err);
+    for (uint32_t bi = 0; bi < nb; bi++) {
+        if (bi >= g->n_inputs) {
+            const bout *o = &b->outs[bi - g->n_inputs];
+            total += o->n_from;
+            g->buffers[bi].has_from = o->has_from;
+        }
+        g->from.off[bi + 1] = (uint32_t)total;
+    }
+    g->from.idx = cs_malloc_array(total ? total : 1, sizeof *g->from.idx);
+    uint32_t *mark = cs_calloc(nb, sizeof *mark);
+    commsched_status st = COMMSCHED_OK;
+    if (!g->from.idx || !mark) {
+        free(mark);
+        return oom(err);
+    }
+    for (uint32_t i = 0; i < g->n_nodes && st == COMMSCHED_OK; i++) {
+        const cs_node *n = &g->nodes[i];
+        const bnode *bn = &b->nodes[i];
+        for (uint32_t k = g->reads.off[i]; k < g->reads.off[i + 1]; k++)
+            mark[g->reads.idx[k]] = i + 1;
+        for (uint32_t k = 0; k < n->n_out && st == COMMSCHED_OK; k++) {
+            const bout *o = &b->outs[bn->out_first + k];
+            uint32_t *row = CS_ROW_BEGIN(g->from, n->out_first + k);
+            for (uint32_t m = 0; m < o->n_from; m++) {
+                const char *name = b->refs[o->from_first + m];
+                uint32_t bi = cs_strmap_get(&g->buffer_by_name, name);
+                if (bi == UINT32_MAX || mark[bi] != i + 1) {
+                    char path[96];
+                    snprintf(path, sizeof path,
+                             "nodes[%u].outputs[%u].from[%u]", i, k, m);
+                    st = failf(err, COMMSCHED_EGRAPH, path,
+                               "\"%s\" is not an input of node \"%s\"", name,
+                               n->name);
+                    break;
+                }
+                row[m] = bi;
+            }
+        }
+    }
+    free(mark);
+    return st;
+}
+
 static commsched_status resolve_outputs(commsched_graph *g,
                                         const commsched_builder *b,
                                         commsched_error *err)
@@ -1292,6 +1411,7 @@ static commsched_status build(commsched_graph *g, commsched_builder *b,
         (st = check_total_size(g, err)) != COMMSCHED_OK ||
         (st = resolve_node_refs(g, b, err)) != COMMSCHED_OK ||
         (st = resolve_aliases(g, b, err)) != COMMSCHED_OK ||
+        (st = resolve_from(g, b, err)) != COMMSCHED_OK ||
         (st = resolve_outputs(g, b, err)) != COMMSCHED_OK ||
         (st = check_wait_rules(g, err)) != COMMSCHED_OK ||
         (st = check_collective_sizes(g, err)) != COMMSCHED_OK)

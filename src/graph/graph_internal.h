@@ -42,6 +42,7 @@ typedef struct cs_buffer {
     uint8_t freeable;  /* graph inputs only */
     uint8_t is_output; /* listed in the graph's outputs */
     uint8_t keep;      /* root of an output's alias chain: never freed */
+    uint8_t has_from;  /* a node output with a "from": its row of `from` */
 } cs_buffer;
 
 typedef struct cs_node {
@@ -78,6 +79,10 @@ struct commsched_graph {
     cs_csr reads;      /* node -> buffers it reads */
     cs_csr after;      /* node -> control dependencies */
     cs_csr after_fake; /* node -> fake (ordering-only) dependencies */
+
+    cs_csr from;       /* buffer -> the inputs of its producer it is
+                          computed from, as written (rows of buffers with
+                          has_from); off is NULL when no output has one */
 
     /* Derived: distinct, ascending. */
     cs_csr deps;       /* node -> non-fake dependencies (data + after +
