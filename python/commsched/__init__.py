@@ -343,7 +343,7 @@ class Graph:
                         "or wait)" % kind)
         outs = [_output(o) for o in outputs]
         for k, o in enumerate(outs):
-            if isinstance(o.from_, (str, bytes)):
+            if isinstance(o.from_, (str, type(b""))):  # `bytes` is shadowed
                 raise Error("outputs[%d].from_: expected a list of input "
                             "names, got a string" % k)
         out_arr = (_lib.OutputSpec * max(1, len(outs)))(
