@@ -48,6 +48,15 @@ What is read, exactly (nothing else is touched):
   later node (an earlier pass in Inductor's list broke it) is dropped.
 - ``snode.read_writes.reads`` -- the graph inputs a node reads
   (``unmet_dependencies`` holds only the scheduler's own buffers).
+- for a ``FusedSchedulerNode`` (not a ``GroupedSchedulerNode``), of each
+  member in ``snode.snodes``: ``get_buffer_names()``,
+  ``unmet_dependencies`` and ``read_writes.reads`` (``dep.name``) -- each
+  output's ``"from"``: the node's inputs its member depends on, directly
+  or through the other members it depends on, every kind of dependency
+  followed, as Inductor's ``compute_ancestors`` relates the members before
+  fusion (left out where that is all the inputs). raise_comms ranks a
+  node by the collectives that reach it through them, as torch's
+  ``_schedule_for_comm`` reads the collectives' ``snode.ancestors``.
 - the runtime: ``torch._inductor.comms.estimate_op_runtime(snode)``
   (``snode.get_estimated_runtime()`` without torch), in milliseconds as
   Inductor estimates, converted to nanoseconds; where it is 0 (Inductor's
@@ -95,7 +104,8 @@ model does not count them, as Inductor does not); outputs from
 ``V.graph.get_output_names()``. ``graph_inputs={name: bytes}``,
 ``graph_outputs=[names]``, ``group_of=`` (node -> group name) and
 ``group_sizes=`` override what is read. Not read: ``snode.ancestors``
-(commsched computes reachability itself).
+(commsched computes reachability itself, from the edges and the members'
+``"from"``).
 
 Mapping onto the graph format (docs/FORMAT.md): a mutation's new name
 (size 0; ``buf.get_mutations()`` names a buffer the node reads) is an

@@ -125,6 +125,16 @@ int cs_csr_transpose(cs_csr *out, const cs_csr *in, uint32_t n_in,
                      uint32_t n_out);
 void cs_csr_free(cs_csr *c);
 
+/* The wait rules (only a wait reads an async collective's output; a wait
+ * reads at least one collective output) and the collective sizes
+ * (docs/FORMAT.md), on a graph whose names and aliases are resolved: the
+ * first violation, EGRAPH at its JSON path. O(nodes + reads).
+ * src/graph/collective_rules.c. */
+commsched_status cs_graph_check_wait_rules(const commsched_graph *g,
+                                           commsched_error *err);
+commsched_status cs_graph_check_collective_sizes(const commsched_graph *g,
+                                                 commsched_error *err);
+
 /* 1 when node v is a collective that writes buffer `root` in place (one of
  * its outputs aliases, through its chain, a root it did not create). */
 int cs_node_writes_in_place(const commsched_graph *g, uint32_t v,

@@ -255,128 +255,6 @@ static void test_s2_raise_comms(void **state)
     fx_close(&f);
 }
 
-/* raise_comms through a fused kernel (the format's "from"): f fuses a
- * kernel reading a into f_a and one reading p's output into f_b, and the
- * collective c reads f_a only. Inductor's ancestors (taken before fusion)
- * give c the fused node f but not p, which feeds f_b alone. File order q
- * p f c w u; c is collective 0 and f's score0 is 0 either way. With the
- * "from", p's score0 is infinity and the order stays q p f c w u (p ties
- * with q, and q comes first). Without it (f's outputs from all its inputs)
- * p reaches c through f, scores 0 and goes first: p f c q w u. */
-#define FUSED(fa_from, fb_from, c_reads)                                       \
-    HDR "'inputs': [{'name': 'a', 'size': 16}], 'outputs': ['u_o'], "          \
-        "'nodes': ["                                                           \
-        "{'name': 'q', 'kind': 'compute', 'inputs': ['a'], "                   \
-        " 'outputs': [{'name': 'q_o', 'size': 16}], 'runtime_ns': 1},"         \
-        "{'name': 'p', 'kind': 'compute', 'inputs': ['a'], "                   \
-        " 'outputs': [{'name': 'p_o', 'size': 16}], 'runtime_ns': 1},"         \
-        "{'name': 'f', 'kind': 'compute', 'inputs': ['a', 'p_o'], "            \
-        " 'outputs': [{'name': 'f_a', 'size': 16" fa_from "}, "                \
-        "  {'name': 'f_b', 'size': 16" fb_from "}], 'runtime_ns': 1},"         \
-        "{'name': 'c', 'kind': 'collective', 'op': 'all_reduce', "             \
-        " 'group': 'g', 'inputs': [" c_reads "], "                             \
-        " 'outputs': [{'name': 'c_o', 'size': 16}], 'runtime_ns': 100},"       \
-        "{'name': 'w', 'kind': 'wait', 'inputs': ['c_o'], "                    \
-        " 'outputs': [{'name': 'w_o', 'alias_of': 'c_o'}]},"                   \
-        "{'name': 'u', 'kind': 'compute', 'inputs': ['q_o', 'f_b', 'w_o'], "   \
-        " 'outputs': [{'name': 'u_o', 'size': 16}], 'runtime_ns': 1}]}"
-
-static void test_raise_comms_through_fused_kernel(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *graph, *passes, *order;
-    } cases[] = {
-        {FUSED(", 'from': ['a']", ", 'from': ['p_o']", "'f_a'"),
-         "raise_comms", "q p f c w u"},
-        {FUSED("", "", "'f_a'"), "raise_comms", "p f c q w u"},
-        /* f_a from p_o after all: the path is back */
-        {FUSED(", 'from': ['p_o']", ", 'from': []", "'f_a'"), "raise_comms",
-         "p f c q w u"},
-        /* an output without a "from" is made from every input */
-        {FUSED("", ", 'from': []", "'f_a'"), "raise_comms", "p f c q w u"},
-        /* reorder_compute_for_overlap ranks by the same score0: c's 100 ns
-         * then take the ready compute nodes q and u's inputs in turn */
-        {FUSED(", 'from': ['a']", ", 'from': ['p_o']", "'f_a'"),
-         "reorder_compute_for_overlap", "q p f c w u"},
-        {FUSED("", "", "'f_a'"), "reorder_compute_for_overlap",
-         "p f c q w u"},
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        fx f;
-        fx_open(&f, cases[k].graph, NULL);
-        fx_run(&f, cases[k].passes, NULL);
-        expect_order(&f, cases[k].order);
-        fx_close(&f);
-    }
-}
-
-/* Control edges stay whole-node: c reads a, not f's outputs, but lists f
- * in `after`, so everything f reads reaches c, p included, whatever f's
- * outputs are made from. The same over two fused kernels: g makes g_1
- * from f_b, which f makes from p_o, and c reads g_1: p reaches c; with
- * c reading g_2 (from a) instead, it does not. */
-static void test_raise_comms_fused_paths(void **state)
-{
-    (void)state;
-    fx f;
-    fx_open(&f,
-            HDR "'inputs': [{'name': 'a', 'size': 16}], 'outputs': ['c_o'], "
-                "'nodes': ["
-                "{'name': 'q', 'kind': 'compute', 'inputs': ['a'], "
-                " 'outputs': [{'name': 'q_o', 'size': 16}], 'runtime_ns': 1},"
-                "{'name': 'p', 'kind': 'compute', 'inputs': ['a'], "
-                " 'outputs': [{'name': 'p_o', 'size': 16}], 'runtime_ns': 1},"
-                "{'name': 'f', 'kind': 'compute', 'inputs': ['a', 'p_o'], "
-                " 'outputs': [{'name': 'f_a', 'size': 16, 'from': ['a']}], "
-                " 'runtime_ns': 1},"
-                "{'name': 'c', 'kind': 'collective', 'op': 'all_reduce', "
-                " 'group': 'g', 'inputs': ['a'], 'after': ['f'], "
-                " 'outputs': [{'name': 'c_o', 'size': 16}], "
-                " 'runtime_ns': 100}]}",
-            NULL);
-    fx_run(&f, "raise_comms", NULL);
-    expect_order(&f, "p f c q");
-    fx_close(&f);
-
-    static const char *const two[2][2] = {{"g_1", "p f g c q w u"},
-                                          {"g_2", "q p f g c w u"}};
-    for (int k = 0; k < 2; k++) {
-        char graph[2048];
-        snprintf(
-            graph, sizeof graph,
-            HDR "'inputs': [{'name': 'a', 'size': 16}], 'outputs': ['u_o'], "
-                "'nodes': ["
-                "{'name': 'q', 'kind': 'compute', 'inputs': ['a'], "
-                " 'outputs': [{'name': 'q_o', 'size': 16}], 'runtime_ns': 1},"
-                "{'name': 'p', 'kind': 'compute', 'inputs': ['a'], "
-                " 'outputs': [{'name': 'p_o', 'size': 16}], 'runtime_ns': 1},"
-                "{'name': 'f', 'kind': 'compute', 'inputs': ['a', 'p_o'], "
-                " 'outputs': [{'name': 'f_a', 'size': 16, 'from': ['a']}, "
-                "  {'name': 'f_b', 'size': 16, 'from': ['p_o']}], "
-                " 'runtime_ns': 1},"
-                "{'name': 'g', 'kind': 'compute', 'inputs': ['f_b', 'a'], "
-                " 'outputs': [{'name': 'g_1', 'size': 16, 'from': ['f_b']}, "
-                "  {'name': 'g_2', 'size': 16, 'from': ['a']}], "
-                " 'runtime_ns': 1},"
-                "{'name': 'c', 'kind': 'collective', 'op': 'all_reduce', "
-                " 'group': 'g', 'inputs': ['%s'], "
-                " 'outputs': [{'name': 'c_o', 'size': 16}], "
-                " 'runtime_ns': 100},"
-                "{'name': 'w', 'kind': 'wait', 'inputs': ['c_o'], "
-                " 'outputs': [{'name': 'w_o', 'alias_of': 'c_o'}]},"
-                "{'name': 'u', 'kind': 'compute', "
-                " 'inputs': ['q_o', 'f_a', 'g_1', 'g_2', 'w_o'], "
-                " 'outputs': [{'name': 'u_o', 'size': 16}], "
-                " 'runtime_ns': 1}]}",
-            two[k][0]);
-        fx_open(&f, graph, NULL);
-        fx_run(&f, "raise_comms", NULL);
-        expect_order(&f, two[k][1]);
-        fx_close(&f);
-    }
-}
-
 /* S3 (aten test_sink_waits_raise_comms): mm=mm(a,a); relu=relu(mm);
  * mm_1=mm(relu,relu); ar=AR(mm); relu_1=relu(mm_1); mm_2=mm(relu_1,relu_1);
  * w=W(ar); mm_3=mm(w,mm_2). Costs: c10d ops 1.0 (the wait too), mm 1.0,
@@ -1539,8 +1417,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_s1_sink_waits),
         cmocka_unit_test(test_s2_raise_comms),
-        cmocka_unit_test(test_raise_comms_through_fused_kernel),
-        cmocka_unit_test(test_raise_comms_fused_paths),
         cmocka_unit_test(test_s3_sink_and_raise),
         cmocka_unit_test(test_s4_reorder_compute_for_overlap),
         cmocka_unit_test(test_null_knobs_are_defaults),
