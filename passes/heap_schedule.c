@@ -17,12 +17,12 @@
  * score0 comes from one reverse sweep over a topological order of data,
  * control and fake edges, never from per-collective ancestor walks: each
  * node, its users all seen, pushes what it reaches to the buffers it reads
- * and to the nodes it depends on otherwise. With reorder_for_overlap, popping a
- * collective schedules it and then the best ready compute nodes (neither
- * collective nor wait) while its cost is not used up. Two ready sets —
- * compute nodes and the rest — make "the best ready compute node" cheap
- * instead of the seed's scan of the ready list; the popped order is the
- * same. The keys are distinct, so each set is a set of ranks (rankset.h:
+ * and to the nodes it depends on otherwise. With reorder_for_overlap,
+ * popping a collective schedules it and then the best ready compute nodes
+ * (neither collective nor wait) while its cost is not used up. Two ready
+ * sets — compute nodes and the rest — make "the best ready compute node"
+ * cheap instead of the seed's scan of the ready list; the popped order is
+ * the same. The keys are distinct, so each set is a set of ranks (rankset.h:
  * the keys sorted once; a pop is a few word operations where a binary
  * heap sifted through log2 n levels, 345 instructions a pop on a
  * 33K-node step). */
@@ -283,7 +283,7 @@ commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
         uint32_t v = in[pos];
         s0[v] = raise_comms && cs_is_collective(g, v) ? comm_idx++ : inf;
     }
-    if (raise_comms)
+    if (raise_comms) /* order: borrowed as scratch until scheduling */
         reach_sweep(g, st.order, st.unmet, st.stamp, reach, h->reach_buf, s0);
     /* The keys are distinct (score2 is the position), so the heaps of the
      * seed are sets of ranks: the nodes in position order, sorted stably

@@ -245,9 +245,8 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      double *comp, cs_walk *w);
 
 /* cs_heap_order's working memory (~34 bytes a node and 8 a buffer). A
- * caller that runs
- * the scheduler on a thread of its own makes it first on its calling
- * thread: what a thread allocates comes from that thread's malloc arena,
+ * caller that runs the scheduler on a thread of its own makes it first on
+ * its calling thread: what a thread allocates comes from that thread's malloc arena,
  * and glibc keeps up to tens of MB freed there resident, where the calling
  * thread's next allocations would have reused it (overlap's seeds: ~40 MB
  * of peak RSS at 1M nodes). */

@@ -642,10 +642,11 @@ def _outputs_from(snode, reads):
         if got is None:
             closed[m] = got = set()
             for dep in (*m.unmet_dependencies, *m.read_writes.reads):
-                other = owner.get(str(dep.name))
+                name = str(dep.name)
+                other = owner.get(name)
                 if other is None:
-                    if dep.name in wanted:
-                        got.add(str(dep.name))
+                    if name in wanted:
+                        got.add(name)
                 elif other is not m:
                     got |= close(other)
         return got
@@ -866,9 +867,10 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
             node["outputs"] = [{"name": o[0], "alias_of": o[2]} if o[2] else
                                {"name": o[0], "size": o[1]}
                                for o in nd["outs"]]
-            for out in node["outputs"] if nd["from"] else ():
-                if out["name"] in nd["from"]:
-                    out["from"] = nd["from"][out["name"]]
+            if nd["from"]:
+                for out in node["outputs"]:
+                    if out["name"] in nd["from"]:
+                        out["from"] = nd["from"][out["name"]]
         if nd["after"]:
             node["after"] = nd["after"]
         if nd["after_fake"]:

@@ -9,8 +9,8 @@
  *
  * Checks run in a fixed order (groups, inputs, node names and outputs, node
  * references, aliases, the outputs' from, graph outputs, wait rules, order,
- * in-place write order) so that the first
- * error reported for a given file never changes. */
+ * in-place write order) so that the first error reported for a given file
+ * never changes. */
 #include "analysis.h"
 #include "graph_internal.h"
 
