@@ -988,6 +988,37 @@ static void test_graph_builder_errors(void **state)
     assert_string_equal(err.path, "nodes[0].inputs[0]");
 }
 
+/* A builder with the inputs x and y (8 bytes each). */
+static commsched_builder *xy_builder(void)
+{
+    commsched_builder *b = NULL;
+    commsched_error err = {0};
+    assert_int_equal(commsched_builder_create(NULL, &b, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_builder_add_input(b, "x", 8, 0, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(commsched_builder_add_input(b, "y", 8, 0, &err),
+                     COMMSCHED_OK);
+    return b;
+}
+
+static commsched_node_spec compute_spec(const char *name,
+                                        const char *const *inputs,
+                                        size_t n_inputs,
+                                        const commsched_output_spec *outputs,
+                                        size_t n_outputs)
+{
+    commsched_node_spec s;
+    memset(&s, 0, sizeof s);
+    s.runtime_ns = s.flops = s.bytes = -1.0;
+    s.kind = COMMSCHED_NODE_COMPUTE;
+    s.name = name;
+    s.inputs = inputs;
+    s.n_inputs = n_inputs;
+    s.outputs = outputs;
+    s.n_outputs = n_outputs;
+    return s;
+}
+
 /* An output's from through the builder: the calls' own errors (each marks
  * the builder failed), finish's check that every name is one of the
  * node's inputs, and a repaired order keeping each output's list. */
@@ -998,53 +1029,40 @@ static void test_graph_output_from(void **state)
     commsched_graph *g = NULL;
     commsched_error err = {0};
     const char *x[] = {"x"}, *xy[] = {"x", "y"}, *empty[] = {""};
-    commsched_output_spec outs[] = {{"a", 8, NULL}, {"b", 8, NULL}};
-    commsched_node_spec s;
-    memset(&s, 0, sizeof s);
-    s.runtime_ns = s.flops = s.bytes = -1.0;
-    s.kind = COMMSCHED_NODE_COMPUTE;
-    s.name = "f";
-    s.inputs = xy;
-    s.n_inputs = 2;
-    s.outputs = outs;
-    s.n_outputs = 2;
+    const commsched_output_spec outs[] = {{"a", 8, NULL}, {"b", 8, NULL}},
+                                o0 = {"b0", 8, NULL};
+    commsched_node_spec f = compute_spec("f", xy, 2, outs, 2);
+    const commsched_node_spec n0 = compute_spec("n0", x, 1, &o0, 1);
 
     /* the calls' own errors */
-    struct {
+    const struct {
         int add_node;
         size_t output;
         const char *const *names;
-        size_t n;
         int twice;
         const char *path, *text;
     } bad[] = {
-        {0, 0, x, 1, 0, "nodes", "no node was added to give an output's "
-                                 "from to"},
-        {1, 2, x, 1, 0, "nodes[0].outputs", "node \"f\" has 2 outputs, no "
-                                            "output 2"},
-        {1, 1, empty, 1, 0, "nodes[0].outputs[1].from[0]",
+        {0, 0, x, 0, "nodes", "no node was added to give an output's "
+                              "from to"},
+        {1, 2, x, 0, "nodes[0].outputs", "node \"f\" has 2 outputs, no "
+                                         "output 2"},
+        {1, 1, empty, 0, "nodes[0].outputs[1].from[0]",
          "expected a non-empty name"},
-        {1, 0, x, 1, 1, "nodes[0].outputs[0].from",
+        {1, 0, x, 1, "nodes[0].outputs[0].from",
          "the output's from is already given"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         commsched_error_clear(&err);
-        assert_int_equal(commsched_builder_create(NULL, &b, &err),
-                         COMMSCHED_OK);
-        assert_int_equal(commsched_builder_add_input(b, "x", 8, 0, &err),
-                         COMMSCHED_OK);
-        assert_int_equal(commsched_builder_add_input(b, "y", 8, 0, &err),
-                         COMMSCHED_OK);
+        b = xy_builder();
         if (bad[k].add_node)
-            assert_int_equal(commsched_builder_add_node(b, &s, &err),
+            assert_int_equal(commsched_builder_add_node(b, &f, &err),
                              COMMSCHED_OK);
         if (bad[k].twice)
             assert_int_equal(commsched_builder_set_output_from(
-                                 b, bad[k].output, bad[k].names, bad[k].n,
-                                 &err),
+                                 b, bad[k].output, bad[k].names, 1, &err),
                              COMMSCHED_OK);
         assert_int_equal(commsched_builder_set_output_from(
-                             b, bad[k].output, bad[k].names, bad[k].n, &err),
+                             b, bad[k].output, bad[k].names, 1, &err),
                          COMMSCHED_ESCHEMA);
         assert_string_equal(err.path, bad[k].path);
         assert_string_equal(err.text, bad[k].text);
@@ -1067,27 +1085,12 @@ static void test_graph_output_from(void **state)
         {unknown, 1, "nodes[1].outputs[0].from[0]",
          "\"zz\" is not an input of node \"f\""},
     };
-    commsched_output_spec o0 = {"b0", 8, NULL};
-    commsched_node_spec first;
-    memset(&first, 0, sizeof first);
-    first.runtime_ns = first.flops = first.bytes = -1.0;
-    first.kind = COMMSCHED_NODE_COMPUTE;
-    first.name = "n0";
-    first.inputs = x;
-    first.n_inputs = 1;
-    first.outputs = &o0;
-    first.n_outputs = 1;
     for (size_t k = 0; k < sizeof unresolved / sizeof unresolved[0]; k++) {
         commsched_error_clear(&err);
-        assert_int_equal(commsched_builder_create(NULL, &b, &err),
+        b = xy_builder();
+        assert_int_equal(commsched_builder_add_node(b, &n0, &err),
                          COMMSCHED_OK);
-        assert_int_equal(commsched_builder_add_input(b, "x", 8, 0, &err),
-                         COMMSCHED_OK);
-        assert_int_equal(commsched_builder_add_input(b, "y", 8, 0, &err),
-                         COMMSCHED_OK);
-        assert_int_equal(commsched_builder_add_node(b, &first, &err),
-                         COMMSCHED_OK);
-        assert_int_equal(commsched_builder_add_node(b, &s, &err),
+        assert_int_equal(commsched_builder_add_node(b, &f, &err),
                          COMMSCHED_OK);
         assert_int_equal(commsched_builder_set_output_from(
                              b, 0, unresolved[k].names, unresolved[k].n,
@@ -1104,17 +1107,14 @@ static void test_graph_output_from(void **state)
      * its outputs keep their lists, which save and load back */
     const char *in_f[] = {"x", "b0"}, *from_b[] = {"b0"};
     commsched_error_clear(&err);
-    assert_int_equal(commsched_builder_create(NULL, &b, &err), COMMSCHED_OK);
-    assert_int_equal(commsched_builder_add_input(b, "x", 8, 0, &err),
-                     COMMSCHED_OK);
-    s.inputs = in_f;
-    assert_int_equal(commsched_builder_add_node(b, &s, &err), COMMSCHED_OK);
+    b = xy_builder();
+    f.inputs = in_f;
+    assert_int_equal(commsched_builder_add_node(b, &f, &err), COMMSCHED_OK);
     assert_int_equal(commsched_builder_set_output_from(b, 1, from_b, 1, &err),
                      COMMSCHED_OK);
     assert_int_equal(commsched_builder_set_output_from(b, 0, x, 1, &err),
                      COMMSCHED_OK);
-    assert_int_equal(commsched_builder_add_node(b, &first, &err),
-                     COMMSCHED_OK);
+    assert_int_equal(commsched_builder_add_node(b, &n0, &err), COMMSCHED_OK);
     assert_int_equal(
         commsched_builder_finish(b, COMMSCHED_FINISH_TOPOSORT, &g, &err),
         COMMSCHED_OK);
