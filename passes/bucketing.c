@@ -387,7 +387,21 @@ static commsched_status add_old_node(bk_pass *p, commsched_builder *b,
     sp.flops = nd->flops;
     sp.bytes = nd->bytes;
     sp.gemm_like = nd->gemm_like;
-    return commsched_builder_add_node(b, &sp, err);
+    commsched_status st = commsched_builder_add_node(b, &sp, err);
+    /* Its outputs' from: the node keeps its input names, so they stay
+     * its inputs (the builder copied s_in, free for them now). */
+    for (uint32_t i = 0; i < nd->n_out && st == COMMSCHED_OK; i++) {
+        uint32_t o = nd->out_first + i;
+        if (!g->buffers[o].has_from)
+            continue;
+        uint32_t len = CS_ROW_LEN(g->from, o);
+        if (grow_names(&p->s_in, &p->cap_in, len) != 0)
+            return bk_oom(err);
+        for (uint32_t k = 0; k < len; k++)
+            p->s_in[k] = g->buffers[CS_ROW_BEGIN(g->from, o)[k]].name;
+        st = commsched_builder_set_output_from(b, i, p->s_in, len, err);
+    }
+    return st;
 }
 
 /* The merged collective's dtype: the members' own when they agree, else

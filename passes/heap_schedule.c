@@ -5,19 +5,24 @@
  *   score0  raise_comms: a collective's own index among the collectives in
  *           the current order; any other node the smallest such index among
  *           the collectives it reaches over any edge (fake included);
- *           otherwise "infinity";
+ *           otherwise "infinity". Through a node whose outputs say what
+ *           they are computed from (the format's "from": a fused kernel),
+ *           a path goes on only from an input to the outputs made from it,
+ *           as Inductor's ancestors follow the fused kernels' members;
+ *           control, fake and in-place write edges are whole-node;
  *   score1  sink_waits: 1 for a wait, else 0;
  *   score2  the node's position in the current order.
  * Readiness counts every dependency, fake ones included.
  *
- * score0 comes from one reverse sweep over the graph's node order (always a
- * topological order of data, control and fake edges), never from
- * per-collective ancestor walks. With reorder_for_overlap, popping a
- * collective schedules it and then the best ready compute nodes (neither
- * collective nor wait) while its cost is not used up. Two ready sets —
- * compute nodes and the rest — make "the best ready compute node" cheap
- * instead of the seed's scan of the ready list; the popped order is the
- * same. The keys are distinct, so each set is a set of ranks (rankset.h:
+ * score0 comes from one reverse sweep over a topological order of data,
+ * control and fake edges, never from per-collective ancestor walks: each
+ * node, its users all seen, pushes what it reaches to the buffers it reads
+ * and to the nodes it depends on otherwise. With reorder_for_overlap,
+ * popping a collective schedules it and then the best ready compute nodes
+ * (neither collective nor wait) while its cost is not used up. Two ready
+ * sets — compute nodes and the rest — make "the best ready compute node"
+ * cheap instead of the seed's scan of the ready list; the popped order is
+ * the same. The keys are distinct, so each set is a set of ranks (rankset.h:
  * the keys sorted once; a pop is a few word operations where a binary
  * heap sifted through log2 n levels, 345 instructions a pop on a
  * 33K-node step). */
@@ -129,11 +134,90 @@ static uint32_t topo_order(const commsched_graph *g, uint32_t *order,
     return tail;
 }
 
-int cs_heap_scratch_init(cs_heap_scratch *h, uint32_t n)
+static void lower(uint64_t *x, uint64_t v)
+{
+    if (v < *x)
+        *x = v;
+}
+
+/* score0 of every node into s0 (raise_comms): the smallest collective index
+ * each node reaches, in one sweep over a reverse topological order of data,
+ * control and fake edges. On entry s0[v] is v's own index if it is a
+ * collective, else infinity. Once all of v's successors are done, v
+ * reaches its own index, its outputs' (reach_buf[b]: the least index
+ * reached from buffer b over its readers, by the name they list, as a
+ * reader of an alias depends on the alias's producer) and what its
+ * control successors pushed to reach[v] (after, the in-place write edges,
+ * after_fake: whole-node edges). A collective, or a node whose outputs
+ * carry no "from", pushes all of that to every buffer it reads and every
+ * node it depends on otherwise. A node whose outputs carry a "from" pushes
+ * to each input only what the outputs made from that input reach (plus,
+ * to every input, its control successors' and its outputs' without a
+ * "from"): a path through a fused kernel goes on only from the member it
+ * enters by to the outputs that member feeds, as Inductor's ancestors are
+ * its pre-fusion nodes'. Without any "from" this is the minimum over every
+ * successor. O(nodes + reads + edges + from names). reach: n entries,
+ * reach_buf: one per buffer; topo, unmet and stamp: scratch of n entries
+ * (stamp all zero, and left so). */
+static void reach_sweep(const commsched_graph *g, uint32_t *topo,
+                        uint32_t *unmet, uint32_t *stamp, uint64_t *reach,
+                        uint64_t *reach_buf, uint64_t *s0)
+{
+    const uint64_t inf = UINT64_MAX;
+    for (uint32_t v = 0; v < g->n_nodes; v++)
+        reach[v] = inf;
+    for (uint32_t b = 0; b < g->n_buffers; b++)
+        reach_buf[b] = inf;
+    uint32_t n_topo = topo_order(g, topo, unmet, stamp);
+    const int any_from = g->from.off != NULL;
+    for (uint32_t i = n_topo; i-- > 0;) {
+        uint32_t v = topo[i];
+        const cs_node *nd = &g->nodes[v];
+        const int coll = cs_is_collective(g, v);
+        /* below: what v's successors reach; whole: what each input of v
+         * reaches through v when some outputs carry a "from" (its control
+         * successors and its outputs without one) */
+        uint64_t below = reach[v], whole = reach[v];
+        int split = 0;
+        for (uint32_t o = nd->out_first; o < nd->out_first + nd->n_out; o++) {
+            lower(&below, reach_buf[o]);
+            if (any_from && g->buffers[o].has_from && !coll)
+                split = 1;
+            else
+                lower(&whole, reach_buf[o]);
+        }
+        /* A collective keeps its own index (the seed assigns it last). */
+        uint64_t all = below;
+        if (coll)
+            lower(&all, s0[v]);
+        else
+            s0[v] = below;
+        if (!split)
+            whole = all;
+        const cs_csr *ctl[3] = {&g->after, &g->derived, &g->after_fake};
+        for (int c = 0; c < 3; c++)
+            for (uint32_t k = ctl[c]->off[v]; k < ctl[c]->off[v + 1]; k++)
+                lower(&reach[ctl[c]->idx[k]], all);
+        for (uint32_t k = g->reads.off[v]; k < g->reads.off[v + 1]; k++)
+            lower(&reach_buf[g->reads.idx[k]], whole);
+        if (split)
+            for (uint32_t o = nd->out_first; o < nd->out_first + nd->n_out;
+                 o++)
+                if (g->buffers[o].has_from)
+                    for (uint32_t k = g->from.off[o]; k < g->from.off[o + 1];
+                         k++)
+                        lower(&reach_buf[g->from.idx[k]], reach_buf[o]);
+    }
+}
+
+int cs_heap_scratch_init(cs_heap_scratch *h, uint32_t n, uint32_t n_buffers)
 {
     size_t nn = n ? n : 1;
     memset(h, 0, sizeof *h);
     h->n = n;
+    h->n_buffers = n_buffers;
+    h->reach_buf = cs_malloc_array(n_buffers ? n_buffers : 1,
+                                   sizeof *h->reach_buf);
     h->rank = cs_malloc_array(nn, sizeof *h->rank);
     h->at = cs_malloc_array(nn, sizeof *h->at);
     h->unmet = cs_malloc_array(nn, sizeof *h->unmet);
@@ -143,7 +227,7 @@ int cs_heap_scratch_init(cs_heap_scratch *h, uint32_t n)
     int sets_failed = cs_rankset_init(&h->compute, n) != 0 ||
                       cs_rankset_init(&h->other, n) != 0;
     if (sets_failed || !h->rank || !h->at || !h->unmet || !h->stamp ||
-        !h->reach || !h->s0) {
+        !h->reach || !h->s0 || !h->reach_buf) {
         cs_heap_scratch_free(h);
         return -1;
     }
@@ -158,6 +242,7 @@ void cs_heap_scratch_free(cs_heap_scratch *h)
     free(h->stamp);
     free(h->reach);
     free(h->s0);
+    free(h->reach_buf);
     cs_rankset_free(&h->compute);
     cs_rankset_free(&h->other);
     memset(h, 0, sizeof *h);
@@ -171,10 +256,10 @@ commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
     uint32_t n = g->n_nodes;
     cs_heap_scratch own;
     cs_heap_scratch *h = scratch ? scratch : &own;
-    if (!scratch && cs_heap_scratch_init(&own, n) != 0)
+    if (!scratch && cs_heap_scratch_init(&own, n, g->n_buffers) != 0)
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                    "out of memory");
-    assert(h->n == n);
+    assert(h->n == n && h->n_buffers == g->n_buffers);
     sched_state st;
     memset(&st, 0, sizeof st);
     st.g = g;
@@ -196,30 +281,10 @@ commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,
     uint32_t comm_idx = 0;
     for (uint32_t pos = 0; pos < n; pos++) {
         uint32_t v = in[pos];
-        s0[v] = inf;
-        reach[v] = raise_comms && cs_is_collective(g, v) ? comm_idx++ : inf;
+        s0[v] = raise_comms && cs_is_collective(g, v) ? comm_idx++ : inf;
     }
-    if (raise_comms) {
-        /* reach[v] = min(own index, reach of every successor): the smallest
-         * collective index at or below v, in one sweep over a reverse
-         * topological order of data, control and fake edges. */
-        uint32_t *topo = st.order; /* borrowed as scratch until scheduling */
-        uint32_t n_topo = topo_order(g, topo, st.unmet, st.stamp);
-        for (uint32_t i = n_topo; i-- > 0;) {
-            uint32_t v = topo[i];
-            uint64_t below = inf;
-            const cs_csr *rows[2] = {&g->users, &g->fake_users};
-            for (int r = 0; r < 2; r++)
-                for (uint32_t k = rows[r]->off[v]; k < rows[r]->off[v + 1];
-                     k++)
-                    if (reach[rows[r]->idx[k]] < below)
-                        below = reach[rows[r]->idx[k]];
-            /* A collective keeps its own index (the seed assigns it last). */
-            s0[v] = cs_is_collective(g, v) ? reach[v] : below;
-            if (below < reach[v])
-                reach[v] = below;
-        }
-    }
+    if (raise_comms) /* order: borrowed as scratch until scheduling */
+        reach_sweep(g, st.order, st.unmet, st.stamp, reach, h->reach_buf, s0);
     /* The keys are distinct (score2 is the position), so the heaps of the
      * seed are sets of ranks: the nodes in position order, sorted stably
      * by (score0, score1) — score0 is a collective index (< n) or

@@ -27,7 +27,8 @@ typedef struct ov_heap_step {
 } ov_heap_step;
 
 /* How a seed's order is made: the heap scheduler (n_steps steps, priced
- * from preallocated scratch: ~34 bytes a node), or a pipeline of passes
+ * from preallocated scratch: ~34 bytes a node, 8 a
+ * buffer), or a pipeline of passes
  * (their own allocations) with the per-pass budgets of Inductor's
  * iterative passes (NULL: the knobs' defaults). */
 static const struct ov_seed {
@@ -101,7 +102,8 @@ int cs_ov_seed_alloc(ov_seed_run *r, const ov_base *b, size_t i)
         return -1;
     if (sd->n_steps > 1 && !(r->tmp = cs_malloc_array(nn, sizeof *r->tmp)))
         return -1;
-    if (sd->n_steps > 0 && cs_heap_scratch_init(&r->hs, b->n) != 0)
+    if (sd->n_steps > 0 &&
+        cs_heap_scratch_init(&r->hs, b->n, b->g->n_buffers) != 0)
         return -1;
     return 0;
 }

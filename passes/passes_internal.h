@@ -268,28 +268,28 @@ void cs_wait_exposed(const commsched_graph *g, const commsched_schedule *s,
                      const double *rt, uint32_t wait, double *comm,
                      double *comp, cs_walk *w);
 
-/* cs_heap_order's working memory (~34 bytes a node). A caller that runs
- * the scheduler on a thread of its own makes it first on its calling
- * thread: what a thread allocates comes from that thread's malloc arena,
+/* cs_heap_order's working memory (~34 bytes a node and 8 a buffer). A
+ * caller that runs the scheduler on a thread of its own makes it first on
+ * its calling thread: what a thread allocates comes from that thread's malloc arena,
  * and glibc keeps up to tens of MB freed there resident, where the calling
  * thread's next allocations would have reused it (overlap's seeds: ~40 MB
  * of peak RSS at 1M nodes). */
 typedef struct cs_heap_scratch {
-    uint32_t n;
+    uint32_t n, n_buffers;
     uint32_t *rank, *at, *unmet, *stamp;
-    uint64_t *reach, *s0;
+    uint64_t *reach, *s0, *reach_buf;
     cs_rankset compute, other;
 } cs_heap_scratch;
 
-/* Room for a graph of n nodes. Returns 0, or -1 on OOM (h then owns
- * nothing). cs_heap_scratch_free releases it. */
-int cs_heap_scratch_init(cs_heap_scratch *h, uint32_t n);
+/* Room for a graph of n nodes and n_buffers buffers. Returns 0, or -1 on
+ * OOM (h then owns nothing). cs_heap_scratch_free releases it. */
+int cs_heap_scratch_init(cs_heap_scratch *h, uint32_t n, uint32_t n_buffers);
 void cs_heap_scratch_free(cs_heap_scratch *h);
 
 /* The order the seed's heap list scheduler (_schedule_for_comm: raise_comms,
  * sink_waits, reorder_compute_for_overlap) makes from `in`, a permutation of
  * the nodes, into out (n entries, the caller's). runtime_ns is read only
- * with for_overlap. scratch: working memory for g's node count
+ * with for_overlap. scratch: working memory for g's node and buffer counts
  * (cs_heap_scratch_init), or NULL to allocate its own. ENOMEM, or
  * EINTERNAL when the edges form a cycle; out is then unspecified. */
 commsched_status cs_heap_order(const commsched_graph *g, const uint32_t *in,

@@ -180,6 +180,22 @@ COMMSCHED_EXPORT commsched_status commsched_builder_add_node(
     commsched_builder *b, const commsched_node_spec *spec,
     commsched_error *err);
 
+/* Says which of its node's inputs output `output` of the node added last
+ * (its index in that node's spec.outputs) is computed from: the format's
+ * "from" (docs/FORMAT.md). Without this call an output is computed from
+ * all of its node's inputs. For a node that fuses several kernels, whose
+ * outputs each come from some of its inputs only: raise_comms ranks the
+ * kernels that feed a collective by it, as Inductor's ancestors do.
+ * n_from may be 0 (computed from none of the inputs). Names are copied
+ * and resolved by commsched_builder_finish, which fails when one is not
+ * among that node's inputs ("nodes[i].outputs[k].from[m]: ..."). Fails
+ * with ESCHEMA when no node was added, `output` is not one of its outputs,
+ * its "from" was already given, or a name is empty or not UTF-8; a failed
+ * call marks the builder failed as a failed add does. O(n_from). */
+COMMSCHED_EXPORT commsched_status commsched_builder_set_output_from(
+    commsched_builder *b, size_t output, const char *const *from,
+    size_t n_from, commsched_error *err);
+
 /* Flags for commsched_builder_finish. */
 #define COMMSCHED_FINISH_TOPOSORT 1u /* repair a non-topological node order */
 

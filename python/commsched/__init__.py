@@ -107,12 +107,14 @@ def _strings(items):
     return arr, len(items)
 
 
-Output = collections.namedtuple("Output", "name size alias_of",
-                                defaults=(0, None))
+Output = collections.namedtuple("Output", "name size alias_of from_",
+                                defaults=(0, None, None))
 Output.__doc__ = """One node output: a real buffer of ``size`` bytes, or
 (``alias_of`` set) an alias of a buffer the node reads or of its own earlier
 output, which allocates nothing (a wait's result, a view, an in-place
-collective)."""
+collective). ``from_``, a list of names of the node's inputs, says which of
+them the output is computed from (the format's ``"from"``: a fused kernel's
+outputs); None, the default, is all of them."""
 
 
 def alias(name, of):
@@ -126,7 +128,8 @@ def _output(o):
     if isinstance(o, str):
         return Output(o)
     if isinstance(o, dict):
-        return Output(o["name"], o.get("size", 0) or 0, o.get("alias_of"))
+        return Output(o["name"], o.get("size", 0) or 0, o.get("alias_of"),
+                      o.get("from"))
     return Output(*o)
 
 
@@ -327,7 +330,9 @@ class Graph:
 
         ``kind`` is ``"compute"``, ``"collective"`` or ``"wait"``;
         ``outputs`` items are :class:`Output`, ``(name, size)``,
-        ``(name, size, alias_of)``, a dict or a bare name (size 0).
+        ``(name, size, alias_of)``, ``(name, size, alias_of, from_)``, a
+        dict (the format's keys, ``"from"`` included) or a bare name
+        (size 0).
         ``runtime_ns``/``flops``/``bytes`` left as None are absent (the cost
         model estimates the runtime). Field meanings: docs/FORMAT.md.
         """
@@ -337,6 +342,10 @@ class Graph:
             raise Error("unknown kind \"%s\" (expected compute, collective "
                         "or wait)" % kind)
         outs = [_output(o) for o in outputs]
+        for k, o in enumerate(outs):
+            if isinstance(o.from_, (str, type(b""))):  # `bytes` is shadowed
+                raise Error("outputs[%d].from_: expected a list of input "
+                            "names, got a string" % k)
         out_arr = (_lib.OutputSpec * max(1, len(outs)))(
             *[_lib.OutputSpec(_b(o.name), _int64(o.size or 0, "size"),
                               _b(o.alias_of))
@@ -362,6 +371,10 @@ class Graph:
         spec.bytes = -1.0 if bytes is None else float(bytes)
         spec.gemm_like = 1 if gemm_like else 0
         _call(lib, lib.commsched_builder_add_node, b, _ctypes.byref(spec))
+        for k, o in enumerate(outs):
+            if o.from_ is not None:
+                arr, n = _strings(o.from_)
+                _call(lib, lib.commsched_builder_set_output_from, b, k, arr, n)
         return self
 
     def compute(self, name, **kw):

@@ -222,6 +222,8 @@ _PROTOTYPES = {
     "commsched_builder_add_input": (c_int, [_H, c_char_p, c_int64, c_int, _E]),
     "commsched_builder_add_output": (c_int, [_H, c_char_p, _E]),
     "commsched_builder_add_node": (c_int, [_H, POINTER(NodeSpec), _E]),
+    "commsched_builder_set_output_from": (
+        c_int, [_H, c_size_t, POINTER(c_char_p), c_size_t, _E]),
     "commsched_builder_finish": (c_int, [_H, c_uint, POINTER(_H), _E]),
     "commsched_builder_destroy": (None, [_H]),
     "commsched_graph_load_file": (c_int, [c_char_p, c_uint, POINTER(_H), _E]),

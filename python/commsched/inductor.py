@@ -48,6 +48,15 @@ What is read, exactly (nothing else is touched):
   later node (an earlier pass in Inductor's list broke it) is dropped.
 - ``snode.read_writes.reads`` -- the graph inputs a node reads
   (``unmet_dependencies`` holds only the scheduler's own buffers).
+- for a ``FusedSchedulerNode`` (not a ``GroupedSchedulerNode``), of each
+  member in ``snode.snodes``: ``get_buffer_names()``,
+  ``unmet_dependencies`` and ``read_writes.reads`` (``dep.name``) -- each
+  output's ``"from"``: the node's inputs its member depends on, directly
+  or through the other members it depends on, every kind of dependency
+  followed, as Inductor's ``compute_ancestors`` relates the members before
+  fusion (left out where that is all the inputs). raise_comms ranks a
+  node by the collectives that reach it through them, as torch's
+  ``_schedule_for_comm`` reads the collectives' ``snode.ancestors``.
 - the runtime: ``torch._inductor.comms.estimate_op_runtime(snode)``
   (``snode.get_estimated_runtime()`` without torch), in milliseconds as
   Inductor estimates, converted to nanoseconds; where it is 0 (Inductor's
@@ -95,7 +104,8 @@ model does not count them, as Inductor does not); outputs from
 ``V.graph.get_output_names()``. ``graph_inputs={name: bytes}``,
 ``graph_outputs=[names]``, ``group_of=`` (node -> group name) and
 ``group_sizes=`` override what is read. Not read: ``snode.ancestors``
-(commsched computes reachability itself).
+(commsched computes reachability itself, from the edges and the members'
+``"from"``).
 
 Mapping onto the graph format (docs/FORMAT.md): a mutation's new name
 (size 0; ``buf.get_mutations()`` names a buffer the node reads) is an
@@ -595,6 +605,59 @@ def _read_write_bytes():
     return of
 
 
+@functools.lru_cache(maxsize=None)
+def _fused_node_class():
+    """torch's FusedSchedulerNode (imported once), or None without torch."""
+    try:
+        from torch._inductor.scheduler import FusedSchedulerNode
+    except ImportError:
+        return None
+    return FusedSchedulerNode
+
+
+def _outputs_from(snode, reads):
+    """For a fused kernel (a FusedSchedulerNode; a GroupedSchedulerNode is
+    not one), the inputs each of its buffers is computed from: those its
+    producing member depends on, directly or through the other members it
+    depends on, as Inductor's compute_ancestors relates the members before
+    fusion (it follows every dependency in ``unmet_dependencies``, fake
+    WeakDeps included; ``read_writes.reads`` adds the graph inputs, which
+    the scheduler prunes from them). ``{buffer name: [names of reads, in
+    their order]}`` for the buffers made from fewer than all of ``reads``
+    (the format's "from"); ``{}`` for any other node. O(members x reads)."""
+    fused = _fused_node_class()
+    members = getattr(snode, "snodes", None)
+    if fused is None or not isinstance(snode, fused) or not members:
+        return {}
+    owner = {}
+    for m in members:
+        for bname in m.get_buffer_names():
+            owner[str(bname)] = m
+    wanted = frozenset(reads)
+    closed = {}
+
+    def close(m):
+        """The inputs among ``reads`` that member m depends on."""
+        got = closed.get(m)
+        if got is None:
+            closed[m] = got = set()
+            for dep in (*m.unmet_dependencies, *m.read_writes.reads):
+                name = str(dep.name)
+                other = owner.get(name)
+                if other is None:
+                    if name in wanted:
+                        got.add(name)
+                elif other is not m:
+                    got |= close(other)
+        return got
+    out = {}
+    for bname, m in owner.items():
+        got = close(m)
+        if len(got) < len(wanted):
+            out[bname] = [r for r in reads if r in got]
+    return out
+
+
 def _graph_io():
     """Inductor's graph inputs {name: (bytes, freeable)} as its memory
     estimate sees them (memory.get_freeable_input_buf: a dependency's size
@@ -731,6 +794,7 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
                 (data if is_fake is None else keep).append(dname)
         nd["data"] = list(dict.fromkeys(data))
         nd["reads"] = list(dict.fromkeys(data + keep))
+        nd["from"] = _outputs_from(nd["sn"], nd["reads"])
         nd["after"] = list(dict.fromkeys(after))
         nd["after_fake"] = [n for n in dict.fromkeys(after_fake)
                             if n not in nd["after"]]
@@ -803,6 +867,10 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
             node["outputs"] = [{"name": o[0], "alias_of": o[2]} if o[2] else
                                {"name": o[0], "size": o[1]}
                                for o in nd["outs"]]
+            if nd["from"]:
+                for out in node["outputs"]:
+                    if out["name"] in nd["from"]:
+                        out["from"] = nd["from"][out["name"]]
         if nd["after"]:
             node["after"] = nd["after"]
         if nd["after_fake"]:

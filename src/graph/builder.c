@@ -8,13 +8,12 @@
  * and the same JSON-path error locations ("nodes[3].inputs[1]").
  *
  * Checks run in a fixed order (groups, inputs, node names and outputs, node
- * references, aliases, graph outputs, wait rules, order, in-place write
- * order) so that the first
- * error reported for a given file never changes. */
+ * references, aliases, the outputs' from, graph outputs, wait rules, order,
+ * in-place write order) so that the first error reported for a given file
+ * never changes. */
 #include "analysis.h"
 #include "graph_internal.h"
 
-#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -37,6 +36,8 @@ typedef struct bout {
     const char *name;
     int64_t size;
     const char *alias_of;
+    uint32_t from_first, n_from; /* its "from" names in refs */
+    uint8_t has_from;            /* absent: from all the node's inputs */
 } bout;
 
 typedef struct bnode {
@@ -68,7 +69,9 @@ struct commsched_builder {
     VEC(const char *, outputs);
     VEC(bnode, nodes);
     VEC(bout, outs);
-    VEC(const char *, refs); /* names in inputs / after / after_fake */
+    VEC(const char *, refs); /* names in inputs / after / after_fake and
+                                the outputs' from */
+    uint8_t any_from;        /* some output has a "from" */
     commsched_status failed; /* first failed add_* call, or OK */
 };
 
@@ -461,6 +464,8 @@ static commsched_status add_node(commsched_builder *b,
         bo->alias_of = o->alias_of ? cs_arena_strdup(&b->scratch, o->alias_of)
                                    : NULL;
         bo->size = o->alias_of ? 0 : o->size;
+        bo->from_first = bo->n_from = 0;
+        bo->has_from = 0;
         if (!bo->name || (o->alias_of && !bo->alias_of)) {
             return oom(err);
         }
@@ -480,6 +485,58 @@ commsched_status commsched_builder_add_node(commsched_builder *b,
     if (st != COMMSCHED_OK) {
         b->n_nodes = n_nodes;
         b->n_outs = n_outs;
+        b->n_refs = n_refs;
+        b->failed = st;
+    }
+    return st;
+}
+
+static commsched_status set_output_from(commsched_builder *b, size_t output,
+                                        const char *const *from,
+                                        size_t n_from, commsched_error *err)
+{
+    char path[96];
+    if (b->n_nodes == 0)
+        return failf(err, COMMSCHED_ESCHEMA, "nodes",
+                     "no node was added to give an output's from to");
+    size_t i = b->n_nodes - 1;
+    const bnode *n = &b->nodes[i];
+    if (output >= n->n_out) {
+        snprintf(path, sizeof path, "nodes[%zu].outputs", i);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "node \"%s\" has %u outputs, no output %zu", n->name,
+                     n->n_out, output);
+    }
+    bout *o = &b->outs[n->out_first + output];
+    if (o->has_from) {
+        snprintf(path, sizeof path, "nodes[%zu].outputs[%zu].from", i, output);
+        return failf(err, COMMSCHED_ESCHEMA, path,
+                     "the output's from is already given");
+    }
+    char field[48];
+    snprintf(field, sizeof field, "outputs[%zu].from", output);
+    uint32_t first;
+    commsched_status st = push_refs(b, from, n_from, field, i, &first, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    o->from_first = first;
+    o->n_from = (uint32_t)n_from;
+    o->has_from = 1;
+    b->any_from = 1;
+    return COMMSCHED_OK;
+}
+
+/* As commsched_builder_add_node: a failed call leaves nothing behind and
+ * marks the builder failed. */
+commsched_status commsched_builder_set_output_from(commsched_builder *b,
+                                                   size_t output,
+                                                   const char *const *from,
+                                                   size_t n_from,
+                                                   commsched_error *err)
+{
+    size_t n_refs = b->n_refs;
+    commsched_status st = set_output_from(b, output, from, n_from, err);
+    if (st != COMMSCHED_OK) {
         b->n_refs = n_refs;
         b->failed = st;
     }
@@ -922,6 +979,67 @@ static commsched_status resolve_aliases(commsched_graph *g,
     return COMMSCHED_OK;
 }
 
+/* Each output's "from" (only when some output has one: g->from stays
+ * empty otherwise): every name must be one of its node's inputs. A stamp
+ * per buffer marks the node's inputs, so a node costs its inputs plus its
+ * from names. */
+static commsched_status resolve_from(commsched_graph *g,
+                                     const commsched_builder *b,
+                                     commsched_error *err)
+{
+    if (!b->any_from)
+        return COMMSCHED_OK;
+    if (b->n_refs > UINT32_MAX)
+        return failf(err, COMMSCHED_ESCHEMA, "nodes",
+                     "too many references (more than 2^32)");
+    uint32_t nb = g->n_buffers;
+    size_t total = 0;
+    g->from.off = cs_calloc((size_t)nb + 1, sizeof *g->from.off);
+    if (!g->from.off)
+        return oom(err);
+    for (uint32_t bi = 0; bi < nb; bi++) {
+        if (bi >= g->n_inputs) {
+            const bout *o = &b->outs[bi - g->n_inputs];
+            total += o->n_from;
+            g->buffers[bi].has_from = o->has_from;
+        }
+        g->from.off[bi + 1] = (uint32_t)total;
+    }
+    g->from.idx = cs_malloc_array(total ? total : 1, sizeof *g->from.idx);
+    uint32_t *mark = cs_calloc(nb, sizeof *mark);
+    commsched_status st = COMMSCHED_OK;
+    if (!g->from.idx || !mark) {
+        free(mark);
+        return oom(err);
+    }
+    for (uint32_t i = 0; i < g->n_nodes && st == COMMSCHED_OK; i++) {
+        const cs_node *n = &g->nodes[i];
+        const bnode *bn = &b->nodes[i];
+        for (uint32_t k = g->reads.off[i]; k < g->reads.off[i + 1]; k++)
+            mark[g->reads.idx[k]] = i + 1;
+        for (uint32_t k = 0; k < n->n_out && st == COMMSCHED_OK; k++) {
+            const bout *o = &b->outs[bn->out_first + k];
+            uint32_t *row = CS_ROW_BEGIN(g->from, n->out_first + k);
+            for (uint32_t m = 0; m < o->n_from; m++) {
+                const char *name = b->refs[o->from_first + m];
+                uint32_t bi = cs_strmap_get(&g->buffer_by_name, name);
+                if (bi == UINT32_MAX || mark[bi] != i + 1) {
+                    char path[96];
+                    snprintf(path, sizeof path,
+                             "nodes[%u].outputs[%u].from[%u]", i, k, m);
+                    st = failf(err, COMMSCHED_EGRAPH, path,
+                               "\"%s\" is not an input of node \"%s\"", name,
+                               n->name);
+                    break;
+                }
+                row[m] = bi;
+            }
+        }
+    }
+    free(mark);
+    return st;
+}
+
 static commsched_status resolve_outputs(commsched_graph *g,
                                         const commsched_builder *b,
                                         commsched_error *err)
@@ -947,149 +1065,6 @@ static commsched_status resolve_outputs(commsched_graph *g,
         /* Nothing on an output's alias chain is ever freed. */
         for (uint32_t c = bi; c != COMMSCHED_NONE; c = g->buffers[c].alias_of)
             g->buffers[c].keep = 1;
-    }
-    return COMMSCHED_OK;
-}
-
-/* Only a wait may read an async collective's output; a wait must read at
- * least one collective output. */
-static commsched_status check_wait_rules(const commsched_graph *g,
-                                         commsched_error *err)
-{
-    char path[96];
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const cs_node *n = &g->nodes[i];
-        const uint32_t *in = CS_ROW_BEGIN(g->reads, i);
-        uint32_t n_in = CS_ROW_LEN(g->reads, i);
-        int reads_collective = 0;
-        for (uint32_t k = 0; k < n_in; k++) {
-            uint32_t p = g->buffers[in[k]].producer;
-            if (p == COMMSCHED_NONE)
-                continue;
-            const cs_node *pn = &g->nodes[p];
-            if (pn->kind == COMMSCHED_NODE_COLLECTIVE)
-                reads_collective = 1;
-            if (n->kind != COMMSCHED_NODE_WAIT && cs_is_async_collective(pn)) {
-                snprintf(path, sizeof path, "nodes[%u].inputs[%u]", i, k);
-                return failf(err, COMMSCHED_EGRAPH, path,
-                             "\"%s\" is the output of async collective "
-                             "\"%s\": only its wait may read it (read the "
-                             "wait's alias instead)",
-                             g->buffers[in[k]].name, pn->name);
-            }
-        }
-        if (n->kind == COMMSCHED_NODE_WAIT && !reads_collective) {
-            snprintf(path, sizeof path, "nodes[%u].inputs", i);
-            return failf(err, COMMSCHED_EGRAPH, path,
-                         "wait \"%s\" reads no collective output", n->name);
-        }
-    }
-    return COMMSCHED_OK;
-}
-
-/* What a collective can read, [lo, hi] bytes, each listing counted (as
- * the cost model counts them). A real buffer reads its own size. An alias
- * carries no size of its own: it may be the whole root (a wait's result)
- * or a slice of it (a bucketing pass hands each member's consumers a view
- * of the flat bucket buffer), so it reads 0 to its root's size. Sums
- * saturate: a repeated input can take them past what one graph holds, and
- * a saturated bound only widens the range. */
-typedef struct read_range {
-    uint64_t lo, hi;
-} read_range;
-
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static read_range read_bytes(const commsched_graph *g, uint32_t node)
-{
-    read_range r = {0, 0};
-    for (uint32_t k = g->reads.off[node]; k < g->reads.off[node + 1]; k++) {
-        const cs_buffer *x = &g->buffers[g->reads.idx[k]];
-        uint64_t s = (uint64_t)g->buffers[x->root].size;
-        if (x->alias_of == COMMSCHED_NONE)
-            r.lo = add_sat(r.lo, s);
-        r.hi = add_sat(r.hi, s);
-    }
-    return r;
-}
-
-/* Whether `out` bytes written fit a read of r on k ranks under op's rule
- * (divisions, not products: out x k could overflow). */
-static int sizes_fit(commsched_coll_op op, read_range r, uint64_t out,
-                     uint64_t k)
-{
-    if (op == COMMSCHED_COLL_ALL_GATHER) /* out = read x k */
-        return out % k == 0 && out / k >= r.lo && out / k <= r.hi;
-    if (op == COMMSCHED_COLL_REDUCE_SCATTER) /* read = out x k */
-        return out <= r.hi / k && out >= r.lo / k + (r.lo % k != 0);
-    return out >= r.lo && out <= r.hi; /* read = out */
-}
-
-/* docs/FORMAT.md, "Collective sizes": a collective whose two sides both
- * carry bytes moves what its op moves over its group's k ranks, as NCCL
- * and torch.distributed require of the tensors they are given: an
- * all_gather writes k times what it reads (all_gather_into_tensor checks
- * output = k x input), a reduce_scatter reads k times what it writes,
- * all_reduce, broadcast and reduce write what they read. Not checked:
- * all_to_all (all_to_all_single's input and output splits need not sum
- * alike: an MoE dispatch sends and receives different token counts),
- * send, recv and barrier (one side by nature); a side of 0 bytes (no
- * buffers, or the 0-byte dependency tokens trace importers emit: unknown,
- * not wrong; the cost model prices the other side); an in-place collective
- * (an output whose alias chain ends at a buffer it did not create: the
- * bucketed all-gather that gathers into its own flat input shares one
- * buffer between both sides). Otherwise the cost model would price a
- * payload the graph contradicts. */
-static commsched_status check_collective_sizes(const commsched_graph *g,
-                                               commsched_error *err)
-{
-    char path[64];
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const cs_node *n = &g->nodes[i];
-        if (n->kind != COMMSCHED_NODE_COLLECTIVE)
-            continue;
-        commsched_coll_op op = (commsched_coll_op)n->coll_op;
-        if (op == COMMSCHED_COLL_SEND || op == COMMSCHED_COLL_RECV ||
-            op == COMMSCHED_COLL_BARRIER || op == COMMSCHED_COLL_ALL_TO_ALL)
-            continue;
-        int in_place = 0;
-        uint64_t out = 0; /* real outputs: the graph's total is bounded */
-        for (uint32_t k = 0; k < n->n_out; k++) {
-            const cs_buffer *ob = &g->buffers[n->out_first + k];
-            uint32_t r = ob->root;
-            in_place |= r < n->out_first || r >= n->out_first + n->n_out;
-            if (ob->alias_of == COMMSCHED_NONE)
-                out += (uint64_t)ob->size;
-        }
-        read_range in = read_bytes(g, i);
-        if (in_place || in.hi == 0 || out == 0)
-            continue;
-        uint64_t k = g->groups[n->group].size;
-        if (sizes_fit(op, in, out, k))
-            continue;
-        const char *rule =
-            op == COMMSCHED_COLL_ALL_GATHER
-                ? "an all_gather writes its group's size times the bytes it "
-                  "reads"
-            : op == COMMSCHED_COLL_REDUCE_SCATTER
-                ? "a reduce_scatter reads its group's size times the bytes "
-                  "it writes"
-                : "it writes as many bytes as it reads";
-        char reads[64];
-        if (in.lo == in.hi)
-            snprintf(reads, sizeof reads, "%" PRIu64, in.hi);
-        else /* through an alias: a view's size is not in the format */
-            snprintf(reads, sizeof reads, "%" PRIu64 " to %" PRIu64, in.lo,
-                     in.hi);
-        snprintf(path, sizeof path, "nodes[%u].outputs", i);
-        return failf(err, COMMSCHED_EGRAPH, path,
-                     "%s \"%s\" on group \"%s\" (%" PRIu64
-                     " ranks) reads %s bytes and writes %" PRIu64 ": %s",
-                     commsched_coll_op_str(op), n->name,
-                     g->groups[n->group].name, k, reads, out, rule);
     }
     return COMMSCHED_OK;
 }
@@ -1292,9 +1267,10 @@ static commsched_status build(commsched_graph *g, commsched_builder *b,
         (st = check_total_size(g, err)) != COMMSCHED_OK ||
         (st = resolve_node_refs(g, b, err)) != COMMSCHED_OK ||
         (st = resolve_aliases(g, b, err)) != COMMSCHED_OK ||
+        (st = resolve_from(g, b, err)) != COMMSCHED_OK ||
         (st = resolve_outputs(g, b, err)) != COMMSCHED_OK ||
-        (st = check_wait_rules(g, err)) != COMMSCHED_OK ||
-        (st = check_collective_sizes(g, err)) != COMMSCHED_OK)
+        (st = cs_graph_check_wait_rules(g, err)) != COMMSCHED_OK ||
+        (st = cs_graph_check_collective_sizes(g, err)) != COMMSCHED_OK)
         return st;
     /* Everything the builder recorded is in g now. Unless a repair may
      * need to rebuild from it, let it go before the derived tables are

@@ -139,6 +139,7 @@ void commsched_graph_destroy(commsched_graph *g)
     cs_csr_free(&g->reads);
     cs_csr_free(&g->after);
     cs_csr_free(&g->after_fake);
+    cs_csr_free(&g->from);
     cs_csr_free(&g->deps);
     cs_csr_free(&g->users);
     cs_csr_free(&g->derived);
@@ -279,8 +280,20 @@ static int buffer_eq(const commsched_graph *a, const commsched_graph *b,
                                                    : a->buffers[x->alias_of].name;
     const char *ay = y->alias_of == COMMSCHED_NONE ? NULL
                                                    : b->buffers[y->alias_of].name;
-    return str_eq(x->name, y->name) && x->size == y->size && str_eq(ax, ay) &&
-           x->is_input == y->is_input && x->freeable == y->freeable;
+    if (!str_eq(x->name, y->name) || x->size != y->size || !str_eq(ax, ay) ||
+        x->is_input != y->is_input || x->freeable != y->freeable ||
+        x->has_from != y->has_from)
+        return 0;
+    if (!x->has_from)
+        return 1;
+    uint32_t lx = CS_ROW_LEN(a->from, i), ly = CS_ROW_LEN(b->from, j);
+    if (lx != ly)
+        return 0;
+    for (uint32_t k = 0; k < lx; k++)
+        if (!str_eq(a->buffers[CS_ROW_BEGIN(a->from, i)[k]].name,
+                    b->buffers[CS_ROW_BEGIN(b->from, j)[k]].name))
+            return 0;
+    return 1;
 }
 
 int commsched_graph_equal(const commsched_graph *a, const commsched_graph *b,

@@ -42,6 +42,7 @@ typedef struct cs_buffer {
     uint8_t freeable;  /* graph inputs only */
     uint8_t is_output; /* listed in the graph's outputs */
     uint8_t keep;      /* root of an output's alias chain: never freed */
+    uint8_t has_from;  /* a node output with a "from": its row of `from` */
 } cs_buffer;
 
 typedef struct cs_node {
@@ -78,6 +79,10 @@ struct commsched_graph {
     cs_csr reads;      /* node -> buffers it reads */
     cs_csr after;      /* node -> control dependencies */
     cs_csr after_fake; /* node -> fake (ordering-only) dependencies */
+
+    cs_csr from;       /* buffer -> the inputs of its producer it is
+                          computed from, as written (rows of buffers with
+                          has_from); off is NULL when no output has one */
 
     /* Derived: distinct, ascending. */
     cs_csr deps;       /* node -> non-fake dependencies (data + after +
@@ -128,6 +133,16 @@ int cs_csr_from_pairs(cs_csr *out, uint32_t n, const uint32_t *rows,
 int cs_csr_transpose(cs_csr *out, const cs_csr *in, uint32_t n_in,
                      uint32_t n_out);
 void cs_csr_free(cs_csr *c);
+
+/* The wait rules (only a wait reads an async collective's output; a wait
+ * reads at least one collective output) and the collective sizes
+ * (docs/FORMAT.md), on a graph whose names and aliases are resolved: the
+ * first violation, EGRAPH at its JSON path. O(nodes + reads).
+ * src/graph/collective_rules.c. */
+commsched_status cs_graph_check_wait_rules(const commsched_graph *g,
+                                           commsched_error *err);
+commsched_status cs_graph_check_collective_sizes(const commsched_graph *g,
+                                                 commsched_error *err);
 
 /* 1 when node v is a collective that writes buffer `root` in place (one of
  * its outputs aliases, through its chain, a root it did not create). */

@@ -252,6 +252,8 @@ typedef struct scratch {
     size_t cap_names;
     commsched_output_spec *outs;
     size_t cap_outs;
+    const json_t **from; /* per output of the node: its "from", or NULL */
+    size_t cap_from;
 } scratch;
 
 /* An array of names -> names[base .. base + n). */
@@ -286,7 +288,25 @@ static const char *const node_keys[] = {
     "name",  "kind",      "op",         "group",      "async",
     "dtype", "reduce_op", "inputs",     "outputs",    "after",
     "after_fake", "runtime_ns", "flops", "bytes",     "gemm_like", NULL};
-static const char *const output_keys[] = {"name", "size", "alias_of", NULL};
+static const char *const output_keys[] = {"name", "size", "alias_of", "from",
+                                          NULL};
+
+/* An output's "from": an array of buffer names, or absent (NULL). */
+static commsched_status get_from(const fields *fo, const char *path,
+                                 const json_t **out, commsched_error *err)
+{
+    commsched_status st = get_array(fo, path, "from", 0, out, err);
+    for (size_t m = 0; st == COMMSCHED_OK && *out && m < json_array_size(*out);
+         m++) {
+        json_t *v = json_array_get(*out, m);
+        if (!json_is_string(v)) {
+            char p[COMMSCHED_ERROR_PATH_LENGTH];
+            return type_error(err, index_path(p, sizeof p, path, ".from", m),
+                              "a buffer name", v);
+        }
+    }
+    return st;
+}
 
 static commsched_status parse_outputs(const fields *node, const char *path,
                                       scratch *s, size_t *n,
@@ -298,7 +318,8 @@ static commsched_status parse_outputs(const fields *node, const char *path,
     if (st != COMMSCHED_OK || !arr)
         return st;
     size_t len = json_array_size(arr);
-    if (cs_grow((void **)&s->outs, &s->cap_outs, len, sizeof *s->outs) != 0)
+    if (cs_grow((void **)&s->outs, &s->cap_outs, len, sizeof *s->outs) != 0 ||
+        cs_grow((void **)&s->from, &s->cap_from, len, sizeof *s->from) != 0)
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                    "out of memory");
     for (size_t k = 0; k < len; k++) {
@@ -317,7 +338,8 @@ static commsched_status parse_outputs(const fields *node, const char *path,
             (st = get_string(&fo, p, "alias_of", 0, &spec->alias_of, err)) !=
                 COMMSCHED_OK ||
             (st = get_size(&fo, p, "size", 0, &spec->size, err)) !=
-                COMMSCHED_OK)
+                COMMSCHED_OK ||
+            (st = get_from(&fo, p, &s->from[k], err)) != COMMSCHED_OK)
             return st;
         if (spec->alias_of && lookup(&fo, "size"))
             return commsched_error_set(
@@ -450,7 +472,23 @@ static commsched_status parse_node(commsched_builder *b, const json_t *node,
     spec.after_fake = s->names ? s->names + n_in + n_after : NULL;
     spec.n_after_fake = n_fake;
     spec.outputs = s->outs;
-    return commsched_builder_add_node(b, &spec, err);
+    if ((st = commsched_builder_add_node(b, &spec, err)) != COMMSCHED_OK)
+        return st;
+    /* The builder copied the node: its names' room holds each from. */
+    for (size_t k = 0; k < spec.n_outputs && st == COMMSCHED_OK; k++) {
+        const json_t *arr = s->from[k];
+        if (!arr)
+            continue;
+        size_t len = json_array_size(arr);
+        if (cs_grow((void **)&s->names, &s->cap_names, len ? len : 1,
+                    sizeof *s->names) != 0)
+            return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                       "out of memory");
+        for (size_t m = 0; m < len; m++)
+            s->names[m] = json_string_value(json_array_get(arr, m));
+        st = commsched_builder_set_output_from(b, k, s->names, len, err);
+    }
+    return st;
 }
 
 static const char *const top_keys[] = {"format", "version", "name",
@@ -590,6 +628,7 @@ static commsched_status from_json(json_t *root, unsigned flags,
     }
     free(s.names);
     free(s.outs);
+    free(s.from);
     /* The builder copied everything: the rest of the tree goes before
      * finish builds the graph's indexes. */
     json_decref(root);
@@ -785,6 +824,14 @@ static void node_json(cs_jw *w, const commsched_graph *g, uint32_t i)
             } else {
                 cs_jw_key(w, "size");
                 cs_jw_int(w, b->size);
+            }
+            if (b->has_from) {
+                cs_jw_key(w, "from");
+                cs_jw_array(w);
+                for (uint32_t m = g->from.off[n->out_first + k];
+                     m < g->from.off[n->out_first + k + 1]; m++)
+                    cs_jw_string(w, g->buffers[g->from.idx[m]].name);
+                cs_jw_end(w);
             }
             cs_jw_end(w);
         }

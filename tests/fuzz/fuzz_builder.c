@@ -1,9 +1,9 @@
 /* Fuzz harness: the builder API, driven by a byte code (one opcode byte,
  * then its arguments) so every call and argument the C API allows is
  * reachable: any int64 size, NaN and infinite runtimes, empty, unknown and
- * non-UTF-8 names, unknown kinds and enum values. A failed add must leave
- * a located error; finish either fails with one or returns a graph that
- * saves and loads back equal. */
+ * non-UTF-8 names, unknown kinds and enum values, outputs' from lists. A
+ * failed add must leave a located error; finish either fails with one or
+ * returns a graph that saves and loads back equal. */
 #include "fuzz.h"
 
 #include <math.h>
@@ -123,6 +123,17 @@ static void add_node(rd *r, commsched_builder *b, commsched_error *err)
     s.bytes = dbl(r);
     s.gemm_like = u8(r) & 1;
     after_add(commsched_builder_add_node(b, &s, err), err);
+    /* an output's from, right or wrong: any output index (one past the
+     * last too), names from the pool, repeated or called twice */
+    for (int calls = u8(r) % 3; calls > 0; calls--) {
+        const char *from[3];
+        size_t n_from, output = u8(r) % 4;
+        names(r, from, &n_from, 3);
+        commsched_error_clear(err);
+        after_add(commsched_builder_set_output_from(b, output, from, n_from,
+                                                    err),
+                  err);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

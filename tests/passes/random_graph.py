@@ -19,6 +19,10 @@ order of every edge kind. It mixes:
   * freeable and non-freeable graph inputs, some unread; graph outputs
     (compute outputs, wait aliases, occasionally an input);
   * `after` and `after_fake` edges to earlier nodes (collectives included);
+  * compute nodes whose outputs carry a "from" (a fused kernel's outputs,
+    each computed from some of its inputs: a subset, possibly empty),
+    drawn from a second generator so that the graphs are otherwise those
+    the seeds made before "from" existed;
   * sizes and runtimes from small sets, with zeros and exact ties, so the
     passes' tie-breaking and zero-runtime branches are exercised; a
     collective's sizes fit its op and group (docs/FORMAT.md, "Collective
@@ -59,6 +63,7 @@ def random_graph(seed, n_nodes=None, group_sizes=(8, 16)):
     """The graph of seed; group_sizes: the ranks of g0 and g1 (the
     collectives' sizes are fitted to them)."""
     rng = random.Random(seed)
+    fused = random.Random(seed * 2654435761 + 1)  # the outputs' "from"
     if n_nodes is None:
         n_nodes = rng.randint(6, 36)
     groups = [{"name": "g0", "size": group_sizes[0], "hosts": 1},
@@ -221,6 +226,12 @@ def random_graph(seed, n_nodes=None, group_sizes=(8, 16)):
                 else o["name"]
             if "size" in o:
                 size[o["name"]] = o["size"]
+        if ins and fused.random() < 0.4:
+            distinct = sorted(set(ins))
+            for o in outs:
+                if fused.random() < 0.7:
+                    o["from"] = fused.sample(
+                        distinct, fused.randint(0, len(distinct)))
         node = {"name": name, "kind": "compute",
                 "op": rng.choice(["mm", "relu", "add", "mul"]),
                 "inputs": ins, "outputs": outs, "runtime_ns": runtime()}

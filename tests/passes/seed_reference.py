@@ -11,6 +11,13 @@ section 6 maps graphs onto scheduler nodes:
     B outputs, or A lists B in `after` (the seed's unmet_dependencies without
     fake deps), or in `after_fake` (a fake dep: seen by _schedule_for_comm and
     by ancestors, ignored by the iterative passes' dependency tests);
+  * a node whose outputs carry a "from" (a fused kernel) stands for its
+    members before fusion: one per such output, depending on the producers
+    of the buffers its "from" names, and one for the other outputs,
+    depending on every input; each also depends on every member of the
+    nodes in its `after` and `after_fake` and of its in-place write edges.
+    Inductor's ancestors are taken over the members (compute_ancestors
+    runs before fusion), a fused node's the union of its members';
   * a node's "output names" are {its own name} and its "dependency names" the
     names of the nodes it depends on, so every seed test of the form
     `unmet_deps & outputs(B)` reads "has a non-fake dependency on B";
@@ -109,6 +116,7 @@ class SNode:
         self.runtime = runtime
         self.out_buffer_names = outs  # real buffer names, for messages
         self.deps = set()       # non-fake dependencies (node names)
+        self.ctl_deps = set()   # after and in-place write edges (node names)
         self.fake_deps = set()  # after_fake (node names)
 
     def get_name(self):
@@ -121,10 +129,12 @@ class SNode:
 class Graph:
     def __init__(self, doc):
         self.doc = doc
-        self.buffers = {}  # name -> dict(size, alias_of, producer, input, freeable)
+        self.buffers = {}  # name -> dict(size, alias_of, producer, input,
+        #                        freeable, from_)
         for i in doc.get("inputs", []):
             self.buffers[i["name"]] = dict(size=i["size"], alias_of=None,
                                            producer=None, input=True,
+                                           from_=None,
                                            freeable=bool(i.get("freeable",
                                                                 False)))
         self.nodes = []
@@ -141,7 +151,8 @@ class Graph:
                 self.buffers[o["name"]] = dict(size=o.get("size", 0),
                                                alias_of=o.get("alias_of"),
                                                producer=n["name"],
-                                               input=False, freeable=False)
+                                               input=False, freeable=False,
+                                               from_=o.get("from"))
                 outs.append(o["name"])
             s = SNode(n["name"], kind,
                       kind == "collective" and n.get("async", True),
@@ -158,6 +169,7 @@ class Graph:
                     s.deps.add(p)
             for a in n.get("after", []):
                 s.deps.add(a)
+                s.ctl_deps.add(a)
             for a in n.get("after_fake", []):
                 s.fake_deps.add(a)
         # Memory model inputs (DESIGN.md section 3).
@@ -226,6 +238,7 @@ class Graph:
                     if c is None or pos[c] > pos[r]:
                         raise ValueError(f"{r} races {writer}")
                     self.by_name[r].deps.add(c)
+                    self.by_name[r].ctl_deps.add(c)
                 if not writes(r, root):
                     version.append(r)
                     continue
@@ -235,6 +248,7 @@ class Graph:
                         raise ValueError(f"{r} races {q}")
                     if c != r:
                         self.by_name[r].deps.add(c)
+                        self.by_name[r].ctl_deps.add(c)
                 writer, version = r, []
 
 
@@ -671,18 +685,45 @@ def _reorder_communication_preserving_peak_memory_internal(snodes):
 
 # ---- _schedule_for_comm ----------------------------------------------------
 
+def _member_key(node, b):
+    """The member of `node` (a node name) that makes its output b: b itself
+    when b carries a "from" (a collective's ignore it), else None, the
+    member of its other outputs."""
+    if G.buffers[b]["from_"] is None or G.by_name[node].kind == "collective":
+        return None
+    return b
+
+
+def _members(node):
+    return [(node, _member_key(node, b))
+            for b in G.by_name[node].out_buffer_names] + [(node, None)]
+
+
+def _member_deps(member):
+    node, key = member
+    s = G.by_name[node]
+    out = []
+    for b in (G.reads[node] if key is None else G.buffers[key]["from_"]):
+        p = G.buffers[b]["producer"]
+        if p is not None:
+            out.append((p, _member_key(p, b)))
+    for d in s.ctl_deps | s.fake_deps:
+        out.extend(_members(d))
+    return out
+
+
 def _ancestors(snode):
-    """Inductor's snode.ancestors: every node reachable over unmet
-    dependencies, fake ones included."""
+    """Inductor's snode.ancestors: every node (fused node) one of whose
+    members is reachable from snode's over unmet dependencies, fake ones
+    included, the members before fusion (see the module documentation)."""
     seen = set()
-    stack = [snode]
+    stack = [(snode.name, None)]
     while stack:
-        s = stack.pop()
-        for d in s.deps | s.fake_deps:
+        for d in _member_deps(stack.pop()):
             if d not in seen:
                 seen.add(d)
-                stack.append(G.by_name[d])
-    return seen
+                stack.append(d)
+    return {node for node, _ in seen}
 
 
 def _schedule_for_comm(snodes, raise_comms, sink_waits, reorder_for_overlap):

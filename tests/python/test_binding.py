@@ -104,6 +104,68 @@ class Builder(unittest.TestCase):
         g.add_output("v")
         self.assertEqual(g.nodes, ["c"])
 
+    def test_output_from(self):
+        # a fused kernel: f_a made from a, f_b from p's output; the
+        # all-reduce reads f_a, so p feeds no collective and raise_comms
+        # leaves q (first in the file) first; without "from" p goes first
+        def step(from_a, from_b, as_dict):
+            g = commsched.Graph("fused")
+            g.add_group("dp", 8)
+            g.add_input("a", 16)
+            g.compute("q", inputs=["a"], outputs=[("q_o", 16)], runtime_ns=1)
+            g.compute("p", inputs=["a"], outputs=[("p_o", 16)], runtime_ns=1)
+            if as_dict:
+                outs = [{"name": "f_a", "size": 16, "from": from_a},
+                        {"name": "f_b", "size": 16, "from": from_b}]
+            else:
+                outs = [commsched.Output("f_a", 16, from_=from_a),
+                        commsched.Output("f_b", 16, None, from_b)]
+            g.compute("f", inputs=["a", "p_o"], outputs=outs, runtime_ns=1)
+            g.collective("c", "all_reduce", "dp", inputs=["f_a"],
+                         outputs=[("c_o", 16)], runtime_ns=100)
+            g.wait("w", inputs=["c_o"], outputs=[commsched.alias("w_o", "c_o")])
+            g.compute("u", inputs=["q_o", "f_b", "w_o"], outputs=[("u_o", 16)],
+                      runtime_ns=1)
+            g.add_output("u_o")
+            return g
+        for as_dict in (False, True):
+            g = step(["a"], ["p_o"], as_dict)
+            self.assertEqual(commsched.optimize(g, "raise_comms").order,
+                             ["q", "p", "f", "c", "w", "u"])
+        g = step(None, None, False)
+        self.assertEqual(commsched.optimize(g, "raise_comms").order,
+                         ["p", "f", "c", "q", "w", "u"])
+        # saved, and loaded back from the document, the same
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "g.json")
+            step(["a"], [], False).save(path)
+            with open(path) as f:
+                text = f.read()
+            self.assertIn('{"name": "f_a", "size": 16, "from": ["a"]}', text)
+            self.assertIn('{"name": "f_b", "size": 16, "from": []}', text)
+            import json
+            with open(path) as f:
+                doc = json.load(f)
+            again = os.path.join(d, "again.json")
+            commsched.Graph.from_document(doc).save(again)
+            with open(again) as f:
+                self.assertEqual(f.read(), text)
+        # a name that is not one of the node's inputs, located
+        g = step(["a", "q_o"], ["p_o"], False)
+        with self.assertRaises(commsched.Error) as cm:
+            g.finish()
+        self.assertEqual(cm.exception.status, "EGRAPH")
+        self.assertEqual(str(cm.exception),
+                         'nodes[2].outputs[0].from[1]: "q_o" is not an input '
+                         'of node "f"')
+        self.assertEqual(cm.exception.path, "nodes[2].outputs[0].from[1]")
+        g = commsched.Graph()
+        g.add_input("a", 4)
+        with self.assertRaises(commsched.Error) as cm:
+            g.compute("f", inputs=["a"],
+                      outputs=[commsched.Output("b", 4, from_="a")])
+        self.assertIn("outputs[0].from_", str(cm.exception))
+
     def test_save_writes_each_kind_of_file_as_commsched_o_does(self):
         # Before, save() renamed its temporary file over any path: run as
         # root, save("/dev/null") replaced the null device with a regular

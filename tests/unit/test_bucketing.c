@@ -1106,7 +1106,9 @@ static void test_placement_after_last_input(void **state)
 }
 
 /* New names never collide: "bucket_ag_0" is taken, so the bucket is 1;
- * after edges and fake edges that named members now name the bucket. */
+ * after edges and fake edges that named members now name the bucket. The
+ * nodes that stay keep their outputs' from (b reads the member's wait
+ * alias, which the bucket's wait makes under the same name). */
 static void test_names_and_edges(void **state)
 {
     (void)state;
@@ -1127,10 +1129,19 @@ static void test_names_and_edges(void **state)
                 "{'name': 'w1', 'kind': 'wait', 'inputs': ['ag1_o'], "
                 " 'outputs': [{'name': 'w1_o', 'alias_of': 'ag1_o'}]},"
                 "{'name': 'b', 'kind': 'compute', 'after': ['w1'], "
-                " 'after_fake': ['ag1'], 'inputs': ['w0_o'], "
-                " 'outputs': [{'name': 'y', 'size': 8}]}]}");
+                " 'after_fake': ['ag1'], 'inputs': ['w0_o', 'a1'], "
+                " 'outputs': [{'name': 'y', 'size': 8, 'from': ['w0_o']}, "
+                "  {'name': 'z', 'size': 8, 'from': []}, "
+                "  {'name': 'u', 'size': 8}]}]}");
     bx_run(&x, "bucket_all_gather", NULL);
     const commsched_graph *g = x.g;
+    assert_ptr_not_equal(g, x.g0);
+    uint32_t y = tu_buffer(g, "y"), z = tu_buffer(g, "z");
+    assert_true(g->buffers[y].has_from && g->buffers[z].has_from);
+    assert_false(g->buffers[tu_buffer(g, "u")].has_from);
+    assert_int_equal(CS_ROW_LEN(g->from, y), 1);
+    assert_int_equal(CS_ROW_BEGIN(g->from, y)[0], tu_buffer(g, "w0_o"));
+    assert_int_equal(CS_ROW_LEN(g->from, z), 0);
     assert_int_equal(pass_at(&x, 0)->n_buckets, 1);
     uint32_t coll = tu_node(g, "bucket_ag_1");
     assert_int_equal(CS_ROW_LEN(g->after, coll), 1);

@@ -155,11 +155,13 @@ static const char every_field[] =
     "  {\"name\": \"mm0\", \"kind\": \"compute\", \"op\": \"mm\", "
     "\"gemm_like\": true, \"inputs\": [\"a2a_out\", \"w0_full\"], "
     "\"outputs\": [{\"name\": \"y0\", \"size\": 4194304}, {\"name\": "
-    "\"y0_view\", \"alias_of\": \"y0\"}], \"flops\": 68719476736, "
+    "\"y0_view\", \"alias_of\": \"y0\", \"from\": []}], \"flops\": "
+    "68719476736, "
     "\"after\": [\"sync_a2a\"], \"after_fake\": [\"ag0\"]},\n"
     "  {\"name\": \"loss_fn\", \"kind\": \"compute\", \"op\": "
     "\"cross_entropy\", \"inputs\": [\"y0_view\", \"x\"], \"outputs\": "
-    "[{\"name\": \"loss\", \"size\": 4}], \"runtime_ns\": 1500.5, "
+    "[{\"name\": \"loss\", \"size\": 4, \"from\": [\"y0_view\"]}], "
+    "\"runtime_ns\": 1500.5, "
     "\"bytes\": 123.25},\n"
     "  {\"name\": \"ar\", \"kind\": \"collective\", \"op\": \"all_reduce\", "
     "\"group\": \"dp\", \"dtype\": \"float32\", \"reduce_op\": \"avg\", "
@@ -216,6 +218,16 @@ static void check_every_field(const commsched_graph *g)
     assert_int_equal(commsched_graph_find_node(g, "nope"), COMMSCHED_NONE);
     assert_int_equal(commsched_graph_find_buffer(g, "nope"), COMMSCHED_NONE);
     assert_string_equal(commsched_graph_buffer_name(g, gd), "g_done");
+    /* from: loss is made from y0_view alone, y0_view from nothing; the
+     * other outputs say nothing (from all their node's inputs) */
+    uint32_t loss = tu_buffer(g, "loss"), view = tu_buffer(g, "y0_view");
+    assert_true(g->buffers[loss].has_from);
+    assert_int_equal(CS_ROW_LEN(g->from, loss), 1);
+    assert_int_equal(CS_ROW_BEGIN(g->from, loss)[0], tu_buffer(g, "y0_view"));
+    assert_true(g->buffers[view].has_from);
+    assert_int_equal(CS_ROW_LEN(g->from, view), 0);
+    assert_false(g->buffers[y0].has_from);
+    assert_int_equal(CS_ROW_LEN(g->from, y0), 0);
 }
 
 static void test_graph_every_field_round_trip(void **state)
@@ -323,6 +335,8 @@ static commsched_graph *every_field_builder(void)
     s.after_fake = fake_mm;
     s.n_after_fake = 1;
     ADD();
+    assert_int_equal(commsched_builder_set_output_from(b, 1, NULL, 0, &err),
+                     COMMSCHED_OK);
 
     const char *in_lf[] = {"y0_view", "x"};
     commsched_output_spec o_lf[] = {{"loss", 4, NULL}};
@@ -337,6 +351,8 @@ static commsched_graph *every_field_builder(void)
     s.runtime_ns = 1500.5;
     s.bytes = 123.25;
     ADD();
+    assert_int_equal(commsched_builder_set_output_from(b, 0, in_lf, 1, &err),
+                     COMMSCHED_OK);
 
     const char *in_ar[] = {"y0"}, *fake_ar[] = {"loss_fn"};
     commsched_output_spec o_ar[] = {{"g", 0, "y0"}};
@@ -641,6 +657,12 @@ static void test_graph_equal_reports_differences(void **state)
          "\"name\": \"y0_view\", \"size\": 8", "nodes[3].outputs[1] differs"},
         {"[\"y0_view\", \"x\"]", "[\"x\", \"y0_view\"]",
          "nodes[4] (\"loss_fn\"): inputs differ"},
+        {"\"from\": [\"y0_view\"]", "\"from\": [\"x\"]",
+         "nodes[4].outputs[0] differs"},
+        {"\"from\": [\"y0_view\"]", "\"from\": [\"y0_view\", \"x\"]",
+         "nodes[4].outputs[0] differs"},
+        {", \"from\": [\"y0_view\"]", "", "nodes[4].outputs[0] differs"},
+        {", \"from\": []", "", "nodes[3].outputs[1] differs"},
         {", \"after\": [\"sync_a2a\"]", "", "nodes[3] (\"mm0\"): after "
                                             "differs"},
         {"\"after_fake\": [\"ag0\"]", "\"after_fake\": [\"sync_a2a\"]",
@@ -966,6 +988,160 @@ static void test_graph_builder_errors(void **state)
     assert_string_equal(err.path, "nodes[0].inputs[0]");
 }
 
+/* A builder with the inputs x and y (8 bytes each). */
+static commsched_builder *xy_builder(void)
+{
+    commsched_builder *b = NULL;
+    commsched_error err = {0};
+    assert_int_equal(commsched_builder_create(NULL, &b, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_builder_add_input(b, "x", 8, 0, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(commsched_builder_add_input(b, "y", 8, 0, &err),
+                     COMMSCHED_OK);
+    return b;
+}
+
+static commsched_node_spec compute_spec(const char *name,
+                                        const char *const *inputs,
+                                        size_t n_inputs,
+                                        const commsched_output_spec *outputs,
+                                        size_t n_outputs)
+{
+    commsched_node_spec s;
+    memset(&s, 0, sizeof s);
+    s.runtime_ns = s.flops = s.bytes = -1.0;
+    s.kind = COMMSCHED_NODE_COMPUTE;
+    s.name = name;
+    s.inputs = inputs;
+    s.n_inputs = n_inputs;
+    s.outputs = outputs;
+    s.n_outputs = n_outputs;
+    return s;
+}
+
+/* An output's from through the builder: the calls' own errors (each marks
+ * the builder failed), finish's check that every name is one of the
+ * node's inputs, and a repaired order keeping each output's list. */
+static void test_graph_output_from(void **state)
+{
+    (void)state;
+    commsched_builder *b = NULL;
+    commsched_graph *g = NULL;
+    commsched_error err = {0};
+    const char *x[] = {"x"}, *xy[] = {"x", "y"}, *empty[] = {""};
+    const commsched_output_spec outs[] = {{"a", 8, NULL}, {"b", 8, NULL}},
+                                o0 = {"b0", 8, NULL};
+    commsched_node_spec f = compute_spec("f", xy, 2, outs, 2);
+    const commsched_node_spec n0 = compute_spec("n0", x, 1, &o0, 1);
+
+    /* the calls' own errors */
+    const struct {
+        int add_node;
+        size_t output;
+        const char *const *names;
+        int twice;
+        const char *path, *text;
+    } bad[] = {
+        {0, 0, x, 0, "nodes", "no node was added to give an output's "
+                              "from to"},
+        {1, 2, x, 0, "nodes[0].outputs", "node \"f\" has 2 outputs, no "
+                                         "output 2"},
+        {1, 1, empty, 0, "nodes[0].outputs[1].from[0]",
+         "expected a non-empty name"},
+        {1, 0, x, 1, "nodes[0].outputs[0].from",
+         "the output's from is already given"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        commsched_error_clear(&err);
+        b = xy_builder();
+        if (bad[k].add_node)
+            assert_int_equal(commsched_builder_add_node(b, &f, &err),
+                             COMMSCHED_OK);
+        if (bad[k].twice)
+            assert_int_equal(commsched_builder_set_output_from(
+                                 b, bad[k].output, bad[k].names, 1, &err),
+                             COMMSCHED_OK);
+        assert_int_equal(commsched_builder_set_output_from(
+                             b, bad[k].output, bad[k].names, 1, &err),
+                         COMMSCHED_ESCHEMA);
+        assert_string_equal(err.path, bad[k].path);
+        assert_string_equal(err.text, bad[k].text);
+        /* the builder is marked failed */
+        assert_int_equal(commsched_builder_finish(b, 0, &g, &err),
+                         COMMSCHED_ESCHEMA);
+        assert_null(g);
+    }
+
+    /* finish: a name that is not one of the node's inputs (an unknown
+     * buffer, or one another node reads), located at the name */
+    const char *unread[] = {"y", "b0"}, *unknown[] = {"zz"};
+    const struct {
+        const char *const *names;
+        size_t n;
+        const char *path, *text;
+    } unresolved[] = {
+        {unread, 2, "nodes[1].outputs[0].from[1]",
+         "\"b0\" is not an input of node \"f\""},
+        {unknown, 1, "nodes[1].outputs[0].from[0]",
+         "\"zz\" is not an input of node \"f\""},
+    };
+    for (size_t k = 0; k < sizeof unresolved / sizeof unresolved[0]; k++) {
+        commsched_error_clear(&err);
+        b = xy_builder();
+        assert_int_equal(commsched_builder_add_node(b, &n0, &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_builder_add_node(b, &f, &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_builder_set_output_from(
+                             b, 0, unresolved[k].names, unresolved[k].n,
+                             &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_builder_finish(b, 0, &g, &err),
+                         COMMSCHED_EGRAPH);
+        assert_null(g);
+        assert_string_equal(err.path, unresolved[k].path);
+        assert_string_equal(err.text, unresolved[k].text);
+    }
+
+    /* f (reading b0, made later) first: the repair moves it after n0 and
+     * its outputs keep their lists, which save and load back */
+    const char *in_f[] = {"x", "b0"}, *from_b[] = {"b0"};
+    commsched_error_clear(&err);
+    b = xy_builder();
+    f.inputs = in_f;
+    assert_int_equal(commsched_builder_add_node(b, &f, &err), COMMSCHED_OK);
+    assert_int_equal(commsched_builder_set_output_from(b, 1, from_b, 1, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(commsched_builder_set_output_from(b, 0, x, 1, &err),
+                     COMMSCHED_OK);
+    assert_int_equal(commsched_builder_add_node(b, &n0, &err), COMMSCHED_OK);
+    assert_int_equal(
+        commsched_builder_finish(b, COMMSCHED_FINISH_TOPOSORT, &g, &err),
+        COMMSCHED_OK);
+    assert_string_equal(commsched_graph_node_name(g, 0), "n0");
+    uint32_t a = tu_buffer(g, "a"), bb = tu_buffer(g, "b");
+    assert_true(g->buffers[a].has_from && g->buffers[bb].has_from);
+    assert_int_equal(CS_ROW_LEN(g->from, a), 1);
+    assert_int_equal(CS_ROW_BEGIN(g->from, a)[0], tu_buffer(g, "x"));
+    assert_int_equal(CS_ROW_LEN(g->from, bb), 1);
+    assert_int_equal(CS_ROW_BEGIN(g->from, bb)[0], tu_buffer(g, "b0"));
+    assert_false(g->buffers[tu_buffer(g, "b0")].has_from);
+    char *text = tu_graph_to_json(g, NULL);
+    assert_non_null(strstr(text, "{\"name\": \"a\", \"size\": 8, "
+                                 "\"from\": [\"x\"]}"));
+    assert_non_null(strstr(text, "{\"name\": \"b\", \"size\": 8, "
+                                 "\"from\": [\"b0\"]}"));
+    assert_non_null(strstr(text, "{\"name\": \"b0\", \"size\": 8}"));
+    commsched_graph *h = tu_graph_from_json(text);
+    expect_equal(g, h);
+    char *again = tu_graph_to_json(h, NULL);
+    assert_string_equal(text, again);
+    free(again);
+    free(text);
+    commsched_graph_destroy(h);
+    commsched_graph_destroy(g);
+}
+
 /* Alias chains: any length across nodes is fine; a cycle is not. */
 static void test_graph_alias_chains(void **state)
 {
@@ -1060,6 +1236,18 @@ static void test_graph_json_schema_errors(void **state)
         {HDR "\"outputs\": [\"zz\"], \"nodes\": [{\"name\": \"a\", "
              "\"kind\": \"compute\"}]}",
          COMMSCHED_EGRAPH, "outputs[0]"},
+        {HDR "\"nodes\": [{\"name\": \"a\", \"kind\": \"compute\", "
+             "\"outputs\": [{\"name\": \"o\", \"size\": 1, \"from\": "
+             "\"x\"}]}]}",
+         COMMSCHED_ESCHEMA, "nodes[0].outputs[0].from"},
+        {HDR "\"nodes\": [{\"name\": \"a\", \"kind\": \"compute\", "
+             "\"outputs\": [{\"name\": \"o\", \"size\": 1, \"from\": "
+             "[1]}]}]}",
+         COMMSCHED_ESCHEMA, "nodes[0].outputs[0].from[0]"},
+        {HDR "\"nodes\": [{\"name\": \"a\", \"kind\": \"compute\", "
+             "\"outputs\": [{\"name\": \"o\", \"size\": 1, \"from\": "
+             "[\"o\"]}]}]}",
+         COMMSCHED_EGRAPH, "nodes[0].outputs[0].from[0]"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         commsched_graph *g = (commsched_graph *)1;
@@ -1176,6 +1364,7 @@ int main(void)
         cmocka_unit_test(test_graph_error_first_wins),
         cmocka_unit_test(test_graph_error_format),
         cmocka_unit_test(test_graph_builder_errors),
+        cmocka_unit_test(test_graph_output_from),
         cmocka_unit_test(test_graph_alias_chains),
         cmocka_unit_test(test_graph_json_schema_errors),
         cmocka_unit_test(test_graph_toposort_repairs_random_graphs),
