@@ -67,6 +67,9 @@ What is read, exactly (nothing else is touched):
   about 1 ms a node (a FlopCounterMode dispatch, sympy sizes redone for
   every reader); tests/python/test_torch_scale.py checks they equal
   torch's figures on every node of the real programs.
+  ``runtimes="inductor"`` gives every node (waits included) exactly
+  Inductor's estimate, zeros kept: what torch's passes of the same names
+  see, so their orders can be asked of commsched's.
 - ``contains_collective(snode)`` and ``contains_wait(snode)`` from
   ``torch._inductor.utils`` (imported when ``reorder`` is called), or the
   callables passed as ``contains_collective=`` / ``contains_wait=``: a
@@ -347,14 +350,15 @@ def _estimate_op_runtime():
     return comms.estimate_op_runtime
 
 
-def _runtime_ns(snode):
+def _runtime_ns(snode, exact=False):
     """Inductor's estimate (comms.estimate_op_runtime, milliseconds) in
     nanoseconds; None where it says 0 (its "no estimate", e.g. every node
-    on CPU), so that commsched's cost model prices the node."""
+    on CPU), so that commsched's cost model prices the node, unless
+    ``exact`` (``runtimes="inductor"``): then 0 stays 0."""
     estimate = _estimate_op_runtime()
     ms = float(estimate(snode) if estimate else
                snode.get_estimated_runtime())
-    return ms * 1e6 if ms > 0 else None
+    return ms * 1e6 if ms > 0 or exact else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -622,14 +626,23 @@ def _finite(value, path):
 
 def document(snodes, *, graph_inputs=None, graph_outputs=None,
              buffer_size=None, group_of=None, group_sizes=None,
-             contains_collective=None, contains_wait=None, name="inductor"):
+             contains_collective=None, contains_wait=None, name="inductor",
+             runtimes="auto"):
     """The commsched graph of ``snodes`` as a format-v1 document (a dict,
     docs/FORMAT.md; the mapping described in the module documentation),
     nodes in the order given. Inside a compile, graph inputs, outputs,
     process groups and runtimes come from Inductor (V.graph, the IR nodes,
-    estimate_op_runtime); the keywords override them. Reads every node,
-    buffer and dependency once: O(nodes + buffers + dependencies).
+    estimate_op_runtime); the keywords override them.
+    ``runtimes="inductor"`` gives every node exactly Inductor's estimate,
+    zeros included (the passes then see what torch's passes of the same
+    names see); ``"auto"`` (the default) prices with commsched's cost model
+    what Inductor leaves at 0. Reads every node, buffer and dependency
+    once: O(nodes + buffers + dependencies).
     """
+    if runtimes not in ("auto", "inductor"):
+        raise Error("commsched.inductor: runtimes must be \"auto\" or "
+                    "\"inductor\", got %r" % (runtimes,), path="runtimes")
+    exact = runtimes == "inductor"
     kind_of = _kind_of(contains_collective, contains_wait)
     size_of = buffer_size or _default_size
     group_sizes = dict(group_sizes or {})
@@ -683,7 +696,8 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
                       "muts": muts,
                       "kernels": _kernel_names(sn),
-                      "runtime": 0.0 if kind == "wait" else _runtime_ns(sn)})
+                      "runtime": _runtime_ns(sn, True) if exact else
+                      0.0 if kind == "wait" else _runtime_ns(sn)})
 
     # Pass 2: dependencies. MemoryDep/StarDep (no is_fake) read data; so
     # does a non-fake WeakDep on a buffer, for memory: Inductor keeps a
@@ -888,16 +902,17 @@ def _rewriting_passes(passes):
 
 def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
             buffer_size=None, group_of=None, group_sizes=None,
-            contains_collective=None, contains_wait=None, timings=None,
-            **knobs):
+            contains_collective=None, contains_wait=None, runtimes="auto",
+            timings=None, **knobs):
     """Returns ``snodes`` (the same objects) in the order commsched's
     pipeline chooses. ``passes`` None runs the library's default pipeline;
     otherwise a list of pass names or a comma-separated string. Other
     keyword arguments are knobs by their Inductor config names
     (``reorder_iterative_peak_memory_budget=0.1``) or the options of
     :func:`commsched.optimize` (``device``, ``cost_model``,
-    ``comm_streams``, ``verify``). Raises :class:`commsched.Error` with a
-    located message when the nodes do not form a valid graph.
+    ``comm_streams``, ``verify``); ``runtimes`` as :func:`document` takes
+    it. Raises :class:`commsched.Error` with a located message when the
+    nodes do not form a valid graph.
 
     ``timings``, a dict, receives the call's wall-clock split in seconds:
     ``read`` (reading Inductor's objects into the graph document),
@@ -920,7 +935,7 @@ def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
                    graph_outputs=graph_outputs, buffer_size=buffer_size,
                    group_of=group_of, group_sizes=group_sizes,
                    contains_collective=contains_collective,
-                   contains_wait=contains_wait)
+                   contains_wait=contains_wait, runtimes=runtimes)
     t1 = clock()
     g = Graph.from_document(doc)
     t2 = clock()

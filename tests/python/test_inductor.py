@@ -222,6 +222,32 @@ class Mapping(unittest.TestCase):
         # freeable input a (64 bytes) is the baseline
         self.assertEqual(r.before.memory_baseline, 64)
 
+    def test_runtimes_inductor_keeps_zero_estimates(self):
+        # every node estimated 0 (Inductor on CPU): by default commsched's
+        # cost model prices them (a collective from its bytes; the
+        # stand-ins carry no flops); runtimes="inductor" keeps the 0s
+        st = s4()
+        for sn in st.snodes:
+            sn._runtime = 0.0
+        priced = commsched.optimize(ci.to_graph(st.snodes, **PRED), "none")
+        self.assertGreater(priced.runtime_ns["ar"], 0)
+        exact = commsched.optimize(
+            ci.to_graph(st.snodes, runtimes="inductor", **PRED), "none")
+        self.assertEqual(set(exact.runtime_ns.values()), {0.0})
+        # non-zero estimates are Inductor's either way (ms -> ns)
+        st = s4()
+        exact = commsched.optimize(
+            ci.to_graph(st.snodes, runtimes="inductor", **PRED), "none")
+        self.assertEqual(exact.runtime_ns["ar"], 100.0e6)
+        self.assertEqual(exact.runtime_ns["relu"], 1.0e6)
+        # reorder and make_pass take it; a bad value is located
+        self.assertEqual(reorder(st, ["reorder_compute_for_overlap"],
+                                 runtimes="inductor"),
+                         reorder(st, ["reorder_compute_for_overlap"]))
+        with self.assertRaises(commsched.Error) as cm:
+            ci.make_pass(runtimes="model")(st.snodes)
+        self.assertEqual(cm.exception.path, "runtimes")
+
     def test_in_place_collective_keeps_its_input_alive(self):
         # e = all_reduce_(b) mutates b; we = wait(e). b's 16 bytes must
         # stay live until out reads the wait's result (memory.py folds the
