@@ -30,7 +30,7 @@ What is read, exactly (nothing else is touched):
   callable replaces that size rule.
 - ``buf.get_mutations()`` -- the buffers an output of size 0 (a
   mutation's new name) mutates: it becomes an alias of the one the node
-  reads (below).
+  reads, or of the node's own output it names (below).
 - ``snode.get_buffer_names()`` -- buffer names not among ``get_outputs()``
   are added as outputs of size 0.
 - ``snode.get_operation_names()`` -- so that a dependency naming an
@@ -109,7 +109,9 @@ buffer an earlier copy filled (torch's FX bucketing,
 aliases of the collective outputs it reads (Inductor's wait is a
 mutation of the collective's buffer; every mutation name it writes is one);
 a collective output of size 0 (a mutation, i.e. an in-place collective
-such as ``all_reduce_``) is an alias of the collective's single data
+such as ``all_reduce_``) is an alias of the buffer it writes in place: the
+one its mutation names name (a GroupedSchedulerNode's own output when the
+group holds the kernel that fills it), else the collective's single data
 input, as memory.py folds mutations into the real buffer. With these
 rules, commsched's peak for Inductor's order equals
 ``torch._inductor.memory.estimate_peak_memory`` on the same nodes: tested
@@ -754,21 +756,29 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
     # mutation_real_name) is an alias of the buffer it mutates, as
     # memory.py forwards its users to the real buffer: a bucketed
     # collective writing into a buffer a copy filled keeps that buffer's
-    # bytes.
+    # bytes. The mutated buffer may be one of the node's own outputs: a
+    # GroupedSchedulerNode holding an in-place all_reduce_ and the kernel
+    # that fills its input.
     for nd in nodes:
+        own = {o[0] for o in nd["outs"]}
         for o in nd["outs"]:
             if o[1] == 0 and o[2] is None:
                 for m in nd["muts"].get(o[0], ()):
-                    if m in nd["reads"]:
+                    if m in nd["reads"] or (m in own and m != o[0]):
                         o[2] = m
                         break
     coll_bufs = set()
     for nd in nodes:
         if nd["kind"] == "collective":
-            if len(nd["data"]) == 1:
+            # its other outputs of size 0 (an in-place collective's
+            # NoneLayout buffer) alias the buffer it writes in place: the
+            # one its mutation names name, else its single data input
+            target = next((o[2] for o in nd["outs"] if o[2] is not None),
+                          nd["data"][0] if len(nd["data"]) == 1 else None)
+            if target is not None:
                 for o in nd["outs"]:
-                    if o[1] == 0 and o[2] is None:
-                        o[2] = nd["data"][0]
+                    if o[1] == 0 and o[2] is None and o[0] != target:
+                        o[2] = target
             coll_bufs.update(o[0] for o in nd["outs"])
     for nd in nodes:
         if nd["kind"] == "wait":

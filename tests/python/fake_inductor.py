@@ -6,7 +6,7 @@ be installed here):
                      get_operation_names(), unmet_dependencies,
                      get_estimated_runtime(), node (.python_kernel_name),
                      snodes (grouped nodes only)
-  SchedulerBuffer:   get_name(), mpi_buffer (.size_alloc)
+  SchedulerBuffer:   get_name(), mpi_buffer (.size_alloc), get_mutations()
   MemoryDep/StarDep: name
   WeakDep:           name, mutating_buf, is_fake
 
@@ -42,12 +42,16 @@ class MemoryPlanningInfoForBuffer:
 
 
 class SchedulerBuffer(_Recorded):
-    def __init__(self, name, size):
+    def __init__(self, name, size, mutations=()):
         self._name = name
         self.mpi_buffer = MemoryPlanningInfoForBuffer(size, size)
+        self._mutations = list(mutations)
 
     def get_name(self):
         return self._name
+
+    def get_mutations(self):
+        return list(self._mutations)
 
 
 class MemoryDep:

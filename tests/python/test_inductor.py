@@ -263,6 +263,35 @@ class Mapping(unittest.TestCase):
         r = commsched.optimize(ci.to_graph(st.snodes, **PRED), "none")
         self.assertEqual(r.before.peak_memory_step, 117)
 
+    def test_grouped_in_place_collective_writes_its_own_buffer(self):
+        # test_grouped_scheduler_node: [p = f(a); all_reduce_(p)] grouped,
+        # so the buffer reduced in place (p) is the group's own output and
+        # its only data input is the graph input a. The collective's
+        # outputs alias p (not a): mul may read a while it is in flight,
+        # and p stays live until mm reads the wait's result.
+        S, B = fi.SchedulerNode, fi.SchedulerBuffer
+        p = S("p", fi.ComputedBuffer(), [B("buf0", 16)],
+              [fi.MemoryDep("a")], 1)
+        ar = S("ar", fi._CollectiveKernel(fi.ALL_REDUCE_),
+               [B("buf1", 0), B("buf2", 0, ["buf0"])],
+               [fi.StarDep("buf0")], 100)
+        grp = fi.GroupedSchedulerNode("p_ar", [p, ar])
+        w = S("w", fi._WaitKernel(fi.WAIT),
+              [B("buf3", 0), B("buf4", 0, ["buf0"])], [fi.StarDep("buf2")], 0)
+        mul = S("mul", fi.ComputedBuffer(), [B("buf5", 16)],
+                [fi.MemoryDep("a")], 1)
+        mm = S("mm", fi.ExternKernelOut(fi.MM), [B("buf6", 16)],
+               [fi.MemoryDep("buf5"), fi.MemoryDep("buf4")], 5)
+        kw = dict(PRED, graph_inputs={"a": 16}, graph_outputs=["buf6"])
+        g = ci.to_graph([grp, mul, w, mm], **kw)   # mul beside the reduce
+        r = commsched.optimize(g, "none")
+        # a (16, freeable) until mul reads it, p until mm: 48 at mul and
+        # at mm (read as a's alias, p was freed unread: 32)
+        self.assertEqual(r.before.peak_memory_step, 3 * 16)
+        out = ci.reorder([grp, w, mul, mm], passes=["sink_waits"], **kw)
+        self.assertEqual([s.get_name() for s in out],
+                         ["p_ar", "mul", "w", "mm"])
+
     def test_sync_collective_and_gemm_flags(self):
         st = Step()
         st.collective("a2a", "x", kernel=fi.SHARD_DIM_ALLTOALL)
