@@ -31,6 +31,9 @@ What is read, exactly (nothing else is touched):
 - ``buf.get_mutations()`` -- the buffers an output of size 0 (a
   mutation's new name) mutates: it becomes an alias of the one the node
   reads, or of the node's own output it names (below).
+- the class names of ``snode.node`` (``MultiOutput``: an extraction node)
+  and of ``buf.node.layout`` (``MultiOutputLayout``: a multi-output
+  kernel's buffer), for the multi-output rule below.
 - ``snode.get_buffer_names()`` -- buffer names not among ``get_outputs()``
   are added as outputs of size 0.
 - ``snode.get_operation_names()`` -- so that a dependency naming an
@@ -116,14 +119,18 @@ input, as memory.py folds mutations into the real buffer. With these
 rules, commsched's peak for Inductor's order equals
 ``torch._inductor.memory.estimate_peak_memory`` on the same nodes: tested
 on FSDP-like, TP-like, 2D and MoE programs compiled by torch 2.13
-(tests/python/test_torch_compile.py). Known difference: a multi-output
-kernel (``MultiOutputLayout``), whose bytes Inductor allocates with the
-kernel and frees per output (each ``MultiOutput`` after its own last
-use), is counted with the kernel's buffer, freed after its last reader
-(the ``MultiOutput`` nodes), the outputs at 0: commsched's peak is exactly
-``estimate_peak_memory`` with the kernel buffer's ``size_free`` set to its
-``size_alloc`` and the outputs' to 0 (tested on ``torch.linalg.qr``,
-where it is 32 KiB against Inductor's 48 KiB + 4 B).
+(tests/python/test_torch_compile.py). A multi-output kernel (its buffer
+of ``MultiOutputLayout``: a coalesced collective, torch.linalg.qr's
+kernel, torch's FX bucketing's ``_pre_bucket_*`` custom ops) is read as
+memory.py counts it: each part its ``MultiOutput`` extraction node
+(``buf2 = buf1[0]``) names is the kernel's own output, of the part's
+``size_free``, allocated with the kernel and freed after its own last
+reader (the kernel's buffer keeps what is left of its ``size_alloc``: 0);
+the extraction node only follows the kernel (it reads the kernel's buffer
+and its part, as memory.py frees an unread part at the extraction; from
+an async collective, whose outputs only waits read, it just follows it)
+and every reader of the part follows the extraction. So a coalesced
+collective's parts are its outputs, completed by their waits.
 
 How it is built: :func:`document` reads every node, buffer and
 dependency once into the graph format's document (docs/FORMAT.md), and
@@ -233,6 +240,12 @@ def _kind_of(contains_collective, contains_wait):
     return kind
 
 
+def _is_async(nd):
+    """1 for a node record of to_graph that is an async collective."""
+    return nd["kind"] == "collective" and not any(
+        _SYNC_COLLECTIVE in k for k in nd["kernels"])
+
+
 def _kernel_names(snode):
     leaves = getattr(snode, "snodes", None) or [snode]
     names = []
@@ -330,6 +343,58 @@ def _tensor_bytes(node):
         return max(0, int(numel) * get_dtype_size(node.get_dtype()))
     except Exception:  # symbolic or not a tensor: unknown, 0
         return 0
+
+
+def _is_multi_output_layout(buf):
+    """1 when ``buf`` (a SchedulerBuffer) is a multi-output kernel's
+    buffer (``buf.node.layout`` a ``MultiOutputLayout``)."""
+    layout = getattr(getattr(buf, "node", None), "layout", None)
+    return type(layout).__name__ == "MultiOutputLayout"
+
+
+def _multi_output_parts(snodes):
+    """The multi-output kernels' parts: {part buffer name: (extraction
+    index, kernel index, kernel buffer name, part SchedulerBuffer)} for
+    every ``MultiOutput`` extraction node (``snode.node`` an
+    ``ir.MultiOutput``: ``buf2 = buf1[0]``) whose kernel, a node with a
+    ``MultiOutputLayout`` buffer it reads, is among ``snodes`` too (one
+    level: an extraction from an extraction is left as it is)."""
+    made = {}
+    for i, sn in enumerate(snodes):
+        for buf in sn.get_outputs():
+            made[str(buf.get_name())] = (i, buf)
+    parts = {}
+    for i, sn in enumerate(snodes):
+        if type(getattr(sn, "node", None)).__name__ != "MultiOutput":
+            continue
+        outs = list(sn.get_outputs())
+        kbs = [str(d.name) for d in sn.unmet_dependencies
+               if getattr(d, "is_fake", None) is None and
+               str(d.name) in made and
+               _is_multi_output_layout(made[str(d.name)][1])]
+        if len(outs) != 1 or len(set(kbs)) != 1:
+            continue
+        k = made[kbs[0]][0]
+        if type(getattr(snodes[k], "node", None)).__name__ == "MultiOutput":
+            continue
+        parts[str(outs[0].get_name())] = (i, k, kbs[0], outs[0])
+    return parts
+
+
+def _part_size(buf, buffer_size):
+    """A multi-output kernel's part's bytes: what memory.py frees when the
+    part dies (its ``mpi_buffer.size_free``; the part allocates nothing,
+    its kernel allocates it), else numel x itemsize; ``buffer_size`` when
+    given."""
+    if buffer_size is not None:
+        return buffer_size(buf)
+    info = getattr(buf, "mpi_buffer", None)
+    if info is not None:
+        try:
+            return max(0, int(getattr(info, "size_free", 0)))
+        except (TypeError, ValueError):
+            return 0
+    return _tensor_bytes(getattr(buf, "node", None))
 
 
 def _mutations(buf):
@@ -673,7 +738,19 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
                 _tensor_bytes(graph_in[dep.name])
             inputs_known[dep.name] = (int(size), freeable)
 
-    # Pass 1: names, outputs and producers.
+    # Pass 1: names, outputs and producers. A multi-output kernel's parts
+    # (what its MultiOutput extraction nodes name, buf2 = buf1[0]) are the
+    # kernel's own outputs, each of its part's bytes, as memory.py counts
+    # them: allocated with the kernel (its MultiOutputLayout buffer, of
+    # their total, keeps what is left: 0), each freed after its own last
+    # use. The extraction only names a part: it follows the kernel and
+    # every reader of the part follows it (pass 2).
+    parts = _multi_output_parts(snodes)
+    moved = {}      # kernel index -> [(part name, part buffer)]
+    for pname, (_, k, _, pbuf) in parts.items():
+        moved.setdefault(k, []).append((pname, pbuf))
+    extraction = {e: (k, kb, pname) for pname, (e, k, kb, _) in parts.items()}
+    fixed = set()   # kernel buffers: real, never an alias
     nodes = []
     producer = {}   # buffer name -> node index
     op_owner = {}   # operation name -> node index
@@ -682,11 +759,23 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         outs, muts = [], {}
         for buf in sn.get_outputs():
             bname = str(buf.get_name())
+            if bname in parts:
+                continue   # the kernel's (below)
             outs.append([bname, size_of(buf), None])
             muts[bname] = _mutations(buf)
+        if i in moved:
+            sizes = [_part_size(pbuf, buffer_size) for _, pbuf in moved[i]]
+            kbs = {parts[pname][2] for pname, _ in moved[i]}
+            for o in outs:
+                if o[0] in kbs:
+                    o[1] = max(0, o[1] - sum(sizes))
+                    fixed.add(o[0])
+            for (pname, _), size in zip(moved[i], sizes):
+                outs.append([pname, size, None])
+                muts[pname] = []
         for bname in sn.get_buffer_names():
             bname = str(bname)
-            if bname not in muts:
+            if bname not in muts and bname not in parts:
                 outs.append([bname, 0, None])
                 muts[bname] = []
         for o in outs:
@@ -698,8 +787,10 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
                       "muts": muts,
                       "kernels": _kernel_names(sn),
+                      # an extraction launches no kernel
                       "runtime": _runtime_ns(sn, True) if exact else
-                      0.0 if kind == "wait" else _runtime_ns(sn)})
+                      0.0 if kind == "wait" or i in extraction else
+                      _runtime_ns(sn)})
 
     # Pass 2: dependencies. MemoryDep/StarDep (no is_fake) read data; so
     # does a non-fake WeakDep on a buffer, for memory: Inductor keeps a
@@ -710,16 +801,33 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
     # dropped; the iterative passes ignore fake edges anyway. Graph inputs
     # are read through read_writes (unmet_dependencies holds only the
     # scheduler's own buffers).
+    # A reader of a multi-output kernel's part also follows the part's
+    # extraction node. The extraction reads its kernel's buffer and keeps
+    # its part alive at least to itself (memory.py frees an unread part
+    # there), except from an async collective (a coalesced one), whose
+    # outputs only its waits read: it just follows it.
     used_inputs = {}    # graph input name -> None, in first-use order
     for i, nd in enumerate(nodes):
         data, keep, after, after_fake = [], [], [], []
         own = nd["muts"]
+        ext = extraction.get(i)
+        from_async = ext is not None and _is_async(nodes[ext[0]])
+        if ext is not None and not from_async:
+            keep.append(ext[2])
         for dep in nd["sn"].unmet_dependencies:
             dname = str(dep.name)
             if dname in own:
                 continue
             is_fake = getattr(dep, "is_fake", None)
             src = producer.get(dname)
+            if dname in parts and parts[dname][0] != i:
+                e = parts[dname][0]
+                if not (is_fake and e > i):
+                    (after_fake if is_fake else after).append(
+                        nodes[e]["name"])
+            if from_async and src == ext[0]:
+                after.append(nodes[src]["name"])
+                continue
             if is_fake is None:
                 if src is None:
                     used_inputs.setdefault(dname)  # a buffer from outside
@@ -762,7 +870,7 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
     for nd in nodes:
         own = {o[0] for o in nd["outs"]}
         for o in nd["outs"]:
-            if o[1] == 0 and o[2] is None:
+            if o[1] == 0 and o[2] is None and o[0] not in fixed:
                 for m in nd["muts"].get(o[0], ()):
                     if m in nd["reads"] or (m in own and m != o[0]):
                         o[2] = m
@@ -777,7 +885,8 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
                           nd["data"][0] if len(nd["data"]) == 1 else None)
             if target is not None:
                 for o in nd["outs"]:
-                    if o[1] == 0 and o[2] is None and o[0] != target:
+                    if o[1] == 0 and o[2] is None and o[0] != target and \
+                            o[0] not in fixed:
                         o[2] = target
             coll_bufs.update(o[0] for o in nd["outs"])
     for nd in nodes:

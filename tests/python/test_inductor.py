@@ -4,8 +4,10 @@ S1-S6), with the orders those tests expect. PyTorch cannot be installed
 here: fake_inductor.py provides objects exposing exactly the attributes
 the adapter documents, and a stand-in torch._inductor.utils."""
 
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -177,6 +179,13 @@ class Scenarios(unittest.TestCase):
 
 
 class Mapping(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
     def test_reads_only_the_documented_attributes(self):
         fi.ACCESSED.clear()
         st = s2(True)
@@ -291,6 +300,82 @@ class Mapping(unittest.TestCase):
         out = ci.reorder([grp, w, mul, mm], passes=["sink_waits"], **kw)
         self.assertEqual([s.get_name() for s in out],
                          ["p_ar", "mul", "w", "mm"])
+
+    def multi_output(self, kernel, parts, size=16):
+        """A multi-output kernel `k` (its buffer buf_k: MultiOutputLayout,
+        memory.py's alloc = the parts' total, free 0) reading `a`, and one
+        MultiOutput extraction per part (alloc 0, free = its size)."""
+        S, B = fi.SchedulerNode, fi.SchedulerBuffer
+        total = size * len(parts)
+        k = S("k", kernel, [B("buf_k", total, size_free=0,
+                               node=fi.MultiOutputKernelBuffer())],
+              [fi.StarDep("a")], 100)
+        ext = [S("e%d" % i, fi.MultiOutput(), [B(p, 0, size_free=size)],
+                 [fi.StarDep("buf_k")], 0) for i, p in enumerate(parts)]
+        return k, ext
+
+    def test_coalesced_collective_extractions_are_waited_views(self):
+        # test_reorder_peak_memory: buf1 = reduce_scatter_tensor_coalesced
+        # ([...]); buf2 = buf1[0]; buf3 = buf1[1] (MultiOutputs, before
+        # the waits); wait(buf2); ...; wait(buf3). The parts are the
+        # collective's outputs, the extractions only follow it, and each
+        # wait completes the collective and follows its extraction.
+        S, B = fi.SchedulerNode, fi.SchedulerBuffer
+        k, (e0, e1) = self.multi_output(fi._CollectiveKernel(
+            "torch.ops._c10d_functional.reduce_scatter_tensor_coalesced."
+            "default"), ["p0", "p1"])
+        w0 = S("w0", fi._WaitKernel(fi.WAIT), [B("w0o", 0, ["p0"])],
+               [fi.StarDep("p0")], 0)
+        mid = S("mid", fi.ComputedBuffer(), [B("mid_o", 64)],
+                [fi.MemoryDep("a")], 1)
+        w1 = S("w1", fi._WaitKernel(fi.WAIT), [B("w1o", 0, ["p1"])],
+               [fi.StarDep("p1")], 0)
+        use = S("use", fi.ComputedBuffer(), [B("out", 16)],
+                [fi.MemoryDep("w0o"), fi.MemoryDep("w1o")], 1)
+        snodes = [k, e0, e1, w0, mid, w1, use]
+        kw = dict(PRED, graph_inputs={"a": 64}, graph_outputs=["out"])
+        path = os.path.join(self.tmp, "coalesced.json")
+        ci.export(snodes, path, **kw)
+        with open(path) as fh:
+            nodes = {n["name"]: n for n in json.load(fh)["nodes"]}
+        self.assertEqual([o["name"] for o in nodes["k"]["outputs"]],
+                         ["buf_k", "p0", "p1"])
+        self.assertEqual([o.get("size") for o in nodes["k"]["outputs"]],
+                         [0, 16, 16])
+        self.assertEqual(nodes["e0"].get("inputs", []), [])
+        self.assertEqual(nodes["e0"]["after"], ["k"])
+        self.assertEqual(nodes["w0"]["inputs"], ["p0"])
+        self.assertEqual(nodes["w0"]["after"], ["e0"])
+        # memory.py's count: a (64) until mid, the parts (32) from k, mid
+        r = commsched.optimize(ci.to_graph(snodes, **kw), "none")
+        self.assertEqual(r.before.peak_memory_step, 64 + 32 + 64)
+        # the waits sink past mid; the extractions stay between k and them
+        out = ci.reorder(snodes, passes=["sink_waits"], verify=True, **kw)
+        self.assertEqual([sn.get_name() for sn in out],
+                         ["k", "e0", "e1", "mid", "w0", "w1", "use"])
+
+    def test_multi_output_kernel_parts_freed_one_by_one(self):
+        # torch.linalg.qr's FallbackKernel: q, r = k(a)[0], k(a)[1]. As
+        # memory.py counts it: the kernel allocates both parts, each is
+        # freed after its own last reader (r right away, q after use).
+        S, B = fi.SchedulerNode, fi.SchedulerBuffer
+        k, (eq, er) = self.multi_output(fi.FallbackKernel("qr"),
+                                        ["q", "r"])
+        big = S("big", fi.ComputedBuffer(), [B("big_o", 100)],
+                [fi.MemoryDep("q")], 1)
+        snodes = [k, eq, er, big]   # eq, er: e0, e1
+        kw = dict(PRED, graph_inputs={"a": 0}, graph_outputs=["big_o"])
+        g = ci.to_graph(snodes, **kw)
+        r = commsched.optimize(g, "none")
+        # r (16) dies at its extraction: q (16) + big (100) at big
+        self.assertEqual(r.before.peak_memory_step, 116)
+        path = os.path.join(self.tmp, "qr.json")
+        g.save(path)
+        with open(path) as fh:
+            nodes = {n["name"]: n for n in json.load(fh)["nodes"]}
+        self.assertEqual(nodes["big"]["inputs"], ["q"])
+        self.assertEqual(nodes["big"]["after"], ["e0"])
+        self.assertEqual(nodes["e1"]["inputs"], ["buf_k", "r"])
 
     def test_sync_collective_and_gemm_flags(self):
         st = Step()
