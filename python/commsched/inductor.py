@@ -90,7 +90,11 @@ What is read, exactly (nothing else is touched):
 - a collective's IR node ``snode.node.constant_args`` (``(group_size,
   group_name)`` or ``(reduce_op, group_size, group_name)``): its process
   group by name, sized through c10d (``_resolve_process_group(name)
-  .size()``), its reduce op, and the dtype of ``snode.node.inputs[0]``.
+  .size()``), its reduce op, and the dtype of ``snode.node.inputs[0]``;
+  where one of ``snode.node.inputs`` is a ``ReinterpretView`` smaller than
+  the buffer it views (``.data``: a slice), the inputs' numel x itemsize
+  become the collective's ``bytes``, what it reads of the buffers it
+  names.
 
 Inside a compile (``V.graph`` set) the graph's inputs and outputs come
 from Inductor as its memory estimate takes them: the graph inputs a node
@@ -312,6 +316,23 @@ def _collective_ir(snode, sizes=None):
     except Exception:
         dtype = None
     return group, size, reduce_op, dtype
+
+
+def _view_read_bytes(snode):
+    """What a collective reads when one of its IR inputs is a view
+    (``ReinterpretView``) smaller than the buffer it names (a slice of a
+    graph input: ``all_gather_tensor(x[:4])``): the sum of its inputs'
+    numel x itemsize, its ``bytes`` in the graph (the format names whole
+    buffers, docs/FORMAT.md "Collective sizes"); None otherwise."""
+    ins = list(getattr(getattr(snode, "node", None), "inputs", None) or ())
+    total, sliced = 0, False
+    for x in ins:
+        b = _tensor_bytes(x)
+        if type(x).__name__ == "ReinterpretView" and \
+                b < _tensor_bytes(getattr(x, "data", None)):
+            sliced = True
+        total += b
+    return float(total) if sliced else None
 
 
 # torch dtype names are the format's (docs/FORMAT.md), "torch." aside.
@@ -925,6 +946,9 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
                 node["dtype"] = nd["dtype"]
             if nd["reduce_op"]:
                 node["reduce_op"] = nd["reduce_op"]
+            read = _view_read_bytes(nd["sn"])
+            if read is not None:
+                node["bytes"] = read
         elif nd["kind"] == "compute":
             if kernels:
                 node["op"] = kernels[0]
