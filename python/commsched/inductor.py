@@ -318,15 +318,22 @@ def _collective_ir(snode, sizes=None):
     return group, size, reduce_op, dtype
 
 
-def _view_read_bytes(snode):
+def _view_read_bytes(snode, written):
     """What a collective reads when one of its IR inputs is a view
     (``ReinterpretView``) smaller than the buffer it names (a slice of a
     graph input: ``all_gather_tensor(x[:4])``): the sum of its inputs'
     numel x itemsize, its ``bytes`` in the graph (the format names whole
-    buffers, docs/FORMAT.md "Collective sizes"); None otherwise."""
+    buffers, docs/FORMAT.md "Collective sizes"); None otherwise. Inputs
+    naming a buffer in ``written`` (what the node mutates: an ``_out``
+    variant's preallocated output) are not read."""
     ins = list(getattr(getattr(snode, "node", None), "inputs", None) or ())
     total, sliced = 0, False
     for x in ins:
+        try:
+            if str(x.get_name()) in written:
+                continue
+        except Exception:   # not a named buffer: counted
+            pass
         b = _tensor_bytes(x)
         if type(x).__name__ == "ReinterpretView" and \
                 b < _tensor_bytes(getattr(x, "data", None)):
@@ -946,7 +953,8 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
                 node["dtype"] = nd["dtype"]
             if nd["reduce_op"]:
                 node["reduce_op"] = nd["reduce_op"]
-            read = _view_read_bytes(nd["sn"])
+            read = _view_read_bytes(
+                nd["sn"], {m for ms in nd["muts"].values() for m in ms})
             if read is not None:
                 node["bytes"] = read
         elif nd["kind"] == "compute":
