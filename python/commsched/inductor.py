@@ -380,35 +380,6 @@ def _is_multi_output_layout(buf):
     return type(layout).__name__ == "MultiOutputLayout"
 
 
-def _multi_output_parts(snodes):
-    """The multi-output kernels' parts: {part buffer name: (extraction
-    index, kernel index, kernel buffer name, part SchedulerBuffer)} for
-    every ``MultiOutput`` extraction node (``snode.node`` an
-    ``ir.MultiOutput``: ``buf2 = buf1[0]``) whose kernel, a node with a
-    ``MultiOutputLayout`` buffer it reads, is among ``snodes`` too (one
-    level: an extraction from an extraction is left as it is)."""
-    made = {}
-    for i, sn in enumerate(snodes):
-        for buf in sn.get_outputs():
-            made[str(buf.get_name())] = (i, buf)
-    parts = {}
-    for i, sn in enumerate(snodes):
-        if type(getattr(sn, "node", None)).__name__ != "MultiOutput":
-            continue
-        outs = list(sn.get_outputs())
-        kbs = [str(d.name) for d in sn.unmet_dependencies
-               if getattr(d, "is_fake", None) is None and
-               str(d.name) in made and
-               _is_multi_output_layout(made[str(d.name)][1])]
-        if len(outs) != 1 or len(set(kbs)) != 1:
-            continue
-        k = made[kbs[0]][0]
-        if type(getattr(snodes[k], "node", None)).__name__ == "MultiOutput":
-            continue
-        parts[str(outs[0].get_name())] = (i, k, kbs[0], outs[0])
-    return parts
-
-
 def _part_size(buf, buffer_size):
     """A multi-output kernel's part's bytes: what memory.py frees when the
     part dies (its ``mpi_buffer.size_free``; the part allocates nothing,
@@ -766,44 +737,24 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
                 _tensor_bytes(graph_in[dep.name])
             inputs_known[dep.name] = (int(size), freeable)
 
-    # Pass 1: names, outputs and producers. A multi-output kernel's parts
-    # (what its MultiOutput extraction nodes name, buf2 = buf1[0]) are the
-    # kernel's own outputs, each of its part's bytes, as memory.py counts
-    # them: allocated with the kernel (its MultiOutputLayout buffer, of
-    # their total, keeps what is left: 0), each freed after its own last
-    # use. The extraction only names a part: it follows the kernel and
-    # every reader of the part follows it (pass 2).
-    parts = _multi_output_parts(snodes)
-    moved = {}      # kernel index -> [(part name, part buffer)]
-    for pname, (_, k, _, pbuf) in parts.items():
-        moved.setdefault(k, []).append((pname, pbuf))
-    extraction = {e: (k, kb, pname) for pname, (e, k, kb, _) in parts.items()}
-    fixed = set()   # kernel buffers: real, never an alias
+    # Pass 1: names, outputs and producers.
     nodes = []
     producer = {}   # buffer name -> node index
     op_owner = {}   # operation name -> node index
+    extractions = []       # (index, its buffer): MultiOutput nodes
     for i, sn in enumerate(snodes):
         nname = str(sn.get_name())
         outs, muts = [], {}
         for buf in sn.get_outputs():
             bname = str(buf.get_name())
-            if bname in parts:
-                continue   # the kernel's (below)
             outs.append([bname, size_of(buf), None])
             muts[bname] = _mutations(buf)
-        if i in moved:
-            sizes = [_part_size(pbuf, buffer_size) for _, pbuf in moved[i]]
-            kbs = {parts[pname][2] for pname, _ in moved[i]}
-            for o in outs:
-                if o[0] in kbs:
-                    o[1] = max(0, o[1] - sum(sizes))
-                    fixed.add(o[0])
-            for (pname, _), size in zip(moved[i], sizes):
-                outs.append([pname, size, None])
-                muts[pname] = []
+        if type(getattr(sn, "node", None)).__name__ == "MultiOutput" and \
+                len(outs) == 1:
+            extractions.append((i, sn.get_outputs()[0]))
         for bname in sn.get_buffer_names():
             bname = str(bname)
-            if bname not in muts and bname not in parts:
+            if bname not in muts:
                 outs.append([bname, 0, None])
                 muts[bname] = []
         for o in outs:
@@ -815,10 +766,46 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
                       "muts": muts,
                       "kernels": _kernel_names(sn),
-                      # an extraction launches no kernel
                       "runtime": _runtime_ns(sn, True) if exact else
-                      0.0 if kind == "wait" or i in extraction else
-                      _runtime_ns(sn)})
+                      0.0 if kind == "wait" else _runtime_ns(sn)})
+
+    # Pass 1b: multi-output kernels. The part a MultiOutput extraction node
+    # names (buf2 = buf1[0]) is its kernel's own output, of the part's
+    # bytes, as memory.py counts it: allocated with the kernel (whose
+    # MultiOutputLayout buffer, of their total, keeps what is left: 0) and
+    # freed after its own last use. The extraction, which launches no
+    # kernel, only names the part: it follows the kernel, and every reader
+    # of the part follows it (pass 2). One level: an extraction from an
+    # extraction is left as it is.
+    parts = {}        # part name -> extraction index
+    extraction = {}   # extraction index -> (kernel index, part name)
+    fixed = set()     # kernel buffers: real, never an alias
+    extracting = {e for e, _ in extractions}
+    for e, pbuf in extractions:
+        kbs = {str(d.name) for d in snodes[e].unmet_dependencies
+               if getattr(d, "is_fake", None) is None and
+               producer.get(str(d.name), e) not in extracting}
+        kernel = [buf for name in kbs
+                  for buf in snodes[producer[name]].get_outputs()
+                  if str(buf.get_name()) == name and
+                  _is_multi_output_layout(buf)]
+        if len(kernel) != 1:
+            continue
+        kb = str(kernel[0].get_name())
+        k = producer[kb]
+        pname, size = nodes[e]["outs"][0][0], _part_size(pbuf, buffer_size)
+        del nodes[e]["outs"][0], nodes[e]["muts"][pname]
+        for o in nodes[k]["outs"]:
+            if o[0] == kb:
+                o[1] = max(0, o[1] - size)
+        nodes[k]["outs"].append([pname, size, None])
+        nodes[k]["muts"][pname] = []
+        producer[pname] = k
+        parts[pname] = e
+        extraction[e] = (k, pname)
+        fixed.add(kb)
+        if not exact:
+            nodes[e]["runtime"] = 0.0
 
     # Pass 2: dependencies. MemoryDep/StarDep (no is_fake) read data; so
     # does a non-fake WeakDep on a buffer, for memory: Inductor keeps a
@@ -841,15 +828,15 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         ext = extraction.get(i)
         from_async = ext is not None and _is_async(nodes[ext[0]])
         if ext is not None and not from_async:
-            keep.append(ext[2])
+            keep.append(ext[1])
         for dep in nd["sn"].unmet_dependencies:
             dname = str(dep.name)
             if dname in own:
                 continue
             is_fake = getattr(dep, "is_fake", None)
             src = producer.get(dname)
-            if dname in parts and parts[dname][0] != i:
-                e = parts[dname][0]
+            if dname in parts and parts[dname] != i:
+                e = parts[dname]
                 if not (is_fake and e > i):
                     (after_fake if is_fake else after).append(
                         nodes[e]["name"])

@@ -472,6 +472,23 @@ def identity(snodes):
     return list(snodes)
 
 
+def run_commsched_fx(prog, args, want, log, comp, scheduler_pass,
+                     config=None):
+    """Compiles with commsched's FX pass (and `scheduler_pass` at the
+    scheduler-node level, peaks checked), checks the FX order against the
+    test's intent where it has one, and the numerics."""
+    analyse = log.rank == 0
+    fx = FXCapture("commsched")
+    out, _, err = comp.run(prog, args, "commsched FX", fx_pass=fx,
+                           config=config,
+                           passes=[Checked(scheduler_pass, "commsched FX",
+                                           log, analyse)])
+    comp.numerics(prog, "commsched FX", out, want, err)
+    if analyse and prog.fx_filecheck and fx.graphs:
+        log.equal("commsched's FX order meets the test's intent",
+                  filecheck(prog.fx_filecheck, fx.graphs[-1]), None)
+
+
 def run_inductor_program(prog, rank, log, comp):
     import commsched.inductor as ci
     analyse = rank == 0
@@ -540,14 +557,7 @@ def run_inductor_program(prog, rank, log, comp):
         Checked(ci.reorder, "commsched default", log, analyse)])
     comp.numerics(prog, "commsched default", out3, want, err3)
     # 4. commsched's FX pass
-    fx = FXCapture("commsched")
-    out4, _, err4 = comp.run(prog, args, "commsched FX", fx_pass=fx,
-                             passes=[Checked(identity, "commsched FX", log,
-                                             analyse)])
-    comp.numerics(prog, "commsched FX", out4, want, err4)
-    if analyse and prog.fx_filecheck and fx.graphs:
-        log.equal("commsched's FX order meets the test's intent",
-                  filecheck(prog.fx_filecheck, fx.graphs[-1]), None)
+    run_commsched_fx(prog, args, want, log, comp, identity)
 
 
 def run_aten_program(prog, rank, log, comp):
@@ -599,17 +609,9 @@ def run_aten_program(prog, rank, log, comp):
                           ["overlap_scheduling_bad_exposed"],
                           prog.extra["bad_exposed"])
     # commsched at both levels (its collectives unbucketed, some reading
-    # slices of the graph's inputs)
-    fx = FXCapture("commsched")
-    opts = "aten_distributed_optimizations.enable_overlap_scheduling"
-    out, _, err = comp.run(prog, args, "commsched FX", fx_pass=fx,
-                           config={opts: False},
-                           passes=[Checked(ci.reorder, "commsched FX", log,
-                                           analyse)])
-    comp.numerics(prog, "commsched FX", out, want, err)
-    if analyse and prog.fx_filecheck and fx.graphs:
-        log.equal("commsched's FX order meets the test's intent",
-                  filecheck(prog.fx_filecheck, fx.graphs[-1]), None)
+    # slices of the graph's inputs), instead of torch's FX scheduler
+    run_commsched_fx(prog, args, want, log, comp, ci.reorder, {
+        "aten_distributed_optimizations.enable_overlap_scheduling": False})
 
 
 def rank_main(rank, port, outdir, only):

@@ -466,6 +466,11 @@ graph():
     return (wait_tensor, wait_tensor_1, wait_tensor_2)"""  # noqa: E501
 
 AR_ = "torch.ops._c10d_functional.all_reduce_.default"
+# the aten file's test_inductor_default_comms_ordering: the all-reduces of
+# g1, g2, g3 keep their order
+ORDERED_ALL_REDUCES = (("check", "all_reduce"), ("check_same", "arg0_1"),
+                       ("check", "all_reduce"), ("check_same", "arg1_1"),
+                       ("check", "all_reduce"), ("check_same", "arg2_1"))
 WAIT = "torch.ops._c10d_functional.wait_tensor.default"
 MM = "extern_kernels.mm"
 RCPPM = "reorder_communication_preserving_peak_memory"
@@ -553,7 +558,9 @@ PROGRAMS = [
             "::test_inductor_default_comms_ordering", default_ordering_fn,
             lambda rank: (torch.ones(10, 10), torch.ones(11, 11),
                           torch.ones(12, 12)), "inductor", kwargs=TRS,
-            expected_graph=DEFAULT_ORDERING_GRAPH),
+            expected_graph=DEFAULT_ORDERING_GRAPH,
+            # "all_reduces need to remain in order!"
+            fx_filecheck=ORDERED_ALL_REDUCES),
     Program("reorder_peak_memory", SRC_IC + "::test_reorder_peak_memory",
             coalesced_fn("reduce_scatter"), ones_plus_rank((4, 4)),
             "inductor", kwargs=TRS, passes=("sink_waits", RCPPM),
@@ -603,6 +610,10 @@ PROGRAMS = [
                        ("check", "aten.mm.default"),
                        ("check", "wait_tensor.default"),
                        ("check", "aten.mm.default")),
+            fx_filecheck=(("check", "all_reduce.default"),
+                          ("check", "aten.mm.default"),
+                          ("check", "wait_tensor.default"),
+                          ("check", "aten.mm.default")),
             extra={"exposed": 0}),
     Program("aten_raise_comms", SRC_ATEN + "::test_raise_comms",
             aten_raise_comms_fn, ones_plus_rank((4, 4)), "aten",
@@ -610,12 +621,25 @@ PROGRAMS = [
             filecheck=(("check", "aten.mm"), ("check", "all_reduce.default"),
                        ("check", "aten.mm"), ("check", "wait_tensor.default"),
                        ("check", "aten.mm")),
+            fx_filecheck=(("check", "aten.mm"),
+                          ("check", "all_reduce.default"),
+                          ("check", "aten.mm"),
+                          ("check", "wait_tensor.default"),
+                          ("check", "aten.mm")),
             extra={"exposed": 0}),
     Program("aten_sink_waits_raise_comms", SRC_ATEN +
             "::test_sink_waits_raise_comms",
             F(sink_waits_raise_comms_fn, **TRS),
             lambda rank: (torch.ones(4, 4),), "aten", config=aten_config(),
-            expected_graph=SWRC_GRAPH, extra={"exposed": 0}),
+            expected_graph=SWRC_GRAPH,
+            # the test's comment: the all-reduce raised above the 2nd
+            # matmul, below the 1st; the wait between the 3rd and the 4th
+            fx_filecheck=(("check", "aten.mm"),
+                          ("check", "all_reduce.default"),
+                          ("check", "aten.mm"), ("check", "aten.mm"),
+                          ("check", "wait_tensor.default"),
+                          ("check", "aten.mm")),
+            extra={"exposed": 0}),
     Program("aten_reorder_compute_for_overlap_mul", SRC_ATEN +
             "::test_reorder_compute_for_overlap_mul",
             F(reorder_compute_fn, **TRS), ones_plus_rank((4, 4)), "aten",
@@ -625,15 +649,20 @@ PROGRAMS = [
                        ("check", "aten.mul"), ("check", "all_reduce.default"),
                        ("check", "wait_tensor.default"),
                        ("check", "aten.mm")),
+            fx_filecheck=(("check", "all_reduce.default"),
+                          ("check", "aten.mm"), ("check", "aten.mm"),
+                          ("check", "wait_tensor.default"),
+                          ("check", "aten.mul"),
+                          ("check", "all_reduce.default"),
+                          ("check", "wait_tensor.default"),
+                          ("check", "aten.mm")),
             extra={"exposed": 1}),
     Program("aten_default_comms_ordering", SRC_ATEN +
             "::test_inductor_default_comms_ordering",
             F(default_ordering_fn, **TRS),
             lambda rank: (torch.ones(10, 10), torch.ones(11, 11),
                           torch.ones(12, 12)), "aten", config=aten_config(),
-            filecheck=(("check", "all_reduce"), ("check_same", "arg0_1"),
-                       ("check", "all_reduce"), ("check_same", "arg1_1"),
-                       ("check", "all_reduce"), ("check_same", "arg2_1")),
+            filecheck=ORDERED_ALL_REDUCES, fx_filecheck=ORDERED_ALL_REDUCES,
             extra={"exposed": 3, "bad_exposed": 0}),
     Program("aten_via_config", SRC_ATEN +
             "::test_overlap_scheduling_via_config", sink_waits_fn,
