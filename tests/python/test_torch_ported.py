@@ -671,6 +671,12 @@ def main():
                 failed += 1
                 print("FAIL rank %d %s: %s\n    %s" % (
                     r, row["program"], row["check"], row["detail"]))
+    rows = [row for res in ranks for row in res["rows"]
+            if row["check"] != "seconds"]
+    print("checks: %d (%d of them commsched's FX order against the test's "
+          "intent)" % (len(rows), sum(1 for row in rows
+                                      if "FX order meets" in row["check"]
+                                      and "commsched" in row["check"])))
     peaks = ranks[0]["peaks"]
     print("peak checks: %d, equal: %d" % (
         len(peaks), sum(1 for p in peaks if p[4] == p[5])))
