@@ -118,7 +118,9 @@ static int eligible(const commsched_graph *g, uint32_t c, uint32_t w,
     }
     out->in = in;
     out->out = o;
-    out->in_bytes = root_size(g, in);
+    /* a collective that says what it reads (its input a view of a
+     * larger buffer) copies that much into the bucket */
+    out->in_bytes = n->bytes >= 0 ? (int64_t)n->bytes : root_size(g, in);
     out->out_bytes = root_size(g, o);
     /* An input that is an alias may be a slice of its root (an earlier
      * bucket's member reads a view of the flat buffer): the root's size

@@ -260,6 +260,11 @@ def torch_overlap_order(gm, snodes, **overrides):
 #   any other tensor a new buffer of its storage's bytes (the rule
 #   torch's own FX memory estimate, fx_passes/memory_estimator.py, uses);
 #   ``name`` for the first, ``name.k`` for the k-th;
+# - a view of an async collective's output taken before its wait (the
+#   getitem of a coalesced collective's list, ``*_coalesced`` ops) names
+#   the collective's own buffer: its readers (the wait) read that buffer
+#   and follow the view, which reads nothing, costs 0 and follows the
+#   collective (only a wait may read an async collective's output);
 # - inputs: every output of every FX input node (a node with no tensor
 #   output, e.g. a sym_size, becomes an ``after`` edge);
 # - placeholders and get_attr nodes: graph inputs of their storage's
@@ -424,6 +429,8 @@ def from_fx(graph, *, group_sizes=None, name="fx"):
     graph = getattr(graph, "graph", graph)
     group_sizes = dict(group_sizes or {})
     bufs = {}   # FX node -> [(buffer name, storage)] it outputs
+    inflight = set()   # async collectives' outputs (only waits read them)
+    views = set()      # nodes that only name an in-flight output
     deps = fx_dependencies(graph)
     groups, inputs, nodes, outs = {}, [], [], []
     flop_memo = {}
@@ -459,8 +466,23 @@ def from_fx(graph, *, group_sizes=None, name="fx"):
             for bname, s in bufs[a]:
                 reads.append(bname)
                 read_by_storage.setdefault(s, bname)
+        if kind == "compute" and tensors and reads and \
+                all(b in inflight for b in reads) and \
+                all(_storage(t) in read_by_storage for t in tensors):
+            # a view of an async collective's output before its wait (the
+            # getitem of a coalesced collective's list): it names the
+            # collective's buffers, which its readers (the wait) read
+            # instead, and only follows the collective
+            bufs[n] = [(read_by_storage[_storage(t)], _storage(t))
+                       for t in tensors]
+            views.add(n)
+            nodes.append({"name": n.name, "kind": "compute",
+                          "op": str(n.target), "runtime_ns": 0.0,
+                          "after": list(dict.fromkeys(
+                              a.name for a in deps[n]))})
+            continue
         after = [a.name for a in deps[n]
-                 if not bufs[a] or a not in n.all_input_nodes]
+                 if not bufs[a] or a not in n.all_input_nodes or a in views]
         outputs, out_bufs, fresh = [], [], False
         for k, (bname, t) in enumerate(zip(names, tensors)):
             s = _storage(t)
@@ -480,6 +502,8 @@ def from_fx(graph, *, group_sizes=None, name="fx"):
             op, grp, size, reduce_op, dtype, sync = \
                 _fx_collective(n, group_sizes)
             groups.setdefault(grp, size)
+            if not sync:
+                inflight.update(b for b, _ in out_bufs)
             node.update(op=op, group=grp)
             if sync:
                 node["async"] = False

@@ -30,7 +30,10 @@ What is read, exactly (nothing else is touched):
   callable replaces that size rule.
 - ``buf.get_mutations()`` -- the buffers an output of size 0 (a
   mutation's new name) mutates: it becomes an alias of the one the node
-  reads (below).
+  reads, or of the node's own output it names (below).
+- the class names of ``snode.node`` (``MultiOutput``: an extraction node)
+  and of ``buf.node.layout`` (``MultiOutputLayout``: a multi-output
+  kernel's buffer), for the multi-output rule below.
 - ``snode.get_buffer_names()`` -- buffer names not among ``get_outputs()``
   are added as outputs of size 0.
 - ``snode.get_operation_names()`` -- so that a dependency naming an
@@ -76,6 +79,9 @@ What is read, exactly (nothing else is touched):
   about 1 ms a node (a FlopCounterMode dispatch, sympy sizes redone for
   every reader); tests/python/test_torch_scale.py checks they equal
   torch's figures on every node of the real programs.
+  ``runtimes="inductor"`` gives every node (waits included) exactly
+  Inductor's estimate, zeros kept: what torch's passes of the same names
+  see, so their orders can be asked of commsched's.
 - ``contains_collective(snode)`` and ``contains_wait(snode)`` from
   ``torch._inductor.utils`` (imported when ``reorder`` is called), or the
   callables passed as ``contains_collective=`` / ``contains_wait=``: a
@@ -93,7 +99,11 @@ What is read, exactly (nothing else is touched):
 - a collective's IR node ``snode.node.constant_args`` (``(group_size,
   group_name)`` or ``(reduce_op, group_size, group_name)``): its process
   group by name, sized through c10d (``_resolve_process_group(name)
-  .size()``), its reduce op, and the dtype of ``snode.node.inputs[0]``.
+  .size()``), its reduce op, and the dtype of ``snode.node.inputs[0]``;
+  where one of ``snode.node.inputs`` is a ``ReinterpretView`` smaller than
+  the buffer it views (``.data``: a slice), the inputs' numel x itemsize
+  become the collective's ``bytes``, what it reads of the buffers it
+  names.
 
 Inside a compile (``V.graph`` set) the graph's inputs and outputs come
 from Inductor as its memory estimate takes them: the graph inputs a node
@@ -116,19 +126,25 @@ buffer an earlier copy filled (torch's FX bucketing,
 aliases of the collective outputs it reads (Inductor's wait is a
 mutation of the collective's buffer; every mutation name it writes is one);
 a collective output of size 0 (a mutation, i.e. an in-place collective
-such as ``all_reduce_``) is an alias of the collective's single data
+such as ``all_reduce_``) is an alias of the buffer it writes in place: the
+one its mutation names name (a GroupedSchedulerNode's own output when the
+group holds the kernel that fills it), else the collective's single data
 input, as memory.py folds mutations into the real buffer. With these
 rules, commsched's peak for Inductor's order equals
 ``torch._inductor.memory.estimate_peak_memory`` on the same nodes: tested
 on FSDP-like, TP-like, 2D and MoE programs compiled by torch 2.13
-(tests/python/test_torch_compile.py). Known difference: a multi-output
-kernel (``MultiOutputLayout``), whose bytes Inductor allocates with the
-kernel and frees per output (each ``MultiOutput`` after its own last
-use), is counted with the kernel's buffer, freed after its last reader
-(the ``MultiOutput`` nodes), the outputs at 0: commsched's peak is exactly
-``estimate_peak_memory`` with the kernel buffer's ``size_free`` set to its
-``size_alloc`` and the outputs' to 0 (tested on ``torch.linalg.qr``,
-where it is 32 KiB against Inductor's 48 KiB + 4 B).
+(tests/python/test_torch_compile.py). A multi-output kernel (its buffer
+of ``MultiOutputLayout``: a coalesced collective, torch.linalg.qr's
+kernel, torch's FX bucketing's ``_pre_bucket_*`` custom ops) is read as
+memory.py counts it: each part its ``MultiOutput`` extraction node
+(``buf2 = buf1[0]``) names is the kernel's own output, of the part's
+``size_free``, allocated with the kernel and freed after its own last
+reader (the kernel's buffer keeps what is left of its ``size_alloc``: 0);
+the extraction node only follows the kernel (it reads the kernel's buffer
+and its part, as memory.py frees an unread part at the extraction; from
+an async collective, whose outputs only waits read, it just follows it)
+and every reader of the part follows the extraction. So a coalesced
+collective's parts are its outputs, completed by their waits.
 
 How it is built: :func:`document` reads every node, buffer and
 dependency once into the graph format's document (docs/FORMAT.md), and
@@ -238,6 +254,12 @@ def _kind_of(contains_collective, contains_wait):
     return kind
 
 
+def _is_async(nd):
+    """1 for a node record of to_graph that is an async collective."""
+    return nd["kind"] == "collective" and not any(
+        _SYNC_COLLECTIVE in k for k in nd["kernels"])
+
+
 def _kernel_names(snode):
     leaves = getattr(snode, "snodes", None) or [snode]
     names = []
@@ -306,6 +328,30 @@ def _collective_ir(snode, sizes=None):
     return group, size, reduce_op, dtype
 
 
+def _view_read_bytes(snode, written):
+    """What a collective reads when one of its IR inputs is a view
+    (``ReinterpretView``) smaller than the buffer it names (a slice of a
+    graph input: ``all_gather_tensor(x[:4])``): the sum of its inputs'
+    numel x itemsize, its ``bytes`` in the graph (the format names whole
+    buffers, docs/FORMAT.md "Collective sizes"); None otherwise. Inputs
+    naming a buffer in ``written`` (what the node mutates: an ``_out``
+    variant's preallocated output) are not read."""
+    ins = list(getattr(getattr(snode, "node", None), "inputs", None) or ())
+    total, sliced = 0, False
+    for x in ins:
+        try:
+            if str(x.get_name()) in written:
+                continue
+        except Exception:   # not a named buffer: counted
+            pass
+        b = _tensor_bytes(x)
+        if type(x).__name__ == "ReinterpretView" and \
+                b < _tensor_bytes(getattr(x, "data", None)):
+            sliced = True
+        total += b
+    return float(total) if sliced else None
+
+
 # torch dtype names are the format's (docs/FORMAT.md), "torch." aside.
 _DTYPES = frozenset({"float64", "float32", "float16", "bfloat16",
                      "float8_e4m3fn", "float8_e5m2", "int64", "int32",
@@ -337,6 +383,29 @@ def _tensor_bytes(node):
         return 0
 
 
+def _is_multi_output_layout(buf):
+    """1 when ``buf`` (a SchedulerBuffer) is a multi-output kernel's
+    buffer (``buf.node.layout`` a ``MultiOutputLayout``)."""
+    layout = getattr(getattr(buf, "node", None), "layout", None)
+    return type(layout).__name__ == "MultiOutputLayout"
+
+
+def _part_size(buf, buffer_size):
+    """A multi-output kernel's part's bytes: what memory.py frees when the
+    part dies (its ``mpi_buffer.size_free``; the part allocates nothing,
+    its kernel allocates it), else numel x itemsize; ``buffer_size`` when
+    given."""
+    if buffer_size is not None:
+        return buffer_size(buf)
+    info = getattr(buf, "mpi_buffer", None)
+    if info is not None:
+        try:
+            return max(0, int(getattr(info, "size_free", 0)))
+        except (TypeError, ValueError):
+            return 0
+    return _tensor_bytes(getattr(buf, "node", None))
+
+
 def _mutations(buf):
     """The buffer names ``buf`` (a SchedulerBuffer) mutates
     (``get_mutations()``), [] where it cannot say."""
@@ -357,14 +426,15 @@ def _estimate_op_runtime():
     return comms.estimate_op_runtime
 
 
-def _runtime_ns(snode):
+def _runtime_ns(snode, exact=False):
     """Inductor's estimate (comms.estimate_op_runtime, milliseconds) in
     nanoseconds; None where it says 0 (its "no estimate", e.g. every node
-    on CPU), so that commsched's cost model prices the node."""
+    on CPU), so that commsched's cost model prices the node, unless
+    ``exact`` (``runtimes="inductor"``): then 0 stays 0."""
     estimate = _estimate_op_runtime()
     ms = float(estimate(snode) if estimate else
                snode.get_estimated_runtime())
-    return ms * 1e6 if ms > 0 else None
+    return ms * 1e6 if ms > 0 or exact else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -685,14 +755,23 @@ def _finite(value, path):
 
 def document(snodes, *, graph_inputs=None, graph_outputs=None,
              buffer_size=None, group_of=None, group_sizes=None,
-             contains_collective=None, contains_wait=None, name="inductor"):
+             contains_collective=None, contains_wait=None, name="inductor",
+             runtimes="auto"):
     """The commsched graph of ``snodes`` as a format-v1 document (a dict,
     docs/FORMAT.md; the mapping described in the module documentation),
     nodes in the order given. Inside a compile, graph inputs, outputs,
     process groups and runtimes come from Inductor (V.graph, the IR nodes,
-    estimate_op_runtime); the keywords override them. Reads every node,
-    buffer and dependency once: O(nodes + buffers + dependencies).
+    estimate_op_runtime); the keywords override them.
+    ``runtimes="inductor"`` gives every node exactly Inductor's estimate,
+    zeros included (the passes then see what torch's passes of the same
+    names see); ``"auto"`` (the default) prices with commsched's cost model
+    what Inductor leaves at 0. Reads every node, buffer and dependency
+    once: O(nodes + buffers + dependencies).
     """
+    if runtimes not in ("auto", "inductor"):
+        raise Error("commsched.inductor: runtimes must be \"auto\" or "
+                    "\"inductor\", got %r" % (runtimes,), path="runtimes")
+    exact = runtimes == "inductor"
     kind_of = _kind_of(contains_collective, contains_wait)
     size_of = buffer_size or _default_size
     group_sizes = dict(group_sizes or {})
@@ -725,6 +804,7 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
     nodes = []
     producer = {}   # buffer name -> node index
     op_owner = {}   # operation name -> node index
+    extractions = []       # (index, its buffer): MultiOutput nodes
     for i, sn in enumerate(snodes):
         nname = str(sn.get_name())
         outs, muts = [], {}
@@ -732,6 +812,9 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
             bname = str(buf.get_name())
             outs.append([bname, size_of(buf), None])
             muts[bname] = _mutations(buf)
+        if type(getattr(sn, "node", None)).__name__ == "MultiOutput" and \
+                len(outs) == 1:
+            extractions.append((i, sn.get_outputs()[0]))
         for bname in sn.get_buffer_names():
             bname = str(bname)
             if bname not in muts:
@@ -746,7 +829,46 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
                       "muts": muts,
                       "kernels": _kernel_names(sn),
-                      "runtime": 0.0 if kind == "wait" else _runtime_ns(sn)})
+                      "runtime": _runtime_ns(sn, True) if exact else
+                      0.0 if kind == "wait" else _runtime_ns(sn)})
+
+    # Pass 1b: multi-output kernels. The part a MultiOutput extraction node
+    # names (buf2 = buf1[0]) is its kernel's own output, of the part's
+    # bytes, as memory.py counts it: allocated with the kernel (whose
+    # MultiOutputLayout buffer, of their total, keeps what is left: 0) and
+    # freed after its own last use. The extraction, which launches no
+    # kernel, only names the part: it follows the kernel, and every reader
+    # of the part follows it (pass 2). One level: an extraction from an
+    # extraction is left as it is.
+    parts = {}        # part name -> extraction index
+    extraction = {}   # extraction index -> (kernel index, part name)
+    fixed = set()     # kernel buffers: real, never an alias
+    extracting = {e for e, _ in extractions}
+    for e, pbuf in extractions:
+        kbs = {str(d.name) for d in snodes[e].unmet_dependencies
+               if getattr(d, "is_fake", None) is None and
+               producer.get(str(d.name), e) not in extracting}
+        kernel = [buf for name in kbs
+                  for buf in snodes[producer[name]].get_outputs()
+                  if str(buf.get_name()) == name and
+                  _is_multi_output_layout(buf)]
+        if len(kernel) != 1:
+            continue
+        kb = str(kernel[0].get_name())
+        k = producer[kb]
+        pname, size = nodes[e]["outs"][0][0], _part_size(pbuf, buffer_size)
+        del nodes[e]["outs"][0], nodes[e]["muts"][pname]
+        for o in nodes[k]["outs"]:
+            if o[0] == kb:
+                o[1] = max(0, o[1] - size)
+        nodes[k]["outs"].append([pname, size, None])
+        nodes[k]["muts"][pname] = []
+        producer[pname] = k
+        parts[pname] = e
+        extraction[e] = (k, pname)
+        fixed.add(kb)
+        if not exact:
+            nodes[e]["runtime"] = 0.0
 
     # Pass 2: dependencies. MemoryDep/StarDep (no is_fake) read data; so
     # does a non-fake WeakDep on a buffer, for memory: Inductor keeps a
@@ -757,16 +879,33 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
     # dropped; the iterative passes ignore fake edges anyway. Graph inputs
     # are read through read_writes (unmet_dependencies holds only the
     # scheduler's own buffers).
+    # A reader of a multi-output kernel's part also follows the part's
+    # extraction node. The extraction reads its kernel's buffer and keeps
+    # its part alive at least to itself (memory.py frees an unread part
+    # there), except from an async collective (a coalesced one), whose
+    # outputs only its waits read: it just follows it.
     used_inputs = {}    # graph input name -> None, in first-use order
     for i, nd in enumerate(nodes):
         data, keep, after, after_fake = [], [], [], []
         own = nd["muts"]
+        ext = extraction.get(i)
+        from_async = ext is not None and _is_async(nodes[ext[0]])
+        if ext is not None and not from_async:
+            keep.append(ext[1])
         for dep in nd["sn"].unmet_dependencies:
             dname = str(dep.name)
             if dname in own:
                 continue
             is_fake = getattr(dep, "is_fake", None)
             src = producer.get(dname)
+            if dname in parts and parts[dname] != i:
+                e = parts[dname]
+                if not (is_fake and e > i):
+                    (after_fake if is_fake else after).append(
+                        nodes[e]["name"])
+            if from_async and src == ext[0]:
+                after.append(nodes[src]["name"])
+                continue
             if is_fake is None:
                 if src is None:
                     used_inputs.setdefault(dname)  # a buffer from outside
@@ -804,21 +943,30 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
     # mutation_real_name) is an alias of the buffer it mutates, as
     # memory.py forwards its users to the real buffer: a bucketed
     # collective writing into a buffer a copy filled keeps that buffer's
-    # bytes.
+    # bytes. The mutated buffer may be one of the node's own outputs: a
+    # GroupedSchedulerNode holding an in-place all_reduce_ and the kernel
+    # that fills its input.
     for nd in nodes:
+        own = {o[0] for o in nd["outs"]}
         for o in nd["outs"]:
-            if o[1] == 0 and o[2] is None:
+            if o[1] == 0 and o[2] is None and o[0] not in fixed:
                 for m in nd["muts"].get(o[0], ()):
-                    if m in nd["reads"]:
+                    if m in nd["reads"] or (m in own and m != o[0]):
                         o[2] = m
                         break
     coll_bufs = set()
     for nd in nodes:
         if nd["kind"] == "collective":
-            if len(nd["data"]) == 1:
+            # its other outputs of size 0 (an in-place collective's
+            # NoneLayout buffer) alias the buffer it writes in place: the
+            # one its mutation names name, else its single data input
+            target = next((o[2] for o in nd["outs"] if o[2] is not None),
+                          nd["data"][0] if len(nd["data"]) == 1 else None)
+            if target is not None:
                 for o in nd["outs"]:
-                    if o[1] == 0 and o[2] is None:
-                        o[2] = nd["data"][0]
+                    if o[1] == 0 and o[2] is None and o[0] != target and \
+                            o[0] not in fixed:
+                        o[2] = target
             coll_bufs.update(o[0] for o in nd["outs"])
     for nd in nodes:
         if nd["kind"] == "wait":
@@ -856,6 +1004,10 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
                 node["dtype"] = nd["dtype"]
             if nd["reduce_op"]:
                 node["reduce_op"] = nd["reduce_op"]
+            read = _view_read_bytes(
+                nd["sn"], {m for ms in nd["muts"].values() for m in ms})
+            if read is not None:
+                node["bytes"] = read
         elif nd["kind"] == "compute":
             if kernels:
                 node["op"] = kernels[0]
@@ -956,16 +1108,17 @@ def _rewriting_passes(passes):
 
 def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
             buffer_size=None, group_of=None, group_sizes=None,
-            contains_collective=None, contains_wait=None, timings=None,
-            **knobs):
+            contains_collective=None, contains_wait=None, runtimes="auto",
+            timings=None, **knobs):
     """Returns ``snodes`` (the same objects) in the order commsched's
     pipeline chooses. ``passes`` None runs the library's default pipeline;
     otherwise a list of pass names or a comma-separated string. Other
     keyword arguments are knobs by their Inductor config names
     (``reorder_iterative_peak_memory_budget=0.1``) or the options of
     :func:`commsched.optimize` (``device``, ``cost_model``,
-    ``comm_streams``, ``verify``). Raises :class:`commsched.Error` with a
-    located message when the nodes do not form a valid graph.
+    ``comm_streams``, ``verify``); ``runtimes`` as :func:`document` takes
+    it. Raises :class:`commsched.Error` with a located message when the
+    nodes do not form a valid graph.
 
     ``timings``, a dict, receives the call's wall-clock split in seconds:
     ``read`` (reading Inductor's objects into the graph document),
@@ -988,7 +1141,7 @@ def reorder(snodes, *, passes=None, graph_inputs=None, graph_outputs=None,
                    graph_outputs=graph_outputs, buffer_size=buffer_size,
                    group_of=group_of, group_sizes=group_sizes,
                    contains_collective=contains_collective,
-                   contains_wait=contains_wait)
+                   contains_wait=contains_wait, runtimes=runtimes)
     t1 = clock()
     g = Graph.from_document(doc)
     t2 = clock()

@@ -5,6 +5,7 @@
 #include "graph_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 /* Only a wait may read an async collective's output; a wait must read at
@@ -84,6 +85,33 @@ static int sizes_fit(commsched_coll_op op, read_range r, uint64_t out,
     return out >= r.lo && out <= r.hi; /* read = out */
 }
 
+/* A collective's `bytes`, when given, is what it reads: its inputs may be
+ * views of larger buffers, which the format names whole (a slice of a
+ * graph input, as Inductor hands a collective a ReinterpretView). It must
+ * be a whole number no larger than its inputs hold; the size rule below
+ * and the cost model then take it for the inputs' sizes. */
+static commsched_status check_collective_bytes(const commsched_graph *g,
+                                               uint32_t i, read_range *in,
+                                               commsched_error *err)
+{
+    const cs_node *n = &g->nodes[i];
+    if (n->bytes < 0 || CS_ROW_LEN(g->reads, i) == 0)
+        return COMMSCHED_OK;
+    char path[64];
+    snprintf(path, sizeof path, "nodes[%u].bytes", i);
+    if (n->bytes != floor(n->bytes))
+        return commsched_error_set(err, COMMSCHED_EGRAPH, path,
+                     "a collective reads a whole number of bytes, got %g",
+                     n->bytes);
+    if ((uint64_t)n->bytes > in->hi)
+        return commsched_error_set(err, COMMSCHED_EGRAPH, path,
+                     "collective \"%s\" reads %.0f bytes, more than its "
+                     "inputs hold (%" PRIu64 ")",
+                     n->name, n->bytes, in->hi);
+    in->lo = in->hi = (uint64_t)n->bytes;
+    return COMMSCHED_OK;
+}
+
 /* docs/FORMAT.md, "Collective sizes": a collective whose two sides both
  * carry bytes moves what its op moves over its group's k ranks, as NCCL
  * and torch.distributed require of the tensors they are given: an
@@ -108,6 +136,10 @@ commsched_status cs_graph_check_collective_sizes(const commsched_graph *g,
         if (n->kind != COMMSCHED_NODE_COLLECTIVE)
             continue;
         commsched_coll_op op = (commsched_coll_op)n->coll_op;
+        read_range in = read_bytes(g, i);
+        commsched_status st = check_collective_bytes(g, i, &in, err);
+        if (st != COMMSCHED_OK)
+            return st;
         if (op == COMMSCHED_COLL_SEND || op == COMMSCHED_COLL_RECV ||
             op == COMMSCHED_COLL_BARRIER || op == COMMSCHED_COLL_ALL_TO_ALL)
             continue;
@@ -120,7 +152,6 @@ commsched_status cs_graph_check_collective_sizes(const commsched_graph *g,
             if (ob->alias_of == COMMSCHED_NONE)
                 out += (uint64_t)ob->size;
         }
-        read_range in = read_bytes(g, i);
         if (in_place || in.hi == 0 || out == 0)
             continue;
         uint64_t k = g->groups[n->group].size;

@@ -350,15 +350,21 @@ double commsched_cost_collective_bytes(const commsched_graph *g,
                                        uint32_t node)
 {
     double in = 0, out = 0;
-    for (uint32_t k = g->reads.off[node]; k < g->reads.off[node + 1]; k++)
-        in += (double)g->buffers[g->buffers[g->reads.idx[k]].root].size;
+    const cs_node *n = &g->nodes[node];
+    /* The bytes it reads, given when its inputs are views of larger
+     * buffers (docs/FORMAT.md, "Collective sizes"); else its roots. */
+    if (n->bytes >= 0)
+        in = n->bytes;
+    else
+        for (uint32_t k = g->reads.off[node]; k < g->reads.off[node + 1];
+             k++)
+            in += (double)g->buffers[g->buffers[g->reads.idx[k]].root].size;
     /* Each root written once: Inductor's in-place all_reduce lists two
      * aliases of the one buffer it reduces (the kernel and its
      * MultiOutput), and moves that buffer once. A real output is its own
      * root; an alias of one of the node's outputs adds nothing; an in-place
      * alias counts unless an earlier one has the same root (a scan only
      * over in-place outputs, which are few). */
-    const cs_node *n = &g->nodes[node];
     uint32_t first = n->out_first, end = n->out_first + n->n_out;
     for (uint32_t b = first; b < end; b++) {
         uint32_t r = g->buffers[b].root;

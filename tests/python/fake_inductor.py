@@ -6,7 +6,8 @@ be installed here):
                      get_operation_names(), unmet_dependencies,
                      get_estimated_runtime(), node (.python_kernel_name),
                      snodes (grouped nodes only)
-  SchedulerBuffer:   get_name(), mpi_buffer (.size_alloc)
+  SchedulerBuffer:   get_name(), mpi_buffer (.size_alloc, .size_free),
+                     get_mutations(), node (.layout)
   MemoryDep/StarDep: name
   WeakDep:           name, mutating_buf, is_fake
 
@@ -42,12 +43,18 @@ class MemoryPlanningInfoForBuffer:
 
 
 class SchedulerBuffer(_Recorded):
-    def __init__(self, name, size):
+    def __init__(self, name, size, mutations=(), size_free=None, node=None):
         self._name = name
-        self.mpi_buffer = MemoryPlanningInfoForBuffer(size, size)
+        self.mpi_buffer = MemoryPlanningInfoForBuffer(
+            size, size if size_free is None else size_free)
+        self._mutations = list(mutations)
+        self.node = node   # its IR node (.layout), where a test needs it
 
     def get_name(self):
         return self._name
+
+    def get_mutations(self):
+        return list(self._mutations)
 
 
 class MemoryDep:
@@ -95,6 +102,21 @@ class FallbackKernel(_IRNode):
 
 class _CollectiveKernel(_IRNode):
     pass
+
+
+class MultiOutput(_IRNode):
+    """An extraction (buf2 = buf1[0]) from a multi-output kernel."""
+
+
+class MultiOutputLayout:
+    """The layout of a multi-output kernel's buffer."""
+
+
+class MultiOutputKernelBuffer:
+    """A multi-output kernel buffer's IR node: only its layout is read."""
+
+    def __init__(self):
+        self.layout = MultiOutputLayout()
 
 
 class _WaitKernel(_IRNode):

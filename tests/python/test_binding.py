@@ -387,6 +387,35 @@ class Optimize(unittest.TestCase):
                           p.overlap_budget_bytes, p.overlap_candidates),
                          ([], 0, 0, 0, (), None, None, 0))
 
+    def test_a_collective_reading_a_slice(self):
+        # a reduce-scatter reading 1 MiB of a 2 MiB input (Inductor's
+        # ReinterpretView of x[:n]) says so with bytes: it is priced as one
+        # reading a 1 MiB buffer, and bucketing copies 1 MiB of it
+        def step(sliced):
+            g = commsched.Graph("slice")
+            g.add_group("dp", 8)
+            for i in range(2):
+                g.add_input("s%d" % i, 2 * MiB if sliced else MiB)
+                g.collective("rs%d" % i, "reduce_scatter", "dp",
+                             inputs=["s%d" % i],
+                             bytes=float(MiB) if sliced else None,
+                             outputs=[("o%d" % i, MiB // 8)])
+            for i in range(2):
+                g.wait("w%d" % i, inputs=["o%d" % i],
+                       outputs=[commsched.alias("y%d" % i, "o%d" % i)])
+                g.add_output("y%d" % i)
+            return g
+        whole, part = step(False), step(True)
+        self.assertEqual(commsched.optimize(part, "none").runtime_ns,
+                         commsched.optimize(whole, "none").runtime_ns)
+        kw = dict(bucket_peak_memory_budget=float("inf"))
+        r = commsched.optimize(part, ["bucket_reduce_scatter"], verify=True,
+                               **kw)
+        self.assertEqual(len(r.stats[0].buckets), 1)
+        w = commsched.optimize(whole, ["bucket_reduce_scatter"], **kw)
+        self.assertEqual((r.after.makespan_ns, r.after.peak_memory_step),
+                         (w.after.makespan_ns, w.after.peak_memory_step))
+
     def test_simulate(self):
         g = six_node_step()
         t = commsched.simulate(g)

@@ -4,8 +4,10 @@ S1-S6), with the orders those tests expect. PyTorch cannot be installed
 here: fake_inductor.py provides objects exposing exactly the attributes
 the adapter documents, and a stand-in torch._inductor.utils."""
 
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -177,6 +179,13 @@ class Scenarios(unittest.TestCase):
 
 
 class Mapping(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
     def test_reads_only_the_documented_attributes(self):
         fi.ACCESSED.clear()
         st = s2(True)
@@ -222,6 +231,32 @@ class Mapping(unittest.TestCase):
         # freeable input a (64 bytes) is the baseline
         self.assertEqual(r.before.memory_baseline, 64)
 
+    def test_runtimes_inductor_keeps_zero_estimates(self):
+        # every node estimated 0 (Inductor on CPU): by default commsched's
+        # cost model prices them (a collective from its bytes; the
+        # stand-ins carry no flops); runtimes="inductor" keeps the 0s
+        st = s4()
+        for sn in st.snodes:
+            sn._runtime = 0.0
+        priced = commsched.optimize(ci.to_graph(st.snodes, **PRED), "none")
+        self.assertGreater(priced.runtime_ns["ar"], 0)
+        exact = commsched.optimize(
+            ci.to_graph(st.snodes, runtimes="inductor", **PRED), "none")
+        self.assertEqual(set(exact.runtime_ns.values()), {0.0})
+        # non-zero estimates are Inductor's either way (ms -> ns)
+        st = s4()
+        exact = commsched.optimize(
+            ci.to_graph(st.snodes, runtimes="inductor", **PRED), "none")
+        self.assertEqual(exact.runtime_ns["ar"], 100.0e6)
+        self.assertEqual(exact.runtime_ns["relu"], 1.0e6)
+        # reorder and make_pass take it; a bad value is located
+        self.assertEqual(reorder(st, ["reorder_compute_for_overlap"],
+                                 runtimes="inductor"),
+                         reorder(st, ["reorder_compute_for_overlap"]))
+        with self.assertRaises(commsched.Error) as cm:
+            ci.make_pass(runtimes="model")(st.snodes)
+        self.assertEqual(cm.exception.path, "runtimes")
+
     def test_in_place_collective_keeps_its_input_alive(self):
         # e = all_reduce_(b) mutates b; we = wait(e). b's 16 bytes must
         # stay live until out reads the wait's result (memory.py folds the
@@ -236,6 +271,111 @@ class Mapping(unittest.TestCase):
         st.pointwise("out", "we", "big")
         r = commsched.optimize(ci.to_graph(st.snodes, **PRED), "none")
         self.assertEqual(r.before.peak_memory_step, 117)
+
+    def test_grouped_in_place_collective_writes_its_own_buffer(self):
+        # test_grouped_scheduler_node: [p = f(a); all_reduce_(p)] grouped,
+        # so the buffer reduced in place (p) is the group's own output and
+        # its only data input is the graph input a. The collective's
+        # outputs alias p (not a): mul may read a while it is in flight,
+        # and p stays live until mm reads the wait's result.
+        S, B = fi.SchedulerNode, fi.SchedulerBuffer
+        p = S("p", fi.ComputedBuffer(), [B("buf0", 16)],
+              [fi.MemoryDep("a")], 1)
+        ar = S("ar", fi._CollectiveKernel(fi.ALL_REDUCE_),
+               [B("buf1", 0), B("buf2", 0, ["buf0"])],
+               [fi.StarDep("buf0")], 100)
+        grp = fi.GroupedSchedulerNode("p_ar", [p, ar])
+        w = S("w", fi._WaitKernel(fi.WAIT),
+              [B("buf3", 0), B("buf4", 0, ["buf0"])], [fi.StarDep("buf2")], 0)
+        mul = S("mul", fi.ComputedBuffer(), [B("buf5", 16)],
+                [fi.MemoryDep("a")], 1)
+        mm = S("mm", fi.ExternKernelOut(fi.MM), [B("buf6", 16)],
+               [fi.MemoryDep("buf5"), fi.MemoryDep("buf4")], 5)
+        kw = dict(PRED, graph_inputs={"a": 16}, graph_outputs=["buf6"])
+        g = ci.to_graph([grp, mul, w, mm], **kw)   # mul beside the reduce
+        r = commsched.optimize(g, "none")
+        # a (16, freeable) until mul reads it, p until mm: 48 at mul and
+        # at mm (read as a's alias, p was freed unread: 32)
+        self.assertEqual(r.before.peak_memory_step, 3 * 16)
+        out = ci.reorder([grp, w, mul, mm], passes=["sink_waits"], **kw)
+        self.assertEqual([s.get_name() for s in out],
+                         ["p_ar", "mul", "w", "mm"])
+
+    def multi_output(self, kernel, parts, size=16):
+        """A multi-output kernel `k` (its buffer buf_k: MultiOutputLayout,
+        memory.py's alloc = the parts' total, free 0) reading `a`, and one
+        MultiOutput extraction per part (alloc 0, free = its size)."""
+        S, B = fi.SchedulerNode, fi.SchedulerBuffer
+        total = size * len(parts)
+        k = S("k", kernel, [B("buf_k", total, size_free=0,
+                               node=fi.MultiOutputKernelBuffer())],
+              [fi.StarDep("a")], 100)
+        ext = [S("e%d" % i, fi.MultiOutput(), [B(p, 0, size_free=size)],
+                 [fi.StarDep("buf_k")], 0) for i, p in enumerate(parts)]
+        return k, ext
+
+    def test_coalesced_collective_extractions_are_waited_views(self):
+        # test_reorder_peak_memory: buf1 = reduce_scatter_tensor_coalesced
+        # ([...]); buf2 = buf1[0]; buf3 = buf1[1] (MultiOutputs, before
+        # the waits); wait(buf2); ...; wait(buf3). The parts are the
+        # collective's outputs, the extractions only follow it, and each
+        # wait completes the collective and follows its extraction.
+        S, B = fi.SchedulerNode, fi.SchedulerBuffer
+        k, (e0, e1) = self.multi_output(fi._CollectiveKernel(
+            "torch.ops._c10d_functional.reduce_scatter_tensor_coalesced."
+            "default"), ["p0", "p1"])
+        w0 = S("w0", fi._WaitKernel(fi.WAIT), [B("w0o", 0, ["p0"])],
+               [fi.StarDep("p0")], 0)
+        mid = S("mid", fi.ComputedBuffer(), [B("mid_o", 64)],
+                [fi.MemoryDep("a")], 1)
+        w1 = S("w1", fi._WaitKernel(fi.WAIT), [B("w1o", 0, ["p1"])],
+               [fi.StarDep("p1")], 0)
+        use = S("use", fi.ComputedBuffer(), [B("out", 16)],
+                [fi.MemoryDep("w0o"), fi.MemoryDep("w1o")], 1)
+        snodes = [k, e0, e1, w0, mid, w1, use]
+        kw = dict(PRED, graph_inputs={"a": 64}, graph_outputs=["out"])
+        path = os.path.join(self.tmp, "coalesced.json")
+        ci.export(snodes, path, **kw)
+        with open(path) as fh:
+            nodes = {n["name"]: n for n in json.load(fh)["nodes"]}
+        self.assertEqual([o["name"] for o in nodes["k"]["outputs"]],
+                         ["buf_k", "p0", "p1"])
+        self.assertEqual([o.get("size") for o in nodes["k"]["outputs"]],
+                         [0, 16, 16])
+        self.assertEqual(nodes["e0"].get("inputs", []), [])
+        self.assertEqual(nodes["e0"]["after"], ["k"])
+        self.assertEqual(nodes["w0"]["inputs"], ["p0"])
+        self.assertEqual(nodes["w0"]["after"], ["e0"])
+        # memory.py's count: a (64) until mid, the parts (32) from k, mid
+        r = commsched.optimize(ci.to_graph(snodes, **kw), "none")
+        self.assertEqual(r.before.peak_memory_step, 64 + 32 + 64)
+        # the waits sink past mid; the extractions stay between k and them
+        out = ci.reorder(snodes, passes=["sink_waits"], verify=True, **kw)
+        self.assertEqual([sn.get_name() for sn in out],
+                         ["k", "e0", "e1", "mid", "w0", "w1", "use"])
+
+    def test_multi_output_kernel_parts_freed_one_by_one(self):
+        # torch.linalg.qr's FallbackKernel: q, r = k(a)[0], k(a)[1]. As
+        # memory.py counts it: the kernel allocates both parts, each is
+        # freed after its own last reader (r right away, q after use).
+        S, B = fi.SchedulerNode, fi.SchedulerBuffer
+        k, (eq, er) = self.multi_output(fi.FallbackKernel("qr"),
+                                        ["q", "r"])
+        big = S("big", fi.ComputedBuffer(), [B("big_o", 100)],
+                [fi.MemoryDep("q")], 1)
+        snodes = [k, eq, er, big]   # eq, er: e0, e1
+        kw = dict(PRED, graph_inputs={"a": 0}, graph_outputs=["big_o"])
+        g = ci.to_graph(snodes, **kw)
+        r = commsched.optimize(g, "none")
+        # r (16) dies at its extraction: q (16) + big (100) at big
+        self.assertEqual(r.before.peak_memory_step, 116)
+        path = os.path.join(self.tmp, "qr.json")
+        g.save(path)
+        with open(path) as fh:
+            nodes = {n["name"]: n for n in json.load(fh)["nodes"]}
+        self.assertEqual(nodes["big"]["inputs"], ["q"])
+        self.assertEqual(nodes["big"]["after"], ["e0"])
+        self.assertEqual(nodes["e1"]["inputs"], ["buf_k", "r"])
 
     def test_sync_collective_and_gemm_flags(self):
         st = Step()

@@ -22,7 +22,11 @@ mutations: two inputs updated in place):
 
 Skipped (77) where torch is not importable.
 """
+import json
+import operator
+import os
 import sys
+import tempfile
 import unittest
 
 try:
@@ -248,6 +252,46 @@ class TorchFxPass(unittest.TestCase):
         self.assertEqual(len(SEEN[0]["before"]["writes"]), 2,
                          "the graph holds two writing nodes")
         self.check_collectives([("all_reduce", WORLD, "sum", "float32")])
+    def test_coalesced_collective(self):
+        """all_gather_into_tensor_coalesced returns a list; its getitems
+        run before the waits. Each getitem names the collective's output
+        (only a wait may read it): it follows the collective and reads
+        nothing, and the wait that reads through it follows it."""
+        pg = self.world
+
+        def step(x, y):
+            parts = torch.ops._c10d_functional.\
+                all_gather_into_tensor_coalesced([x * 2, y], WORLD,
+                                                 pg.group_name)
+            z = torch.relu(x @ y)               # beside the collective
+            a = torch.ops._c10d_functional.wait_tensor(parts[0])
+            b = torch.ops._c10d_functional.wait_tensor(parts[1])
+            return a.sum() + b.sum() + z
+        self.compile_and_run(step, torch.randn(8, 8), torch.randn(8, 8))
+        self.check_collectives([("all_gather", WORLD, None, "float32")])
+        graph = SEEN[0]["graph"]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "g.json")
+            cfx.from_fx(graph).save(path)
+            with open(path) as fh:
+                nodes = {n["name"]: n for n in json.load(fh)["nodes"]}
+        coll = [n for n in nodes.values() if n["kind"] == "collective"]
+        self.assertEqual(len(coll), 1)
+        outs = [o["name"] for o in coll[0]["outputs"]]
+        gets = [n for n in graph.nodes if n.op == "call_function" and
+                n.target is operator.getitem and
+                n.args[0].name == coll[0]["name"]]
+        self.assertEqual(len(gets), 2)
+        for g in gets:
+            rec = nodes[g.name]
+            self.assertEqual((rec.get("inputs", []), rec.get("outputs", [])),
+                             ([], []))
+            self.assertEqual(rec["after"], [coll[0]["name"]])
+            (wait,) = g.users
+            self.assertEqual(nodes[wait.name]["inputs"],
+                             [outs[g.args[1]]])
+            self.assertIn(g.name, nodes[wait.name]["after"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -318,6 +318,9 @@ static void gen_collective(gen *G, int sync)
     if (op == COMMSCHED_COLL_ALL_REDUCE && tu_rng_chance(&G->r, 50))
         s.reduce_op = COMMSCHED_REDUCE_SUM;
     maybe_estimates(G, &s);
+    /* A collective's bytes say what it reads of its inputs (a view of a
+     * larger buffer); the generator reads whole buffers. */
+    s.bytes = -1.0;
     add_node(G, &s);
     if (sync) {
         push_root(G, G->readable, &G->n_readable, outn, root);
