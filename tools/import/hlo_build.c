@@ -488,7 +488,7 @@ static commsched_status group_of(ctx *x, const hlo_instr *in,
 {
     char buf[HLO_GROUP_NAME_CAP];
     int64_t size = 1;
-    size_t off;
+    size_t off = 0; /* pool_add sets it; gcc -O2 cannot tell */
     commsched_status st =
         hlo_group(x->m, in, kind->op == COMMSCHED_COLL_SEND, kind->global_ids,
                   &size, buf, sizeof buf, x->err);
@@ -570,7 +570,7 @@ static commsched_status add_wait(ctx *x, hlo_span base, const char *suffix,
                         "the done's shape has %u leaves, its collective's "
                         "result %u",
                         shape_at(x, s)->leaves, v->n);
-    size_t keep = x->n_prefix, node;
+    size_t keep = x->n_prefix, node = 0; /* set by pool_add */
     hlo_span empty = {"", 0, 0, 0};
     if ((st = prefix_push(x, base.p, base.len)) == COMMSCHED_OK &&
         (st = prefix_push(x, suffix, strlen(suffix))) == COMMSCHED_OK &&
