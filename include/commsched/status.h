@@ -109,6 +109,19 @@ COMMSCHED_EXPORT size_t commsched_name_suggest(const char *word, size_t len,
                                                const char *const *names,
                                                size_t count, size_t stride);
 
+/* The length of the longest prefix of the NUL-terminated UTF-8 text s
+ * that is at most max bytes and ends between two characters (a malformed
+ * byte counts as one): where to cut a name so that what is printed stays
+ * valid UTF-8. strlen(s) when s fits. Never fails; O(min(strlen(s),
+ * max)). The library cuts its own texts (error messages, reports, traces)
+ * the same way. */
+COMMSCHED_EXPORT size_t commsched_utf8_cut(const char *s, size_t max);
+
+/* 1 when the NUL-terminated s is well-formed UTF-8 (no overlong forms,
+ * surrogates or code points past U+10FFFF): what a graph's names must be.
+ * Never fails; O(strlen(s)). */
+COMMSCHED_EXPORT int commsched_utf8_valid(const char *s);
+
 /* Progress of a long call: `done` of `total` units of its work have
  * finished (done <= total, and done never decreases within one call).
  * The calls that take one (commsched_tune, a runtime's execute: the

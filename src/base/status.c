@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "utf8.h"
+
 const char *commsched_status_str(commsched_status status)
 {
     switch (status) {
@@ -43,11 +45,14 @@ commsched_status commsched_error_set(commsched_error *err,
         return status;
     err->status = status;
     err->line = err->column = 0;
-    snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+    int n = snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+    cs_utf8_trim(err->path, sizeof err->path, n);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    n = vsnprintf(err->text, sizeof err->text, fmt, ap);
     va_end(ap);
+    /* A name cut at the end of the text is cut between characters. */
+    cs_utf8_trim(err->text, sizeof err->text, n);
     return status;
 }
 
@@ -56,19 +61,27 @@ char *commsched_error_format(const commsched_error *err, const char *file,
 {
     const char *f = file ? file : "";
     const char *sep = file ? ": " : "";
+    int n;
     if (size == 0)
         return buf;
     if (!err || err->status == COMMSCHED_OK)
-        snprintf(buf, size, "%s%sno error", f, sep);
+        n = snprintf(buf, size, "%s%sno error", f, sep);
     else if (err->line > 0)
-        snprintf(buf, size, "%s:%d:%d: %s", file ? file : "<input>",
-                 err->line, err->column, err->text);
+        n = snprintf(buf, size, "%s:%d:%d: %s", file ? file : "<input>",
+                     err->line, err->column, err->text);
     else if (err->path[0])
-        snprintf(buf, size, "%s%s%s: %s", f, sep, err->path, err->text);
+        n = snprintf(buf, size, "%s%s%s: %s", f, sep, err->path, err->text);
     else
-        snprintf(buf, size, "%s%s%s", f, sep, err->text);
-    return buf;
+        n = snprintf(buf, size, "%s%s%s", f, sep, err->text);
+    return cs_utf8_trim(buf, size, n);
 }
+
+size_t commsched_utf8_cut(const char *s, size_t max)
+{
+    return cs_utf8_cut(s, max);
+}
+
+int commsched_utf8_valid(const char *s) { return cs_utf8_valid(s); }
 
 /* Longest word or name the suggestion compares (every table name is far
  * shorter; longer user input is not a misspelling of one). */

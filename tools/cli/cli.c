@@ -360,27 +360,6 @@ void cli_out_abort(cli_out *o)
     o->slot = -1;
 }
 
-int cli_utf8_valid(const char *s)
-{
-    /* jansson checks UTF-8 when it makes a string (the same check the
-     * loader's parser applies); NULL also on out-of-memory, which then
-     * reads as invalid: the import fails either way. */
-    json_t *j = json_string(s);
-    json_decref(j);
-    return j != NULL;
-}
-
-size_t cli_utf8_prefix(const char *s, size_t max)
-{
-    size_t len = strnlen(s, max + 1);
-    if (len <= max)
-        return len;
-    len = max;
-    while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
-        len--; /* s[len] continues a character: cut before it */
-    return len;
-}
-
 const char *cli_bytes(double bytes, char *buf, size_t size)
 {
     return commsched_format_bytes(bytes, buf, size);

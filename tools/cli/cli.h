@@ -101,12 +101,6 @@ int cli_out_open(cli_out *o, const char *path);
 int cli_out_commit(cli_out *o);
 void cli_out_abort(cli_out *o);
 
-/* 1 when s is valid UTF-8 (what a graph's names must be). */
-int cli_utf8_valid(const char *s);
-/* The length of s's longest prefix of at most max bytes that does not end
- * inside a UTF-8 character (s valid UTF-8). */
-size_t cli_utf8_prefix(const char *s, size_t max);
-
 /* "1.50 GiB", "512 B" into buf. */
 const char *cli_bytes(double bytes, char *buf, size_t size);
 /* "1.234 ms", "56.7 µs", "890 ns" into buf. */

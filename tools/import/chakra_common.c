@@ -288,7 +288,7 @@ static void short_name(const cnode *n, char *dst, size_t size)
     while (nd)
         dst[at++] = digits[--nd];
     dst[at++] = ':';
-    size_t k = 0, max = cli_utf8_prefix(n->name, 80);
+    size_t k = 0, max = commsched_utf8_cut(n->name, 80);
     for (const char *p = n->name; *p && k < max; p++, k++) {
         if (*p == '(') {
             const char *close = strchr(p, ')');

@@ -461,7 +461,7 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
     l->name[tok[0].len] = '\0';
     l->line = line_no;
     /* The graph holds UTF-8 names (it is saved as JSON). */
-    if (!cli_utf8_valid(l->name))
+    if (!commsched_utf8_valid(l->name))
         return located(a->file, line_no, tok[0].col,
                        "layer name is not valid UTF-8");
     return 0;

@@ -225,7 +225,7 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
                 return fail_at(c, path,
                                "cannot tell the collective kind from the name "
                                "\"%.*s\" (no comm_type)",
-                               (int)cli_utf8_prefix(n->name, 60), n->name);
+                               (int)commsched_utf8_cut(n->name, 60), n->name);
             chakra_nccl_details(n->name, &n->dtype, &n->rop);
         } else {
             n->size = tensor_size;
@@ -260,7 +260,7 @@ int import_chakra_json(const char *path, FILE *in, const import_options *o,
         const char *src = wn ? json_string_value(wn) : base ? base + 1 : c.file;
         char name[256];
         snprintf(name, sizeof name, "chakra-%.*s",
-                 (int)cli_utf8_prefix(src, sizeof name - 8), src);
+                 (int)commsched_utf8_cut(src, sizeof name - 8), src);
         rc = chakra_finish(&c, o, ngpus, name, out);
     }
     chakra_free(&c);

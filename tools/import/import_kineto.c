@@ -576,7 +576,7 @@ static void kernel_name(const kev *g, size_t pos, char *dst, size_t size)
     char buf[81];
     memcpy(buf, n, len);
     buf[len] = '\0';
-    len = cli_utf8_prefix(buf, len);
+    len = commsched_utf8_cut(buf, len);
     buf[len] = '\0';
     snprintf(dst, size, "%zu:%s", pos, buf);
 }

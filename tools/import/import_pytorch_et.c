@@ -772,7 +772,7 @@ static int build(et *e, const import_options *o, commsched_graph **out)
             continue;
         const char *name = json_string_value(json_object_get(x->node, "name"));
         snprintf(x->name, sizeof x->name, "%lld:%.*s", (long long)x->id,
-                 (int)cli_utf8_prefix(name, 80), name);
+                 (int)commsched_utf8_cut(name, 80), name);
         if ((rc = tensors(e, i, "inputs", x->in_vals, x->in_types, &ins,
                           &n_in, &cap_in)) != 0 ||
             (rc = tensors(e, i, "outputs", x->out_vals, x->out_types, &outs,
