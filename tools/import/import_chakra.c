@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "chakra_common.h"
+#include "trace_json.h"
 #include "progress.h"
 
 static int fail_at(chakra *c, const char *path, const char *fmt, ...)
@@ -243,15 +244,8 @@ int import_chakra_json(const char *path, FILE *in, const import_options *o,
     c.file = path;
     json_error_t jerr;
     json_t *root = json_loadf(in, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        if (jerr.line <= 0) {
-            fprintf(stderr, "commsched: %s: %s\n", c.file, jerr.text);
-            return EXIT_INPUT;
-        }
-        fprintf(stderr, "commsched: %s:%d:%d: %s\n", c.file, jerr.line,
-                jerr.column, jerr.text);
-        return EXIT_INPUT;
-    }
+    if (!root)
+        return trace_json_syntax_error(c.file, &jerr, "");
     long ngpus = 0;
     int rc = read_records(&c, root, &ngpus);
     if (rc == 0) {

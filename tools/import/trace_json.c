@@ -58,6 +58,33 @@ static size_t gz_feed_read(void *buf, size_t size, void *arg)
     return (size_t)got;
 }
 
+int trace_json_syntax_error(const char *file, const json_error_t *je,
+                            const char *where)
+{
+    enum json_error_code code = json_error_code(je);
+    /* jansson returns NULL without a message only when its lexer cannot
+     * allocate its buffer. */
+    if (code == json_error_out_of_memory || je->text[0] == '\0') {
+        fprintf(stderr, "commsched: %s: out of memory\n", file);
+        return EXIT_RUNTIME;
+    }
+    if (je->line <= 0) {
+        fprintf(stderr, "commsched: %s: %s\n", file, je->text);
+        return EXIT_INPUT;
+    }
+    if (je->line == 1 && je->position <= 3 &&
+        strstr(je->text, "near '\xEF\xBB\xBF")) {
+        fprintf(stderr, "commsched: %s:1:1: the text starts with a UTF-8 "
+                        "byte order mark (bytes EF BB BF), which JSON does "
+                        "not allow: save the file without it\n",
+                file);
+        return EXIT_INPUT;
+    }
+    fprintf(stderr, "commsched: %s:%d:%d: %s%s\n", file, je->line,
+            je->column > 0 ? je->column : 1, je->text, where);
+    return EXIT_INPUT;
+}
+
 int trace_json_load(const char *path, json_t **out)
 {
     int is_stdin = strcmp(path, "-") == 0;
@@ -112,13 +139,10 @@ int trace_json_load(const char *path, json_t **out)
                 MAX_TRACE_BYTES);
         rc = EXIT_INPUT;
     } else if (!*out) {
-        if (jerr.line > 0)
-            fprintf(stderr, "commsched: %s:%d:%d: %s%s\n", file, jerr.line,
-                    jerr.column, jerr.text,
-                    gzdirect(gz) ? "" : " (line of the decompressed text)");
-        else
-            fprintf(stderr, "commsched: %s: %s\n", file, jerr.text);
-        rc = EXIT_INPUT;
+        rc = trace_json_syntax_error(file, &jerr,
+                                     gzdirect(gz) ? ""
+                                                  : " (line of the decompressed "
+                                                    "text)");
     }
     if (rc != 0) {
         json_decref(*out);

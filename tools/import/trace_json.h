@@ -13,6 +13,14 @@
  * decrefs). */
 int trace_json_load(const char *path, json_t **out);
 
+/* Prints jansson's failure to parse FILE as every JSON reader words it
+ * (src/base/json_util.c, cs_json_syntax_error, for the library's readers):
+ * FILE:LINE:COL with 1-based columns and `where` appended, a byte order
+ * mark said in words; returns EXIT_INPUT, or EXIT_RUNTIME after "out of
+ * memory" when jansson's allocation failed. */
+int trace_json_syntax_error(const char *file, const json_error_t *je,
+                            const char *where);
+
 /* Prints "commsched: FILE: <path>: msg" and returns EXIT_INPUT. */
 int trace_fail(const char *file, const char *path, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -20,6 +20,7 @@
  * This file and report_json.c are the report's jansson boundary. */
 #include "commsched/report.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -28,6 +29,8 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "json_util.h"
+#include "util.h"
 
 static commsched_status oom(commsched_error *err)
 {
@@ -472,18 +475,6 @@ fail:
     return st;
 }
 
-static commsched_status parse_error(const json_error_t *je,
-                                    commsched_error *err)
-{
-    commsched_status st =
-        commsched_error_set(err, COMMSCHED_EPARSE, NULL, "%s", je->text);
-    if (err && err->status == COMMSCHED_EPARSE && err->line == 0) {
-        err->line = je->line;
-        err->column = je->column;
-    }
-    return st;
-}
-
 commsched_status commsched_measured_run_load_string(const char *text,
                                                 const commsched_graph *g,
                                                 commsched_measured_run **out,
@@ -493,7 +484,7 @@ commsched_status commsched_measured_run_load_string(const char *text,
     *out = NULL;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root)
-        return parse_error(&je, err);
+        return cs_json_syntax_error(&je, err);
     commsched_status st = from_json(root, g, out, err);
     json_decref(root);
     return st;
@@ -510,15 +501,15 @@ commsched_status commsched_measured_run_load_file(const char *path,
     if (strcmp(path, "-") == 0) {
         root = json_loadf(stdin, JSON_REJECT_DUPLICATES, &je);
     } else {
-        FILE *f = fopen(path, "rb");
-        if (!f)
+        FILE *f = cs_fopen_input(path);
+        if (!f) /* worded as every other reader words it */
             return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                       "cannot open the measured run");
+                                       "cannot open: %s", strerror(errno));
         root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
         fclose(f);
     }
     if (!root)
-        return parse_error(&je, err);
+        return cs_json_syntax_error(&je, err);
     commsched_status st = from_json(root, g, out, err);
     json_decref(root);
     return st;
