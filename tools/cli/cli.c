@@ -360,6 +360,30 @@ void cli_out_abort(cli_out *o)
     o->slot = -1;
 }
 
+int cli_parse_bytes(const char *s, uint64_t *out)
+{
+    static const char units[] = "KMGT";
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0))
+        return -1;
+    const char *u = *end ? strchr(units, *end) : NULL;
+    if (*end && !u)
+        return -1;
+    if (u) {
+        for (long k = u - units; k >= 0; k--)
+            v *= 1024;
+        end++;
+        if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
+            end += strlen(end);
+    }
+    if (*end || v > 0x1p62 || v < 1)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
 const char *cli_bytes(double bytes, char *buf, size_t size)
 {
     return commsched_format_bytes(bytes, buf, size);

@@ -101,6 +101,11 @@ int cli_out_open(cli_out *o, const char *path);
 int cli_out_commit(cli_out *o);
 void cli_out_abort(cli_out *o);
 
+/* A byte count as a user writes one: "512", "64M", "2G", "1.5GiB" (K, M,
+ * G, T with or without "iB": powers of 1024). 0 and *out, or -1 when s is
+ * not one (or is 0, or past 2^62). */
+int cli_parse_bytes(const char *s, uint64_t *out);
+
 /* "1.50 GiB", "512 B" into buf. */
 const char *cli_bytes(double bytes, char *buf, size_t size);
 /* "1.234 ms", "56.7 µs", "890 ns" into buf. */
@@ -228,6 +233,9 @@ typedef struct import_options {
     const import_group_size *group_sizes;
     size_t n_group_sizes;
     const char *comm_groups;
+    /* kineto, pytorch-et: what parsing a JSON trace may take in memory
+     * (--max-memory), 0: trace_json.h's default */
+    uint64_t max_memory;
 } import_options;
 /* The defaults every importer starts from: 1 cycle per ns, sizes from the
  * file, no rank chosen (-1: the only one), no option given. */

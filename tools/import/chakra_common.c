@@ -690,7 +690,7 @@ static int size_groups(chakra *c, const import_options *o, long ngpus,
 {
     json_t *doc = NULL;
     if (o->comm_groups) {
-        int rc = trace_json_load(o->comm_groups, &doc);
+        int rc = trace_json_load(o->comm_groups, 0, &doc);
         if (rc != 0)
             return rc;
         if (!json_is_object(doc)) {

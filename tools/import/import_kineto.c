@@ -458,7 +458,7 @@ int kineto_load(const char *path, const import_options *o, kineto **out)
     if (!k)
         return oom();
     k->file = strcmp(path, "-") == 0 ? "<stdin>" : path;
-    int rc = trace_json_load(path, &k->doc);
+    int rc = trace_json_load(path, o->max_memory, &k->doc);
     if (rc == 0)
         rc = read_events(k, k->doc);
     if (rc == 0)
@@ -788,7 +788,7 @@ int kineto_build(const kineto *k, const import_options *o,
     pytorch_et *et = NULL;
     etlink L = {NULL, NULL, NULL, 0, 0};
     if (o->et) {
-        int lrc = pytorch_et_load(o->et, &et);
+        int lrc = pytorch_et_load(o->et, o->max_memory, &et);
         if (lrc == 0)
             lrc = et_link(k, et, &L);
         pytorch_et_destroy(et);

@@ -935,14 +935,14 @@ static int cmp_rf(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-int pytorch_et_load(const char *path, pytorch_et **out)
+int pytorch_et_load(const char *path, uint64_t max_memory, pytorch_et **out)
 {
     *out = NULL;
     et *e = calloc(1, sizeof *e);
     if (!e)
         return oom();
     e->file = strcmp(path, "-") == 0 ? "<stdin>" : path;
-    int rc = trace_json_load(path, &e->root);
+    int rc = trace_json_load(path, max_memory, &e->root);
     if (rc == 0)
         rc = read_nodes(e, e->root);
     if (rc == 0 && !(e->rf = malloc(e->count * sizeof *e->rf)))
@@ -1013,7 +1013,7 @@ int import_pytorch_et(const char *path, const import_options *o,
     et e = {strcmp(path, "-") == 0 ? "<stdin>" : path, NULL, 0, NULL, 0, NULL,
             NULL, 0, NULL};
     json_t *root = NULL;
-    int rc = trace_json_load(path, &root);
+    int rc = trace_json_load(path, o->max_memory, &root);
     if (rc == 0)
         rc = read_nodes(&e, root);
     if (rc == 0) {
