@@ -221,27 +221,39 @@ int trace_json_load(const char *path, uint64_t max_memory, json_t **out)
 {
     int is_stdin = strcmp(path, "-") == 0;
     const char *file = is_stdin ? "<stdin>" : path;
+    *out = NULL;
+    int fd = is_stdin ? dup(0) : open(path, O_RDONLY);
+    if (fd < 0) {
+        fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
+                strerror(errno));
+        return EXIT_INPUT;
+    }
+    return trace_json_load_fd(fd, file, max_memory, out);
+}
+
+int trace_json_load_fd(int fd, const char *file, uint64_t max_memory,
+                       json_t **out)
+{
     uint64_t limit = max_memory ? max_memory : TRACE_DEFAULT_MAX_MEMORY;
     *out = NULL;
     /* gzread passes uncompressed input through unchanged. */
-    int fd = is_stdin ? dup(0) : open(path, O_RDONLY);
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    struct stat st = {0};
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         close(fd);
-        fd = -1;
-        errno = EISDIR;
+        fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
+                strerror(EISDIR));
+        return EXIT_INPUT;
     }
-    gzFile gz = fd < 0 ? NULL : gzdopen(fd, "rb");
+    gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
         fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
                 errno ? strerror(errno) : "out of memory");
-        if (fd >= 0)
-            close(fd);
+        close(fd);
         return EXIT_INPUT;
     }
     /* A pipe is read once and kept; a file twice (to count, to parse),
      * where rewinding fails (a FIFO given by name) it is kept too. */
-    int keep = is_stdin || !S_ISREG(st.st_mode);
+    int keep = !S_ISREG(st.st_mode) || lseek(fd, 0, SEEK_CUR) != 0;
     cli_progress progress;
     const char *slash = strrchr(file, '/');
     cli_progress_begin(&progress, NULL, cli_file_size(fd),

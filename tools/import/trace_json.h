@@ -20,6 +20,10 @@
  * decompressed text for a .gz) and returns the exit code; on success 0
  * and *out (caller decrefs). */
 int trace_json_load(const char *path, uint64_t max_memory, json_t **out);
+/* The same from an open file descriptor (taken over: closed when done),
+ * read from where it stands; `file` names it in messages. */
+int trace_json_load_fd(int fd, const char *file, uint64_t max_memory,
+                       json_t **out);
 
 /* Prints jansson's failure to parse FILE as every JSON reader words it
  * (src/base/json_util.c, cs_json_syntax_error, for the library's readers):
