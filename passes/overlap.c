@@ -668,12 +668,7 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     const commsched_graph *g = ctx->g;
     const commsched_knobs *kn = ctx->k;
     uint32_t n = g->n_nodes;
-    double factor = kn->overlap_peak_budget;
-    if (!(factor >= 1.0))
-        return commsched_error_set(ctx->err, COMMSCHED_EINVAL, NULL,
-                                   "overlap_peak_budget must be >= 1 (a "
-                                   "factor of the input order's peak), got %g",
-                                   factor);
+    double factor = kn->overlap_peak_budget; /* >= 1: knobs_set checks */
     ov_base b;
     ov_worker *wk = NULL;
     int nt = 0; /* workers allocated */

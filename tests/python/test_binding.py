@@ -503,7 +503,13 @@ class Errors(unittest.TestCase):
         self.check(lambda: commsched.optimize(
             g, reorder_iterative_peak_memory_budget="lots"), "EINVAL",
             'reorder_iterative_peak_memory_budget: bad value "lots" '
-            '(expected a number)')
+            '(expected a number from 0, at most 1000000, or inf)')
+        # Inductor's config takes any float; a negative budget would make
+        # the pass refuse every move: refused when set, naming the range.
+        self.check(lambda: commsched.optimize(
+            g, reorder_iterative_peak_memory_budget=-1), "EINVAL",
+            'reorder_iterative_peak_memory_budget: bad value "-1" '
+            '(expected a number from 0, at most 1000000, or inf)')
         self.check(lambda: commsched.optimize(g, frobnicate=1), "EINVAL",
                    path="frobnicate")
         self.check(lambda: commsched.optimize(g, device="tpu9"), "EINVAL",
