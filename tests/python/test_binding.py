@@ -137,6 +137,22 @@ class Builder(unittest.TestCase):
             with open(target, "rb") as f:
                 self.assertEqual(f.read(), expected)
             self.assertEqual(stat.S_IMODE(os.stat(target).st_mode), 0o600)
+            # a dangling symlink: the file it names is made, the link
+            # stays (as commsched -o and the shell's > do)
+            dangling = os.path.join(d, "dangling.json")
+            os.symlink("made.json", dangling)
+            g.save(dangling)
+            self.assertTrue(os.path.islink(dangling))
+            with open(os.path.join(d, "made.json"), "rb") as f:
+                self.assertEqual(f.read(), expected)
+            # a link loop: refused, the links left alone
+            os.symlink("loop-b", os.path.join(d, "loop-a"))
+            os.symlink("loop-a", os.path.join(d, "loop-b"))
+            with self.assertRaises(commsched.Error) as cm:
+                g.save(os.path.join(d, "loop-a"))
+            self.assertIn("cannot write: Too many levels of symbolic links",
+                          str(cm.exception))
+            self.assertTrue(os.path.islink(os.path.join(d, "loop-a")))
             # a FIFO: its reader gets the whole graph
             fifo = os.path.join(d, "fifo")
             os.mkfifo(fifo)

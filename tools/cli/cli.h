@@ -106,6 +106,14 @@ void cli_out_abort(cli_out *o);
  * not one (or is 0, or past 2^62). */
 int cli_parse_bytes(const char *s, uint64_t *out);
 
+/* A generator's size check, before it allocates anything: `nodes` (what
+ * `option` asks for) past the format's limit of 2^32 - 2 nodes is bad
+ * input (exit 2); past this machine's memory, at CLI_BYTES_PER_NODE, a
+ * resource limit (exit 1), each message naming the option and the limit.
+ * 0 when it fits. */
+#define CLI_BYTES_PER_NODE 1024.0
+int cli_check_graph_size(const char *sub, const char *option, double nodes);
+
 /* "1.50 GiB", "512 B" into buf. */
 const char *cli_bytes(double bytes, char *buf, size_t size);
 /* "1.234 ms", "56.7 µs", "890 ns" into buf. */
@@ -275,5 +283,7 @@ int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
  * or the exit code after printing why. */
 int export_chakra(const commsched_graph *g, const double *runtime,
                   const char *prefix, long ranks, int exact);
+/* The most files (ranks) one export writes, given or by default. */
+#define EXPORT_MAX_RANKS (1L << 20)
 
 #endif /* COMMSCHED_CLI_H */
