@@ -1,8 +1,8 @@
 /* commsched — overlap: a simulator-driven latency-hiding list scheduler
- * with a hard peak-memory budget (DESIGN.md §9, docs/PASSES.md).
+ * with a hard peak-memory budget (docs/PASSES.md).
  *
  * The order is built forward, one node at a time, while the pass keeps the
- * simulator's clocks (DESIGN.md §5: the compute stream's time, each
+ * simulator's clocks (docs/REPORTS.md "What the figures mean": the compute stream's time, each
  * group's comm stream's free time, each issued collective's end) and the
  * memory model's live bytes (§3: allocate at the producer, free after the
  * last reader, the freeable-input baseline, outputs never freed) exactly

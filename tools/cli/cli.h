@@ -8,7 +8,7 @@
 #include "commsched/cost.h"
 #include "commsched/graph.h"
 
-/* Exit statuses (DESIGN.md §2). */
+/* Exit statuses (README.md "Usage"). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
 
 /* A subcommand: argc/argv start at the subcommand's name. */
@@ -126,7 +126,7 @@ struct json_t;
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run);
 
-/* The "schedule" object of a saved graph (DESIGN.md §2): head's members
+/* The "schedule" object of a saved graph (docs/FORMAT.md "The `schedule` object"): head's members
  * (passes, peaks, ... as the command builds them), then "stats" (run's
  * statistics, streamed by the library, never held as text), then tail's
  * members (may be NULL). Everything borrowed. */

@@ -1,4 +1,4 @@
-/* commsched — the HTML overlap report and its SVG timeline (DESIGN.md §7,
+/* commsched — the HTML overlap report and its SVG timeline (docs/REPORTS.md "HTML report",
  * docs/REPORTS.md "HTML report").
  *
  * One self-contained page: inline CSS, inline SVG, a JSON data block and a

@@ -1,5 +1,5 @@
 /* commsched — the MPI runtime adaptor: every rank walks the same schedule
- * (DESIGN.md §8, docs/RUNTIME.md). With ring_allreduce.c and boot_mpi.c
+ * (docs/RUNTIME.md). With ring_allreduce.c and boot_mpi.c
  * (joining the job; agreement, preflight and gathering through coord.c),
  * the only files of the library that include mpi.h.
  *
