@@ -1004,8 +1004,9 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     if (rc == 0) {
         fprintf(stderr,
                 "commsched import: note: %s: %zu nodes, %ld top-level "
-                "operators imported (%ld collective%s",
-                e->file, e->count, ops, colls, colls == 1 ? "" : "s");
+                "operator%s imported (%ld collective%s",
+                e->file, e->count, ops, ops == 1 ? "" : "s", colls,
+                colls == 1 ? "" : "s");
         for (size_t g = 0; g < gs.n; g++)
             fprintf(stderr, "%s group \"%s\" of %ld ranks", g ? "," : ";",
                     gs.name[g], gs.size[g]);
