@@ -120,40 +120,34 @@ commsched_status commsched_measured_run_create(const commsched_graph *g,
 
 /* ---- parsing ------------------------------------------------------------ */
 
-/* A time field: absent gives NAN; present must be a number of ns in
- * 0..1e30, the graph format's own limit for a runtime (an end_ns of 1e300
- * once printed as a 300-digit time). */
-static commsched_status time_field(json_t *o, const char *key,
-                                   const char *where, double *v,
-                                   commsched_error *err)
+/* A number field: absent (or null) gives NAN; present must be a number
+ * in lo..hi, else the error says `what`. Times are ns within the graph
+ * format's limit for a runtime (an end_ns of 1e300 once printed as a
+ * 300-digit time), shares within 0..1 (an overlap of 5 showed as 500%). */
+static commsched_status num_field(json_t *o, const char *key,
+                                  const char *where, double hi,
+                                  const char *what, double *v,
+                                  commsched_error *err)
 {
     json_t *x = json_object_get(o, key);
     *v = NAN;
     if (!x || json_is_null(x))
         return COMMSCHED_OK;
     if (!json_is_number(x) || !(json_number_value(x) >= 0) ||
-        json_number_value(x) > COMMSCHED_MAX_RUNTIME_NS)
-        return bad(err, where, key, "expected a number of ns in 0..%g",
-                   COMMSCHED_MAX_RUNTIME_NS);
+        json_number_value(x) > hi)
+        return bad(err, where, key, "expected %s", what);
     *v = json_number_value(x);
     return COMMSCHED_OK;
 }
 
-/* A share: absent gives NAN; present must be a number in 0..1 (an
- * overlap of 5 once showed as 500%). */
-static commsched_status share_field(json_t *o, const char *key,
-                                    const char *where, double *v,
-                                    commsched_error *err)
+#define TIME_WHAT "a number of ns in 0..1e+30"
+
+static commsched_status time_field(json_t *o, const char *key,
+                                   const char *where, double *v,
+                                   commsched_error *err)
 {
-    json_t *x = json_object_get(o, key);
-    *v = NAN;
-    if (!x || json_is_null(x))
-        return COMMSCHED_OK;
-    if (!json_is_number(x) || !(json_number_value(x) >= 0) ||
-        json_number_value(x) > 1)
-        return bad(err, where, key, "expected a share in 0..1");
-    *v = json_number_value(x);
-    return COMMSCHED_OK;
+    return num_field(o, key, where, COMMSCHED_MAX_RUNTIME_NS, TIME_WHAT, v,
+                     err);
 }
 
 /* Per-node rows into the node arrays (NULL arrays: count only). Rows of
@@ -229,7 +223,8 @@ static commsched_status totals(json_t *o, const char *where, double *mk,
         (st = time_field(o, "comm_ns", where, cm, err)) ||
         (st = time_field(o, "exposed_ns", where, ex, err)))
         return st;
-    if (ov && (st = share_field(o, "overlap", where, ov, err)))
+    if (ov && (st = num_field(o, "overlap", where, 1, "a share in 0..1", ov,
+                              err)))
         return st;
     return COMMSCHED_OK;
 }
