@@ -144,6 +144,29 @@ def kineto_overlapping():
         "traceEvents[1] (stream 7, 30.000 us before traceEvents[0] ends)")
 
 
+def address_space():
+    """The CLI's own address space before it reads anything (its shared
+    libraries: a build with the CUDA adaptor maps CUDA and NCCL): a
+    process waiting on an empty pipe, read from /proc."""
+    p = subprocess.Popen([CLI, "import", "kineto", "-", "-o", os.devnull],
+                         stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            with open("/proc/%d/status" % p.pid) as f:
+                vm = [l for l in f if l.startswith("VmSize:")]
+            if vm and int(vm[0].split()[1]) > 4096:
+                size = int(vm[0].split()[1]) * 1024
+                break
+            import time
+            time.sleep(0.01)
+        else:
+            fail("could not read the CLI's address space")
+    finally:
+        p.kill()
+        p.wait()
+    return size
+
+
 def trace_oom():
     """Under an address-space limit: out of memory, exit 1 (it was an empty
     message and exit 2)."""
@@ -153,20 +176,23 @@ def trace_oom():
           for i in range(200000)]
     with gzip.open(tr, "wt") as f:
         json.dump({"traceEvents": ev}, f)
+    # 96 MiB above what the process maps at start; the tree needs ~450 MB
     p = run("import", "kineto", tr, "-o", path("big.json"), code=1,
-            limit_as=160 << 20)
+            limit_as=address_space() + (96 << 20))
     has(p, "out of memory")
 
 
 def sizes():
-    # past the format: exit 2, the option named; no allocation (1 GB cap)
+    # past the format: exit 2, the option named; no allocation (256 MiB
+    # above what the process maps at start)
+    cap = address_space() + (256 << 20)
     p = run("generate", "fsdp", "--layers", "100000000", "-o",
-            path("g.json"), code=2, limit_as=1 << 30)
+            path("g.json"), code=2, limit_as=cap)
     has(p, "--layers: the graph would have 5.1e+09 nodes, past the "
            "format's limit of 2^32 - 2")
     # within the format, past any machine's memory: exit 1
     p = run("generate", "fsdp", "--layers", "80000000", "-o",
-            path("g.json"), code=1, limit_as=1 << 30)
+            path("g.json"), code=1, limit_as=cap)
     has(p, "--layers: the graph would have", "more than this machine's")
     if os.path.exists(path("g.json")):
         fail("generate left an output")
