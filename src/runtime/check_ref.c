@@ -428,6 +428,13 @@ static int img_reduce(cs_check_ref *r, const img *const *ops,
         uint64_t a = cut[c], b = cut[c + 1];
         if (b <= a)
             continue;
+        /* The new pattern first: it may move the table the operands'
+         * pattern pointers below point into. */
+        long np = pat_new(r);
+        if (np < 0) {
+            rc = -1;
+            break;
+        }
         const pattern *pt[64];
         uint64_t ph[64];
         int single = 1;
@@ -438,11 +445,6 @@ static int img_reduce(cs_check_ref *r, const img *const *ops,
             single &= start + g->len >= at[m] + b;
             pt[m] = &r->pats[g->pat];
             ph[m] = g->phase + (at[m] + a - start);
-        }
-        long np = pat_new(r);
-        if (np < 0) {
-            rc = -1;
-            break;
         }
         pattern *o = &r->pats[np];
         /* single: PER bytes make the stretch's pattern; else the one
