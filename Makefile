@@ -10,6 +10,7 @@ SANITIZE_PRESETS := clang-asan gcc-asan
 FUZZ := build/fuzz
 VENV := build/venv
 JAX_VENV := build/jax-venv
+HTA_VENV := build/hta-venv
 FUZZ_SECONDS ?= 60
 EXAMPLE := graphs/examples/fsdp_2layer.json
 PREFIX ?= /usr/local
@@ -27,19 +28,24 @@ release: deps
 	@cmake --build $(RELEASE) -j $(JOBS)
 
 # With the virtual environments present (make venv, make jax-venv), the
-# python tier also runs the plugin under a real torch.compile, and the
-# import tier remakes graphs/xla's HLO dumps with JAX, each with its
-# interpreter.
+# python tier also runs the plugin under a real torch.compile and HTA's
+# overlap on real traces, and the import tier remakes graphs/xla's HLO
+# dumps with JAX, each with its interpreter.
 debug: deps
 	@cmake --preset debug $$(test -x $(VENV)/bin/python && \
 	  echo -DCOMMSCHED_TORCH_PYTHON=$(CURDIR)/$(VENV)/bin/python) \
 	  $$(test -x $(JAX_VENV)/bin/python && \
-	  echo -DCOMMSCHED_JAX_PYTHON=$(CURDIR)/$(JAX_VENV)/bin/python) >/dev/null
+	  echo -DCOMMSCHED_JAX_PYTHON=$(CURDIR)/$(JAX_VENV)/bin/python) \
+	  $$(test -x $(HTA_VENV)/bin/python && \
+	  echo -DCOMMSCHED_HTA_PYTHON=$(CURDIR)/$(HTA_VENV)/bin/python) >/dev/null
 	@cmake --build $(DEBUG) -j $(JOBS)
 
-# torch==2.13.0 (pinned) and the binding in build/venv (tools/make-venv.sh).
+# torch==2.13.0 (pinned) and the binding in build/venv (tools/make-venv.sh);
+# HolisticTraceAnalysis (pinned, tests/python/hta-requirements.txt) in
+# build/hta-venv (tools/make-hta-venv.sh) for the python/hta test.
 venv: deps
 	@sh tools/make-venv.sh $(VENV)
+	@sh tools/make-hta-venv.sh $(HTA_VENV)
 
 # jax[cpu]==0.10.2 (pinned) in build/jax-venv (tools/make-jax-venv.sh).
 jax-venv: deps

@@ -1,7 +1,7 @@
 /* commsched — the bucketing passes: bucket_all_gather, bucket_reduce_scatter
  * and bucket_all_reduce merge collectives into fewer, larger ones
  * (Inductor's fx_passes/bucketing.py, XLA's collective combiners;
- * DESIGN.md §6, docs/PASSES.md "Bucketing").
+ * docs/PASSES.md "Bucketing").
  *
  * Which collectives form a bucket (Inductor's greedy_bucket_collective_by_mb):
  * the candidates are the async collectives of the pass's op, in the order

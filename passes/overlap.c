@@ -1,8 +1,8 @@
 /* commsched — overlap: a simulator-driven latency-hiding list scheduler
- * with a hard peak-memory budget (DESIGN.md §9, docs/PASSES.md).
+ * with a hard peak-memory budget (docs/PASSES.md).
  *
  * The order is built forward, one node at a time, while the pass keeps the
- * simulator's clocks (DESIGN.md §5: the compute stream's time, each
+ * simulator's clocks (docs/REPORTS.md "What the figures mean": the compute stream's time, each
  * group's comm stream's free time, each issued collective's end) and the
  * memory model's live bytes (§3: allocate at the producer, free after the
  * last reader, the freeable-input baseline, outputs never freed) exactly
@@ -553,12 +553,7 @@ commsched_status cs_pass_overlap(cs_pass_ctx *ctx)
     const commsched_graph *g = ctx->g;
     const commsched_knobs *kn = ctx->k;
     uint32_t n = g->n_nodes;
-    double factor = kn->overlap_peak_budget;
-    if (!(factor >= 1.0))
-        return commsched_error_set(ctx->err, COMMSCHED_EINVAL, NULL,
-                                   "overlap_peak_budget must be >= 1 (a "
-                                   "factor of the input order's peak), got %g",
-                                   factor);
+    double factor = kn->overlap_peak_budget; /* >= 1: knobs_set checks */
     ov_base b;
     ov_worker *wk = NULL;
     int nt = 0; /* workers allocated */

@@ -66,7 +66,7 @@ void cs_ov_base_trim(ov_base *b)
     b->n_cs = n_cs;
 }
 
-/* The memory model over `order` (DESIGN.md §3, as src/memory.c computes
+/* The memory model over `order` (docs/FORMAT.md "Memory model (in brief)", as src/memory.c computes
  * it): bytes freed after each node (fr). rem is scratch of one entry per
  * buffer. The levels (post_alloc per position) follow from fr and alloc;
  * each sweep writes them into its tree (cs_ov_sweep). Returns the peak. */

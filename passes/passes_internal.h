@@ -2,7 +2,7 @@
  * knobs, the per-node statistics it records, and the seed's helper walks
  * (_coll_exposed_communication_time and _wait_exposed_communication_time).
  *
- * Mapping onto the seed's scheduler nodes (DESIGN.md §6):
+ * Mapping onto the seed's scheduler nodes (docs/PASSES.md):
  *   contains_collective       kind == collective
  *   contains_async_collective kind == collective && !is_sync
  *   contains_wait             kind == wait

@@ -8,6 +8,7 @@
  * order is a permutation respecting every data and control edge. */
 #include <assert.h>
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,12 +118,29 @@ typedef struct knob {
     const char *def;
     const char *description;
     const char *const *choices; /* K_ENUM: names of 0, 1, ..., then NULL */
+    /* K_REAL: the values a pass can use, checked when the knob is set
+     * (a multiplier of inf ran every pass and failed writing the
+     * statistics; a negative budget made RCPPM refuse every move): lo..hi,
+     * lo itself excluded when lo_open, and inf besides when inf_ok (its
+     * meaning in the description). */
+    double lo, hi;
+    int lo_open, inf_ok;
 } knob;
 
 #define KNOB(field, type, def, text)                                           \
-    {#field, type, offsetof(commsched_knobs, field), def, text, NULL}
+    {#field, type, offsetof(commsched_knobs, field), def, text, NULL,         \
+     0, 0, 0, 0}
+#define KNOB_REAL(field, def, lo, lo_open, hi, inf_ok, text)                   \
+    {#field, K_REAL, offsetof(commsched_knobs, field), def, text, NULL,       \
+     lo, hi, lo_open, inf_ok}
 #define KNOB_ENUM(field, choices, def, text)                                   \
-    {#field, K_ENUM, offsetof(commsched_knobs, field), def, text, choices}
+    {#field, K_ENUM, offsetof(commsched_knobs, field), def, text, choices,    \
+     0, 0, 0, 0}
+
+/* Fractions and multipliers: 1e6 is far past any use, and far below the
+ * sizes that would overflow a budget in bytes (the peak is below 2^53,
+ * so 1e6 x it stays below 2^73: a double, not an int64, holds it). */
+#define KNOB_MAX 1e6
 
 /* bucket_mode, in cs_bucket_mode order. */
 static const char *const bucket_modes[] = {"greedy", "cost", NULL};
@@ -136,12 +154,13 @@ static const char *const peak_models[] = {"both", "step", NULL};
 static const char *const overlap_seed_sets[] = {"all", "cheap", "none", NULL};
 
 static const knob knobs[] = {
-    KNOB(reorder_iterative_peak_memory_budget, K_REAL, "0.2",
+    KNOB_REAL(reorder_iterative_peak_memory_budget, "0.2", 0, 0, KNOB_MAX, 1,
          "RCPPM may raise peak memory by this fraction"),
     KNOB(reorder_iterative_use_runtime_estimations, K_BOOL, "false",
          "RCPPM consults runtime estimates (stop when unexposed, refuse "
          "swaps that expose waits)"),
-    KNOB(reorder_iterative_extra_comm_comp_overlap, K_REAL, "0.5",
+    KNOB_REAL(reorder_iterative_extra_comm_comp_overlap, "0.5",
+              0, 0, KNOB_MAX, 0,
          "RCPPM stops once overlap reaches (1 + x) x comm time"),
     KNOB(reorder_iterative_unsafe_collectives_reorder, K_BOOL, "true",
          "RCPPM may move a collective past another collective"),
@@ -149,11 +168,11 @@ static const knob knobs[] = {
          "RCPPM may group an async collective it depends on"),
     KNOB(reorder_iterative_debug_limit_to_reorder, K_LIMIT, "none",
          "process at most this many collectives"),
-    KNOB(sink_iterative_peak_memory_budget, K_REAL, "0.2",
+    KNOB_REAL(sink_iterative_peak_memory_budget, "0.2", 0, 0, KNOB_MAX, 1,
          "sink_waits_iterative may raise peak memory by this fraction"),
     KNOB(sink_iterative_use_runtime_estimations, K_BOOL, "false",
          "sink_waits_iterative consults runtime estimates"),
-    KNOB(sink_iterative_extra_comm_comp_overlap, K_REAL, "0.5",
+    KNOB_REAL(sink_iterative_extra_comm_comp_overlap, "0.5", 0, 0, KNOB_MAX, 0,
          "sink_waits_iterative stops once overlap reaches (1 + x) x comm time"),
     KNOB(sink_waits_iterative_unsafe_collectives_reorder, K_BOOL, "true",
          "sink_waits_iterative may swap when group and candidate both hold "
@@ -162,14 +181,16 @@ static const knob knobs[] = {
          "sink_waits_iterative may move a wait past an async collective"),
     KNOB(sink_waits_iterative_debug_limit_to_sink, K_LIMIT, "none",
          "process at most this many waits"),
-    KNOB(reorder_sink_runtime_estimations_comm_mult, K_REAL, "2.0",
+    KNOB_REAL(reorder_sink_runtime_estimations_comm_mult, "2.0",
+              0, 1, KNOB_MAX, 0,
          "iterative passes multiply collective runtimes by this"),
-    KNOB(reorder_sink_runtime_estimations_non_comm_mult, K_REAL, "1.0",
+    KNOB_REAL(reorder_sink_runtime_estimations_non_comm_mult, "1.0",
+              0, 1, KNOB_MAX, 0,
          "iterative passes multiply other runtimes by this"),
     KNOB(reorder_iterative_debug_memory_recompute, K_BOOL, "false",
          "recompute memory after every move and stop at the first "
          "difference (as --verify-memory)"),
-    KNOB(bucket_cap_mb, K_REAL, "2000",
+    KNOB_REAL(bucket_cap_mb, "2000", 0, 1, 8796093022208.0, 1,
          "bucketing: close a bucket before it passes this many MiB "
          "(Inductor's bucket_cap_mb; DDP uses 25)"),
     KNOB(bucket_max_ops, K_LIMIT, "0",
@@ -188,10 +209,10 @@ static const knob knobs[] = {
     KNOB_ENUM(bucket_mode, bucket_modes, "greedy",
               "bucketing: greedy (Inductor's rule) or cost (stop when a merge "
               "no longer shortens the simulated step)"),
-    KNOB(bucket_peak_memory_budget, K_REAL, "0",
+    KNOB_REAL(bucket_peak_memory_budget, "0", 0, 0, KNOB_MAX, 1,
          "bucketing: refuse a merge that raises peak memory above "
          "(1 + this) x the peak before the pass"),
-    KNOB(overlap_peak_budget, K_REAL, "1.0",
+    KNOB_REAL(overlap_peak_budget, "1.0", 1, 0, KNOB_MAX, 1,
          "overlap: keep peak memory within this x the peak of the "
          "pipeline's input order (>= 1; inf: no limit)"),
     KNOB(overlap_max_in_flight_bytes, K_LIMIT, "0",
@@ -253,8 +274,14 @@ static int parse_value(const knob *kn, const char *text, void *field)
     case K_REAL: {
         errno = 0;
         double d = strtod(text, &end);
-        if (errno || end == text || *end || d != d)
+        if (end == text || *end || d != d)
             return -1;
+        if (errno == ERANGE && isinf(d))
+            return -2; /* 1e999: a number past any range, not "inf" */
+        if (isinf(d) ? !(kn->inf_ok && d > 0)
+                     : d < kn->lo || (kn->lo_open && d == kn->lo) ||
+                           d > kn->hi)
+            return -2; /* a number, but one the passes cannot use */
         *(double *)field = d;
         return 0;
     }
@@ -285,14 +312,19 @@ static int parse_value(const knob *kn, const char *text, void *field)
 static void expected_text(const knob *kn, char *buf, size_t size)
 {
     switch (kn->type) {
-    case K_BOOL: snprintf(buf, size, "expected true or false"); return;
-    case K_REAL: snprintf(buf, size, "expected a number"); return;
-    case K_LIMIT: snprintf(buf, size, "expected a count or none"); return;
+    case K_BOOL: snprintf(buf, size, "true or false"); return;
+    case K_REAL:
+        snprintf(buf, size, "a number %s %.15g, at most %.15g%s",
+                 kn->lo_open ? "above" : "from", kn->lo, kn->hi,
+                 kn->inf_ok ? ", or inf" : "");
+        return;
+    case K_LIMIT: snprintf(buf, size, "a count or none"); return;
     case K_ENUM: {
-        size_t len = (size_t)snprintf(buf, size, "expected");
+        size_t len = 0;
+        buf[0] = '\0';
         for (int i = 0; kn->choices[i] && len < size; i++)
             len += (size_t)snprintf(buf + len, size - len, "%s%s",
-                                    i == 0                 ? " "
+                                    i == 0                 ? ""
                                     : kn->choices[i + 1]   ? ", "
                                                            : " or ",
                                     kn->choices[i]);
@@ -300,6 +332,16 @@ static void expected_text(const knob *kn, char *buf, size_t size)
     }
     }
     snprintf(buf, size, "bad value");
+}
+
+const char *commsched_knob_accepts(size_t i, char *buf, size_t size)
+{
+    if (size == 0)
+        return buf;
+    buf[0] = '\0';
+    if (i < N_KNOBS)
+        expected_text(&knobs[i], buf, size);
+    return buf;
 }
 
 commsched_status commsched_knobs_create(commsched_knobs **out,
@@ -365,11 +407,14 @@ commsched_status commsched_knobs_set(commsched_knobs *k, const char *key,
     for (size_t i = 0; i < N_KNOBS; i++) {
         if (strcmp(knobs[i].name, key) != 0)
             continue;
-        if (parse_value(&knobs[i], value, (char *)k + knobs[i].offset) != 0) {
+        int rc = parse_value(&knobs[i], value, (char *)k + knobs[i].offset);
+        if (rc != 0) {
             char expected[128];
             expected_text(&knobs[i], expected, sizeof expected);
             return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
-                                       "--set %s: bad value \"%s\" (%s)", key,
+                                       "--set %s: %s \"%s\" (expected %s)",
+                                       key,
+                                       rc == -2 ? "out of range:" : "bad value",
                                        value, expected);
         }
         return COMMSCHED_OK;

@@ -12,7 +12,7 @@
  *   4. runtime estimations: refuse swaps that expose waits in the group or
  *      an earlier collective;
  *   5. memory: stop if the potential peak passes peak x (1 + budget).
- * Memory is the exact tracker of memory.c (DESIGN.md §3): the potential
+ * Memory is the exact tracker of memory.c (docs/FORMAT.md "Memory model (in brief)"): the potential
  * peak reads the group's current levels before every test.
  *
  * Literal details kept: the last node is never processed; after a

@@ -10,7 +10,7 @@
  * to right before the group when runtime estimations and the memory budget
  * allow.
  *
- * Corrections to the seed (DESIGN.md §3, §6): memory is the exact tracker
+ * Corrections to the seed (docs/FORMAT.md "Memory model (in brief)", docs/PASSES.md): memory is the exact tracker
  * (the last-use map is updated when a buffer's last use moves into the
  * group), the group's levels are read fresh before each budget test, and
  * with runtime estimations on a compute candidate is swapped only if

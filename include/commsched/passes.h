@@ -51,6 +51,13 @@ COMMSCHED_EXPORT size_t commsched_knob_count(void);
 COMMSCHED_EXPORT const char *commsched_knob_name(size_t i);
 COMMSCHED_EXPORT const char *commsched_knob_default(size_t i);
 COMMSCHED_EXPORT const char *commsched_knob_description(size_t i);
+/* What knob i accepts, as text for a message or a table ("true or false",
+ * "a number from 1, at most 1000000, or inf", ...): commsched_knobs_set
+ * refuses anything else, so a pass never sees a value it cannot use.
+ * Writes at most size bytes with the NUL; returns buf ("" for an
+ * out-of-range index). */
+COMMSCHED_EXPORT const char *commsched_knob_accepts(size_t i, char *buf,
+                                                    size_t size);
 
 /* ---- the pass table ------------------------------------------------------ */
 

@@ -109,6 +109,38 @@ COMMSCHED_EXPORT size_t commsched_name_suggest(const char *word, size_t len,
                                                const char *const *names,
                                                size_t count, size_t stride);
 
+/* The length of the longest prefix of the NUL-terminated UTF-8 text s
+ * that is at most max bytes and ends between two characters (a malformed
+ * byte counts as one): where to cut a name so that what is printed stays
+ * valid UTF-8. strlen(s) when s fits. Never fails; O(min(strlen(s),
+ * max)). The library cuts its own texts (error messages, reports, traces)
+ * the same way. */
+COMMSCHED_EXPORT size_t commsched_utf8_cut(const char *s, size_t max);
+
+/* 1 when the NUL-terminated s is well-formed UTF-8 (no overlong forms,
+ * surrogates or code points past U+10FFFF): what a graph's names must be.
+ * Never fails; O(strlen(s)). */
+COMMSCHED_EXPORT int commsched_utf8_valid(const char *s);
+
+/* Where writing the file `path` must put its bytes, by the one rule every
+ * commsched writer follows (the CLI's -o, export's files, the Python
+ * binding's Graph.save; docs/FORMAT.md "Writing files"): a symlink is
+ * followed to its end (a dangling one: the file it names, created there;
+ * a loop: ELOOP), as a shell's `>` follows it, so the link stays a link;
+ * an existing file that is not a regular file (a device, a FIFO) and the
+ * names of open descriptors (/dev/stdout, /dev/fd/N) are written in place
+ * (*in_place = 1); a regular file the caller may not write is refused
+ * (EACCES), as `>` refuses it. Otherwise the bytes go to a temporary file
+ * beside *target, renamed over it when complete: *target (size bytes) is
+ * that file, *exists says whether it exists and *mode is the mode to give
+ * the temporary (the file's own, else 0666 less the umask). "-" (standard
+ * output) is the caller's business. On failure returns COMMSCHED_EIO with
+ * "cannot write: <strerror>" in err (errno set); never touches the file.
+ * O(links followed). */
+COMMSCHED_EXPORT commsched_status commsched_output_target(
+    const char *path, char *target, unsigned long size, int *in_place,
+    int *exists, unsigned *mode, commsched_error *err);
+
 /* Progress of a long call: `done` of `total` units of its work have
  * finished (done <= total, and done never decreases within one call).
  * The calls that take one (commsched_tune, a runtime's execute: the

@@ -221,44 +221,39 @@ class Graph:
         return cls._adopt(lib, handle)
 
     def save(self, path):
-        """Writes the graph as format v1 JSON (docs/FORMAT.md) to ``path``.
-
-        A regular file (or a new path) is written through a temporary file
-        renamed over it, so a failure leaves no half-written file; through a
-        symlink, the file it points to is replaced and the link kept; a
-        replaced file keeps its mode. Anything else (a device such as
-        ``/dev/null``, a FIFO, ``/dev/stdout``, ``/dev/fd/N``) is written in
-        place, as ``commsched -o`` does: renaming over it would replace the
-        device or leave the pipe's reader with nothing. Raises
-        :class:`Error` naming what could not be written."""
+        """Writes the graph as format v1 JSON (docs/FORMAT.md) to ``path``,
+        by the rule every commsched writer follows (docs/FORMAT.md "Writing
+        files", the library's ``commsched_output_target``): a regular file
+        (or a new path) is written through a temporary file renamed over
+        it, so a failure leaves no half-written file, and keeps its mode; a
+        symlink is followed to the file it names, which is replaced (a
+        dangling link's file created) and the link kept; a link loop, and a
+        file you may not write, are refused as a shell's ``>`` refuses
+        them; anything else (a device such as ``/dev/null``, a FIFO,
+        ``/dev/stdout``, ``/dev/fd/N``) is written in place, as
+        ``commsched -o`` does. Raises :class:`Error` naming what could not
+        be written."""
         import os
-        import stat
         import tempfile
         path = os.fspath(path)
-        try:
-            st = os.stat(path)  # follows symlinks
-        except FileNotFoundError:
-            st = None
-        descriptor = path in ("/dev/stdout", "/dev/stderr") or \
-            path.startswith(("/dev/fd/", "/proc/self/fd/"))
-        if descriptor or (st is not None and not stat.S_ISREG(st.st_mode)):
+        target = _ctypes.create_string_buffer(4096)
+        in_place, exists = _ctypes.c_int(), _ctypes.c_int()
+        mode = _ctypes.c_uint()
+        _call(self._lib, self._lib.commsched_output_target, _b(path), target,
+              len(target), _ctypes.byref(in_place), _ctypes.byref(exists),
+              _ctypes.byref(mode), file=path)
+        if in_place.value:
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
             except OSError as e:
                 raise Error("%s: cannot write: %s" % (path, e.strerror))
             self._save_fd(fd, path)
             return self
-        target = os.path.realpath(path) if st is not None else path
-        if st is not None:
-            mode = stat.S_IMODE(st.st_mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+        target = os.fsdecode(target.value)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target) or ".",
                                    prefix=".commsched-", suffix=".json")
         try:
-            os.fchmod(fd, mode)  # mkstemp made it 0600
+            os.fchmod(fd, mode.value)  # mkstemp made it 0600
         except BaseException:
             os.close(fd)
             os.unlink(tmp)

@@ -216,6 +216,9 @@ _PROTOTYPES = {
     "commsched_reduce_op_str": (c_char_p, [c_int]),
     "commsched_error_format": (
         c_char_p, [_E, c_char_p, c_char_p, ctypes.c_ulong]),
+    "commsched_output_target": (
+        c_int, [c_char_p, c_char_p, ctypes.c_ulong, POINTER(c_int),
+                POINTER(c_int), POINTER(c_uint), _E]),
     # builder and graph
     "commsched_builder_create": (c_int, [c_char_p, POINTER(_H), _E]),
     "commsched_builder_add_group": (c_int, [_H, c_char_p, c_int64, c_int64, _E]),

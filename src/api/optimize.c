@@ -126,17 +126,12 @@ static commsched_status set_knob(commsched_optimize_options *o, size_t i,
         return COMMSCHED_OK;
     if (local.status != COMMSCHED_EINVAL)
         return commsched_error_set(err, local.status, key, "%s", local.text);
-    /* The knob table's own message is worded for the CLI's --set; say what
-     * the knob takes from its default's shape instead. */
-    const char *def = commsched_knob_default(i);
-    const char *expected =
-        (strcmp(def, "true") == 0 || strcmp(def, "false") == 0)
-            ? "true or false"
-        : strcmp(def, "none") == 0 ? "a count or none"
-                                   : "a number";
+    /* The knob table's own message is worded for the CLI's --set. */
+    char expected[160];
     return commsched_error_set(err, COMMSCHED_EINVAL, key,
                                "bad value \"%s\" (expected %s)", value,
-                               expected);
+                               commsched_knob_accepts(i, expected,
+                                                      sizeof expected));
 }
 
 commsched_status commsched_optimize_options_set(commsched_optimize_options *o,

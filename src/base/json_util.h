@@ -5,8 +5,26 @@
 
 #include <jansson.h>
 
+#include "commsched/status.h"
+
 /* "an object", "a string", ... for "expected X, got <type>" messages, so
  * every loader words type errors the same way. */
 const char *cs_json_type_name(const json_t *v);
+
+/* jansson's failure to parse a text as the error every loader reports:
+ * EPARSE at line:column (columns are 1-based: jansson's 0 at the start of
+ * a line, an empty text included, becomes 1); a text that starts with a
+ * UTF-8 byte order mark is told so in words, not quoted as the invisible
+ * character; jansson's allocation failures (its out-of-memory code, or no
+ * message at all) are ENOMEM "out of memory"; a file it could not open is
+ * EIO. Returns the status. */
+commsched_status cs_json_syntax_error(const json_error_t *je,
+                                      commsched_error *err);
+
+/* The message cs_json_syntax_error gives a text that starts with a byte
+ * order mark (the trace readers word it alike). */
+#define CS_JSON_BOM_TEXT                                                       \
+    "the text starts with a UTF-8 byte order mark (bytes EF BB BF), which "   \
+    "JSON does not allow: save the file without it"
 
 #endif /* COMMSCHED_JSON_UTIL_H */

@@ -9,6 +9,7 @@
 
 #include "commsched/config.h"
 #include "fmt_g.h"
+#include "utf8.h"
 #if COMMSCHED_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -201,32 +202,6 @@ void cs_jw_end(cs_jw *w)
     w->depth--;
 }
 
-/* Length of the valid UTF-8 sequence at p (2..4) whose lead byte is
- * p[0] >= 0x80, 0 when invalid. Reads past p[0] only while the bytes are
- * continuation bytes, so it never runs over the terminating NUL. */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    if (c >= 0xC2 && c <= 0xDF)
-        return (p[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
-            return 0;
-        if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F))
-            return 0; /* overlong, surrogate */
-        return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
-            (p[3] & 0xC0) != 0x80)
-            return 0;
-        if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))
-            return 0; /* overlong, past U+10FFFF */
-        return 4;
-    }
-    return 0;
-}
-
 /* 1 for the bytes a string holds as they are: 0x20-0x7F but the quote
  * and the backslash (what jansson leaves unescaped below 0x80). One load
  * a byte where four compares were (the scan is most of a save's string
@@ -266,7 +241,7 @@ static void put_string(cs_jw *w, const char *s)
             p++;
         unsigned c = *p;
         if (c >= 0x80) {
-            size_t n = utf8_len(p);
+            size_t n = cs_utf8_seq(p);
             if (n == 0) {
                 fail(w, CS_JW_EUTF8);
                 return;

@@ -1,9 +1,14 @@
 /* commsched — status strings and the first-error-wins error struct. */
 #include "commsched/status.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "utf8.h"
 
 const char *commsched_status_str(commsched_status status)
 {
@@ -43,11 +48,14 @@ commsched_status commsched_error_set(commsched_error *err,
         return status;
     err->status = status;
     err->line = err->column = 0;
-    snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+    int n = snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+    cs_utf8_trim(err->path, sizeof err->path, n);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    n = vsnprintf(err->text, sizeof err->text, fmt, ap);
     va_end(ap);
+    /* A name cut at the end of the text is cut between characters. */
+    cs_utf8_trim(err->text, sizeof err->text, n);
     return status;
 }
 
@@ -56,18 +64,105 @@ char *commsched_error_format(const commsched_error *err, const char *file,
 {
     const char *f = file ? file : "";
     const char *sep = file ? ": " : "";
+    int n;
     if (size == 0)
         return buf;
     if (!err || err->status == COMMSCHED_OK)
-        snprintf(buf, size, "%s%sno error", f, sep);
+        n = snprintf(buf, size, "%s%sno error", f, sep);
     else if (err->line > 0)
-        snprintf(buf, size, "%s:%d:%d: %s", file ? file : "<input>",
-                 err->line, err->column, err->text);
+        n = snprintf(buf, size, "%s:%d:%d: %s", file ? file : "<input>",
+                     err->line, err->column, err->text);
     else if (err->path[0])
-        snprintf(buf, size, "%s%s%s: %s", f, sep, err->path, err->text);
+        n = snprintf(buf, size, "%s%s%s: %s", f, sep, err->path, err->text);
     else
-        snprintf(buf, size, "%s%s%s", f, sep, err->text);
-    return buf;
+        n = snprintf(buf, size, "%s%s%s", f, sep, err->text);
+    return cs_utf8_trim(buf, size, n);
+}
+
+size_t commsched_utf8_cut(const char *s, size_t max)
+{
+    return cs_utf8_cut(s, max);
+}
+
+int commsched_utf8_valid(const char *s) { return cs_utf8_valid(s); }
+
+/* Names that stand for an already open descriptor: writing them must
+ * reach that descriptor, whatever kind of file it is (even a regular file,
+ * which rename() would replace behind the shell's back). */
+static int descriptor_name(const char *path)
+{
+    return strcmp(path, "/dev/stdout") == 0 ||
+           strcmp(path, "/dev/stderr") == 0 ||
+           strncmp(path, "/dev/fd/", 8) == 0 ||
+           strncmp(path, "/proc/self/fd/", 14) == 0;
+}
+
+static commsched_status cannot_write(commsched_error *err, int e)
+{
+    errno = e;
+    return commsched_error_set(err, COMMSCHED_EIO, NULL, "cannot write: %s",
+                               strerror(e));
+}
+
+commsched_status commsched_output_target(const char *path, char *target,
+                                         unsigned long size, int *in_place,
+                                         int *exists, unsigned *mode,
+                                         commsched_error *err)
+{
+    *in_place = *exists = 0;
+    *mode = 0;
+    if (strlen(path) >= size)
+        return cannot_write(err, ENAMETOOLONG);
+    snprintf(target, size, "%s", path);
+    if (descriptor_name(path)) {
+        *in_place = 1;
+        return COMMSCHED_OK;
+    }
+    /* Follow the links as the kernel would, keeping where the chain ends
+     * even when nothing is there (a dangling link: the shell's `>`
+     * creates the file it names). */
+    struct stat st;
+    for (int hops = 0;; hops++) {
+        if (lstat(target, &st) != 0) {
+            if (errno != ENOENT)
+                return cannot_write(err, errno);
+            break;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            *exists = 1;
+            break;
+        }
+        if (hops == 40)
+            return cannot_write(err, ELOOP);
+        char link[4096];
+        ssize_t n = readlink(target, link, sizeof link - 1);
+        if (n < 0)
+            return cannot_write(err, errno);
+        link[n] = '\0';
+        const char *slash = strrchr(target, '/');
+        size_t dir = link[0] == '/' || !slash ? 0 : (size_t)(slash - target) + 1;
+        if (dir + (size_t)n >= size || dir + (size_t)n >= sizeof link)
+            return cannot_write(err, ENAMETOOLONG);
+        memmove(target + dir, link, (size_t)n + 1);
+    }
+    if (!*exists) {
+        mode_t mask = umask(0);
+        umask(mask);
+        *mode = 0666u & ~(unsigned)mask;
+        return COMMSCHED_OK;
+    }
+    if (stat(target, &st) != 0)
+        return cannot_write(err, errno);
+    if (!S_ISREG(st.st_mode)) {
+        *in_place = 1;
+        return COMMSCHED_OK;
+    }
+    /* Renaming over it would succeed where opening it for writing fails
+     * (the directory is writable, the file is not): refuse as `>` does. */
+    if (access(target, W_OK) != 0)
+        return cannot_write(err, errno);
+    *mode = (unsigned)st.st_mode & 07777u;
+    return COMMSCHED_OK;
 }
 
 /* Longest word or name the suggestion compares (every table name is far

@@ -305,35 +305,6 @@ const char *cs_fmt_change(double value, const char *unit, char *buf,
     return buf;
 }
 
-int cs_utf8_valid(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p++;
-        if (c < 0x80)
-            continue;
-        int more;
-        unsigned cp, min;
-        if (c >= 0xC2 && c <= 0xDF) {
-            more = 1, cp = c & 0x1F, min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            more = 2, cp = c & 0x0F, min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            more = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0; /* a continuation byte, 0xC0/0xC1 or 0xF5.. */
-        }
-        for (int k = 0; k < more; k++, p++) {
-            if ((*p & 0xC0) != 0x80)
-                return 0; /* also stops at the NUL */
-            cp = (cp << 6) | (*p & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-    }
-    return 1;
-}
-
 FILE *cs_fopen_input(const char *path)
 {
     FILE *f = fopen(path, "rb");

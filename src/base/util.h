@@ -29,10 +29,6 @@ static inline int cs_add_i64(int64_t *acc, int64_t v)
     return __builtin_add_overflow(*acc, v, acc);
 }
 
-/* 1 when the NUL-terminated s is well-formed UTF-8 (no overlong forms,
- * surrogates or code points past U+10FFFF: what JSON text may hold). */
-int cs_utf8_valid(const char *s);
-
 /* fopen(path, "rb") for a file the library reads whole: a directory
  * (which fopen accepts on Linux) is refused with errno EISDIR, so every
  * unopenable input is worded alike ("cannot open: Is a directory"). NULL

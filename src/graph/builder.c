@@ -13,6 +13,7 @@
  * never changes. */
 #include "analysis.h"
 #include "graph_internal.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -1188,19 +1189,41 @@ static commsched_status check_order(const commsched_graph *g,
     return COMMSCHED_OK;
 }
 
+/* "a" -> "b" -> ... -> "a": every node of the cycle while the message has
+ * room, else as many as fit, then how many are left out and the first
+ * one again, so a cut message still ends at the node it started from. */
 static commsched_status report_cycle(const commsched_graph *g,
                                      const uint32_t *cycle, uint32_t len,
                                      commsched_error *err)
 {
-    char text[COMMSCHED_ERROR_TEXT_LENGTH], path[64];
+    /* Room for the text around the list (failf's format) and for the
+     * ellipsis and the closing name. */
+    enum { ROOM = COMMSCHED_ERROR_TEXT_LENGTH - 64 };
+    char text[COMMSCHED_ERROR_TEXT_LENGTH], path[64], last[160];
+    const char *first = g->nodes[cycle[0]].name;
+    cs_utf8_trim(last, sizeof last,
+                 snprintf(last, sizeof last, "\"%s\"", first));
     size_t used = 0;
-    for (uint32_t k = 0; k <= len && used < sizeof text; k++) {
-        int w = snprintf(text + used, sizeof text - used, "%s\"%s\"",
-                         k ? " -> " : "", g->nodes[cycle[k % len]].name);
-        if (w < 0)
+    size_t tail = strlen(last) + sizeof " -> ... (4294967295 more) -> ";
+    uint32_t k = 0;
+    text[0] = '\0';
+    for (; k < len; k++) {
+        const char *name = g->nodes[cycle[k]].name;
+        size_t need = strlen(name) + 6;
+        if (used + need + tail > ROOM)
             break;
-        used += (size_t)w;
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s\"%s\"",
+                                 k ? " -> " : "", name);
     }
+    if (k == 0) { /* not even the first name fits: the cut one */
+        used = (size_t)snprintf(text, sizeof text, "%s", last);
+        k = 1;
+    }
+    if (k < len)
+        snprintf(text + used, sizeof text - used, " -> ... (%u more) -> %s",
+                 len - k, last);
+    else
+        snprintf(text + used, sizeof text - used, " -> %s", last);
     snprintf(path, sizeof path, "nodes[%u]", cycle[0]);
     return failf(err, COMMSCHED_ECYCLE, path,
                  "dependency cycle: %s (each must run before the next)", text);

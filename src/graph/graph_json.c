@@ -639,29 +639,6 @@ static commsched_status from_json(json_t *root, unsigned flags,
     return commsched_builder_finish(b, flags, out, err);
 }
 
-static commsched_status syntax_error(const json_error_t *je,
-                                     commsched_error *err)
-{
-    commsched_status st = COMMSCHED_EPARSE;
-    if (json_error_code((json_error_t *)je) == json_error_cannot_open_file)
-        st = COMMSCHED_EIO;
-    else if (json_error_code((json_error_t *)je) == json_error_out_of_memory)
-        st = COMMSCHED_ENOMEM;
-    /* jansson returns NULL without a message only when its lexer cannot
-     * allocate its buffer (lex_init). */
-    if (je->text[0] == '\0') {
-        st = COMMSCHED_ENOMEM;
-        commsched_error_set(err, st, NULL, "out of memory");
-        return st;
-    }
-    commsched_error_set(err, st, NULL, "%s", je->text);
-    if (err && st == COMMSCHED_EPARSE && je->line > 0) {
-        err->line = je->line;
-        err->column = je->column;
-    }
-    return st;
-}
-
 /* Reads a whole stream: jansson's stream loader pulls one character at a
  * time with getc, several times slower than parsing from memory. */
 /* The whole stream; NULL with *oom set when memory ran out, NULL with
@@ -702,7 +679,7 @@ static json_t *parse(const char *text, size_t len, json_error_t *je, int *oom)
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, je);
     if (root || je->text[0] == '\0' ||
         json_error_code(je) == json_error_out_of_memory)
-        return root; /* syntax_error() maps those two to ENOMEM */
+        return root; /* cs_json_syntax_error maps those two to ENOMEM */
     json_error_t again;
     json_t *second = json_loadb(text, len, JSON_REJECT_DUPLICATES, &again);
     if (second || again.position != je->position ||
@@ -740,7 +717,7 @@ commsched_status commsched_graph_load_file(const char *path, unsigned flags,
     if (!root)
         return oom ? commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                          "out of memory")
-                   : syntax_error(&je, err);
+                   : cs_json_syntax_error(&je, err);
     return from_json(root, flags, out, err);
 }
 
@@ -755,7 +732,7 @@ commsched_status commsched_graph_load_string(const char *text, unsigned flags,
     if (!root)
         return oom ? commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
                                          "out of memory")
-                   : syntax_error(&je, err);
+                   : cs_json_syntax_error(&je, err);
     return from_json(root, flags, out, err);
 }
 

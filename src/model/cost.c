@@ -1,4 +1,4 @@
-/* commsched — the cost model (DESIGN.md §4, docs/COST.md).
+/* commsched — the cost model (docs/COST.md).
  *
  * Collectives follow Inductor's comm_analysis.py, which adapts NCCL's
  * tuning.cc: a ring of `steps` synchronised steps, each paying a per-step

@@ -478,18 +478,6 @@ static commsched_status from_json(const json_t *root, commsched_device *out,
     return COMMSCHED_OK;
 }
 
-static commsched_status syntax_error(const json_error_t *je,
-                                     commsched_error *err)
-{
-    commsched_status st =
-        commsched_error_set(err, COMMSCHED_EPARSE, NULL, "%s", je->text);
-    if (err && err->status == COMMSCHED_EPARSE && err->line == 0) {
-        err->line = je->line;
-        err->column = je->column;
-    }
-    return st;
-}
-
 commsched_status commsched_device_load_string(const char *text,
                                               commsched_device *out,
                                               commsched_error *err)
@@ -497,7 +485,7 @@ commsched_status commsched_device_load_string(const char *text,
     json_error_t je;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root)
-        return syntax_error(&je, err);
+        return cs_json_syntax_error(&je, err);
     commsched_status st = from_json(root, out, err);
     json_decref(root);
     return st;
@@ -521,7 +509,7 @@ commsched_status commsched_device_load_file(const char *path,
         if (je.line <= 0)
             return commsched_error_set(err, COMMSCHED_EIO, NULL, "%s",
                                        je.text);
-        return syntax_error(&je, err);
+        return cs_json_syntax_error(&je, err);
     }
     commsched_status st = from_json(root, out, err);
     json_decref(root);

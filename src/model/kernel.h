@@ -3,7 +3,7 @@
  * list scheduler, bucketing's virtual merge) step through, so a rule
  * changed here changes everywhere at once. docs/ARCHITECTURE.md "The
  * model"; the memory model is docs/PASSES.md's (Inductor's memory.py made
- * exact), the timeline DESIGN's simulator. Not installed.
+ * exact), the timeline of the simulator (docs/REPORTS.md). Not installed.
  *
  * Memory, per node in order: its allocations land, the level is read
  * there (post_alloc: where the peak is measured), then its frees.

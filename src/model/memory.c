@@ -11,7 +11,7 @@
  * Group membership is a stamp array (mark[v] == epoch), so planning a move
  * is O(group) with no allocation once the scratch has grown.
  *
- * The two corrections to the seed (DESIGN.md §3): the freeable-input
+ * The two corrections to the seed (docs/FORMAT.md "Memory model (in brief)"): the freeable-input
  * baseline is `baseline`, charged to no node, and the move before a group
  * (sink) updates last_use for the buffers it hands to a group node. */
 #include "commsched/memory.h"

@@ -1,4 +1,4 @@
-/* commsched — the simulator (DESIGN.md §5; the API is in simulate.h).
+/* commsched — the simulator (docs/REPORTS.md "What the figures mean"; the API is in simulate.h).
  *
  * One forward sweep in schedule order does everything that depends only on
  * the past: stream times, stalls, and the critical-path DP of the lower

@@ -28,6 +28,7 @@
 
 #include "graph_internal.h"
 #include "report_writer.h"
+#include "utf8.h"
 
 #define REPORT_FORMAT "commsched-simulation"
 #define REPORT_VERSION 1
@@ -372,18 +373,22 @@ commsched_status commsched_report_trace(FILE *out, const commsched_sim *sim,
     cs_trace_events(w);
 
     char pname[160];
-    snprintf(pname, sizeof pname, "commsched: %s", g->name ? g->name : "step");
+    cs_utf8_trim(pname, sizeof pname,
+                 snprintf(pname, sizeof pname, "commsched: %s",
+                          g->name ? g->name : "step"));
     cs_trace_name(w, "process_name", PID, 0, pname);
     for (uint32_t s = 0; s < commsched_sim_stream_count(sim); s++) {
         char tname[160];
+        int n;
         if (s == COMMSCHED_STREAM_COMPUTE ||
             commsched_sim_get_options(sim).comm_streams ==
                 COMMSCHED_STREAMS_SINGLE)
-            snprintf(tname, sizeof tname, "%s",
-                     commsched_sim_stream_name(sim, s));
+            n = snprintf(tname, sizeof tname, "%s",
+                         commsched_sim_stream_name(sim, s));
         else
-            snprintf(tname, sizeof tname, "comm %s",
-                     commsched_sim_stream_name(sim, s));
+            n = snprintf(tname, sizeof tname, "comm %s",
+                         commsched_sim_stream_name(sim, s));
+        cs_utf8_trim(tname, sizeof tname, n);
         cs_trace_name(w, "thread_name", PID, (int)s, tname);
         cs_trace_sort_index(w, "thread_sort_index", PID, (int)s, s);
     }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "utf8.h"
 #include "util.h"
 
 #define NAME_MAX_W 22
@@ -29,18 +30,6 @@ static const char *fmt_pos(uint32_t pos, char *buf, size_t size)
         snprintf(buf, size, "-");
     else
         snprintf(buf, size, "%u", pos);
-    return buf;
-}
-
-/* Name cut to w columns with a trailing ".." when longer. */
-static const char *fit(const char *s, size_t w, char *buf, size_t size)
-{
-    size_t len = strlen(s);
-    if (len <= w || w < 3) {
-        snprintf(buf, size, "%s", s);
-        return buf;
-    }
-    snprintf(buf, size, "%.*s..", (int)(w - 2), s);
     return buf;
 }
 
@@ -75,13 +64,14 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
     const commsched_sim_totals *t = commsched_sim_get_totals(sim);
     const uint32_t *order = commsched_sim_get_order(sim);
     commsched_sim_options opts = commsched_sim_get_options(sim);
-    char a[32], b[32], c[32], d[32], e[32], f[32], h[64], k[64];
+    char a[32], b[32], c[32], d[32], e[32], f[32], h[160], k[160];
     if (!ctx)
         ctx = &none;
 
     /* Names are cut so every line stays within 120 columns. */
     fprintf(out, "%s: %u node%s, %u collective%s, %u wait%s",
-            fit(g->name ? g->name : "(unnamed)", 32, h, sizeof h), g->n_nodes,
+            cs_utf8_fit(g->name ? g->name : "(unnamed)", 32, 0, h, sizeof h),
+            g->n_nodes,
             COMMSCHED_PLURAL(g->n_nodes), t->n_collectives,
             COMMSCHED_PLURAL(t->n_collectives), t->n_waits,
             COMMSCHED_PLURAL(t->n_waits));
@@ -99,10 +89,10 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
             const cs_node *nd = &g->nodes[v];
             if (nd->kind != COMMSCHED_NODE_COLLECTIVE)
                 continue;
-            size_t l = strlen(nd->name);
+            size_t l = cs_utf8_width(nd->name);
             if (l > nw)
                 nw = l;
-            l = strlen(g->groups[nd->group].name);
+            l = cs_utf8_width(g->groups[nd->group].name);
             if (l > gw)
                 gw = l;
         }
@@ -132,9 +122,10 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
             snprintf(op, sizeof op, "%s%s", commsched_coll_op_str((commsched_coll_op)nd->coll_op),
                      nd->is_sync ? "*" : "");
             fprintf(out,
-                    "%-*s %-14s %-*s %10s %9s %-5s %9s %10s %9s %6u %6s\n",
-                    (int)nw, fit(nd->name, nw, h, sizeof h), op, (int)gw,
-                    fit(g->groups[nd->group].name, gw, k, sizeof k),
+                    "%s %-14s %s %10s %9s %-5s %9s %10s %9s %6u %6s\n",
+                    cs_utf8_fit(nd->name, nw, 1, h, sizeof h), op,
+                    cs_utf8_fit(g->groups[nd->group].name, gw, 1, k,
+                                sizeof k),
                     cs_fmt_bytes(commsched_cost_collective_bytes(g, v), a,
                               sizeof a),
                     fmt_time(r->end_ns - r->start_ns, b, sizeof b), src,
@@ -163,16 +154,16 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
             fmt_time(t->bound_comm_ns, b, sizeof b));
     if (t->bound_comm_stream != COMMSCHED_NONE)
         fprintf(out, " (%s)",
-                fit(commsched_sim_stream_name(sim, t->bound_comm_stream), 16,
-                    h, sizeof h));
+                cs_utf8_fit(commsched_sim_stream_name(sim, t->bound_comm_stream),
+                            16, 0, h, sizeof h));
     fprintf(out, ", critical path %s\n", fmt_time(t->bound_path_ns, c, sizeof c));
     if (commsched_sim_get_options(sim).flags & COMMSCHED_SIM_BOUND &&
         t->bound_stream != COMMSCHED_NONE)
         fprintf(out, "stream bound    %10s   (%s stream; no order of this "
                      "graph is faster)\n",
                 fmt_time(t->bound_stream_ns, a, sizeof a),
-                fit(commsched_sim_stream_name(sim, t->bound_stream), 16, h,
-                    sizeof h));
+                cs_utf8_fit(commsched_sim_stream_name(sim, t->bound_stream),
+                            16, 0, h, sizeof h));
     fprintf(out, "compute         %10s\n", fmt_time(t->compute_ns, a, sizeof a));
     fprintf(out, "comm            %10s   exposed %s, overlap %.1f%%\n",
             fmt_time(t->comm_ns, a, sizeof a),
@@ -279,18 +270,19 @@ commsched_status commsched_report_estimates_table(
     FILE *out, const commsched_graph *g, const commsched_cost_options *o,
     const commsched_memory *mem, commsched_error *err)
 {
-    char a[32], b[32], c[32], d[32], e[48], f[64], name[64];
+    char a[32], b[32], c[32], d[32], e[48], f[64], name[160];
     uint32_t cnt[3] = {0, 0, 0};
     size_t nw = strlen("node");
     for (uint32_t v = 0; v < g->n_nodes; v++) {
-        size_t l = strlen(g->nodes[v].name);
+        size_t l = cs_utf8_width(g->nodes[v].name);
         if (l > nw)
             nw = l;
     }
     if (nw > NAME_MAX_W)
         nw = NAME_MAX_W;
     fprintf(out, "%s: %u node%s; device %s, %s model\n",
-            fit(g->name ? g->name : "(unnamed)", 40, name, sizeof name),
+            cs_utf8_fit(g->name ? g->name : "(unnamed)", 40, 0, name,
+                        sizeof name),
             g->n_nodes, COMMSCHED_PLURAL(g->n_nodes),
             o && o->device ? o->device->name : "-",
             o ? commsched_comm_model_str(o->comm_model) : "-");
@@ -335,8 +327,8 @@ commsched_status commsched_report_estimates_table(
             snprintf(f + l, sizeof f - l, "%smodel %s", l ? "; " : "",
                      fmt_time(nc.model_ns, e, sizeof e));
         }
-        fprintf(out, "%-*s %-14s %9s %-5s %9s %9s %9s %10s  %s\n", (int)nw,
-                fit(nd->name, nw, name, sizeof name), op,
+        fprintf(out, "%s %-14s %9s %-5s %9s %9s %9s %10s  %s\n",
+                cs_utf8_fit(nd->name, nw, 1, name, sizeof name), op,
                 fmt_time(nc.runtime_ns, a, sizeof a),
                 commsched_cost_source_str(nc.source),
                 fmt_time(nc.tuple.latency_ns, b, sizeof b),

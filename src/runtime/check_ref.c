@@ -1,6 +1,17 @@
 /* commsched — the host reference of --check (check_ref.h): a replay of the
- * schedule's data flow over every rank's buffers, byte for byte, with a
- * mask of the bytes whose value is known exactly. */
+ * schedule's data flow over every rank's buffers, with per byte a mask of
+ * whether its value is known exactly.
+ *
+ * The bytes are never held. Every value the replay makes is periodic in
+ * the byte offset with period PER (a fill repeats every 7 elements, and 7
+ * elements of every width divide 56 bytes), and collectives only copy
+ * ranges, reduce ranges element-wise and land ranges: so a buffer is a
+ * list of segments, each a length and a place in a PER-byte pattern, and
+ * a reduction computes one pattern per stretch where every operand stays
+ * in one segment. Memory is then O(ranks x buffers x segments), where a
+ * byte image was ranks x bytes x 2 (3.3 GB a rank on the bundled example,
+ * a 192 MiB step on 8 ranks), and the replay's time follows the segments
+ * too. */
 #include "check_ref.h"
 
 #include <math.h>
@@ -8,12 +19,35 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "util.h"
+
+/* Bytes of a pattern: 7 elements of 1, 2, 4 and 8 bytes all divide it. */
+#define PER 56u
+
+typedef struct pattern {
+    uint8_t v[PER]; /* values */
+    uint8_t k[PER]; /* 1: known exactly */
+} pattern;
+
+/* len bytes whose byte t is pattern `pat`'s byte (phase + t) % PER. */
+typedef struct seg {
+    uint64_t len;
+    uint32_t pat, phase;
+} seg;
+
+/* A buffer's (or a result's) bytes: segments in order, covering size. */
+typedef struct img {
+    seg *s;
+    size_t n, cap;
+    uint64_t size;
+    int present; /* allocated on that rank (a fill made it) */
+} img;
 
 typedef struct expect {
     uint32_t buf;       /* root buffer of the result, NONE: private buffer */
     size_t off, len;    /* bytes */
-    uint8_t *bytes;     /* what this rank must see */
-    uint8_t *known;     /* per byte: compared */
+    img bytes;          /* what this rank must see */
+    int has;            /* a result to compare */
 } expect;
 
 struct cs_check_ref {
@@ -24,6 +58,8 @@ struct cs_check_ref {
     uint8_t *fill_ek;   /* per buffer: the kind its values are written in */
     uint8_t *touched;   /* per buffer */
     expect *exp;        /* per node */
+    pattern *pats;      /* every image's patterns; 0: nothing known */
+    size_t n_pats, cap_pats;
     uint64_t unknown;
 };
 
@@ -186,10 +222,263 @@ static int reduce_elem(cs_ekind ek, cs_rkind rk, const uint8_t *const *op,
 static void fill_image(uint8_t *dst, size_t bytes, cs_ekind ek, uint32_t id,
                        int R)
 {
-    size_t es = ek_size(ek), n = bytes / es;
-    for (size_t i = 0; i < n; i++)
+    size_t es = ek_size(ek), n = bytes / es, first = n < 7 ? n : 7;
+    for (size_t i = 0; i < first; i++)
         cs_elem_put(dst, i, ek, 1 + (int64_t)((i + 2u * (size_t)R + 5u * id) % 7u));
+    /* Seven elements repeat: copy what is written, doubling (a fill is
+     * as fast as memcpy; it runs at every allocation of a buffer). */
+    for (size_t done = first * es; done < n * es;) {
+        size_t run = done < n * es - done ? done : n * es - done;
+        memcpy(dst + done, dst, run);
+        done += run;
+    }
     memset(dst + n * es, 0x5a, bytes - n * es);
+}
+
+/* ---- images --------------------------------------------------------------------- */
+
+static int all_known(const uint8_t *k, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!k[i])
+            return 0;
+    return 1;
+}
+
+/* Bytes read at a time where an image is compared or counted: whole
+ * elements of every width. */
+#define CHUNK 32768u
+
+/* A new pattern (its bytes unknown until set); its index, or -1. */
+static long pat_new(cs_check_ref *r)
+{
+    if (cs_grow((void **)&r->pats, &r->cap_pats, r->n_pats + 1,
+                sizeof *r->pats) != 0)
+        return -1;
+    memset(&r->pats[r->n_pats], 0, sizeof *r->pats);
+    return (long)r->n_pats++;
+}
+
+static void img_free(img *m)
+{
+    free(m->s);
+    memset(m, 0, sizeof *m);
+}
+
+/* Appends len bytes of pattern pat from phase on, joining the last segment
+ * when it goes on seamlessly. */
+static int img_push(img *m, uint64_t len, uint32_t pat, uint64_t phase)
+{
+    if (len == 0)
+        return 0;
+    phase %= PER;
+    if (m->n > 0) {
+        seg *l = &m->s[m->n - 1];
+        if (l->pat == pat && (l->phase + l->len) % PER == phase) {
+            l->len += len;
+            return 0;
+        }
+    }
+    if (cs_grow((void **)&m->s, &m->cap, m->n + 1, sizeof *m->s) != 0)
+        return -1;
+    m->s[m->n++] = (seg){len, pat, (uint32_t)phase};
+    return 0;
+}
+
+/* Appends src's bytes [off, off + len). */
+static int img_append(img *dst, const img *src, uint64_t off, uint64_t len)
+{
+    uint64_t pos = 0, end = off + len;
+    for (size_t i = 0; i < src->n && pos < end; i++) {
+        const seg *g = &src->s[i];
+        uint64_t lo = pos > off ? pos : off;
+        uint64_t hi = pos + g->len < end ? pos + g->len : end;
+        if (hi > lo && img_push(dst, hi - lo, g->pat, g->phase + (lo - pos)))
+            return -1;
+        pos += g->len;
+    }
+    return 0;
+}
+
+/* dst's bytes [off, off + len) become src's [soff, soff + len). */
+static int img_set(img *dst, uint64_t off, const img *src, uint64_t soff,
+                   uint64_t len)
+{
+    img t = {0};
+    t.size = dst->size;
+    t.present = dst->present;
+    if (img_append(&t, dst, 0, off) || img_append(&t, src, soff, len) ||
+        img_append(&t, dst, off + len, dst->size - off - len)) {
+        img_free(&t);
+        return -1;
+    }
+    free(dst->s);
+    *dst = t;
+    return 0;
+}
+
+/* An image of len bytes, nothing known. */
+static int img_unknown(img *m, uint64_t len)
+{
+    memset(m, 0, sizeof *m);
+    m->size = len;
+    return img_push(m, len, 0, 0);
+}
+
+/* The image of a fill (fill_image's values, all known). */
+static int img_fill(cs_check_ref *r, img *m, uint64_t bytes, cs_ekind ek,
+                    uint32_t id, int R)
+{
+    size_t es = ek_size(ek);
+    uint64_t body = bytes / es * es;
+    long a = pat_new(r), b = body < bytes ? pat_new(r) : 0;
+    if (a < 0 || b < 0)
+        return -1;
+    fill_image(r->pats[a].v, PER, ek, id, R);
+    memset(r->pats[a].k, 1, PER);
+    if (b) { /* the bytes after the last whole element */
+        memset(r->pats[b].v, 0x5a, PER);
+        memset(r->pats[b].k, 1, PER);
+    }
+    free(m->s);
+    memset(m, 0, sizeof *m);
+    m->size = bytes;
+    m->present = 1;
+    return img_push(m, body, (uint32_t)a, 0) ||
+           img_push(m, bytes - body, (uint32_t)b, 0);
+}
+
+/* Bytes [off, off + len) of m into v and k (len small: the caller's
+ * chunk). */
+static void img_read(const cs_check_ref *r, const img *m, uint64_t off,
+                     uint64_t len, uint8_t *v, uint8_t *k)
+{
+    uint64_t pos = 0, end = off + len;
+    for (size_t i = 0; i < m->n && pos < end; i++) {
+        const seg *g = &m->s[i];
+        uint64_t lo = pos > off ? pos : off;
+        uint64_t hi = pos + g->len < end ? pos + g->len : end;
+        const pattern *pt = &r->pats[g->pat];
+        /* the pattern from its phase, in whole runs */
+        uint64_t q = (g->phase + (lo - pos)) % PER;
+        for (uint64_t t = lo; t < hi;) {
+            uint64_t run = PER - q < hi - t ? PER - q : hi - t;
+            memcpy(v + (t - off), pt->v + q, run);
+            memcpy(k + (t - off), pt->k + q, run);
+            t += run;
+            q = 0;
+        }
+        pos += g->len;
+    }
+}
+
+/* The segment of m holding byte off, and where it starts. */
+static size_t img_find(const img *m, uint64_t off, uint64_t *start)
+{
+    uint64_t pos = 0;
+    size_t i = 0;
+    while (i + 1 < m->n && pos + m->s[i].len <= off)
+        pos += m->s[i++].len;
+    *start = pos;
+    return i;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* out = the element-wise reduction of k operands, operand m being
+ * ops[m]'s bytes [at[m], at[m] + nb): one pattern per stretch where every
+ * operand lies in one segment; an element across a segment's edge is a
+ * piece of its own. */
+static int img_reduce(cs_check_ref *r, const img *const *ops,
+                      const uint64_t *at, int k, uint64_t nb, cs_ekind ek,
+                      cs_rkind rk, img *out)
+{
+    size_t es = ek_size(ek), nbp = 2;
+    memset(out, 0, sizeof *out);
+    out->size = nb;
+    if (nb == 0)
+        return 0;
+    for (int m = 0; m < k; m++)
+        nbp += 2 * ops[m]->n;
+    uint64_t *cut = malloc(nbp * sizeof *cut);
+    if (!cut)
+        return -1;
+    size_t nc = 0;
+    cut[nc++] = 0;
+    cut[nc++] = nb;
+    for (int m = 0; m < k; m++) {
+        uint64_t pos = 0;
+        for (size_t i = 0; i < ops[m]->n; i++) {
+            pos += ops[m]->s[i].len;
+            if (pos <= at[m] || pos >= at[m] + nb)
+                continue;
+            uint64_t q = pos - at[m], e = q / es * es;
+            cut[nc++] = e;
+            if (e != q)
+                cut[nc++] = e + es;
+        }
+    }
+    qsort(cut, nc, sizeof *cut, cmp_u64);
+    int rc = 0;
+    for (size_t c = 0; c + 1 < nc && rc == 0; c++) {
+        uint64_t a = cut[c], b = cut[c + 1];
+        if (b <= a)
+            continue;
+        /* The new pattern first: it may move the table the operands'
+         * pattern pointers below point into. */
+        long np = pat_new(r);
+        if (np < 0) {
+            rc = -1;
+            break;
+        }
+        const pattern *pt[64];
+        uint64_t ph[64];
+        int single = 1;
+        for (int m = 0; m < k; m++) {
+            uint64_t start;
+            size_t i = img_find(ops[m], at[m] + a, &start);
+            const seg *g = &ops[m]->s[i];
+            single &= start + g->len >= at[m] + b;
+            pt[m] = &r->pats[g->pat];
+            ph[m] = g->phase + (at[m] + a - start);
+        }
+        pattern *o = &r->pats[np];
+        /* single: PER bytes make the stretch's pattern; else the one
+         * element there, read whole from each operand. */
+        uint64_t len = single ? (b - a < PER ? b - a : PER) : es;
+        for (uint64_t t = 0; t < len; t += es) {
+            uint8_t val[64][8], known = 1;
+            const uint8_t *opnd[64];
+            for (int m = 0; m < k; m++) {
+                if (single) {
+                    for (size_t j = 0; j < es; j++) {
+                        uint64_t q = (ph[m] + t + j) % PER;
+                        val[m][j] = pt[m]->v[q];
+                        known &= pt[m]->k[q];
+                    }
+                } else {
+                    uint8_t kn[8];
+                    img_read(r, ops[m], at[m] + a + t, es, val[m], kn);
+                    for (size_t j = 0; j < es; j++)
+                        known &= kn[j];
+                }
+                opnd[m] = val[m];
+            }
+            if (known && reduce_elem(ek, rk, opnd, k, o->v + t))
+                memset(o->k + t, 1, es);
+        }
+        if (single)
+            rc = img_push(out, b - a, (uint32_t)np, 0);
+        else
+            for (uint64_t t = a; t < b && rc == 0; t += es)
+                rc = img_push(out, es, (uint32_t)np, 0);
+    }
+    free(cut);
+    return rc;
 }
 
 /* ---- the replay ---------------------------------------------------------------- */
@@ -201,14 +490,14 @@ typedef struct pend {
                              it reads or writes, or reads what it writes */
     int done;
     size_t *off, *len;    /* per rank */
-    uint8_t **data, **known;
+    img *data;            /* per rank: the result, until it lands */
 } pend;
 
 typedef struct replay {
     cs_check_ref *r;
     const commsched_graph *g;
     int W;
-    uint8_t **mem, **kn;  /* [rank * n_buffers + b] */
+    img *mem;             /* [rank * n_buffers + b] */
     pend *pend;
     uint32_t n_pend;
 } replay;
@@ -218,41 +507,30 @@ static int rep_fill(replay *x, uint32_t b)
     const cs_plan *p = x->r->p;
     if (b == COMMSCHED_NONE || !x->r->touched[b] || p->bytes[b] <= 0)
         return 0;
-    size_t bytes = (size_t)p->bytes[b];
-    for (int R = 0; R < x->W; R++) {
-        size_t at = (size_t)R * x->g->n_buffers + b;
-        if (!x->mem[at]) {
-            x->mem[at] = malloc(bytes);
-            x->kn[at] = malloc(bytes);
-            if (!x->mem[at] || !x->kn[at])
-                return -1;
-        }
-        fill_image(x->mem[at], bytes, (cs_ekind)x->r->fill_ek[b], b, R);
-        memset(x->kn[at], 1, bytes);
-    }
+    for (int R = 0; R < x->W; R++)
+        if (img_fill(x->r, &x->mem[(size_t)R * x->g->n_buffers + b],
+                     (uint64_t)p->bytes[b], (cs_ekind)x->r->fill_ek[b], b,
+                     R) != 0)
+            return -1;
     return 0;
 }
 
-/* A byte range of buffer b on rank R, or NULL when the buffer is absent
- * or too small (then nothing about it is known). */
-static const uint8_t *rep_at(replay *x, int R, uint32_t b, size_t off,
-                             size_t len, const uint8_t **known)
+/* Buffer b on rank R when it holds [off, off + len), or NULL when it is
+ * absent or too small (then nothing about it is known). */
+static const img *rep_at(replay *x, int R, uint32_t b, size_t off,
+                         size_t len)
 {
     if (b == COMMSCHED_NONE || (size_t)x->r->p->bytes[b] < off + len)
         return NULL;
-    size_t at = (size_t)R * x->g->n_buffers + b;
-    if (!x->mem[at])
-        return NULL;
-    *known = x->kn[at] + off;
-    return x->mem[at] + off;
+    const img *m = &x->mem[(size_t)R * x->g->n_buffers + b];
+    return m->present ? m : NULL;
 }
 
-static int all_known(const uint8_t *k, size_t n)
+/* d's bytes [doff, doff + len) from s's [soff, ...), when s is there. */
+static int rep_copy(img *d, uint64_t doff, const img *s, uint64_t soff,
+                    uint64_t len)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!k[i])
-            return 0;
-    return 1;
+    return s ? img_set(d, doff, s, soff, len) : 0;
 }
 
 /* Collective v as every rank runs it: its results, pending until it
@@ -295,12 +573,10 @@ static int rep_issue(replay *x, uint32_t v)
     pd->off = calloc((size_t)x->W, sizeof *pd->off);
     pd->len = calloc((size_t)x->W, sizeof *pd->len);
     pd->data = calloc((size_t)x->W, sizeof *pd->data);
-    pd->known = calloc((size_t)x->W, sizeof *pd->known);
-    if (!pd->off || !pd->len || !pd->data || !pd->known)
+    if (!pd->off || !pd->len || !pd->data)
         return -1;
     if (op == COMMSCHED_COLL_BARRIER || n == 0)
         return 0;
-    uint8_t *scratch = NULL;
     for (int R = 0; R < x->W; R++) {
         int j = R % k, base = R - j;
         size_t off = 0, len = nb;
@@ -317,103 +593,107 @@ static int rep_issue(replay *x, uint32_t v)
         pd->len[R] = len;
         if (!len)
             continue;
-        uint8_t *d = malloc(len), *kn = calloc(len, 1);
-        pd->data[R] = d;
-        pd->known[R] = kn;
-        if (!d || !kn) {
-            free(scratch);
-            return -1;
-        }
-        memset(d, 0, len);
-        const uint8_t *s, *sk;
+        img *d = &pd->data[R];
+        int rc = 0;
         switch (op) {
         case COMMSCHED_COLL_ALL_REDUCE:
         case COMMSCHED_COLL_REDUCE:
         case COMMSCHED_COLL_REDUCE_SCATTER: {
-            const uint8_t *in[64], *ink[64];
-            size_t at = op == COMMSCHED_COLL_REDUCE_SCATTER ? nb * (size_t)j : 0;
+            const img *in[64];
+            uint64_t at[64];
+            size_t first = op == COMMSCHED_COLL_REDUCE_SCATTER ? nb * (size_t)j : 0;
             size_t span = op == COMMSCHED_COLL_REDUCE_SCATTER ? nb * (size_t)k : nb;
             int ok = k >= 1 && k <= 64; /* reduce_elem reads op[0] */
             for (int m = 0; ok && m < k; m++) {
-                in[m] = rep_at(x, base + m, src, 0, span, &ink[m]);
+                in[m] = rep_at(x, base + m, src, 0, span);
+                at[m] = first;
                 ok = in[m] != NULL;
             }
-            for (size_t e = 0; ok && e < n; e++) {
-                const uint8_t *opnd[64];
-                int known = 1;
-                for (int m = 0; m < k; m++) {
-                    opnd[m] = in[m] + at + e * es;
-                    known &= all_known(ink[m] + at + e * es, es);
-                }
-                if (known && reduce_elem(ek, rk, opnd, k, d + e * es))
-                    memset(kn + e * es, 1, es);
-            }
+            rc = ok ? img_reduce(x->r, in, at, k, nb, ek, rk, d)
+                    : img_unknown(d, nb);
             break;
         }
         case COMMSCHED_COLL_ALL_GATHER:
-            for (int m = 0; m < k; m++) {
-                s = rep_at(x, base + m, src, ip ? nb * (size_t)m : 0, nb, &sk);
-                if (s) {
-                    memcpy(d + nb * (size_t)m, s, nb);
-                    memcpy(kn + nb * (size_t)m, sk, nb);
-                }
-            }
+            rc = img_unknown(d, len);
+            for (int m = 0; m < k && rc == 0; m++)
+                rc = rep_copy(d, nb * (size_t)m,
+                              rep_at(x, base + m, src,
+                                     ip ? nb * (size_t)m : 0, nb),
+                              ip ? nb * (size_t)m : 0, nb);
             break;
         case COMMSCHED_COLL_ALL_TO_ALL:
-            for (int m = 0; m < k; m++) {
-                s = rep_at(x, base + m, src, nb * (size_t)j, nb, &sk);
-                if (s) {
-                    memcpy(d + nb * (size_t)m, s, nb);
-                    memcpy(kn + nb * (size_t)m, sk, nb);
-                }
-            }
+            rc = img_unknown(d, len);
+            for (int m = 0; m < k && rc == 0; m++)
+                rc = rep_copy(d, nb * (size_t)m,
+                              rep_at(x, base + m, src, nb * (size_t)j, nb),
+                              nb * (size_t)j, nb);
             break;
         case COMMSCHED_COLL_BROADCAST:
-            if ((s = rep_at(x, base, src, 0, nb, &sk))) {
-                memcpy(d, s, nb);
-                memcpy(kn, sk, nb);
-            }
+            rc = img_unknown(d, len);
+            if (rc == 0)
+                rc = rep_copy(d, 0, rep_at(x, base, src, 0, nb), 0, nb);
             break;
         case COMMSCHED_COLL_SEND: /* from the previous rank's input */
-            if ((s = rep_at(x, base + (j + k - 1) % k, sb, 0, nb, &sk))) {
-                memcpy(d, s, nb);
-                memcpy(kn, sk, nb);
-            }
+            rc = img_unknown(d, len);
+            if (rc == 0)
+                rc = rep_copy(d, 0,
+                              rep_at(x, base + (j + k - 1) % k, sb, 0, nb), 0,
+                              nb);
             break;
         case COMMSCHED_COLL_RECV: /* the previous rank's private buffer */
-            if (!scratch && !(scratch = malloc(nb)))
-                return -1;
-            fill_image(scratch, nb, ek, g->n_buffers + v,
-                       base + (j + k - 1) % k);
-            memcpy(d, scratch, nb);
-            memset(kn, 1, nb);
+            rc = img_fill(x->r, d, nb, ek, g->n_buffers + v,
+                          base + (j + k - 1) % k);
             break;
         default:
+            rc = img_unknown(d, len);
             break;
         }
+        if (rc != 0)
+            return -1;
     }
-    free(scratch);
     return 0;
+}
+
+/* Elements of m not wholly known (read in chunks: O(bytes) time, not
+ * memory). */
+static uint64_t count_unknown(const cs_check_ref *r, const img *m,
+                              size_t es)
+{
+    uint8_t v[CHUNK], k[CHUNK];
+    uint64_t unknown = 0, whole = m->size / es * es;
+    for (uint64_t at = 0; at < whole; at += CHUNK) {
+        uint64_t len = whole - at < CHUNK ? whole - at : CHUNK;
+        img_read(r, m, at, len, v, k);
+        if (!memchr(k, 0, len))
+            continue;
+        for (uint64_t i = 0; i < len; i += es)
+            unknown += !all_known(k + i, es);
+    }
+    return unknown;
 }
 
 /* Collective i of the pending list completes: its results land, and this
  * rank's is what --check expects. */
-static void rep_complete(replay *x, pend *pd)
+static int rep_complete(replay *x, pend *pd)
 {
     if (pd->done)
-        return;
+        return 0;
     pd->done = 1;
     cs_check_ref *r = x->r;
     for (int R = 0; R < x->W; R++) {
         size_t len = pd->len[R];
-        if (len && pd->racing)
-            memset(pd->known[R], 0, len);
+        img *d = &pd->data[R];
+        if (len && pd->racing) {
+            img_free(d);
+            if (img_unknown(d, len) != 0)
+                return -1;
+        }
         if (len && pd->wbuf != COMMSCHED_NONE) {
-            size_t at = (size_t)R * x->g->n_buffers + pd->wbuf;
-            if (x->mem[at] && (size_t)r->p->bytes[pd->wbuf] >= pd->off[R] + len) {
-                memcpy(x->mem[at] + pd->off[R], pd->data[R], len);
-                memcpy(x->kn[at] + pd->off[R], pd->known[R], len);
-            }
+            img *w = &x->mem[(size_t)R * x->g->n_buffers + pd->wbuf];
+            if (w->present &&
+                (size_t)r->p->bytes[pd->wbuf] >= pd->off[R] + len &&
+                img_set(w, pd->off[R], d, 0, len) != 0)
+                return -1;
         }
     }
     expect *e = &r->exp[pd->v];
@@ -421,24 +701,21 @@ static void rep_complete(replay *x, pend *pd)
     e->off = pd->off[r->rank];
     e->len = pd->len[r->rank];
     e->bytes = pd->data[r->rank];
-    e->known = pd->known[r->rank];
-    pd->data[r->rank] = pd->known[r->rank] = NULL;
-    size_t es = ek_size((cs_ekind)r->ek[pd->v]);
-    for (size_t i = 0; e->len && i < e->len / es; i++)
-        if (!all_known(e->known + i * es, es))
-            r->unknown++;
+    e->has = e->len > 0;
+    memset(&pd->data[r->rank], 0, sizeof pd->data[r->rank]);
+    if (e->has)
+        r->unknown +=
+            count_unknown(r, &e->bytes, ek_size((cs_ekind)r->ek[pd->v]));
+    return 0;
 }
 
 static void pend_free(pend *pd, int W)
 {
-    for (int R = 0; pd->data && R < W; R++) {
-        free(pd->data[R]);
-        free(pd->known[R]);
-    }
+    for (int R = 0; pd->data && R < W; R++)
+        img_free(&pd->data[R]);
     free(pd->off);
     free(pd->len);
     free(pd->data);
-    free(pd->known);
 }
 
 static int replay_run(replay *x)
@@ -464,14 +741,15 @@ static int replay_run(replay *x)
             pend_of[v] = x->n_pend;
             rc = rep_issue(x, v);
             if (!rc && nd->is_sync)
-                rep_complete(x, &x->pend[pend_of[v]]);
+                rc = rep_complete(x, &x->pend[pend_of[v]]);
         } else if (nd->kind == COMMSCHED_NODE_WAIT) {
-            for (uint32_t e = p->wait_colls.off[v]; e < p->wait_colls.off[v + 1]; e++)
-                rep_complete(x, &x->pend[pend_of[p->wait_colls.idx[e]]]);
+            for (uint32_t e = p->wait_colls.off[v];
+                 e < p->wait_colls.off[v + 1] && !rc; e++)
+                rc = rep_complete(x, &x->pend[pend_of[p->wait_colls.idx[e]]]);
         }
     }
     for (uint32_t i = 0; i < x->n_pend && !rc; i++)
-        rep_complete(x, &x->pend[i]);
+        rc = rep_complete(x, &x->pend[i]);
     free(pend_of);
     return rc;
 }
@@ -498,8 +776,8 @@ commsched_status cs_check_ref_build(cs_check_ref **out, const cs_plan *p,
     r->fill_ek = malloc(nb + 1);
     r->touched = calloc(nb + 1, 1);
     r->exp = calloc(nn + 1, sizeof *r->exp);
-    if (!r->ek || !r->fill_ek || !r->touched || !r->exp)
-        goto done;
+    if (!r->ek || !r->fill_ek || !r->touched || !r->exp || pat_new(r) != 0)
+        goto done; /* pattern 0: nothing known */
     memcpy(r->ek, ek, nn);
     memset(r->fill_ek, CS_EK_F32, nb + 1);
     for (uint32_t k = p->n; k-- > 0;) { /* the first toucher wins */
@@ -517,28 +795,22 @@ commsched_status cs_check_ref_build(cs_check_ref **out, const cs_plan *p,
     x.g = g;
     x.W = world;
     x.mem = calloc((size_t)world * nb + 1, sizeof *x.mem);
-    x.kn = calloc((size_t)world * nb + 1, sizeof *x.kn);
     x.pend = calloc(p->n_coll + 1, sizeof *x.pend);
-    if (!x.mem || !x.kn || !x.pend)
+    if (!x.mem || !x.pend)
         goto done;
     rc = replay_run(&x);
 done:
     if (x.mem)
-        for (size_t i = 0; i < (size_t)world * nb; i++) {
-            free(x.mem[i]);
-            free(x.kn[i]);
-        }
+        for (size_t i = 0; i < (size_t)world * nb; i++)
+            img_free(&x.mem[i]);
     free(x.mem);
-    free(x.kn);
     for (uint32_t i = 0; x.pend && i < x.n_pend; i++)
         pend_free(&x.pend[i], world);
     free(x.pend);
     if (rc != 0) {
         cs_check_ref_free(r);
         return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                   "out of memory (--check keeps a copy of "
-                                   "every rank's collective buffers; try a "
-                                   "smaller --size-scale)");
+                                   "out of memory (--check's reference)");
     }
     *out = r;
     return COMMSCHED_OK;
@@ -548,14 +820,13 @@ void cs_check_ref_free(cs_check_ref *r)
 {
     if (!r)
         return;
-    for (uint32_t v = 0; r->exp && v < r->p->g->n_nodes; v++) {
-        free(r->exp[v].bytes);
-        free(r->exp[v].known);
-    }
+    for (uint32_t v = 0; r->exp && v < r->p->g->n_nodes; v++)
+        img_free(&r->exp[v].bytes);
     free(r->exp);
     free(r->ek);
     free(r->fill_ek);
     free(r->touched);
+    free(r->pats);
     free(r);
 }
 
@@ -583,7 +854,7 @@ void cs_check_ref_region(const cs_check_ref *r, uint32_t v, uint32_t *buf,
     const expect *e = &r->exp[v];
     *buf = e->buf;
     *off = e->off;
-    *len = e->bytes ? e->len : 0;
+    *len = e->has ? e->len : 0;
 }
 
 long cs_check_ref_verify(const cs_check_ref *r, uint32_t v,
@@ -593,15 +864,23 @@ long cs_check_ref_verify(const cs_check_ref *r, uint32_t v,
     cs_ekind ek = (cs_ekind)r->ek[v];
     size_t es = ek_size(ek);
     const uint8_t *gotb = region;
-    for (size_t i = 0; e->bytes && i < e->len / es; i++) {
-        if (!all_known(e->known + i * es, es) ||
-            memcmp(e->bytes + i * es, gotb + i * es, es) == 0)
-            continue;
-        if (want)
-            *want = cs_elem_get(e->bytes, i, ek);
-        if (got)
-            *got = cs_elem_get(gotb, i, ek);
-        return (long)i;
+    uint8_t wv[CHUNK], wk[CHUNK];
+    uint64_t whole = e->has ? e->len / es * es : 0;
+    for (uint64_t at = 0; at < whole; at += CHUNK) {
+        uint64_t len = whole - at < CHUNK ? whole - at : CHUNK;
+        img_read(r, &e->bytes, at, len, wv, wk);
+        if (memcmp(wv, gotb + at, len) == 0)
+            continue; /* equal bytes: nothing wrong, known or not */
+        for (uint64_t i = 0; i < len; i += es) {
+            if (!all_known(wk + i, es) ||
+                memcmp(wv + i, gotb + at + i, es) == 0)
+                continue;
+            if (want)
+                *want = cs_elem_get(wv, i / es, ek);
+            if (got)
+                *got = cs_elem_get(gotb + at, i / es, ek);
+            return (long)((at + i) / es);
+        }
     }
     return -1;
 }

@@ -44,7 +44,9 @@ typedef enum cs_ref_rs {
  * world/k runs of consecutive ranks) and keeps what rank `rank` must see.
  * ek: per node, the element kind the adaptor moves a collective's data as.
  * On success *out is the reference (cs_check_ref_free); ENOMEM otherwise.
- * Holds world copies of every buffer a collective touches while it runs. */
+ * Holds segments, not bytes (check_ref.c): memory grows with ranks x
+ * buffers x the pieces collectives cut them into, never with their size;
+ * time with the same, plus one pass over this rank's result bytes. */
 commsched_status cs_check_ref_build(cs_check_ref **out, const cs_plan *p,
                                     int world, int rank, const uint8_t *ek,
                                     cs_ref_rs rs, commsched_error *err);

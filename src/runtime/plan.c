@@ -1,6 +1,6 @@
 /* commsched — the execution plan of a runtime adaptor (plan.h).
  *
- * Buffers follow the memory model (DESIGN.md §3) with one correction that
+ * Buffers follow the memory model (docs/FORMAT.md "Memory model (in brief)") with one correction that
  * real hardware forces: a buffer an async collective reads or writes cannot
  * be freed before the collective completes, because the library is still
  * reading or writing it. The model frees a collective's input at the

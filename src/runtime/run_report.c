@@ -24,6 +24,7 @@
 #include "commsched/cost.h"
 #include "commsched/report.h"
 #include "graph_internal.h"
+#include "utf8.h"
 #include "report_writer.h"
 
 /* ---- prediction ------------------------------------------------------------ */
@@ -365,11 +366,12 @@ commsched_status commsched_run_report_table(FILE *out,
                 continue;
             double pred = sn ? sn[v].end_ns - sn[v].issue_ns : NAN;
             double pexp = sn ? sn[v].exposed_ns : NAN;
-            char name[21], op[16];
-            snprintf(name, sizeof name, "%s", nd->name);
+            char name[96], op[16], grp[32];
             snprintf(op, sizeof op, "%s%s", nd->op, nd->is_sync ? "*" : "");
-            fprintf(out, "%-20s %-14s %-6.6s %10s %10s %10s %7s %10s %10s\n",
-                    name, op, g->groups[nd->group].name,
+            fprintf(out, "%s %-14s %s %10s %10s %10s %7s %10s %10s\n",
+                    cs_utf8_fit(nd->name, 20, 1, name, sizeof name), op,
+                    cs_utf8_fit(g->groups[nd->group].name, 6, 1, grp,
+                                sizeof grp),
                     cs_fmt_bytes(commsched_cost_collective_bytes(g, v) *
                                   o->size_scale,
                               a, sizeof a),
@@ -744,7 +746,9 @@ commsched_status commsched_run_report_trace(FILE *out,
         tr_meta(w, pid, 0, 1, label, (int)r);
         tr_meta(w, pid, 0, 0, "compute", 0);
         for (uint32_t gi = 0; gi < g->n_groups; gi++) {
-            snprintf(label, sizeof label, "comm %s", g->groups[gi].name);
+            cs_utf8_trim(label, sizeof label,
+                         snprintf(label, sizeof label, "comm %s",
+                                  g->groups[gi].name));
             tr_meta(w, pid, (int)gi + 1, 0, label, (int)gi + 1);
         }
     }

@@ -1,5 +1,5 @@
 /* commsched — one iteration of a schedule lowered to what a compiler emits
- * for a GPU: operations on streams joined by events (DESIGN.md §8,
+ * for a GPU: operations on streams joined by events (docs/RUNTIME.md,
  * docs/RUNTIME.md "CUDA"). Internal; no CUDA here, so the lowering and its
  * checker are tested on any machine, and the CUDA adaptor only interprets
  * the program.

@@ -188,9 +188,10 @@ def grammar():
         (["simulate", node, "--summary"], ["1 node, 0 collectives, 0 waits;"]),
         (["estimate", node, "--format", "table"], ["single: 1 node;"]),
         (["info", coll], ["(1 graph input, 1 graph output)",
-                          "critical path: 2 nodes",
-                          "(h100, nccl): 1 node ("]),
-        (["info", node], ["critical path: 1 node ("]),
+                          ", 1 node (\"ag\" ... \"ag\"); runtimes from the "
+                          "cost model (h100, nccl)",
+                          "longest chain: 2 nodes"]),
+        (["info", node], [", 1 node (\"relu\" ... \"relu\")"]),
         (["optimize", coll, "--stats", "-o", os.devnull],
          ["overlap: 1 collective,"]),
         (["optimize", coll, "--stats", "-o", os.devnull, "--passes",

@@ -43,6 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.gpu_only = (mode & 1) != 0;
     o.chakra_fields_only = (mode & 2) != 0;
     o.rank = (mode & 4) ? 0 : -1;
+    /* A JSON trace's tree within what the fuzzer's RSS limit allows (an
+     * 8 KB gzip input can inflate to megabytes of numbers). */
+    o.max_memory = (uint64_t)256 << 20;
     /* What cli_load asks of every input file: a Chakra trace or not. */
     int et = import_is_chakra_et(path);
     FUZZ_CHECK(et == 0 || et == 1, "import_is_chakra_et gave %d", et);

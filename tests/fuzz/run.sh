@@ -18,14 +18,15 @@ for h in $harnesses; do
     art=$build/artifacts/$h
     mkdir -p "$corpus" "$art"
     case $h in
-    load) seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs" ;;
+    load) seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs $src/tests/fuzz/seeds/load" ;;
     pipeline) # also the graphs the importers made from real traces
         seeds="$src/graphs/examples $src/graphs/torch $src/tests/graphs"
         for d in astra chakra chakra-et kineto pytorch-et xla; do
             seeds="$seeds $src/graphs/$d"
         done ;;
     builder) seeds="$src/tests/fuzz/seeds/builder" ;;
-    astra | chakra | kineto | pytorch_et) seeds="$src/tests/import" ;;
+    astra) seeds="$src/tests/import" ;;
+    chakra | kineto | pytorch_et) seeds="$src/tests/import $src/tests/fuzz/seeds/$h" ;;
     hlo) seeds="$src/tests/import $src/graphs/xla" ;;
     esac
     regress=$src/tests/fuzz/regressions/$h

@@ -9,8 +9,9 @@
 # line[:column]) or `: workload_graph[1].data_deps[1]: unknown node 99`
 # (Chakra: JSON path). The CLI runs as
 #   commsched import ARGS CASE_DIR/input -o SCRATCH/out.json
-# and must exit 2, print that exact line on stderr, nothing on stdout, and
-# leave SCRATCH empty (no output file, no temporary).
+# and must exit 2 (or the status in CASE_DIR/status: 1 for a resource
+# limit), print that exact line on stderr, nothing on stdout, and leave
+# SCRATCH empty (no output file, no temporary).
 set -u
 
 if [ $# -ne 3 ]; then
@@ -43,8 +44,10 @@ failed=0
 # shellcheck disable=SC2046 # args are words on purpose
 err=$("$cli" import $(cat "$argsfile") "$input" -o "$scratch/out.json" 2>&1 > "$capture")
 status=$?
-if [ $status -ne 2 ]; then
-    echo "FAIL: exit status $status, expected 2" >&2
+want=2
+[ -f "$2/status" ] && want=$(cat "$2/status")
+if [ "$status" -ne "$want" ]; then
+    echo "FAIL: exit status $status, expected $want" >&2
     failed=1
 fi
 if ! printf '%s\n' "$err" | grep -F -x -q -e "$expected"; then

@@ -14,6 +14,7 @@ import re
 import os
 import shutil
 import signal
+import shlex
 import subprocess
 import sys
 import time
@@ -768,6 +769,56 @@ def case_progress(env, np):
                  err[-200:])
 
 
+def case_readme(env):
+    """The README's mpirun line runs as written (commsched being the build's
+    binary) on the bundled example, every rank under `ulimit -d` (private
+    data: its heap and anonymous mappings) of 2 x the graph's peak + 256
+    MiB: docs/RUNTIME.md's bound is 4 x + 256 MiB in general, and the
+    example needs about 2.1 x the peak (its 192 MiB arena + Open MPI's
+    reduce-scatter temporaries + MPI itself). Before the arena and the
+    segment reference a rank held 3.3 GB with --check."""
+    src = os.path.normpath(os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "..", ".."))
+    with open(os.path.join(src, "README.md")) as f:
+        lines = [l.split("#")[0].strip() for l in f
+                 if l.startswith("mpirun ") and " --check" in l]
+    if len(lines) != 1:
+        fail("README.md: expected one mpirun ... --check line, got %r" % lines)
+    argv = shlex.split(lines[0])
+    if "Open MPI" not in env.flavour():
+        print("SKIP: the README's line uses Open MPI's options")
+        sys.exit(SKIP)
+    info = subprocess.run([env.cli, "info", argv[-2] if argv[-1] == "--check"
+                           else argv[-1]], capture_output=True, text=True,
+                          cwd=src, timeout=60)
+    m = re.search(r"peak ([0-9.]+) MiB", info.stdout)
+    if info.returncode != 0 or not m:
+        fail("info on the README's graph:\n" + info.stdout + info.stderr)
+    peak = float(m.group(1)) * 2**20
+    limit_kib = int((2 * peak + 256 * 2**20) / 1024)
+    wrapper = env.path("commsched-limited")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nulimit -d %d || exit 1\nexec %s \"$@\"\n" %
+                (limit_kib, shlex.quote(env.cli)))
+    os.chmod(wrapper, 0o755)
+    argv = [env.mpiexec if a == "mpirun" else wrapper if a == "commsched"
+            else a for a in argv]
+    # as written: no Open MPI settings from the environment
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("OMPI_ALLOW_RUN_AS_ROOT")}
+    t0 = time.monotonic()
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=src,
+                       env=environ, timeout=600)
+    print("$ %s  (%.1f s, exit %d; ulimit -d %d KiB per rank)" % (
+        lines[0], time.monotonic() - t0, p.returncode, limit_kib))
+    if p.returncode != 0:
+        fail("the README's line failed under the memory limit:\n" +
+             p.stdout[-3000:] + p.stderr[-3000:])
+    if not re.search(r"^check .* results verified on \d+ ranks: all correct$",
+                     p.stdout, re.M):
+        fail("no check line:\n" + p.stdout)
+
+
 def main():
     if len(sys.argv) < 4:
         print(__doc__)
@@ -819,6 +870,8 @@ def main():
         case_skew(env, np_)
     elif name == "progress":
         case_progress(env, np_)
+    elif name == "readme":
+        case_readme(env)
     else:
         print("unknown case " + case)
         return 2

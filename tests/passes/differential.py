@@ -128,7 +128,8 @@ def compare(c_order, c_passes, ref):
             for key in ("moves", "grouped"):
                 if cr[key] != rr[key]:
                     diffs.append(f"{w}: {key} C {cr[key]} py {rr[key]}")
-            cl, rl = (first_line(cr["limiting_factor"]),
+            # the JSON's null is the seed's "None"
+            cl, rl = (first_line(cr["limiting_factor"] or "None"),
                       first_line(rr["limiting_factor"]))
             if cl != rl:
                 diffs.append(f"{w}: limiting factor\n   C:  {cl!r}\n"

@@ -4,8 +4,8 @@
 commsched's JSON graph format, used as the reference in differential tests.
 
 Standard library only. It follows the seed function by function and keeps
-the seed's names, statement order and float arithmetic, adapted as DESIGN.md
-section 6 maps graphs onto scheduler nodes:
+the seed's names, statement order and float arithmetic, adapted as
+docs/PASSES.md maps graphs onto scheduler nodes:
 
   * node B is a dependency of node A when A reads a buffer (or an alias) that
     B outputs, or A lists B in `after` (the seed's unmet_dependencies without
@@ -28,7 +28,7 @@ section 6 maps graphs onto scheduler nodes:
     the iterative passes multiply by reorder_sink_runtime_estimations_*_mult,
     _schedule_for_comm does not.
 
-Corrections applied exactly as DESIGN.md states (and only those):
+Corrections applied exactly as docs/PASSES.md states (and only those):
   * memory is exact (section 3): the freeable-input baseline belongs to no
     node, last uses follow the order, and the potential peak of a swap is the
     highest post_alloc among the group and the candidate after the swap,
@@ -172,7 +172,7 @@ class Graph:
                 s.ctl_deps.add(a)
             for a in n.get("after_fake", []):
                 s.fake_deps.add(a)
-        # Memory model inputs (DESIGN.md section 3).
+        # Memory model inputs (docs/FORMAT.md "Memory model (in brief)").
         self.readers = defaultdict(set)  # root buffer -> node names
         for name, bufs in self.reads.items():
             for b in bufs:
@@ -285,7 +285,7 @@ def _op_runtime_estimate_mult(snode):
     return config.reorder_sink_runtime_estimations_non_comm_mult
 
 
-# ---- memory.py: estimate_peak_memory_allocfree, exact (DESIGN.md §3) ------
+# ---- memory.py: estimate_peak_memory_allocfree, exact (docs/FORMAT.md "Memory model (in brief)") ------
 
 def estimate_peak_memory_allocfree(snodes):
     """Returns (peak, {snode: (post_alloc, post_free)}, {snode: [alloc, free]},

@@ -199,6 +199,22 @@ class Builder(unittest.TestCase):
             with open(target, "rb") as f:
                 self.assertEqual(f.read(), expected)
             self.assertEqual(stat.S_IMODE(os.stat(target).st_mode), 0o600)
+            # a dangling symlink: the file it names is made, the link
+            # stays (as commsched -o and the shell's > do)
+            dangling = os.path.join(d, "dangling.json")
+            os.symlink("made.json", dangling)
+            g.save(dangling)
+            self.assertTrue(os.path.islink(dangling))
+            with open(os.path.join(d, "made.json"), "rb") as f:
+                self.assertEqual(f.read(), expected)
+            # a link loop: refused, the links left alone
+            os.symlink("loop-b", os.path.join(d, "loop-a"))
+            os.symlink("loop-a", os.path.join(d, "loop-b"))
+            with self.assertRaises(commsched.Error) as cm:
+                g.save(os.path.join(d, "loop-a"))
+            self.assertIn("cannot write: Too many levels of symbolic links",
+                          str(cm.exception))
+            self.assertTrue(os.path.islink(os.path.join(d, "loop-a")))
             # a FIFO: its reader gets the whole graph
             fifo = os.path.join(d, "fifo")
             os.mkfifo(fifo)
@@ -495,8 +511,23 @@ class StatsMatchTheCli(unittest.TestCase):
         (o,), (c,) = self.run_both(["overlap"], **knobs)
         self.assertEqual(o.kind, "overlap")
         self.assertGreater(len(o.overlap), 0)
-        self.assertEqual([dataclasses.asdict(row) for row in o.overlap],
-                         c["collectives"])
+        # The JSON writes the same figures without the arithmetic's
+        # rounding (12 significant digits, 0 within 1e-9 of the comm time;
+        # shares to 1e-9) and no limit as null; the binding has the doubles.
+        def tidied(row):
+            row = dict(row)
+            comm = row["comm_ns"]
+            for k in ("comm_ns", "exposed_before_ns", "exposed_after_ns"):
+                v = row[k]
+                row[k] = (0.0 if abs(v) <= 1e-9 * max(abs(comm), 1.0)
+                          else float("%.12g" % v))
+            for k in ("hidden_before", "hidden_after"):
+                row[k] = round(row[k] * 1e9) / 1e9 + 0.0
+            if row["limit"] == "none":
+                row["limit"] = None
+            return row
+        self.assertEqual([tidied(dataclasses.asdict(row))
+                          for row in o.overlap], c["collectives"])
         # the dataclass's fields are the JSON row's keys, in its order
         self.assertEqual([f.name for f in
                           dataclasses.fields(commsched.OverlapStats)],
@@ -615,7 +646,13 @@ class Errors(unittest.TestCase):
         self.check(lambda: commsched.optimize(
             g, reorder_iterative_peak_memory_budget="lots"), "EINVAL",
             'reorder_iterative_peak_memory_budget: bad value "lots" '
-            '(expected a number)')
+            '(expected a number from 0, at most 1000000, or inf)')
+        # Inductor's config takes any float; a negative budget would make
+        # the pass refuse every move: refused when set, naming the range.
+        self.check(lambda: commsched.optimize(
+            g, reorder_iterative_peak_memory_budget=-1), "EINVAL",
+            'reorder_iterative_peak_memory_budget: bad value "-1" '
+            '(expected a number from 0, at most 1000000, or inf)')
         self.check(lambda: commsched.optimize(g, frobnicate=1), "EINVAL",
                    path="frobnicate")
         self.check(lambda: commsched.optimize(g, device="tpu9"), "EINVAL",

@@ -1,4 +1,4 @@
-/* commsched unit tests — the cost model (DESIGN.md §4, docs/COST.md).
+/* commsched unit tests — the cost model (docs/COST.md).
  *
  * The anchors are the worked values of reference/inductor-overlap-passes.md
  * §5 (Inductor's canonical model on Hopper / Ampere) and the ring latencies

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "commsched/cost.h"
+#include "utf8.h"
 #include "commsched/memory.h"
 #include "commsched/schedule.h"
 #include "commsched/simulate.h"
@@ -276,6 +277,43 @@ static void test_builder_utf8(void **state)
     commsched_graph_destroy(g);
 }
 
+/* Cuts between characters (src/base/utf8.c): every cut, however many
+ * bytes the limit allows, leaves valid UTF-8 of a text that was valid;
+ * a table column counts CJK as two columns and pads to the width. */
+static void test_utf8_cuts(void **state)
+{
+    (void)state;
+    const char *mix = "a\xc3\xb6\xe5\x9b\xb3\xf0\x9f\x9a\x80z"; /* aö図🚀z */
+    static const size_t want[] = {0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10, 11, 11};
+    for (size_t max = 0; max < sizeof want / sizeof want[0]; max++) {
+        assert_int_equal(cs_utf8_cut(mix, max), want[max]);
+        assert_int_equal(commsched_utf8_cut(mix, max), want[max]);
+        char buf[16];
+        memcpy(buf, mix, want[max]);
+        buf[want[max]] = '\0';
+        assert_true(cs_utf8_valid(buf));
+    }
+    /* snprintf's cut, repaired: whatever the size, a valid prefix. */
+    for (size_t size = 1; size < 14; size++) {
+        char buf[16];
+        int n = snprintf(buf, size, "%s", mix);
+        cs_utf8_trim(buf, size, n);
+        assert_true(cs_utf8_valid(buf));
+        assert_int_equal(strlen(buf), cs_utf8_cut(mix, size - 1));
+    }
+    char big[64];
+    assert_int_equal(cs_utf8_width(mix), 7); /* a, ö, 図 (2), 🚀 (2), z */
+    assert_string_equal(cs_utf8_fit(mix, 7, 1, big, sizeof big), mix);
+    assert_string_equal(cs_utf8_fit("ab", 5, 1, big, sizeof big), "ab   ");
+    /* 図図図 is 6 columns: in 5, two characters are cut for "..". */
+    assert_string_equal(cs_utf8_fit("\xe5\x9b\xb3\xe5\x9b\xb3\xe5\x9b\xb3", 5, 1,
+                                    big, sizeof big),
+                        "\xe5\x9b\xb3.. ");
+    assert_int_equal(cs_utf8_width(cs_utf8_fit(mix, 6, 1, big, sizeof big)), 6);
+    /* A buffer smaller than the text: still cut between characters. */
+    assert_string_equal(cs_utf8_fit(mix, 20, 0, big, 5), "a\xc3\xb6");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_estimate_beyond_limit),
         cmocka_unit_test(test_builder_utf8),
         cmocka_unit_test(test_builder_utf8_paths),
+        cmocka_unit_test(test_utf8_cuts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* commsched unit tests — the memory model (DESIGN.md §3) and its
+/* commsched unit tests — the memory model (docs/FORMAT.md "Memory model (in brief)") and its
  * incremental tracking under moves. Every expected number below is derived
  * by hand in the comments, from the rules:
  *   cur starts at the baseline (freeable inputs that are read);
@@ -323,7 +323,7 @@ static void test_memory_peak_is_first_node_and_alias_chains(void **state)
     close_fixture(&f);
 }
 
-/* An independent oracle for DESIGN.md §3, from the graph as written
+/* An independent oracle for docs/FORMAT.md "Memory model (in brief)", from the graph as written
  * (reads, alias_of, outputs), not the library's derived tables. */
 static void oracle(const commsched_graph *g, const uint32_t *order,
                    int64_t *base, int64_t *alloc, int64_t *fr, int64_t *pa,

@@ -4,7 +4,7 @@
  * passes, and properties on random graphs.
  *
  * Every expected order and number is derived by hand in the comments from
- * the seed (seeds/003_inductor_comms.py.txt) with DESIGN.md §6's mapping.
+ * the seed (seeds/003_inductor_comms.py.txt) with docs/PASSES.md's mapping.
  * Iterative passes multiply collective runtimes by
  * reorder_sink_runtime_estimations_comm_mult (2.0): a collective with
  * runtime_ns 10 has comm_time 20 there. The heap scheduler uses raw

@@ -1,4 +1,4 @@
-/* commsched unit tests — the simulator (DESIGN.md §5).
+/* commsched unit tests — the simulator (docs/REPORTS.md "What the figures mean").
  *
  * Each small graph below carries its runtimes in the file (runtime_ns), so
  * the cost model passes them through untouched, and its timeline is worked

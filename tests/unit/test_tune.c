@@ -145,9 +145,11 @@ static void test_threads_same_answer_workload(void **state)
     commsched_graph_destroy(g);
 }
 
-/* A candidate that fails at run time (a budget the pass refuses) is
- * recorded and ranked last; the search goes on. */
-static void test_failed_candidate_recorded(void **state)
+/* A candidate whose knob is out of range (a budget below the input's
+ * peak, which the pass once refused only when it ran) is the caller's
+ * input error, reported before anything runs and naming the candidate and
+ * the knob's range. */
+static void test_bad_candidate_refused(void **state)
 {
     (void)state;
     tu_graph_opts o = tu_random_opts(30);
@@ -162,15 +164,12 @@ static void test_failed_candidate_recorded(void **state)
     to.threads = 2;
     commsched_tune_result *r = NULL;
     commsched_error err = {0};
-    assert_int_equal(commsched_tune(g, &to, &r, &err), COMMSCHED_OK);
-    assert_int_equal(commsched_tune_count(r), 2);
-    const commsched_tune_candidate *bad = commsched_tune_candidate_at(r, 0);
-    assert_int_equal(bad->status, COMMSCHED_EINVAL);
-    assert_non_null(strstr(bad->error, "overlap_peak_budget"));
-    assert_false(bad->fits);
-    assert_int_equal(commsched_tune_ranked(r, 1), 0);
-    assert_int_equal(commsched_tune_candidate_at(r, 1)->status, COMMSCHED_OK);
-    commsched_tune_result_destroy(r);
+    assert_int_equal(commsched_tune(g, &to, &r, &err), COMMSCHED_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(err.text, "tune candidate \"overlap|"
+                                     "overlap_peak_budget=0.5\""));
+    assert_non_null(strstr(err.text, "expected a number from 1, at most "
+                                     "1000000, or inf"));
     commsched_graph_destroy(g);
 }
 
@@ -325,7 +324,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_same_answer_random),
         cmocka_unit_test(test_threads_same_answer_workload),
-        cmocka_unit_test(test_failed_candidate_recorded),
+        cmocka_unit_test(test_bad_candidate_refused),
         cmocka_unit_test(test_progress_callback),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_tune_beats_transformer_blocks),

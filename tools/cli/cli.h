@@ -8,7 +8,7 @@
 #include "commsched/cost.h"
 #include "commsched/graph.h"
 
-/* Exit statuses (DESIGN.md §2). */
+/* Exit statuses (README.md "Usage"). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
 
 /* A subcommand: argc/argv start at the subcommand's name. */
@@ -101,11 +101,18 @@ int cli_out_open(cli_out *o, const char *path);
 int cli_out_commit(cli_out *o);
 void cli_out_abort(cli_out *o);
 
-/* 1 when s is valid UTF-8 (what a graph's names must be). */
-int cli_utf8_valid(const char *s);
-/* The length of s's longest prefix of at most max bytes that does not end
- * inside a UTF-8 character (s valid UTF-8). */
-size_t cli_utf8_prefix(const char *s, size_t max);
+/* A byte count as a user writes one: "512", "64M", "2G", "1.5GiB" (K, M,
+ * G, T with or without "iB": powers of 1024). 0 and *out, or -1 when s is
+ * not one (or is 0, or past 2^62). */
+int cli_parse_bytes(const char *s, uint64_t *out);
+
+/* A generator's size check, before it allocates anything: `nodes` (what
+ * `option` asks for) past the format's limit of 2^32 - 2 nodes is bad
+ * input (exit 2); past this machine's memory, at CLI_BYTES_PER_NODE, a
+ * resource limit (exit 1), each message naming the option and the limit.
+ * 0 when it fits. */
+#define CLI_BYTES_PER_NODE 1024.0
+int cli_check_graph_size(const char *sub, const char *option, double nodes);
 
 /* "1.50 GiB", "512 B" into buf. */
 const char *cli_bytes(double bytes, char *buf, size_t size);
@@ -119,7 +126,7 @@ struct json_t;
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run);
 
-/* The "schedule" object of a saved graph (DESIGN.md §2): head's members
+/* The "schedule" object of a saved graph (docs/FORMAT.md "The `schedule` object"): head's members
  * (passes, peaks, ... as the command builds them), then "stats" (run's
  * statistics, streamed by the library, never held as text), then tail's
  * members (may be NULL). Everything borrowed. */
@@ -238,6 +245,9 @@ typedef struct import_options {
     const import_group_size *group_sizes;
     size_t n_group_sizes;
     const char *comm_groups;
+    /* kineto, pytorch-et: what parsing a JSON trace may take in memory
+     * (--max-memory), 0: trace_json.h's default */
+    uint64_t max_memory;
 } import_options;
 /* The defaults every importer starts from: 1 cycle per ns, sizes from the
  * file, no rank chosen (-1: the only one), no option given. */
@@ -277,5 +287,7 @@ int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
  * or the exit code after printing why. */
 int export_chakra(const commsched_graph *g, const double *runtime,
                   const char *prefix, long ranks, int exact);
+/* The most files (ranks) one export writes, given or by default. */
+#define EXPORT_MAX_RANKS (1L << 20)
 
 #endif /* COMMSCHED_CLI_H */

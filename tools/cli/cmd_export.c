@@ -52,11 +52,10 @@ int cmd_export(int argc, char **argv)
         case O_RANKS: {
             char *end = NULL;
             ranks = strtol(optarg, &end, 10);
-            if (!*optarg || *end || ranks < 1 || ranks > 1 << 20)
+            if (!*optarg || *end || ranks < 1 || ranks > EXPORT_MAX_RANKS)
                 return cli_usage_error("export",
-                                       "--ranks expects 1..1048576, got "
-                                       "\"%s\"",
-                                       optarg);
+                                       "--ranks expects 1..%ld, got \"%s\"",
+                                       EXPORT_MAX_RANKS, optarg);
             break;
         }
         case O_DEVICE: device = optarg; break;
@@ -70,6 +69,13 @@ int cmd_export(int argc, char **argv)
         return cli_usage_error("export", "expected \"chakra\" and one GRAPH");
     if (!prefix || !*prefix)
         return cli_usage_error("export", "-o PREFIX is required");
+    /* '-' is standard output everywhere else; here it would be a prefix
+     * ("-.0.et", ...), and one file per rank cannot go to a stream. */
+    if (strcmp(prefix, "-") == 0)
+        return cli_usage_error("export",
+                               "-o -: export writes one file per rank "
+                               "(PREFIX.0.et, PREFIX.1.et, ...), not standard "
+                               "output: give a PREFIX");
     cli_cost cost;
     int rc = cli_cost_setup(&cost, "export", device, model);
     if (rc)

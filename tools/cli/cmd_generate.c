@@ -263,10 +263,11 @@ int cmd_generate(int argc, char **argv)
     /* Refused here, naming the option, rather than overflowing on the way
      * (2 h^2 in an int64_t, 9 layers + 1 nodes in a long) or reaching the
      * builder as a figure of a graph the user never wrote. */
-    if (layers > (long)(UINT32_MAX / 9) - 1)
-        return cli_usage_error("generate", "--layers/--nodes: at most %ld "
-                               "layers (%lu nodes)", (long)(UINT32_MAX / 9) - 1,
-                               (unsigned long)(UINT32_MAX / 9 - 1) * 9 + 1);
+    int rc_size = cli_check_graph_size("generate",
+                                       nodes ? "--nodes" : "--layers",
+                                       9.0 * (double)layers + 1);
+    if (rc_size)
+        return rc_size;
     if (world > (long)COMMSCHED_MAX_GROUP_SIZE)
         return cli_usage_error("generate", "--world: at most %lu ranks "
                                "(docs/FORMAT.md, \"Limits\")",

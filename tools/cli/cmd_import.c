@@ -82,6 +82,11 @@ static void usage(FILE *f)
             "                    each kernel's operator (linked by\n"
             "                    record-function id) gives host dependencies\n"
             "                    and output sizes\n"
+            "  --max-memory SIZE kineto, pytorch-et: the most parsing the JSON\n"
+            "                    trace may take (default 2G; the tree is\n"
+            "                    about ten times the text): a trace that\n"
+            "                    would take more is refused before it is\n"
+            "                    parsed (exit 1)\n"
             "  --rank N          kineto: the device whose events to import\n"
             "                    (default: the only one in the trace); its\n"
             "                    group size is --ranks, else the trace's\n"
@@ -140,7 +145,7 @@ int cmd_import(int argc, char **argv)
 static int run_import(int argc, char **argv, import_group_size *sizes)
 {
     enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS, O_RANK,
-           O_ET, O_GROUP_SIZE, O_COMM_GROUP };
+           O_ET, O_GROUP_SIZE, O_COMM_GROUP, O_MAX_MEMORY };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"clock-ghz", required_argument, 0, O_CLOCK},
@@ -153,6 +158,7 @@ static int run_import(int argc, char **argv, import_group_size *sizes)
         {"et", required_argument, 0, O_ET},
         {"group-size", required_argument, 0, O_GROUP_SIZE},
         {"comm-group", required_argument, 0, O_COMM_GROUP},
+        {"max-memory", required_argument, 0, O_MAX_MEMORY},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     import_options io;
@@ -195,6 +201,13 @@ static int run_import(int argc, char **argv, import_group_size *sizes)
         case O_FIELDS: io.chakra_fields_only = 1; break;
         case O_ET:
             io.et = optarg;
+            break;
+        case O_MAX_MEMORY:
+            if (cli_parse_bytes(optarg, &io.max_memory) != 0)
+                return cli_usage_error("import",
+                                       "--max-memory expects a size in bytes "
+                                       "(64M, 4G, ...), got \"%s\"",
+                                       optarg);
             break;
         case O_RANK: {
             char *end = NULL;

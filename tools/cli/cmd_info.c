@@ -152,26 +152,53 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
         rc = cli_report(NULL, &err);
         goto cleanup;
     }
-    printf("critical path: %.0f node%s (\"%s\" ... \"%s\")\n", length,
-           COMMSCHED_PLURAL(length),
-           commsched_graph_node_name(g, path[0]), commsched_graph_node_name(g, path[path_len - 1]));
-    /* The same in time: runtimes from the cost model (or the file) as
-     * weights over data and control edges. */
+    /* Two figures, one line each only when they differ: the critical path
+     * in time (what bounds the step), and the longest chain in nodes when
+     * it is another path (before, two lines named different paths by the
+     * same words, or the same path twice). */
+    double chain = length;
+    uint32_t chain_first = path[0], chain_last = path[path_len - 1];
     commsched_free(path);
     path = NULL;
-    if ((rc = cli_estimate(g, cost, &runtime, NULL)) != 0)
+    commsched_cost_source *src = NULL;
+    if ((rc = cli_estimate(g, cost, &runtime, &src)) != 0)
         goto cleanup;
     if (commsched_graph_longest_path(g, COMMSCHED_EDGES_REAL, runtime, &length,
                                      &path, &path_len, &err) != COMMSCHED_OK) {
+        free(src);
         rc = cli_report(NULL, &err);
         goto cleanup;
     }
-    printf("               %s with the cost model (%s, %s): %u node%s "
-           "(\"%s\" ... \"%s\")\n",
-           cli_time_ns(length, b1, sizeof b1), cost->device.name,
-           commsched_comm_model_str(cost->opts.comm_model), path_len,
-           COMMSCHED_PLURAL(path_len),
-           commsched_graph_node_name(g, path[0]), commsched_graph_node_name(g, path[path_len - 1]));
+    uint32_t from_file = 0, from_model = 0;
+    for (uint32_t i = 0; i < n_nodes; i++) {
+        from_file += src[i] == COMMSCHED_SOURCE_FILE;
+        from_model += src[i] == COMMSCHED_SOURCE_MODEL;
+    }
+    free(src);
+    char how[160];
+    if (from_model == 0)
+        snprintf(how, sizeof how, "runtimes from the file");
+    else if (from_file == 0)
+        snprintf(how, sizeof how, "runtimes from the cost model (%s, %s)",
+                 cost->device.name,
+                 commsched_comm_model_str(cost->opts.comm_model));
+    else
+        snprintf(how, sizeof how,
+                 "runtimes from the file for %u node%s, the cost model (%s, "
+                 "%s) for %u",
+                 from_file, COMMSCHED_PLURAL(from_file), cost->device.name,
+                 commsched_comm_model_str(cost->opts.comm_model), from_model);
+    printf("critical path: %s, %u node%s (\"%s\" ... \"%s\"); %s\n",
+           cli_time_ns(length, b1, sizeof b1), path_len,
+           COMMSCHED_PLURAL(path_len), commsched_graph_node_name(g, path[0]),
+           commsched_graph_node_name(g, path[path_len - 1]), how);
+    if (chain != (double)path_len || chain_first != path[0] ||
+        chain_last != path[path_len - 1])
+        printf("longest chain: %.0f node%s (\"%s\" ... \"%s\"), in nodes "
+               "rather than time\n",
+               chain, COMMSCHED_PLURAL(chain),
+               commsched_graph_node_name(g, chain_first),
+               commsched_graph_node_name(g, chain_last));
 cleanup:
     free(runtime);
     commsched_free(path);

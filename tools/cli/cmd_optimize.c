@@ -1,6 +1,6 @@
 /* commsched optimize FILE — run a pipeline of passes over the schedule and
  * write the graph in the new order with a "schedule" object describing the
- * run (DESIGN.md §2). */
+ * run (docs/FORMAT.md "The `schedule` object"). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -145,7 +145,7 @@ static void print_report(FILE *f, const commsched_graph *g, const figures *b,
     fprintf(f, "(simulated on %s, %s model; docs/REPORTS.md)\n", device, model);
 }
 
-/* The "schedule" object of the output (DESIGN.md §2). */
+/* The "schedule" object of the output (docs/FORMAT.md "The `schedule` object"). */
 /* Every knob's value, so a later `commsched report` (its budget line) or a
  * reader knows exactly how this file was made. */
 static json_t *knobs_json(const commsched_knobs *k)

@@ -1,5 +1,5 @@
 /* commsched run FILE — execute the schedule on real ranks through a runtime
- * adaptor (DESIGN.md §8, docs/RUNTIME.md) and report what was measured
+ * adaptor (docs/RUNTIME.md) and report what was measured
  * beside the simulator's prediction:
  *
  *     mpirun -np 4 commsched run --runtime mpi step.json

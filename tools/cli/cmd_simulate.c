@@ -1,4 +1,4 @@
-/* commsched simulate FILE — run the simulator (DESIGN.md §5) over the
+/* commsched simulate FILE — run the simulator (docs/REPORTS.md "What the figures mean") over the
  * file's order and report it: the overlap table, the same figures as JSON,
  * and optionally a Chrome trace for Perfetto. */
 #include <getopt.h>

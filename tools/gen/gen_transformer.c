@@ -203,6 +203,48 @@ static int parse_dtype(const char *s, commsched_dtype *out)
     return -1;
 }
 
+/* The node count of g's step with `layers` layers (a build of its own,
+ * thrown away), -1 when that build fails. */
+static long probe_nodes(const gen *tmpl, int64_t layers)
+{
+    gen *p = calloc(1, sizeof *p);
+    if (!p)
+        return -1;
+    *p = *tmpl;
+    p->s.layers = layers;
+    p->b = NULL;
+    p->st = COMMSCHED_OK;
+    memset(&p->err, 0, sizeof p->err);
+    p->t = NULL, p->nt = p->cap_t = 0;
+    p->ops = NULL, p->nops = p->cap_ops = 0;
+    p->p = NULL, p->np = p->cap_p = 0;
+    p->u = NULL, p->nu = p->cap_u = 0;
+    p->seg = NULL, p->nseg = p->cap_seg = 0;
+    p->lps = NULL;
+    p->experts = NULL;
+    memset(&p->cur, 0, sizeof p->cur);
+    long n = -1;
+    commsched_graph *graph = NULL;
+    if (commsched_builder_create("probe", &p->b, &p->err) == COMMSCHED_OK) {
+        gen_build(p);
+        if (p->st == COMMSCHED_OK &&
+            commsched_builder_finish(p->b, 0, &graph, &p->err) == COMMSCHED_OK)
+            n = (long)commsched_graph_node_count(graph);
+        else
+            commsched_builder_destroy(p->b);
+    }
+    commsched_graph_destroy(graph);
+    free(p->t);
+    free(p->ops);
+    free(p->p);
+    free(p->u);
+    free(p->seg);
+    free(p->cur.in);
+    free(p->cur.inp);
+    free(p);
+    return n;
+}
+
 int gen_transformer_main(int argc, char **argv)
 {
     enum { O_PRESET = 256, O_LAYERS, O_FINE, O_HIDDEN, O_HEADS, O_KV, O_FFN,
@@ -336,6 +378,18 @@ int gen_transformer_main(int argc, char **argv)
         rc = cli_usage_error("generate", "%s", bad);
         goto cleanup;
     }
+
+    /* The size, before anything is allocated for it: a step's nodes grow
+     * linearly with its layers, so two small builds give the count (a
+     * --layers 100000000 once took 7 GB before failing). */
+    long n1 = probe_nodes(g, 1), n2 = probe_nodes(g, 2);
+    /* (a probe that fails leaves the error to the build below) */
+    if (n1 >= 0 && n2 >= 0 &&
+        (rc = cli_check_graph_size("generate",
+                                   have[O_LAYERS] ? "--layers" : "--preset",
+                                   (double)n1 + (double)(g->s.layers - 1) *
+                                                    (double)(n2 - n1))))
+        goto cleanup;
 
     char name[128];
     snprintf(name, sizeof name, "%s-%s%s%s%s-%ldL", g->s.name,

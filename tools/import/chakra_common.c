@@ -288,7 +288,7 @@ static void short_name(const cnode *n, char *dst, size_t size)
     while (nd)
         dst[at++] = digits[--nd];
     dst[at++] = ':';
-    size_t k = 0, max = cli_utf8_prefix(n->name, 80);
+    size_t k = 0, max = commsched_utf8_cut(n->name, 80);
     for (const char *p = n->name; *p && k < max; p++, k++) {
         if (*p == '(') {
             const char *close = strchr(p, ')');
@@ -597,6 +597,25 @@ static int kept_deps(const chakra *c, uint32_t v, uint32_t **out, size_t *n,
     return 0;
 }
 
+/* Length of name without a trailing "(N)" part number. */
+static size_t record_base(const char *name)
+{
+    size_t n = strlen(name), k = n;
+    if (k < 3 || name[k - 1] != ')')
+        return n;
+    k--;
+    while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9')
+        k--;
+    return k > 0 && k < n - 1 && name[k - 1] == '(' ? k - 1 : n;
+}
+
+/* Two parts of one record: the same name but for their "(N)". */
+static int same_record(const char *a, const char *b)
+{
+    size_t la = record_base(a), lb = record_base(b);
+    return la == lb && la < strlen(a) && memcmp(a, b, la) == 0;
+}
+
 /* A CPU-side COMM_COLL op that a GPU collective kernel depends on (data or
  * ctrl), or that such an op depends on (record_param_comms ->
  * c10d::allreduce_ -> nccl:all_reduce -> the kernel), launched the kernel:
@@ -616,6 +635,25 @@ static long fold_launchers(chakra *c, const uint32_t *order)
             if (d->type == NT_COLL && d->cpu && !d->launcher) {
                 d->launcher = 1;
                 d->coll = -1;
+                folded++;
+            }
+        }
+    }
+    /* Chakra's converter splits a CPU op around the launch it makes into
+     * records "c10d::allreduce_(0)" and "c10d::allreduce_(1)", the second
+     * depending on the first but not on the kernel: a CPU-side record that
+     * depends on a launcher of the same name (its "(N)" aside) is that
+     * launch too. Topological order passes the parts on along a chain. */
+    for (size_t pos = 0; pos < c->count; pos++) {
+        cnode *x = &c->n[order[pos]];
+        if (x->type != NT_COLL || !x->cpu || x->launcher)
+            continue;
+        for (size_t k = 0; k < x->n_deps + x->n_cdeps && !x->launcher; k++) {
+            const cnode *d = &c->n[k < x->n_deps ? x->deps[k]
+                                                 : x->cdeps[k - x->n_deps]];
+            if (d->launcher && same_record(x->name, d->name)) {
+                x->launcher = 1;
+                x->coll = -1;
                 folded++;
             }
         }
@@ -690,7 +728,7 @@ static int size_groups(chakra *c, const import_options *o, long ngpus,
 {
     json_t *doc = NULL;
     if (o->comm_groups) {
-        int rc = trace_json_load(o->comm_groups, &doc);
+        int rc = trace_json_load(o->comm_groups, 0, &doc);
         if (rc != 0)
             return rc;
         if (!json_is_object(doc)) {
@@ -1007,8 +1045,8 @@ static int build(chakra *c, const import_options *o, long ngpus,
     }
     b = NULL;
     fprintf(stderr,
-            "commsched import: note: %s: %ld nodes imported (%ld collectives",
-            c->file, kept, colls);
+            "commsched import: note: %s: %ld nodes imported (%ld collective%s",
+            c->file, kept, colls, colls == 1 ? "" : "s");
     for (size_t i = 0; i < grp.n; i++)
         fprintf(stderr, "%s group \"%s\" of %ld ranks", i ? "," : ";",
                 grp.name[i], grp.size[i]);

@@ -383,7 +383,20 @@ int export_chakra(const commsched_graph *g, const double *runtime,
         json_array_foreach(json_object_get(doc, "groups"), k, grp) {
             json_int_t size = json_integer_value(json_object_get(grp, "size"));
             if (size > ranks)
-                ranks = (long)size;
+                ranks = size > EXPORT_MAX_RANKS ? EXPORT_MAX_RANKS + 1
+                                                : (long)size;
+        }
+        /* The cap --ranks has, for the default too: a group of 2^24 ranks
+         * would have started 16.7 million files. */
+        if (ranks > EXPORT_MAX_RANKS) {
+            json_decref(doc);
+            pthread_sigmask(SIG_SETMASK, &saved, NULL);
+            fprintf(stderr,
+                    "commsched export: the graph's largest group has more "
+                    "than %ld ranks, and export writes one file per rank, at "
+                    "most %ld: give --ranks N for the files to write\n",
+                    EXPORT_MAX_RANKS, EXPORT_MAX_RANKS);
+            return EXIT_RUNTIME;
         }
     }
     int rc = 0;

@@ -461,7 +461,7 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
     l->name[tok[0].len] = '\0';
     l->line = line_no;
     /* The graph holds UTF-8 names (it is saved as JSON). */
-    if (!cli_utf8_valid(l->name))
+    if (!commsched_utf8_valid(l->name))
         return located(a->file, line_no, tok[0].col,
                        "layer name is not valid UTF-8");
     return 0;
@@ -479,6 +479,12 @@ static int parse(astra *a, const char *text, size_t len)
         size_t ll = nl ? (size_t)(nl - line) : len - pos;
         pos += ll + (nl ? 1 : 0);
         line_no++;
+        /* A NUL would end a name read as a C string: the layer
+         * "conv1\0x" imported as "conv1". The format is text. */
+        const char *nul = memchr(line, '\0', ll);
+        if (nul)
+            return located(a->file, line_no, (int)(nul - line) + 1,
+                           "a NUL byte (the file is not ASTRA-sim text)");
         int n = tokenize(line, ll, tok);
         if (n < 0)
             return located(a->file, line_no, 0, "too many fields");
@@ -1203,8 +1209,8 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
                                    gl ? ", " : "", e.gname[g], e.granks[g]);
     fprintf(stderr,
             "commsched import: note: %s: %s, %ld layer%s, %ld NPUs (%s), "
-            "%.3g GHz; the format gives no tensor sizes: %ld buffer%s no "
-            "collective moves %s 0 bytes\n",
+            "%.3g GHz; the format gives no tensor sizes: %ld buffer%s "
+            "that no collective moves %s 0 bytes\n",
             a->file, a->policy_name, a->n_layers, a->n_layers == 1 ? "" : "s",
             npus, gl ? groups : "no collectives", o->clock_ghz, e.c.zero_sized,
             e.c.zero_sized == 1 ? "" : "s",

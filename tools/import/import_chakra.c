@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "chakra_common.h"
+#include "trace_json.h"
 #include "progress.h"
 
 static int fail_at(chakra *c, const char *path, const char *fmt, ...)
@@ -225,7 +227,7 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
                 return fail_at(c, path,
                                "cannot tell the collective kind from the name "
                                "\"%.*s\" (no comm_type)",
-                               (int)cli_utf8_prefix(n->name, 60), n->name);
+                               (int)commsched_utf8_cut(n->name, 60), n->name);
             chakra_nccl_details(n->name, &n->dtype, &n->rop);
         } else {
             n->size = tensor_size;
@@ -241,17 +243,26 @@ int import_chakra_json(const char *path, FILE *in, const import_options *o,
     chakra c;
     memset(&c, 0, sizeof c);
     c.file = path;
-    json_error_t jerr;
-    json_t *root = json_loadf(in, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        if (jerr.line <= 0) {
-            fprintf(stderr, "commsched: %s: %s\n", c.file, jerr.text);
-            return EXIT_INPUT;
-        }
-        fprintf(stderr, "commsched: %s:%d:%d: %s\n", c.file, jerr.line,
-                jerr.column, jerr.text);
-        return EXIT_INPUT;
+    /* Plain or gzip, its tree's memory bounded (trace_json.h): Chakra's
+     * JSON traces run to megabytes (its own test data's chakra.0.json is
+     * 4.9 MB), and compress tenfold. */
+    /* glibc's rewind may move within its buffer alone: the descriptor's
+     * offset is set to the stream's before zlib reads from it. */
+    off_t at = ftello(in);
+    int fd = dup(fileno(in));
+    if (fd >= 0 && at >= 0 && lseek(fd, at, SEEK_SET) < 0) {
+        close(fd);
+        fd = -1;
     }
+    if (fd < 0) {
+        fprintf(stderr, "commsched: %s: cannot read: %s\n", path,
+                strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    json_t *root = NULL;
+    int lrc = trace_json_load_fd(fd, path, o->max_memory, &root);
+    if (lrc)
+        return lrc;
     long ngpus = 0;
     int rc = read_records(&c, root, &ngpus);
     if (rc == 0) {
@@ -260,7 +271,7 @@ int import_chakra_json(const char *path, FILE *in, const import_options *o,
         const char *src = wn ? json_string_value(wn) : base ? base + 1 : c.file;
         char name[256];
         snprintf(name, sizeof name, "chakra-%.*s",
-                 (int)cli_utf8_prefix(src, sizeof name - 8), src);
+                 (int)commsched_utf8_cut(src, sizeof name - 8), src);
         rc = chakra_finish(&c, o, ngpus, name, out);
     }
     chakra_free(&c);
@@ -275,6 +286,10 @@ int import_chakra_json(const char *path, FILE *in, const import_options *o,
 static int looks_like_json(FILE *in)
 {
     int seen = 0, ch;
+    int b0 = getc(in), b1 = getc(in);
+    if (b0 == 0x1f && b1 == 0x8b)
+        return 1; /* gzip: JSON compressed (a .et never is) */
+    rewind(in);
     while ((ch = getc(in)) != EOF) {
         if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r')
             continue;
@@ -345,7 +360,8 @@ int import_chakra(const char *path, const import_options *o,
                        "commsched import: reading %s",
                        slash ? slash + 1 : file);
     FILE *via = cli_progress_reader(&progress, &count, in);
-    int rc = json ? import_chakra_json(file, via ? via : in, o, out)
+    /* The JSON reader follows the file itself (and may read it twice). */
+    int rc = json ? import_chakra_json(file, in, o, out)
                   : import_chakra_et(file, via ? via : in, o, out);
     if (via)
         fclose(via);

@@ -365,7 +365,7 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
             return chakra_fail(c, i, NULL,
                                "cannot tell the collective kind from the "
                                "name \"%.*s\" (no comm_type)",
-                               (int)cli_utf8_prefix(n->name, 60), n->name);
+                               (int)commsched_utf8_cut(n->name, 60), n->name);
         chakra_nccl_details(n->name, &n->dtype, &n->rop);
         /* ASTRA-sim simulates collectives: a 0 duration is "not
          * measured", and the cost model prices it from its bytes. */
@@ -537,7 +537,7 @@ int import_chakra_et(const char *file, FILE *in, const import_options *o,
         const char *src = base ? base + 1 : file;
         char name[256];
         snprintf(name, sizeof name, "chakra-%.*s",
-                 (int)cli_utf8_prefix(src, sizeof name - 8), src);
+                 (int)commsched_utf8_cut(src, sizeof name - 8), src);
         rc = chakra_finish(&c, o, 0, name, out);
     }
 done:

@@ -382,8 +382,36 @@ static int read_nodes(et *e, json_t *root)
     return 0;
 }
 
-/* Which nodes are operators, which are top-level, and the collectives. */
-static void classify(et *e)
+/* A parent cycle: the walk path[0..depth) came back to `back`, one of
+ * its nodes. Located at the node where the cycle closes, listing its ids
+ * (at most 8, then how many more). */
+static int parent_cycle(const et *e, const size_t *path, size_t depth,
+                        size_t back)
+{
+    size_t from = 0;
+    while (from < depth && path[from] != back)
+        from++;
+    char ids[256], where[64];
+    size_t used = 0, shown = 0, len = depth - from;
+    for (size_t k = from; k < depth && shown < 8; k++, shown++)
+        used += (size_t)snprintf(ids + used, sizeof ids - used, "%s%lld",
+                                 shown ? " -> " : "",
+                                 (long long)e->n[path[k]].id);
+    if (shown < len)
+        snprintf(ids + used, sizeof ids - used, " -> ... (%zu more)",
+                 len - shown);
+    const etnode *x = &e->n[path[depth - 1]];
+    snprintf(where, sizeof where, "nodes[%zu].%s", x->src,
+             json_object_get(x->node, "parent") ? "parent" : "ctrl_deps");
+    return trace_fail(e->file, where,
+                      "parents form a cycle (each id's parent is the next): "
+                      "%s -> %lld (%zu node%s)",
+                      ids, (long long)e->n[back].id, len, len == 1 ? "" : "s");
+}
+
+/* Which nodes are operators, which are top-level, and the collectives.
+ * 0, or the exit code of a parent cycle's error. */
+static int classify(et *e)
 {
     for (size_t i = 0; i < e->count; i++) {
         etnode *x = &e->n[i];
@@ -406,21 +434,47 @@ static void classify(et *e)
         x->coll = -1;
         x->top_of = UINT32_MAX;
     }
-    /* The top-level op of each node: walk up the parents (bounded by the
-     * node count, so a parent cycle in a hostile file ends). */
-    for (size_t i = 0; i < e->count; i++) {
-        uint32_t top = UINT32_MAX;
-        size_t cur = i;
-        for (size_t steps = 0; steps <= e->count && cur != SIZE_MAX; steps++) {
-            if (e->n[cur].is_op)
-                top = (uint32_t)cur;
-            int64_t p = e->n[cur].parent;
-            size_t next = p >= 0 && p != e->n[cur].id ? find(e, p) : SIZE_MAX;
-            cur = next;
-        }
-        e->n[i].top_of = top;
-        e->n[i].top = top == (uint32_t)i;
+    /* The top-level op of each node, its outermost operator ancestor (or
+     * itself): top_of(i) = top_of(parent) when the parent has one, else i
+     * when i is an operator. Each node is settled once: a walk up stops at
+     * the first settled ancestor and settles the nodes it passed on its
+     * way back, so a 40,000-deep chain costs its length, not its square.
+     * A walk that meets a node of its own path is a parent cycle. */
+    size_t *path = malloc((e->count ? e->count : 1) * sizeof *path);
+    /* per node: 1 on the walk, 2 settled */
+    uint8_t *state = calloc(e->count ? e->count : 1, 1);
+    if (!path || !state) {
+        free(path);
+        free(state);
+        return oom();
     }
+    int rc = 0;
+    for (size_t i = 0; i < e->count && rc == 0; i++) {
+        size_t depth = 0, cur = i;
+        while (cur != SIZE_MAX && state[cur] == 0) {
+            state[cur] = 1;
+            path[depth++] = cur;
+            int64_t p = e->n[cur].parent;
+            cur = p >= 0 && p != e->n[cur].id ? find(e, p) : SIZE_MAX;
+        }
+        if (cur != SIZE_MAX && state[cur] == 1) {
+            rc = parent_cycle(e, path, depth, cur);
+            break;
+        }
+        uint32_t top = cur == SIZE_MAX ? UINT32_MAX : e->n[cur].top_of;
+        while (depth > 0) {
+            size_t v = path[--depth];
+            if (top == UINT32_MAX && e->n[v].is_op)
+                top = (uint32_t)v;
+            e->n[v].top_of = top;
+            e->n[v].top = top == (uint32_t)v;
+            state[v] = 2;
+        }
+    }
+    free(path);
+    free(state);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < e->count; i++) {
         etnode *x = &e->n[i];
         if (x->comm < 0 || x->top_of == UINT32_MAX)
@@ -429,6 +483,7 @@ static void classify(et *e)
         if (t->coll < 0 || (uint32_t)i == x->top_of)
             t->coll = x->comm;
     }
+    return 0;
 }
 
 /* An open-addressing map storage id -> last writer (index into e->n). */
@@ -490,29 +545,49 @@ static uint32_t smap_get(const smap *m, int64_t k)
     return m->key[h] == k ? m->val[h] : UINT32_MAX;
 }
 
-/* 2 x the multiply-adds of a matrix product, from the input shapes. */
-static double gemm_flops(const char *name, json_t *shapes)
+/* 2 x the multiply-adds of a matrix product, from the input shapes, in
+ * *flops (-1: not a matrix product, or shapes it cannot read). A negative
+ * dimension is an error located at the record (a product of two negative
+ * dimensions would read as positive flops): returns its exit code. */
+static int gemm_flops(const et *e, size_t i, const char *name, json_t *shapes,
+                      double *flops)
 {
+    *flops = -1;
     const char *op = strncmp(name, "aten::", 6) == 0 ? name + 6 : name;
     size_t a = 0;
     if (strcmp(op, "addmm") == 0 || strcmp(op, "baddbmm") == 0)
         a = 1; /* the bias comes first */
     else if (strcmp(op, "mm") != 0 && strcmp(op, "bmm") != 0 &&
              strcmp(op, "matmul") != 0 && strcmp(op, "linear") != 0)
-        return -1;
+        return 0;
     json_t *x = json_array_get(shapes, a), *w = json_array_get(shapes, a + 1);
     size_t nx = json_array_size(x), nw = json_array_size(w);
     if (nx < 2 || nw < 1)
-        return -1;
+        return 0;
+    for (size_t t = 0; t < 2; t++) {
+        json_t *sh = t ? w : x;
+        for (size_t d = 0; d < json_array_size(sh); d++) {
+            json_t *v = json_array_get(sh, d);
+            if (json_is_number(v) && json_number_value(v) < 0) {
+                char path[96];
+                snprintf(path, sizeof path, "nodes[%zu].inputs.shapes[%zu][%zu]",
+                         e->n[i].src, a + t, d);
+                return trace_fail(e->file, path,
+                                  "%s: negative dimension %g",
+                                  name, json_number_value(v));
+            }
+        }
+    }
     double rows = 1;
-    for (size_t i = 0; i + 1 < nx; i++)
-        rows *= trace_number(json_array_get(x, i));
+    for (size_t k = 0; k + 1 < nx; k++)
+        rows *= trace_number(json_array_get(x, k));
     double k = trace_number(json_array_get(x, nx - 1));
     double n = strcmp(op, "linear") == 0
                    ? trace_number(json_array_get(w, 0))
                    : trace_number(json_array_get(w, nw - 1));
     double f = 2 * rows * k * n;
-    return f > 0 && f < COMMSCHED_MAX_WORK ? f : -1;
+    *flops = f > 0 && f < COMMSCHED_MAX_WORK ? f : -1;
+    return 0;
 }
 
 /* The process groups PyTorch records at the start of an execution trace:
@@ -751,7 +826,8 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     commsched_error err = {0};
     et_groups gs = {malloc((e->n_pg + 1) * sizeof *gs.name),
                     malloc((e->n_pg + 1) * sizeof *gs.size), 0};
-    long ops = 0, colls = 0;
+    long ops = 0, colls = 0, unsized = 0;
+    char unsized_list[400] = "";
     int rc = 0;
     /* the file's node each graph node comes from (a collective and its
      * wait share one), so errors the builder finds name the source */
@@ -772,7 +848,7 @@ static int build(et *e, const import_options *o, commsched_graph **out)
             continue;
         const char *name = json_string_value(json_object_get(x->node, "name"));
         snprintf(x->name, sizeof x->name, "%lld:%.*s", (long long)x->id,
-                 (int)cli_utf8_prefix(name, 80), name);
+                 (int)commsched_utf8_cut(name, 80), name);
         if ((rc = tensors(e, i, "inputs", x->in_vals, x->in_types, &ins,
                           &n_in, &cap_in)) != 0 ||
             (rc = tensors(e, i, "outputs", x->out_vals, x->out_types, &outs,
@@ -809,11 +885,27 @@ static int build(et *e, const import_options *o, commsched_graph **out)
             bytes += (double)ins[k].bytes;
             x->cuda |= ins[k].cuda;
             uint32_t w = smap_get(&writer, ins[k].storage);
-            if (w == UINT32_MAX || w == (uint32_t)i)
+            if (w == (uint32_t)i)
                 continue;
-            etnode *d = &e->n[w];
             char want[128];
-            if (d->coll >= 0 && d->cuda) {
+            etnode *d = w == UINT32_MAX ? NULL : &e->n[w];
+            if (!d) {
+                /* No operator of the trace wrote it: DDP fills its
+                 * gradient buckets in C++ without a recorded op, and a
+                 * c10d::allreduce_ on such a tensor list would move
+                 * nothing. A collective reads it as a graph input of the
+                 * tensor's size (a compute op just has no dependency). */
+                if (x->coll < 0 || ins[k].bytes <= 0)
+                    continue;
+                snprintf(want, sizeof want, "storage:%lld",
+                         (long long)ins[k].storage);
+                size_t j = 0;
+                while (j < nr && strcmp(reads[j], want) != 0)
+                    j++;
+                if (j == nr)
+                    (void)commsched_builder_add_input(b, want, ins[k].bytes,
+                                                      0, &err);
+            } else if (d->coll >= 0 && d->cuda) {
                 if (!d->waited) {
                     src[n_src++] = d->src;
                     import_add_wait(b, d->name, &err);
@@ -861,6 +953,11 @@ static int build(et *e, const import_options *o, commsched_graph **out)
              * buffer it reduces into, as Inductor's graphs do. */
             if (created == 0 && in_place)
                 os.alias_of = in_place;
+            if (created == 0 && !in_place && unsized++ < 3) {
+                size_t l = strlen(unsized_list);
+                snprintf(unsized_list + l, sizeof unsized_list - l, "%s%s",
+                         l ? ", " : "", x->name);
+            }
             s.kind = COMMSCHED_NODE_COLLECTIVE;
             s.op = commsched_coll_op_str((commsched_coll_op)x->coll);
             s.group = group_for(e, o, pg_of(e, i), &gs);
@@ -870,7 +967,8 @@ static int build(et *e, const import_options *o, commsched_graph **out)
         } else {
             s.kind = COMMSCHED_NODE_COMPUTE;
             s.op = name;
-            s.flops = gemm_flops(name, x->in_shapes);
+            if ((rc = gemm_flops(e, i, name, x->in_shapes, &s.flops)) != 0)
+                break;
             s.gemm_like = s.flops > 0;
         }
         src[n_src++] = x->src;
@@ -906,14 +1004,23 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     if (rc == 0) {
         fprintf(stderr,
                 "commsched import: note: %s: %zu nodes, %ld top-level "
-                "operators imported (%ld collectives",
-                e->file, e->count, ops, colls);
+                "operator%s imported (%ld collective%s",
+                e->file, e->count, ops, ops == 1 ? "" : "s", colls,
+                colls == 1 ? "" : "s");
         for (size_t g = 0; g < gs.n; g++)
             fprintf(stderr, "%s group \"%s\" of %ld ranks", g ? "," : ";",
                     gs.name[g], gs.size[g]);
         fprintf(stderr,
                 "); runtimes from the cost model (an execution trace has no "
                 "durations: import its Kineto trace for measured ones)\n");
+        if (unsized)
+            fprintf(stderr,
+                    "commsched import: warning: %s: %ld collective%s whose "
+                    "size the trace does not give (no tensor argument, "
+                    "nor one of its own inner records): %s%s; imported as "
+                    "0 bytes\n",
+                    e->file, unsized, unsized == 1 ? "" : "s", unsized_list,
+                    unsized > 3 ? ", ..." : "");
     }
 done:
     commsched_builder_destroy(b);
@@ -935,14 +1042,14 @@ static int cmp_rf(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-int pytorch_et_load(const char *path, pytorch_et **out)
+int pytorch_et_load(const char *path, uint64_t max_memory, pytorch_et **out)
 {
     *out = NULL;
     et *e = calloc(1, sizeof *e);
     if (!e)
         return oom();
     e->file = strcmp(path, "-") == 0 ? "<stdin>" : path;
-    int rc = trace_json_load(path, &e->root);
+    int rc = trace_json_load(path, max_memory, &e->root);
     if (rc == 0)
         rc = read_nodes(e, e->root);
     if (rc == 0 && !(e->rf = malloc(e->count * sizeof *e->rf)))
@@ -1013,12 +1120,13 @@ int import_pytorch_et(const char *path, const import_options *o,
     et e = {strcmp(path, "-") == 0 ? "<stdin>" : path, NULL, 0, NULL, 0, NULL,
             NULL, 0, NULL};
     json_t *root = NULL;
-    int rc = trace_json_load(path, &root);
+    int rc = trace_json_load(path, o->max_memory, &root);
     if (rc == 0)
         rc = read_nodes(&e, root);
     if (rc == 0) {
-        classify(&e);
-        rc = read_groups(&e);
+        rc = classify(&e);
+        if (rc == 0)
+            rc = read_groups(&e);
     }
     if (rc == 0)
         rc = build(&e, o, out);

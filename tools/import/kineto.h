@@ -17,11 +17,13 @@ void kineto_destroy(kineto *k);
 long kineto_device(const kineto *k);
 long kineto_rank(const kineto *k);
 
-/* HTA's get_comm_comp_overlap for the kept device: the time during which
- * both a communication kernel (name contains "nccl") and a computation
- * kernel (any other GPU event but memcpy/memset) run, over the time a
- * communication kernel runs (each kind's intervals merged first).
- * *comm_us: that denominator. Returns the ratio in [0, 1]; NAN without
+/* HTA's get_comm_comp_overlap (HolisticTraceAnalysis 0.5.0, its rules in
+ * import_kineto.c) for the kept device: the time during which both a
+ * communication kernel (^nccl.*Kernel) and a computation kernel (any
+ * other GPU event but memcpy, memset and sync) run, over the time a
+ * communication kernel runs, on HTA's rounded microseconds (each kind's
+ * intervals merged first). *comm_us: that denominator. Returns the ratio
+ * (tests/python/test_hta.py checks it against HTA itself); NAN without
  * communication kernels. */
 double kineto_overlap(const kineto *k, double *comm_us);
 

@@ -17,7 +17,7 @@ typedef struct et_tensor {
 
 /* Reads ET.json[.gz]. Prints located errors; returns 0 with *out
  * (pytorch_et_destroy it) or the exit code. */
-int pytorch_et_load(const char *path, pytorch_et **out);
+int pytorch_et_load(const char *path, uint64_t max_memory, pytorch_et **out);
 void pytorch_et_destroy(pytorch_et *e);
 
 /* The node whose rf_id is rf; SIZE_MAX when none. */

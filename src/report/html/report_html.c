@@ -1,4 +1,4 @@
-/* commsched — the HTML overlap report and its SVG timeline (DESIGN.md §7,
+/* commsched — the HTML overlap report and its SVG timeline (docs/REPORTS.md "HTML report",
  * docs/REPORTS.md "HTML report").
  *
  * One self-contained page: inline CSS, inline SVG, a JSON data block and a
@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "report_html_res.h"
+#include "utf8.h"
 
 /* ---- assembling the page ------------------------------------------------ */
 
@@ -103,7 +104,8 @@ static commsched_status add_run(cs_html_page *p, const char *key, const char *la
     cs_html_run *r = &p->runs[p->n_runs++];
     memset(r, 0, sizeof *r);
     r->key = key;
-    snprintf(r->label, sizeof r->label, "%s", label);
+    cs_utf8_trim(r->label, sizeof r->label,
+                 snprintf(r->label, sizeof r->label, "%s", label));
     r->sim = sim;
     r->meas = m;
     r->lanes_from = lanes_from;

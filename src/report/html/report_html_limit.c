@@ -16,13 +16,17 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Writes s[0..n) escaped; names are cut at 200 bytes. */
+#include "utf8.h"
+
+/* Writes s[0..n) escaped; names are cut at 200 bytes, between
+ * characters. */
 static void esc_n(cs_html_out *w, const char *s, size_t n)
 {
     char buf[204];
     if (n > 200) {
-        memcpy(buf, s, 200);
-        memcpy(buf + 200, "...", 4);
+        size_t cut = cs_utf8_cut(s, 200);
+        memcpy(buf, s, cut);
+        memcpy(buf + cut, "...", 4);
     } else {
         memcpy(buf, s, n);
         buf[n] = '\0';

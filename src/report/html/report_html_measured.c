@@ -20,6 +20,7 @@
  * This file and report_json.c are the report's jansson boundary. */
 #include "commsched/report.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -28,6 +29,8 @@
 #include <string.h>
 
 #include "graph_internal.h"
+#include "json_util.h"
+#include "util.h"
 
 static commsched_status oom(commsched_error *err)
 {
@@ -117,20 +120,34 @@ commsched_status commsched_measured_run_create(const commsched_graph *g,
 
 /* ---- parsing ------------------------------------------------------------ */
 
-/* A time field: absent gives NAN; present must be a finite number >= 0. */
-static commsched_status time_field(json_t *o, const char *key,
-                                   const char *where, double *v,
-                                   commsched_error *err)
+/* A number field: absent (or null) gives NAN; present must be a number
+ * in lo..hi, else the error says `what`. Times are ns within the graph
+ * format's limit for a runtime (an end_ns of 1e300 once printed as a
+ * 300-digit time), shares within 0..1 (an overlap of 5 showed as 500%). */
+static commsched_status num_field(json_t *o, const char *key,
+                                  const char *where, double hi,
+                                  const char *what, double *v,
+                                  commsched_error *err)
 {
     json_t *x = json_object_get(o, key);
     *v = NAN;
     if (!x || json_is_null(x))
         return COMMSCHED_OK;
     if (!json_is_number(x) || !(json_number_value(x) >= 0) ||
-        isinf(json_number_value(x)))
-        return bad(err, where, key, "expected a number >= 0");
+        json_number_value(x) > hi)
+        return bad(err, where, key, "expected %s", what);
     *v = json_number_value(x);
     return COMMSCHED_OK;
+}
+
+#define TIME_WHAT "a number of ns in 0..1e+30"
+
+static commsched_status time_field(json_t *o, const char *key,
+                                   const char *where, double *v,
+                                   commsched_error *err)
+{
+    return num_field(o, key, where, COMMSCHED_MAX_RUNTIME_NS, TIME_WHAT, v,
+                     err);
 }
 
 /* Per-node rows into the node arrays (NULL arrays: count only). Rows of
@@ -206,7 +223,8 @@ static commsched_status totals(json_t *o, const char *where, double *mk,
         (st = time_field(o, "comm_ns", where, cm, err)) ||
         (st = time_field(o, "exposed_ns", where, ex, err)))
         return st;
-    if (ov && (st = time_field(o, "overlap", where, ov, err)))
+    if (ov && (st = num_field(o, "overlap", where, 1, "a share in 0..1", ov,
+                              err)))
         return st;
     return COMMSCHED_OK;
 }
@@ -472,18 +490,6 @@ fail:
     return st;
 }
 
-static commsched_status parse_error(const json_error_t *je,
-                                    commsched_error *err)
-{
-    commsched_status st =
-        commsched_error_set(err, COMMSCHED_EPARSE, NULL, "%s", je->text);
-    if (err && err->status == COMMSCHED_EPARSE && err->line == 0) {
-        err->line = je->line;
-        err->column = je->column;
-    }
-    return st;
-}
-
 commsched_status commsched_measured_run_load_string(const char *text,
                                                 const commsched_graph *g,
                                                 commsched_measured_run **out,
@@ -493,7 +499,7 @@ commsched_status commsched_measured_run_load_string(const char *text,
     *out = NULL;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root)
-        return parse_error(&je, err);
+        return cs_json_syntax_error(&je, err);
     commsched_status st = from_json(root, g, out, err);
     json_decref(root);
     return st;
@@ -510,15 +516,15 @@ commsched_status commsched_measured_run_load_file(const char *path,
     if (strcmp(path, "-") == 0) {
         root = json_loadf(stdin, JSON_REJECT_DUPLICATES, &je);
     } else {
-        FILE *f = fopen(path, "rb");
-        if (!f)
+        FILE *f = cs_fopen_input(path);
+        if (!f) /* worded as every other reader words it */
             return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                       "cannot open the measured run");
+                                       "cannot open: %s", strerror(errno));
         root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
         fclose(f);
     }
     if (!root)
-        return parse_error(&je, err);
+        return cs_json_syntax_error(&je, err);
     commsched_status st = from_json(root, g, out, err);
     json_decref(root);
     return st;

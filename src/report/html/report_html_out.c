@@ -5,6 +5,7 @@
  * &#47; in markup and \/ in JSON), and invalid UTF-8 or control
  * characters become U+FFFD, so every page stays valid whatever the names. */
 #include "report_html_internal.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <string.h>
@@ -17,34 +18,6 @@ void cs_html_put_lines(cs_html_out *w, const char *const *lines)
         fputs(lines[i], w->f);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), 0 when invalid. Reads
- * past p[0] only while the bytes are continuation bytes, so it never runs
- * over the terminating NUL. */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        return (p[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
-            return 0;
-        if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F))
-            return 0; /* overlong, surrogate */
-        return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        if ((p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
-            (p[3] & 0xC0) != 0x80)
-            return 0;
-        if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))
-            return 0;
-        return 4;
-    }
-    return 0;
-}
-
 /* Text for HTML content, attribute values and XML (the SVG file): the five
  * specials as entities, '/' as &#47; (so no user text can form "//"),
  * newlines as &#10; (attributes keep them), other control characters and
@@ -53,7 +26,7 @@ void cs_html_esc(cs_html_out *w, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
-        size_t n = utf8_len(p);
+        size_t n = cs_utf8_seq(p);
         if (n == 0) {
             cs_html_put(w, "\xEF\xBF\xBD");
             p++;
@@ -102,7 +75,7 @@ void cs_html_jstr(cs_html_out *w, const char *s)
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', w->f);
     while (*p) {
-        size_t n = utf8_len(p);
+        size_t n = cs_utf8_seq(p);
         if (n == 0) {
             cs_html_put(w, "\\ufffd");
             p++;

@@ -1,5 +1,5 @@
 /* commsched — the CUDA/NCCL runtime adaptor: the schedule on GPUs as a
- * compiler emits it (DESIGN.md §8, docs/RUNTIME.md "CUDA"). The only file
+ * compiler emits it (docs/RUNTIME.md "The CUDA/NCCL runtime"). The only file
  * of the library that includes CUDA or NCCL headers (the spin kernel is in
  * cuda_kernels.cu).
  *

@@ -1,5 +1,5 @@
 /* commsched — the MPI runtime adaptor: every rank walks the same schedule
- * (DESIGN.md §8, docs/RUNTIME.md). With ring_allreduce.c and boot_mpi.c
+ * (docs/RUNTIME.md). With ring_allreduce.c and boot_mpi.c
  * (joining the job; agreement, preflight and gathering through coord.c),
  * the only files of the library that include mpi.h.
  *
@@ -36,6 +36,8 @@
  * No globals: the state of a run lives in `exec`, the adaptor's in
  * `struct commsched_runtime`. */
 #define _POSIX_C_SOURCE 200809L
+/* mmap's MAP_ANONYMOUS and MAP_NORESERVE (the buffers' arena) */
+#define _DEFAULT_SOURCE
 
 #include <mpi.h>
 
@@ -49,6 +51,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sys/mman.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -60,7 +64,9 @@
 #include "check_ref.h"
 #include "commsched/runtime.h"
 #include "driver.h"
+#include "commsched/report.h"
 #include "graph_internal.h"
+#include "layout.h"
 #include "plan.h"
 #include "ring_allreduce.h"
 #include "watchdog.h"
@@ -167,6 +173,8 @@ typedef struct exec {
     uint32_t n_colls;
     uint32_t *coll_of;  /* node -> index in colls, NONE otherwise */
     void **mem;         /* per buffer (roots) */
+    cs_layout layout;   /* where an iteration's buffers live in arena */
+    char *arena;        /* layout.size bytes, or NULL: mapped one by one */
     struct span *spans; /* address ranges whose pages were touched, sorted,
                            disjoint (see touch_new) */
     size_t n_spans, cap_spans;
@@ -311,7 +319,11 @@ static void touch_new(exec *x, char *p, size_t sz)
     x->spans[i].hi = nhi;
 }
 
-/* Allocates buffer b, resident (touch_new), and counts it as live. */
+/* Allocates buffer b, resident (touch_new), and counts it as live. An
+ * iteration's buffers sit at their planned place in the arena (layout.h);
+ * without an arena each is mapped and unmapped at its points (so a rank
+ * never holds more than what is live, at a page fault per page); the
+ * inputs that live for the whole run are allocated once. */
 static void buf_alloc(exec *x, uint32_t b, uint32_t node, int counted)
 {
     int64_t n = x->plan.bytes[b];
@@ -319,11 +331,26 @@ static void buf_alloc(exec *x, uint32_t b, uint32_t node, int counted)
         return;
     void *p = NULL;
     size_t sz = ((size_t)n + 63u) / 64u * 64u;
-    if (posix_memalign(&p, 64, sz) != 0)
+    uint64_t at = x->layout.off ? x->layout.off[b] : CS_LAYOUT_NONE;
+    if (at != CS_LAYOUT_NONE && x->arena) {
+        p = x->arena + at;
+        touch_new(x, p, sz);
+    } else if (at != CS_LAYOUT_NONE) {
+        p = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            p = NULL;
+        if (p)
+            touch_range(x, (uintptr_t)p, (uintptr_t)p + sz);
+    } else if (posix_memalign(&p, 64, sz) != 0) {
+        p = NULL;
+    } else {
+        touch_new(x, p, sz);
+    }
+    if (!p)
         die(x, "cannot allocate %lld bytes for buffer \"%s\" at node \"%s\" "
             "(try a smaller --size-scale)",
             (long long)n, x->g->buffers[b].name, node_name(x, node));
-    touch_new(x, p, sz);
     x->mem[b] = p;
     if (x->ref && cs_check_ref_touched(x->ref, b)) {
         double t = pause_begin();
@@ -337,11 +364,22 @@ static void buf_alloc(exec *x, uint32_t b, uint32_t node, int counted)
     }
 }
 
+/* The arena's place stays, a mapped buffer is unmapped, a whole-run
+ * input freed. */
+static void buf_release(exec *x, uint32_t b)
+{
+    uint64_t at = x->layout.off ? x->layout.off[b] : CS_LAYOUT_NONE;
+    if (at == CS_LAYOUT_NONE)
+        free(x->mem[b]);
+    else if (!x->arena)
+        munmap(x->mem[b], ((size_t)x->plan.bytes[b] + 63u) / 64u * 64u);
+}
+
 static void buf_free(exec *x, uint32_t b)
 {
     if (!x->mem[b])
         return;
-    free(x->mem[b]);
+    buf_release(x, b);
     x->mem[b] = NULL;
     x->live -= x->plan.bytes[b];
 }
@@ -1003,6 +1041,32 @@ static commsched_status check_groups(exec *x, commsched_error *err)
     return COMMSCHED_OK;
 }
 
+/* The buffers' arena (layout.h): planned once, mapped once when it is
+ * within twice the peak of live bytes. First fit replaying one iteration
+ * lands there on every workload we have (the bundled example: the peak
+ * exactly); past it, buffers are mapped one by one, which bounds memory
+ * by what is live at the price of page faults in every iteration. */
+static commsched_status setup_arena(exec *x, commsched_error *err)
+{
+    commsched_status st = cs_layout_plan(&x->plan, 64, &x->layout, err);
+    if (st != COMMSCHED_OK || x->layout.size == 0 ||
+        x->layout.size > 2 * x->layout.peak)
+        return st;
+    void *a = mmap(NULL, (size_t)x->layout.size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a == MAP_FAILED) {
+        char b[32];
+        return commsched_error_set(
+            err, COMMSCHED_ENOMEM, NULL,
+            "cannot map %s for the step's buffers: %s (try a smaller "
+            "--size-scale)",
+            commsched_format_bytes((double)x->layout.size, b, sizeof b),
+            strerror(errno));
+    }
+    x->arena = a;
+    return COMMSCHED_OK;
+}
+
 static void exec_fini(exec *x)
 {
     if (x->colls) {
@@ -1013,8 +1077,12 @@ static void exec_fini(exec *x)
     }
     if (x->mem) {
         for (uint32_t b = 0; b < x->g->n_buffers; b++)
-            free(x->mem[b]);
+            if (x->mem[b])
+                buf_release(x, b);
     }
+    if (x->arena)
+        munmap(x->arena, (size_t)x->layout.size);
+    cs_layout_free(&x->layout);
     if (x->comm) {
         for (uint32_t i = 0; i < x->g->n_groups; i++)
             if (x->comm[i] != MPI_COMM_NULL)
@@ -1209,6 +1277,8 @@ static commsched_status mpi_connect(void *ctx, commsched_error *err)
         st = setup_comms(x, err);
     if (st == COMMSCHED_OK)
         st = setup_colls(x, err);
+    if (st == COMMSCHED_OK)
+        st = setup_arena(x, err);
     if (st == COMMSCHED_OK && x->o->check)
         st = build_reference(x, err);
     return st;
