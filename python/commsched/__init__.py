@@ -32,6 +32,7 @@ from . import _lib
 
 __all__ = [
     "Error", "Graph", "Output", "alias", "optimize", "simulate", "Result",
+    "check_order",
     "SimTotals", "PassStats", "NodeStats", "BucketStats", "OverlapStats",
     "passes", "knobs", "default_pipeline", "version",
 ]
@@ -743,6 +744,50 @@ def _optimized(graph, passes, device, cost_model, comm_streams, verify,
     finally:
         lib.commsched_result_destroy(res)
         lib.commsched_optimize_options_destroy(opts)
+
+
+def check_order(graph, order=None, *, races=True):
+    """Checks an order of ``graph``'s nodes as ``commsched validate
+    --races`` checks a file's: a permutation of all nodes in which every
+    data and ``after`` edge runs forward (commsched_schedule_check;
+    ``after_fake`` edges are not required) and, with ``races``, no two
+    nodes in flight at once touch a buffer one of them writes
+    (commsched_schedule_check_races, docs/FORMAT.md "In-place writes").
+
+    ``order``: node indices or names (a :class:`Result`'s ``indices`` or
+    ``order``), or None for the graph's own order. Returns None when the
+    order passes; raises :class:`Error` when it does not: ``EORDER`` with
+    a message naming the two nodes (and, for a race, the buffer; path
+    ``nodes[i]`` of the later node), ``EINVAL`` (path ``order``) for a list
+    that is not a permutation of the graph's nodes.
+    O(nodes + edges + buffers)."""
+    if not isinstance(graph, Graph):
+        raise TypeError("check_order() takes a commsched.Graph")
+    lib = graph._lib
+    g = graph._handle()
+    arr = None
+    if order is not None:
+        order = list(order)
+        n = lib.commsched_graph_node_count(g)
+        if order and isinstance(order[0], str):
+            index = {name: i for i, name in enumerate(graph.nodes)}
+            try:
+                order = [index[name] for name in order]
+            except KeyError as e:
+                raise Error("order: %s is not a node of the graph" % e,
+                            "EINVAL", path="order") from None
+        if len(order) != n or sorted(order) != list(range(n)):
+            raise Error("order: not a permutation of the graph's %d nodes"
+                        % n, "EINVAL", path="order")
+        arr = (_ctypes.c_uint32 * n)(*order)
+    s = _ctypes.c_void_p()
+    _call(lib, lib.commsched_schedule_create, g, arr, _ctypes.byref(s))
+    try:
+        _call(lib, lib.commsched_schedule_check, s, 0)
+        if races:
+            _call(lib, lib.commsched_schedule_check_races, s)
+    finally:
+        lib.commsched_schedule_destroy(s)
 
 
 def simulate(graph, *, device=None, cost_model=None, comm_streams=None):

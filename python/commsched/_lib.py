@@ -260,6 +260,12 @@ _PROTOTYPES = {
     "commsched_result_graph": (_H, [_H]),
     "commsched_result_node_count": (c_uint32, [_H]),
     "commsched_result_order": (POINTER(c_uint32), [_H]),
+    # schedules (order checks)
+    "commsched_schedule_create": (
+        c_int, [_H, POINTER(c_uint32), POINTER(_H), _E]),
+    "commsched_schedule_destroy": (None, [_H]),
+    "commsched_schedule_check": (c_int, [_H, c_int, _E]),
+    "commsched_schedule_check_races": (c_int, [_H, _E]),
     "commsched_result_node_name": (c_char_p, [_H, c_uint32]),
     "commsched_result_passes": (c_char_p, [_H]),
     "commsched_result_run": (_H, [_H]),

@@ -449,6 +449,40 @@ class Optimize(unittest.TestCase):
                                     cost_model="inductor")
         self.assertEqual(single.n_collectives, 3)
 
+    def test_check_order(self):
+        # an in-place all_reduce of x after a reader of x: the loader's
+        # write-after-read edge (docs/FORMAT.md, "In-place writes") puts
+        # the reader first
+        doc = {"format": "commsched-graph", "version": 1, "name": "race",
+               "groups": [{"name": "dp", "size": 2}],
+               "inputs": [{"name": "x", "size": 64}],
+               "nodes": [
+                   {"name": "r", "kind": "compute", "inputs": ["x"],
+                    "outputs": [{"name": "y", "size": 64}]},
+                   {"name": "c", "kind": "collective", "op": "all_reduce",
+                    "group": "dp", "inputs": ["x"],
+                    "outputs": [{"name": "xr", "alias_of": "x"}]},
+                   {"name": "w", "kind": "wait", "inputs": ["xr"],
+                    "outputs": [{"name": "xw", "alias_of": "xr"}]}],
+               "outputs": ["y", "xw"]}
+        g = commsched.Graph.from_document(doc)
+        self.assertIsNone(commsched.check_order(g))
+        self.assertIsNone(commsched.check_order(g, ["r", "c", "w"]))
+        self.assertIsNone(commsched.check_order(g, [0, 1, 2], races=False))
+        for order in ([1, 0, 2], ["r", "w", "c"]):
+            with self.assertRaises(commsched.Error) as e:
+                commsched.check_order(g, order)
+            self.assertEqual(e.exception.status, "EORDER")
+            self.assertIn("runs before its dependency", str(e.exception))
+        for bad in ([0, 1], [0, 1, 1], ["r", "c", "nope"]):
+            with self.assertRaises(commsched.Error) as e:
+                commsched.check_order(g, bad)
+            self.assertEqual((e.exception.status, e.exception.path),
+                             ("EINVAL", "order"))
+        res = commsched.optimize(g, "raise_comms")
+        self.assertIsNone(commsched.check_order(g, res.indices))
+        self.assertIsNone(commsched.check_order(g, res.order))
+
     def test_registry(self):
         names = [n for n, _ in commsched.passes()]
         self.assertIn("sink_waits_iterative", names)
