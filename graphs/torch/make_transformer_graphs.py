@@ -6,7 +6,7 @@ PyTorch's fake process group of 8 ranks:
 
     COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
         build/venv/bin/python graphs/torch/make_transformer_graphs.py \\
-        [--graphs-only] graphs/torch
+        [--graphs-only] [--kinds fsdp,tp,2d,moe] graphs/torch
 
 Each program gives two graphs, its forward (-0) and its backward (-1),
 exported in Inductor's order (commsched.inductor.export). Inductor
@@ -21,10 +21,11 @@ nodes, fed commsched's runtimes for them through
 config.estimate_op_runtime, so that commsched's pass of the same name,
 run on the graph file, sees the same times (tests/passes/torch_orders.py
 compares). A pass that does not finish within CAP seconds is not
-recorded (anchors/README.orders says which). ``--graphs-only`` writes the
-graphs and leaves the recorded orders as they are (torch's RCPPM takes
-minutes a graph at this size; the orders depend only on the nodes and
-their runtimes, which the graph files' flops and bytes fix).
+recorded (anchors/README.orders lists every graph and pass without an
+order). ``--graphs-only`` writes the graphs and leaves the recorded orders
+as they are (torch's RCPPM takes minutes a graph at this size; the orders
+depend only on the nodes and their runtimes, which the graph files' flops
+and bytes fix); ``--kinds`` makes only the programs named.
 
 Deterministic: the same torch gives the same files (node names and order
 depend only on the program).
@@ -48,7 +49,7 @@ class Cap(Exception):
     pass
 
 
-def main(outdir, orders=True):
+def main(outdir, orders=True, kinds=None):
     warnings.filterwarnings("ignore")
     import torch
     import torch._inductor.config as icfg
@@ -59,11 +60,10 @@ def main(outdir, orders=True):
     ts.init_fake_world()
     version = torch.__version__.split("+")[0]
     os.makedirs(os.path.join(outdir, "anchors"), exist_ok=True)
-    notes = []
 
     def ring(_sig, _frame):
         raise Cap()
-    for kind in ts.KINDS:
+    for kind in kinds or ts.KINDS:
         layers = ts.LAYERS[kind][SIZE]
         count = [0]
 
@@ -94,9 +94,6 @@ def main(outdir, orders=True):
                         signal.signal(signal.SIGALRM, old)
                     secs = time.perf_counter() - t0
                     if order is None:
-                        notes.append("%s: torch's %s did not finish within "
-                                     "%d s; no order recorded" % (base, p,
-                                                                  CAP))
                         if os.path.exists(path):
                             os.unlink(path)
                         continue
@@ -111,16 +108,37 @@ def main(outdir, orders=True):
                     print("  %s: %.1f s" % (p, secs), flush=True)
             return snodes
         ts.compile_step(kind, layers, hook)
-    if not orders:
-        return
+    if orders:
+        write_readme(outdir, version)
+
+
+def write_readme(outdir, version):
+    """anchors/README.orders from what the directory holds, so that runs of
+    some kinds at a time leave it true for all of them."""
+    missing = []
+    for name in sorted(os.listdir(outdir)):
+        if name.startswith("transformer-") and name.endswith(".json"):
+            base = name[:-len(".json")]
+            missing += ["%s: torch's %s did not finish within %d s; no "
+                        "order recorded" % (base, p, CAP) for p in PASSES
+                        if not os.path.exists(os.path.join(
+                            outdir, "anchors",
+                            "%s.torch-%s.order" % (base, p)))]
     with open(os.path.join(outdir, "anchors", "README.orders"), "w") as fh:
         fh.write("Orders of torch %s's comms passes on the transformer "
                  "graphs (make_transformer_graphs.py).\n" % version)
-        for line in notes or ["Every pass finished within %d s." % CAP]:
+        for line in missing or ["Every pass finished within %d s." % CAP]:
             fh.write(line + "\n")
 
 
 if __name__ == "__main__":
-    argv = [a for a in sys.argv[1:] if a != "--graphs-only"]
-    main(argv[0] if argv else os.path.dirname(os.path.abspath(__file__)),
-         orders="--graphs-only" not in sys.argv[1:])
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("outdir", nargs="?",
+                    default=os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--graphs-only", action="store_true",
+                    help="write the graphs, keep the recorded orders")
+    ap.add_argument("--kinds", help="comma-separated: fsdp,tp,2d,moe")
+    a = ap.parse_args()
+    main(a.outdir, orders=not a.graphs_only,
+         kinds=a.kinds.split(",") if a.kinds else None)

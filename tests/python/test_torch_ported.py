@@ -34,7 +34,12 @@ Each program is compiled on both ranks, several times:
      and the test's overlap counters hold. Where the test checks the
      generated code, torch's scheduler alone is compiled too.
   2. commsched's FX pass instead of torch's scheduler, held to the test's
-     intent where it is about order, not bucketing.
+     intent where it is about order, not bucketing. It runs with the
+     per-step memory model (overlap_peak_model="step"), the one torch's
+     schedulers and these tests' intents assume: at its default (both
+     peaks, docs/PASSES.md) commsched keeps aten_raise_comms' all-reduce
+     where it is, since raising it keeps its input alive 64 B longer over
+     simulated time.
 
 Every compile runs on both ranks and its result is compared with eager;
 every scheduler-node call of every compile checks commsched's peak against
@@ -64,6 +69,7 @@ Run by the `python` tier (python/torch-ported) with build/venv; skipped
 (77) where torch is not importable.
 """
 import contextlib
+import datetime
 import json
 import os
 import socket
@@ -446,7 +452,7 @@ class FXCapture:
         self.graphs = []
         if kind == "commsched":
             import commsched.fx as cfx
-            self.inner = cfx.post_grad_pass()
+            self.inner = cfx.post_grad_pass(overlap_peak_model="step")
 
     def __call__(self, graph):
         if self.kind == "torch":
@@ -455,6 +461,7 @@ class FXCapture:
             from torch._inductor.fx_passes import overlap_scheduling as osch
             kw = {k: getattr(opts, k) for k in (
                 "collective_bucketing", "max_compute_pre_fetch",
+                "compute_estimator",
                 "custom_runtime_estimation", "insert_overlap_deps",
                 "pre_bucketing_fsdp_collectives")
                 if getattr(opts, k) is not None}
@@ -485,8 +492,18 @@ def run_commsched_fx(prog, args, want, log, comp, scheduler_pass,
                                            log, analyse)])
     comp.numerics(prog, "commsched FX", out, want, err)
     if analyse and prog.fx_filecheck and fx.graphs:
+        got = filecheck(prog.fx_filecheck, fx.graphs[-1])
         log.equal("commsched's FX order meets the test's intent",
-                  filecheck(prog.fx_filecheck, fx.graphs[-1]), None)
+                  got and "%s; the order: %s" % (got, fx_ops(fx.graphs[-1])),
+                  None)
+
+
+def fx_ops(text):
+    """The call targets of an FX graph's text, in order (what a FileCheck
+    failure is read against)."""
+    return " ".join(line.split("](")[0].split("[")[-1]
+                    .replace("target=torch.ops.", "")
+                    for line in text.splitlines() if "call_function[" in line)
 
 
 def run_inductor_program(prog, rank, log, comp):
@@ -617,7 +634,10 @@ def run_aten_program(prog, rank, log, comp):
 def rank_main(rank, port, outdir, only):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    # a rank left waiting in a collective the other never reaches fails
+    # after 10 minutes instead of holding the test to ctest's limit
+    dist.init_process_group("gloo", rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=600))
     import torch_ported_programs as tp
     log = Log(rank)
     comp = Compiler(log)
@@ -633,8 +653,12 @@ def rank_main(rank, port, outdir, only):
             else:
                 run_inductor_program(prog, rank, log, comp)
         except Exception:
-            log.check("the harness ran the program", False,
-                      traceback.format_exc())
+            # said at once: the other rank may now wait for this one in a
+            # collective of the program it left
+            tb = traceback.format_exc()
+            print("rank %d, %s: %s" % (rank, prog.key, tb), file=sys.stderr,
+                  flush=True)
+            log.check("the harness ran the program", False, tb)
         log.rows.append({"program": prog.key, "check": "seconds",
                          "ok": True, "detail": "%.1f" % (time.time() - t0)})
     log.rows.append({"program": None, "check": "seconds", "ok": True,

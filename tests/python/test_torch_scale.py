@@ -10,7 +10,21 @@ of 8 ranks, compile only) at 2 layers:
 - the document the adapter builds loads, and the plugin's default
   pipeline returns a permutation of the same node objects that respects
   every dependency Inductor knows;
-- ``reorder(..., timings=)`` reports its four phases.
+- ``reorder(..., timings=)`` reports its four phases;
+- commsched's heap-scheduler passes (raise_comms, sink_waits,
+  reorder_compute_for_overlap) order the nodes as torch 2.13's functions
+  of the same names (torch._inductor.comms) do, both fed the same
+  runtimes through Inductor's estimate_op_runtime hook (commsched's cost
+  model's figure for each node, so that they are not all 0 as Inductor's
+  own are on CPU);
+- for every collective, the nodes it reaches back to through the fused
+  nodes' outputs' "from" (docs/FORMAT.md) are exactly the fused nodes of
+  torch's ``snode.ancestors``, which Inductor computes before fusion over
+  the kernels a fused node is made of and raise_comms ranks nodes by.
+  Without "from" raise_comms and reorder_compute_for_overlap differed on
+  the FSDP and MoE backward graphs.
+
+One compile per program; each of Inductor's two hook calls checks it all.
 
 Run by the python tier with build/venv; skipped (77) without torch.
 """
@@ -28,17 +42,116 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "graphs", "torch"))
 import transformer_steps as ts  # noqa: E402
 
+import commsched  # noqa: E402
 import commsched.inductor as ci  # noqa: E402
+import torch._inductor.config as icfg  # noqa: E402
+from torch._inductor import comms  # noqa: E402
 from torch._inductor import utils as iutils  # noqa: E402
 
 LAYERS = 2
+PASSES = ("raise_comms", "sink_waits", "reorder_compute_for_overlap")
 SEEN = {}   # kind -> [per graph: dict of findings]
+
+
+def reached(doc):
+    """{collective name: the names of the nodes its score0 reaches back to}
+    from the graph document, as the format's "from" defines it (a node's
+    outputs with a "from" stand for the members that make them, each
+    depending on the producers of its "from"; its other outputs for one
+    member depending on every input; `after` and `after_fake` on every
+    member). A walk per collective: quadratic, for small graphs only."""
+    nodes = doc["nodes"]
+    producer, index = {}, {}
+    for i, n in enumerate(nodes):
+        index[n["name"]] = i
+        for o in n.get("outputs", ()):
+            producer[o["name"]] = (i, o)
+
+    def key(i, o):
+        if "from" in o and nodes[i]["kind"] != "collective":
+            return o["name"]
+        return None
+
+    def members(i):
+        return [(i, key(i, o)) for o in nodes[i].get("outputs", ())] + \
+            [(i, None)]
+
+    def deps(member):
+        i, k = member
+        n = nodes[i]
+        if k is None:
+            bufs = n.get("inputs", ())
+        else:
+            bufs = next(o["from"] for o in n["outputs"] if o["name"] == k)
+        out = [(p, key(p, o)) for p, o in (producer[b] for b in bufs
+                                            if b in producer)]
+        for a in (*n.get("after", ()), *n.get("after_fake", ())):
+            out.extend(members(index[a]))
+        return out
+    result = {}
+    for i, n in enumerate(nodes):
+        if n["kind"] != "collective":
+            continue
+        seen, stack = set(), [(i, None)]
+        while stack:
+            for d in deps(stack.pop()):
+                if d not in seen:
+                    seen.add(d)
+                    stack.append(d)
+        result[n["name"]] = {nodes[j]["name"] for j, _ in seen}
+    return result
+
+
+def ancestor_differences(snodes, doc):
+    """[(collective, commsched-only, torch-only)] where the nodes a
+    collective reaches back to through "from" are not the fused nodes of
+    torch's ancestors."""
+    fused = {}
+    for sn in snodes:
+        for op in sn.get_operation_names():
+            fused[op] = sn.get_name()
+        fused[sn.get_name()] = sn.get_name()
+    ours = reached(doc)
+    kinds = {n["name"]: n["kind"] for n in doc["nodes"]}
+    out = []
+    for sn in snodes:
+        name = sn.get_name()
+        if kinds[name] != "collective":
+            continue
+        theirs = {fused[a] for a in sn.ancestors} - {name}
+        mine = ours[name] - {name}
+        if mine != theirs:
+            out.append((name, sorted(mine - theirs), sorted(theirs - mine)))
+    return out
+
+
+def order_differences(snodes, doc):
+    """{pass: None where commsched's order is torch's, else the first
+    difference (position, torch's next nodes, commsched's)}."""
+    rt = commsched.optimize(commsched.Graph.from_document(doc),
+                            "none").runtime_ns
+    ms = {sn.get_name(): rt[sn.get_name()] * 1e-6 for sn in snodes}
+    out = {}
+    with icfg.patch(estimate_op_runtime=lambda sn: ms[sn.get_name()]):
+        for p in PASSES:
+            theirs = [sn.get_name() for sn in getattr(comms, p)(list(snodes))]
+            mine = [sn.get_name() for sn in ci.reorder(snodes, passes=[p])]
+            at = next((k for k, (a, b) in enumerate(zip(theirs, mine))
+                       if a != b), None)
+            if at is None and len(mine) != len(theirs):
+                at = min(len(mine), len(theirs))
+            out[p] = None if at is None else (at, theirs[at:at + 6],
+                                              mine[at:at + 6])
+    return out
 
 
 def check(kind):
     def hook(snodes):
         rec = {"nodes": len(snodes), "flops": [], "bytes": [],
                "computed": 0}
+        doc = ci.document(snodes)
+        rec["ancestors"] = ancestor_differences(snodes, doc)
+        rec["orders"] = order_differences(snodes, doc)
         timings = {}
         out = ci.reorder(snodes, timings=timings)
         rec["timings"] = timings
@@ -103,6 +216,18 @@ class TransformerPrograms(unittest.TestCase):
             for rec in SEEN[kind]:
                 self.assertTrue(rec["same_objects"], kind)
                 self.assertEqual(rec["broken"], [], kind)
+
+    def test_every_collective_reaches_back_to_torchs_ancestors(self):
+        for kind in ts.KINDS:
+            for i, rec in enumerate(SEEN[kind]):
+                self.assertEqual(rec["ancestors"], [], (kind, i))
+
+    def test_heap_passes_order_as_torchs_passes_do(self):
+        for kind in ts.KINDS:
+            for i, rec in enumerate(SEEN[kind]):
+                self.assertEqual(sorted(rec["orders"]), sorted(PASSES))
+                for p, diff in rec["orders"].items():
+                    self.assertIsNone(diff, (kind, i, p))
 
     def test_timings_name_the_four_phases(self):
         for kind in ts.KINDS:

@@ -429,7 +429,14 @@ def aten_config(bucketing=False, multiplier=1.0):
     names them (triton.native_matmul has no CPU meaning and is left out;
     force_disable_caches is the harness's concern)."""
     opts = "aten_distributed_optimizations."
-    cfg = {opts + "custom_runtime_estimation": aten_estimate(multiplier),
+    # compute_estimator "analytical", not 2.13's default "benchmark": a
+    # benchmarked estimate makes the scheduler agree on the runtimes across
+    # ranks with an all_gather_object inside the compile, a collective the
+    # harness's two ranks then have to reach in step (a rank that left a
+    # program early hung the other there once); measured CPU times would
+    # also make the orders vary from run to run
+    cfg = {opts + "compute_estimator": "analytical",
+           opts + "custom_runtime_estimation": aten_estimate(multiplier),
            opts + "insert_overlap_deps": False,
            opts + "pre_bucketing_fsdp_collectives": False,
            "reorder_for_locality": False,

@@ -855,6 +855,26 @@ static int64_t coll_output(chakra *c, size_t rec, const cnode *x, long k)
     return x->size;
 }
 
+/* 1 when the buffers of the records deps[0..nd) hold more than `bytes`,
+ * as chakra_finish sizes them: a record's size, a collective's what it
+ * writes (coll_output; it succeeded when the record was added). Sums
+ * saturate. */
+static int reads_more(chakra *c, const groups *grp, const uint32_t *deps,
+                      size_t nd, int64_t bytes)
+{
+    int64_t total = 0;
+    for (size_t k = 0; k < nd && total <= bytes; k++) {
+        const cnode *d = &c->n[deps[k]];
+        int64_t sz = d->size > 0 ? d->size : 0;
+        if (d->coll >= 0) {
+            int gi = find_group(grp, d->pg ? d->pg : "world");
+            sz = coll_output(c, deps[k], d, gi >= 0 ? grp->size[gi] : 1);
+        }
+        total = sz > INT64_MAX - total ? INT64_MAX : total + sz;
+    }
+    return total > bytes;
+}
+
 /* Grows the name arrays to hold n entries. */
 static int room(char (**names)[128], const char ***ptrs, size_t *cap,
                 size_t n)
@@ -997,6 +1017,13 @@ static int build(chakra *c, const import_options *o, long ngpus,
         s.n_outputs = 1;
         s.runtime_ns = x->runtime_us >= 0 ? x->runtime_us * 1000.0 : -1;
         s.flops = s.bytes = -1;
+        /* comm_size is what the collective reads (coll_output): its data
+         * dependencies are whole records, and a record with several
+         * outputs (a fused kernel's) is one buffer of their total here,
+         * larger than what the collective takes of it. */
+        if (x->coll >= 0 && x->size > 0 && nd > 0 &&
+            reads_more(c, &grp, deps, nd, x->size))
+            s.bytes = (double)x->size;
         if (x->coll >= 0) {
             s.kind = COMMSCHED_NODE_COLLECTIVE;
             s.op = commsched_coll_op_str((commsched_coll_op)x->coll);
