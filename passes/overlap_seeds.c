@@ -131,8 +131,10 @@ static commsched_status run_passes(cs_pass_ctx *ctx, const struct ov_seed *sd,
         st = commsched_schedule_create(&view, in_order, &s, err);
     if (st == COMMSCHED_OK)
         st = commsched_pipeline_run(&view, s, ctx->runtime_ns, sd->passes, k,
-                                    ctx->verify ? COMMSCHED_PIPELINE_VERIFY
-                                                : 0,
+                                    COMMSCHED_PIPELINE_ORDER_ONLY |
+                                        (ctx->verify
+                                             ? COMMSCHED_PIPELINE_VERIFY
+                                             : 0u),
                                     &run, err);
     if (st == COMMSCHED_OK)
         st = commsched_schedule_to_array(s, out, err);

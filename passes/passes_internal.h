@@ -144,6 +144,8 @@ typedef struct cs_pass_ctx {
     const double *runtime_ns;    /* estimate_op_runtime per node */
     const commsched_knobs *k;
     int verify;                  /* full recompute after every move */
+    int order_only;              /* COMMSCHED_PIPELINE_ORDER_ONLY: no
+                                    overlap_info texts */
     cs_pass_record *rec;
     commsched_error *err;
     /* For passes that rewrite the graph (cs_pass_replace). */

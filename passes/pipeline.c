@@ -736,6 +736,7 @@ static commsched_status run_pipeline(commsched_graph **gp,
     cs_pass_ctx ctx = {*gp, *sp, runtime_ns, k,
                        (flags & COMMSCHED_PIPELINE_VERIFY) ||
                            k->reorder_iterative_debug_memory_recompute,
+                       (flags & COMMSCHED_PIPELINE_ORDER_ONLY) != 0,
                        NULL, err, cost ? cost : &default_cost, run, 0, -1};
     /* A pass after the first that budgets the peak over simulated time
      * (overlap) needs it of the order the pipeline was given. */

@@ -455,7 +455,8 @@ static commsched_status process(rcppm *r, uint32_t curr,
         info->final_exposed = comm - comp;
         first = r->walk.rec;
     }
-    cs_walk_info(&first, g, 'W', &r->info);
+    if (!r->ctx->order_only)
+        cs_walk_info(&first, g, 'W', &r->info);
     char *ov = cs_text_take(&r->info);
     char *lf = factor ? cs_strdup(factor)
                       : stopped ? cs_text_take(&r->why) : cs_strdup("None");

@@ -295,7 +295,8 @@ static commsched_status process(sinker *k, uint32_t curr,
         info->final_exposed = comm - comp;
         first = k->walk.rec;
     }
-    cs_walk_info(&first, g, 'C', &k->info);
+    if (!k->ctx->order_only)
+        cs_walk_info(&first, g, 'C', &k->info);
     char *ov = cs_text_take(&k->info);
     char *lf = factor ? cs_strdup(factor)
                       : stopped ? cs_text_take(&k->why) : cs_strdup("None");

@@ -193,6 +193,13 @@ commsched_run_pass(const commsched_run *r, size_t i);
 #define COMMSCHED_PIPELINE_VERIFY 1u /* invariant check after every pass and
                                         a full memory recompute after every
                                         move (--verify-memory) */
+#define COMMSCHED_PIPELINE_ORDER_ONLY 2u /* for a caller that reads only the
+                                            order: the iterative passes'
+                                            overlap_info texts are left
+                                            empty (writing them, floats as
+                                            Python prints them, was most of
+                                            RCPPM's time); every figure and
+                                            the limiting factors stay */
 
 /* Runs `passes` ("a,b,c"; "" or "none" runs nothing) over schedule s of
  * graph g. runtime_ns[i] is node i's runtime estimate (the cost model's or

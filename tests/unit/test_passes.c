@@ -80,9 +80,10 @@ static void fx_close(fx *f)
     memset(f, 0, sizeof *f);
 }
 
-/* Runs `passes` with knobs "k=v,k=v" (NULL: defaults), verifying memory
- * after every move; the run must succeed. */
-static void fx_run(fx *f, const char *passes, const char *knobs)
+/* Runs `passes` with knobs "k=v,k=v" (NULL: defaults) and the pipeline's
+ * flags; the run must succeed. */
+static void fx_run_flags(fx *f, const char *passes, const char *knobs,
+                         unsigned flags)
 {
     commsched_error err = {0};
     commsched_knobs *k = NULL;
@@ -102,14 +103,20 @@ static void fx_run(fx *f, const char *passes, const char *knobs)
     }
     commsched_run_destroy(f->run);
     f->run = NULL;
-    commsched_status st = commsched_pipeline_run(
-        f->g, f->s, f->rt, passes, k, COMMSCHED_PIPELINE_VERIFY, &f->run,
-        &err);
+    commsched_status st =
+        commsched_pipeline_run(f->g, f->s, f->rt, passes, k, flags, &f->run,
+                               &err);
     commsched_knobs_destroy(k);
     if (st != COMMSCHED_OK)
         fail_msg("pipeline %s failed: %s: %s", passes,
                  commsched_status_name(st), err.text);
     assert_int_equal(commsched_schedule_check(f->s, 0, &err), COMMSCHED_OK);
+}
+
+/* fx_run_flags verifying memory after every move. */
+static void fx_run(fx *f, const char *passes, const char *knobs)
+{
+    fx_run_flags(f, passes, knobs, COMMSCHED_PIPELINE_VERIFY);
 }
 
 /* The order as "a b c". */
@@ -617,6 +624,44 @@ static void test_rcppm_peak_memory(void **state)
     expect_row(&f, 0, "ar", 1, 0, "None");
     assert_true(pass_at(&f, 0)->peak_after == 200);
     fx_close(&f);
+}
+
+/* COMMSCHED_PIPELINE_ORDER_ONLY (what overlap's seeds run with): the same
+ * orders, moves and limiting factors, the overlap_info texts left empty. */
+static void test_order_only_leaves_out_overlap_info(void **state)
+{
+    (void)state;
+    static const char *const pipelines[] = {
+        RCPPM, "sink_waits_iterative", RCPPM ",sink_waits_iterative"};
+    for (size_t i = 0; i < sizeof pipelines / sizeof *pipelines; i++) {
+        char want[256], got[256];
+        fx full, only;
+        fx_open(&full, PEAK_REORDER, NULL);
+        fx_open(&only, PEAK_REORDER, NULL);
+        const char *kn = "reorder_iterative_peak_memory_budget=1.0";
+        fx_run(&full, pipelines[i], kn);
+        fx_run_flags(&only, pipelines[i], kn,
+                     COMMSCHED_PIPELINE_VERIFY | COMMSCHED_PIPELINE_ORDER_ONLY);
+        order_text(&full, want, sizeof want);
+        order_text(&only, got, sizeof got);
+        assert_string_equal(got, want);
+        size_t texts = 0;
+        for (size_t p = 0; p < commsched_run_pass_count(full.run); p++) {
+            const commsched_pass_stats *a = pass_at(&full, p);
+            const commsched_pass_stats *b = pass_at(&only, p);
+            assert_int_equal(a->n_nodes, b->n_nodes);
+            for (uint32_t k = 0; k < a->n_nodes; k++) {
+                assert_int_equal(a->nodes[k].moves, b->nodes[k].moves);
+                assert_string_equal(a->nodes[k].limiting_factor,
+                                    b->nodes[k].limiting_factor);
+                assert_string_equal(b->nodes[k].overlap_info, "");
+                texts += a->nodes[k].overlap_info[0] != '\0';
+            }
+        }
+        assert_true(texts > 0); /* the full run wrote some */
+        fx_close(&full);
+        fx_close(&only);
+    }
 }
 
 /* Runtime estimations on. ar (comm 20) is followed by c1 (30): exposed
@@ -1425,6 +1470,7 @@ int main(void)
         cmocka_unit_test(test_s7_peak_memory_noop),
         cmocka_unit_test(test_rcppm_data_dependency_gemm),
         cmocka_unit_test(test_rcppm_peak_memory),
+        cmocka_unit_test(test_order_only_leaves_out_overlap_info),
         cmocka_unit_test(test_rcppm_unexposed),
         cmocka_unit_test(test_rcppm_candidate_compute_group_waits),
         cmocka_unit_test(test_rcppm_candidate_collective_group_runtime),
