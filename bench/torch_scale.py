@@ -37,6 +37,9 @@ Usage (bench/run.sh runs it with the release library):
     build/venv/bin/python bench/torch_scale.py [--sizes 1k,10k,36k]
     [--kinds fsdp,tp,2d,moe] [--big-kinds tp] [--cap 600]
     [--json build/release/torch_scale.json] [--update-doc docs/PERFORMANCE.md]
+  ... bench/torch_scale.py --from-json A.json,B.json --cap 300 \
+    --made-by "..." --update-doc docs/PERFORMANCE.md   (tables of runs
+    made apart, e.g. one size at a time)
 """
 import argparse
 import json
@@ -114,9 +117,12 @@ def measure(kind, size, layers, cap, timed_out, log):
         g = {"graph": gname, "nodes": len(snodes)}
         rec["graphs"].append(g)
         split = {}
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = ci.reorder(snodes, timings=split)
         g["plugin_s"] = time.perf_counter() - t0
+        # CPU seconds too (the process's, threads included): on a shared
+        # machine the wall clock counts the time others held the cores
+        g["plugin_cpu_s"] = time.process_time() - c0
         g["plugin_split_s"] = split
         doc = ci.document(snodes)
         g["collectives"] = sum(n["kind"] == "collective" for n in doc["nodes"])
@@ -240,22 +246,28 @@ def tables(results, cap, machine, command):
            "the h100 cost model." % (command, machine), ""]
     out += ["### The plugin's cost per node", "",
             "| graph | layers | scheduler nodes | collectives | plugin call "
-            "| µs per node | reading | loading | pipeline | mapping back |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "| µs per node | CPU µs per node | reading | loading | pipeline "
+            "| mapping back |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for g in r["graphs"]:
             sp = g["plugin_split_s"]
-            out.append("| %s | %d | %d | %d | %s | %.1f | %.1f | %.1f | "
+            cpu = g.get("plugin_cpu_s")
+            out.append("| %s | %d | %d | %d | %s | %.1f | %s | %.1f | %.1f | "
                        "%.1f | %.1f |" % (
                            g["graph"], r["layers"], g["nodes"],
                            g["collectives"], secs(g["plugin_s"]),
                            g["plugin_s"] / g["nodes"] * 1e6,
+                           "%.1f" % (cpu / g["nodes"] * 1e6)
+                           if cpu is not None else "n/a",
                            sp["read"] / g["nodes"] * 1e6,
                            sp["load"] / g["nodes"] * 1e6,
                            sp["pipeline"] / g["nodes"] * 1e6,
                            sp["map"] / g["nodes"] * 1e6))
-    out += ["", "µs per node: the whole call; the last four columns split "
-            "it (µs per node).", ""]
+    out += ["", "µs per node: the whole call in wall-clock time, then in "
+            "the process's CPU time (n/a: a run from before it was "
+            "recorded); the last four columns split the wall-clock time "
+            "(µs per node).", ""]
     for r in results:
         for g in r["graphs"]:
             out += ["### %s (%d layers, %d scheduler nodes)"
@@ -280,8 +292,8 @@ def tables(results, cap, machine, command):
                         "yes" if pr["equal"] else "**no**", pr["torch"])
                 else:
                     out.append("| torch %s | > %d s%s | | | | | |" % (
-                        name, cap, " (not run: > %d s at a smaller size)"
-                        % cap if pr.get("not_run") else ""))
+                        name, cap, " (not run: past it on a smaller graph of "
+                        "this program)" if pr.get("not_run") else ""))
                 row("commsched %s" % name, secs(pr["commsched_s"]), "",
                     pr["commsched"])
             if "torch-fx-bucketed" in o:
@@ -307,6 +319,11 @@ def main():
                     "quick look; one size)")
     ap.add_argument("--json")
     ap.add_argument("--update-doc")
+    ap.add_argument("--from-json",
+                    help="comma-separated --json files of earlier runs: "
+                    "their tables, nothing measured (--cap: the one they "
+                    "ran with; --made-by: their commands)")
+    ap.add_argument("--made-by", help="the command named above the tables")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     import torch
@@ -322,6 +339,11 @@ def main():
 
     def log(line):
         print(line, flush=True)
+    if args.from_json:
+        for path in args.from_json.split(","):
+            with open(path) as f:
+                results += json.load(f)
+        sizes = []
     for size in sizes:
         for kind in kinds:
             if size == "36k" and kind not in big:
@@ -333,8 +355,9 @@ def main():
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(results, f, indent=1)
-    command = "make bench" if os.environ.get("COMMSCHED_BENCH") else \
-        "build/venv/bin/python bench/torch_scale.py " + " ".join(sys.argv[1:])
+    command = args.made_by or ("make bench" if os.environ.get(
+        "COMMSCHED_BENCH") else "build/venv/bin/python bench/torch_scale.py "
+        + " ".join(sys.argv[1:]))
     lines = tables(results, args.cap, machine, command)
     print("\n".join(lines))
     if args.update_doc:
