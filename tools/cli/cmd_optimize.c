@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commsched/commsched.h"
 #include "commsched/analysis.h"
 #include "commsched/cost.h"
 #include "commsched/memory.h"
@@ -175,9 +176,12 @@ static json_t *schedule_head(const char *passes, const figures *b,
                      d ? d : json_array());
 }
 
-/* Runs the pipeline. A pass that rewrites the graph (bucketing) leaves *g
- * and *s pointing at a graph and schedule the run owns; *g_in and *s_in
- * then keep the loaded ones, which stay ours to destroy. Everything sized
+/* Runs the pipeline as the library's optimize does
+ * (commsched_optimize_schedule: the passes, the order checked, violated
+ * fake edges dropped: *dropped, n_dropped). A pass that rewrites the
+ * graph (bucketing) leaves *g and *s pointing at a graph and schedule
+ * the run owns; *g_in and *s_in then keep the loaded ones, which stay
+ * ours to destroy. Everything sized
  * or built for the graph follows it: the runtimes (the run's) and the
  * estimate sources (sources may be NULL, *sources NULL when not kept). */
 static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
@@ -186,12 +190,15 @@ static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
                                    commsched_cost_source **sources,
                                    const cli_cost *cost, const char *passes,
                                    const commsched_knobs *knobs, unsigned flags,
-                                   commsched_run **run, commsched_error *err)
+                                   commsched_run **run, uint32_t *n_dropped,
+                                   const char ***dropped,
+                                   commsched_error *err)
 {
     commsched_graph *g0 = *g;
     commsched_schedule *s0 = *s;
-    commsched_status st = commsched_pipeline_apply(
-        g, s, *runtime, &cost->opts, passes, knobs, flags, run, err);
+    commsched_status st = commsched_optimize_schedule(
+        g, s, *runtime, &cost->opts, passes, knobs, flags, run, n_dropped,
+        dropped, err);
     if (st != COMMSCHED_OK || *g == g0)
         return st;
     *g_in = g0;
@@ -366,19 +373,16 @@ int cmd_optimize(int argc, char **argv)
          (commsched_sim_create(g, &html_before, &err) != COMMSCHED_OK ||
           commsched_sim_run_schedule(html_before, s, runtime, &curve,
                                      &err) != COMMSCHED_OK)) ||
-        run_passes(&g, &s, &g_in, &s_in, &runtime, &sources,
-                   &cost, passes, knobs, pipe_flags, &run, &err) !=
+        run_passes(&g, &s, &g_in, &s_in, &runtime, &sources, &cost, passes,
+                   knobs, pipe_flags, &run, &n_dropped, &dropped, &err) !=
             COMMSCHED_OK ||
-        commsched_schedule_check(s, 0, &err) != COMMSCHED_OK ||
         measure(s, &after, &err) != COMMSCHED_OK ||
         (report &&
          simulate(g, s, runtime, &sim_after, &err) != COMMSCHED_OK) ||
         (html &&
          (commsched_sim_create(g, &html_after, &err) != COMMSCHED_OK ||
           commsched_sim_run_schedule(html_after, s, runtime, &curve, &err) !=
-              COMMSCHED_OK)) ||
-        commsched_graph_drop_violated_fake_edges(g, s, &n_dropped, &dropped,
-                                                 &err) != COMMSCHED_OK)
+              COMMSCHED_OK)))
         goto fail;
     /* Made after the passes, whose peak it would add to (4 B a node), for
      * the graph they leave. */
