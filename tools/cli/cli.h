@@ -122,23 +122,9 @@ const char *cli_time_ns(double ns, char *buf, size_t size);
 
 /* The passes' statistics as the seed's tables, one per pass (as JSON:
  * commsched_run_stats_write_json). */
-struct json_t;
 #include "commsched/passes.h"
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run);
-
-/* The "schedule" object of a saved graph (docs/FORMAT.md "The `schedule` object"): head's members
- * (passes, peaks, ... as the command builds them), then "stats" (run's
- * statistics, streamed by the library, never held as text), then tail's
- * members (may be NULL). Everything borrowed. */
-typedef struct cli_schedule {
-    const struct json_t *head, *tail;
-    const commsched_graph *g;
-    const commsched_run *run;
-} cli_schedule;
-/* A commsched_schedule_writer: ctx is a cli_schedule. */
-commsched_status cli_schedule_write(FILE *out, void *ctx,
-                                    commsched_error *err);
 
 /* The cost model as the CLI configures it: --device NAME|FILE and
  * --cost-model nccl|inductor. `device` holds the profile; opts.device points
