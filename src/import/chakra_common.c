@@ -118,27 +118,6 @@ void chakra_free_records(chakra *c)
     c->count = c->cap = 0;
 }
 
-void import_add_wait(commsched_builder *b, const char *coll,
-                     commsched_error *err)
-{
-    char wait[256]; /* the importers cut names well below this */
-    size_t len = strnlen(coll, sizeof wait - sizeof ".wait");
-    memcpy(wait, coll, len);
-    memcpy(wait + len, ".wait", sizeof ".wait");
-    const char *in[1] = {coll};
-    commsched_output_spec o = {wait, 0, coll};
-    commsched_node_spec s = {0};
-    s.name = wait;
-    s.kind = COMMSCHED_NODE_WAIT;
-    s.op = "wait";
-    s.inputs = in;
-    s.n_inputs = 1;
-    s.outputs = &o;
-    s.n_outputs = 1;
-    s.runtime_ns = s.flops = s.bytes = -1;
-    (void)commsched_builder_add_node(b, &s, err); /* copies the names */
-}
-
 /* The collective kind from Chakra's CollectiveCommType. */
 int chakra_coll_from_type(int64_t t)
 {

@@ -71,12 +71,6 @@ int chakra_fail(chakra *c, size_t rec, const char *field, const char *fmt,
  * memory. */
 cnode *chakra_push(chakra *c);
 
-/* Adds "<coll>.wait", the wait that completes collective `coll` (node and
- * output named alike): its output is an alias of the collective's. Every
- * trace importer places its waits this way. Errors go to err (the builder
- * reports them at finish). */
-void import_add_wait(commsched_builder *b, const char *coll,
-                     commsched_error *err);
 
 /* Chakra's CollectiveCommType -> commsched_coll_op, -1 when none. */
 int chakra_coll_from_type(int64_t t);

@@ -785,15 +785,7 @@ static void wait_on(emitter *e, const char *name, const char *alias)
     snprintf(wait, sizeof wait, "%s.wait", name);
     const char *win[1] = {out};
     commsched_output_spec wo = {alias, 0, out};
-    commsched_node_spec w = {0};
-    w.name = wait;
-    w.kind = COMMSCHED_NODE_WAIT;
-    w.op = "wait";
-    w.inputs = win;
-    w.n_inputs = 1;
-    w.outputs = &wo;
-    w.n_outputs = 1;
-    w.runtime_ns = w.flops = w.bytes = -1;
+    commsched_node_spec w = import_wait_spec(wait, win, 1, &wo, 1);
     add_node(&e->c, &w);
 }
 

@@ -1,6 +1,7 @@
 /* How an importer reports (import_internal.h): failures into the caller's
  * commsched_error as whole located messages, notes to the options'
- * callback, reading progress to theirs; and the file readers. */
+ * callback, reading progress to theirs; the file readers; and the one
+ * shape of a wait node. */
 #include "import_internal.h"
 
 #include <errno.h>
@@ -191,4 +192,35 @@ void import_progress(const import_diag *d, uint64_t done, uint64_t total)
 const char *import_bytes(double bytes, char *buf, size_t size)
 {
     return commsched_format_bytes(bytes, buf, size);
+}
+
+commsched_node_spec import_wait_spec(const char *name,
+                                     const char *const *inputs,
+                                     size_t n_inputs,
+                                     const commsched_output_spec *outputs,
+                                     size_t n_outputs)
+{
+    commsched_node_spec s = {0};
+    s.name = name;
+    s.kind = COMMSCHED_NODE_WAIT;
+    s.op = "wait";
+    s.inputs = inputs;
+    s.n_inputs = n_inputs;
+    s.outputs = outputs;
+    s.n_outputs = n_outputs;
+    s.runtime_ns = s.flops = s.bytes = -1;
+    return s;
+}
+
+void import_add_wait(commsched_builder *b, const char *coll,
+                     commsched_error *err)
+{
+    char wait[256]; /* the importers cut names well below this */
+    size_t len = strnlen(coll, sizeof wait - sizeof ".wait");
+    memcpy(wait, coll, len);
+    memcpy(wait + len, ".wait", sizeof ".wait");
+    const char *in[1] = {coll};
+    commsched_output_spec o = {wait, 0, coll};
+    commsched_node_spec s = import_wait_spec(wait, in, 1, &o, 1);
+    (void)commsched_builder_add_node(b, &s, err); /* copies the names */
 }

@@ -89,6 +89,21 @@ const char *import_bytes(double bytes, char *buf, size_t size);
 const commsched_import_options *import_opts(const commsched_import_options *o,
                                             commsched_import_options *def);
 
+/* A wait node's spec (kind, op "wait", no runtime, flops or bytes given:
+ * the cost model's) reading `inputs` and writing `outputs`: the one shape
+ * of every wait an importer makes. Borrows everything. */
+commsched_node_spec import_wait_spec(const char *name,
+                                     const char *const *inputs,
+                                     size_t n_inputs,
+                                     const commsched_output_spec *outputs,
+                                     size_t n_outputs);
+/* Adds "<coll>.wait", the wait that completes collective `coll` (node and
+ * output named alike): its output is an alias of the collective's. How
+ * the trace importers (Chakra, Kineto, PyTorch ET) place their waits.
+ * Errors go to err (the builder reports them at finish). */
+void import_add_wait(commsched_builder *b, const char *coll,
+                     commsched_error *err);
+
 /* The importers behind the public entry points (import_api.c): each
  * reads path ("-": standard input) and returns 0 with *out, or the code
  * after recording why in d. o is never NULL. */
