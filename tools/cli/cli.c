@@ -135,7 +135,9 @@ int cli_bad_option(const char *sub, int argc, char **argv,
     return EXIT_INPUT;
 }
 
-FILE *cli_open_input(const char *path)
+/* Opens an input file for reading ("-": stdin), refusing a directory;
+ * prints why on failure. */
+static FILE *cli_open_input(const char *path)
 {
     if (strcmp(path, "-") == 0)
         return stdin;

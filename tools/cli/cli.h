@@ -51,14 +51,11 @@ int cli_bad_option(const char *sub, int argc, char **argv,
 int cli_did_you_mean(FILE *f, const char *prefix, const char *word, size_t len,
                      const char *const *names, size_t count, size_t stride);
 
-/* Opens an input file for reading ("-": stdin), refusing a directory.
- * On failure prints the one wording every subcommand uses for a missing
- * or unreadable file, "commsched: FILE: cannot open: <strerror>", and
- * returns NULL. */
-FILE *cli_open_input(const char *path);
-/* Reads a whole input file ("-": stdin) into a NUL-terminated malloc'ed
- * buffer (*len: its length, without the NUL; len may be NULL). On failure
- * prints why (cannot open, cannot read, out of memory) and returns NULL. */
+/* Reads a whole input file ("-": stdin; a directory refused) into a
+ * NUL-terminated malloc'ed buffer (*len: its length, without the NUL; len
+ * may be NULL). On failure prints why, in the one wording every
+ * subcommand uses ("commsched: FILE: cannot open: <strerror>", cannot
+ * read, out of memory), and returns NULL. */
 char *cli_read_file(const char *path, size_t *len);
 
 /* Loads a graph ("-" is stdin), printing a located error on failure:
