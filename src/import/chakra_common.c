@@ -912,8 +912,8 @@ static int build(chakra *c, const commsched_import_options *o, long ngpus,
                          "%s: no node left to import%s",
                          c->file,
                          o->gpu_only
-                             ? " (every node is a CPU op; drop --gpu-only)"
-                             : "");
+                         ? " (every node is a CPU op; drop --gpu-only)"
+                         : "");
         goto cleanup;
     }
     if (commsched_builder_create(graph_name, &b, &c->err) != COMMSCHED_OK) {

@@ -548,7 +548,7 @@ static int parse(astra *a, const char *text, size_t len)
             return located(a, 1, a->mark_cols[i],
                            "%s: layer %ld, but the file has %ld layers",
                            a->mark_kind[i] ? "checkpoint_initiates"
-                                           : "checkpoints",
+                           : "checkpoints",
                            a->marks[i], a->n_layers);
         if (a->mark_kind[i])
             a->layers[a->marks[i]].initiates = 1;
@@ -1197,20 +1197,20 @@ static int build(astra *a, const commsched_import_options *o, commsched_graph **
             gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%s %ld",
                                    gl ? ", " : "", e.gname[g], e.granks[g]);
     import_sayf(a->d, COMMSCHED_IMPORT_NOTE, a->file,
-            "%s, %ld layer%s, %ld NPUs (%s), "
-            "%.3g GHz; the format gives no tensor sizes: %ld buffer%s "
-            "that no collective moves %s 0 bytes",
-            a->policy_name, a->n_layers, a->n_layers == 1 ? "" : "s",
+                "%s, %ld layer%s, %ld NPUs (%s), "
+                "%.3g GHz; the format gives no tensor sizes: %ld buffer%s "
+                "that no collective moves %s 0 bytes",
+                a->policy_name, a->n_layers, a->n_layers == 1 ? "" : "s",
             npus, gl ? groups : "no collectives", o->clock_ghz, e.c.zero_sized,
-            e.c.zero_sized == 1 ? "" : "s",
-            e.c.zero_sized == 1 ? "is" : "are");
+                e.c.zero_sized == 1 ? "" : "s",
+                e.c.zero_sized == 1 ? "is" : "are");
     if (e.skipped)
         import_sayf(a->d, COMMSCHED_IMPORT_NOTE, a->file,
                     "%ld collective%s the file names that %s's loop never "
                     "issues (no involved dimension, or a phase it does not "
                     "run) skipped",
                     e.skipped, e.skipped == 1 ? "" : "s",
-                a->policy_name);
+                    a->policy_name);
 cleanup:
     commsched_builder_destroy(e.c.b);
     free(e.c.node_line);

@@ -417,13 +417,13 @@ static int pick_device(kineto *k, const commsched_import_options *o, int64_t *de
             }
         return import_fail(k->d, COMMSCHED_ESCHEMA,
                            "%s: no GPU events on device %ld (--rank)",
-                k->file, o->rank);
+                           k->file, o->rank);
     }
     if (other != first) {
         return import_fail(k->d, COMMSCHED_ESCHEMA,
                            "%s: GPU events of devices %lld and %lld: choose "
-                "one with --rank",
-                k->file, (long long)first, (long long)other);
+                           "one with --rank",
+                           k->file, (long long)first, (long long)other);
     }
     *dev = first;
     return 0;
@@ -464,14 +464,14 @@ static int warn_overlaps(const kineto *k)
     }
     if (count)
         import_sayf(k->d, COMMSCHED_IMPORT_WARNING, k->file,
-                "%zu GPU event%s start%s "
-                "before the previous one on %s stream ends, first "
-                "traceEvents[%zu] (stream %lld, %.3f us before "
-                "traceEvents[%zu] ends): a stream runs one kernel at a "
-                "time, so these durations are doubtful",
-                count, count == 1 ? "" : "s", count == 1 ? "s" : "",
-                count == 1 ? "its" : "their", b->rec, (long long)b->stream,
-                a->ts + a->dur - b->ts, a->rec);
+                    "%zu GPU event%s start%s "
+                    "before the previous one on %s stream ends, first "
+                    "traceEvents[%zu] (stream %lld, %.3f us before "
+                    "traceEvents[%zu] ends): a stream runs one kernel at a "
+                    "time, so these durations are doubtful",
+                    count, count == 1 ? "" : "s", count == 1 ? "s" : "",
+                    count == 1 ? "its" : "their", b->rec, (long long)b->stream,
+                    a->ts + a->dur - b->ts, a->rec);
     free(by);
     return 0;
 }

@@ -1018,12 +1018,12 @@ static int build(et *e, const commsched_import_options *o, commsched_graph **out
         }
         if (unsized)
             import_sayf(e->d, COMMSCHED_IMPORT_WARNING, e->file,
-                    "%ld collective%s whose "
-                    "size the trace does not give (no tensor argument, "
-                    "nor one of its own inner records): %s%s; imported as "
-                    "0 bytes",
-                    unsized, unsized == 1 ? "" : "s", unsized_list,
-                    unsized > 3 ? ", ..." : "");
+                        "%ld collective%s whose "
+                        "size the trace does not give (no tensor argument, "
+                        "nor one of its own inner records): %s%s; imported as "
+                        "0 bytes",
+                        unsized, unsized == 1 ? "" : "s", unsized_list,
+                        unsized > 3 ? ", ..." : "");
     }
 done:
     commsched_builder_destroy(b);

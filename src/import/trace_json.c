@@ -116,14 +116,14 @@ static int gz_status(import_diag *d, const char *file, gzFile gz,
     if (f->failed == 2) {
         return import_fail(d, COMMSCHED_ESCHEMA,
                            "%s: more than %zu bytes of JSON", file,
-                MAX_TRACE_BYTES);
+                           MAX_TRACE_BYTES);
     }
     if (!f->failed && zerr == Z_BUF_ERROR && !gzdirect(gz)) {
         return import_fail(d, COMMSCHED_ESCHEMA,
                            "%s: gzip: the file ends early (its "
-                        "trailer, the CRC-32 and length check, is cut "
-                        "off)",
-                file);
+                           "trailer, the CRC-32 and length check, is cut "
+                           "off)",
+                           file);
     }
     if (f->failed == 1 || (zerr != Z_OK && zerr != Z_BUF_ERROR)) {
         const char *fdname = strstr(msg, ">: "); /* "<fd:3>: " says nothing */
@@ -176,10 +176,10 @@ static int scan_text(import_diag *d, const char *file, gzFile gz,
         rc = import_fail(d, COMMSCHED_ENOMEM,
                          "%s: parsing this trace would take more than %s "
                 "of memory (%s of text read); the limit is --max-memory "
-                "%s",
-                file, import_bytes((double)need, a, sizeof a),
-                import_bytes((double)feed.len, b, sizeof b),
-                import_bytes((double)limit, l, sizeof l));
+                         "%s",
+                         file, import_bytes((double)need, a, sizeof a),
+                         import_bytes((double)feed.len, b, sizeof b),
+                         import_bytes((double)limit, l, sizeof l));
     }
     if (rc != 0) {
         free(buf);
@@ -206,12 +206,12 @@ int trace_json_syntax_error(import_diag *d, const char *file,
         strstr(je->text, "near '\xEF\xBB\xBF")) {
         return import_fail(d, COMMSCHED_EPARSE,
                            "%s:1:1: the text starts with a UTF-8 "
-                        "byte order mark (bytes EF BB BF), which JSON does "
-                        "not allow: save the file without it",
-                file);
+                           "byte order mark (bytes EF BB BF), which JSON does "
+                           "not allow: save the file without it",
+                           file);
     }
     return import_fail(d, COMMSCHED_EPARSE, "%s:%d:%d: %s%s", file, je->line,
-            je->column > 0 ? je->column : 1, je->text, where);
+                       je->column > 0 ? je->column : 1, je->text, where);
 }
 
 int trace_json_load(import_diag *d, const char *path, uint64_t max_memory,
@@ -223,7 +223,7 @@ int trace_json_load(import_diag *d, const char *path, uint64_t max_memory,
     int fd = is_stdin ? dup(0) : open(path, O_RDONLY);
     if (fd < 0) {
         return import_fail(d, COMMSCHED_EIO, "%s: cannot open: %s", file,
-                strerror(errno));
+                           strerror(errno));
     }
     return trace_json_load_fd(d, fd, file, max_memory, out);
 }
@@ -238,7 +238,7 @@ int trace_json_load_fd(import_diag *d, int fd, const char *file,
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         close(fd);
         return import_fail(d, COMMSCHED_EIO, "%s: cannot open: %s", file,
-                strerror(EISDIR));
+                           strerror(EISDIR));
     }
     gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
@@ -262,7 +262,7 @@ int trace_json_load_fd(import_diag *d, int fd, const char *file,
         if (gzrewind(gz) != 0) {
             rc = import_fail(d, COMMSCHED_EIO,
                              "%s: cannot read it again: %s", file,
-                    strerror(errno));
+                             strerror(errno));
         } else {
             gz_feed feed = {gz, d, total, 0, 0};
             *out = json_load_callback(gz_feed_read, &feed,
