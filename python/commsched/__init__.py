@@ -159,6 +159,10 @@ class Graph:
     from several threads at once.
     """
 
+    # What the importer said (commsched.import_trace, commsched.load): a
+    # tuple of ImportMessage; empty for a graph built or loaded as JSON.
+    import_notes = ()
+
     def __init__(self, name=None):
         self._lib = lib = _lib.load()
         self._lock = threading.Lock()

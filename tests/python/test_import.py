@@ -100,6 +100,7 @@ class ImportLikeTheCli(unittest.TestCase):
         j = commsched.load(os.path.join(root, "graphs/examples/fsdp_2layer.json"))
         self.assertEqual(len(j), 26)
         self.assertEqual(j.import_notes, ())
+        self.assertEqual(commsched.Graph("built").import_notes, ())
 
     def test_errors_are_the_clis(self):
         n = 0
