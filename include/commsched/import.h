@@ -24,13 +24,15 @@
  * (cannot open or read), EPARSE / ESCHEMA / EGRAPH / ECYCLE / EINVAL (the
  * file or an option is wrong), ENOMEM (out of memory, or parsing would
  * pass the options' max_memory: the message names the limit), ELIBRARY (a
- * temporary file could not be written).
+ * system call on the input failed: spooling standard input, reading a
+ * descriptor again), EINTERNAL (a graph's own JSON did not parse back).
  *
  * Notes and warnings (what became what, sizes the trace does not give)
  * go to the options' `message` callback; the library prints nothing.
  *
- * Threads: calls on different paths and options may run at once; one
- * options struct may be shared by calls that do not run at once.
+ * Threads: the importers keep no state between calls and only read the
+ * options, so calls may run at once (sharing an options struct too, when
+ * its callbacks may be called from several threads).
  */
 #ifndef COMMSCHED_IMPORT_H
 #define COMMSCHED_IMPORT_H
