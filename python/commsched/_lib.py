@@ -352,28 +352,33 @@ _lock = threading.Lock()
 _lib = None
 
 
+def _open(candidates, prototypes, missing):
+    """The first of candidates that loads, its prototypes declared; OSError
+    with `missing`, "{tried}" replaced by the paths tried, when none does."""
+    tried = []
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+            continue
+        for name, (restype, argtypes) in prototypes.items():
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        return lib
+    raise OSError(missing.replace("{tried}", "; ".join(tried) or "nothing"))
+
+
 def load():
     """The loaded library, with every prototype declared (loaded once)."""
     global _lib
     with _lock:
         if _lib is not None:
             return _lib
-        tried = []
-        lib = None
-        for path in _candidates():
-            try:
-                lib = ctypes.CDLL(path)
-                break
-            except OSError as e:
-                tried.append("%s (%s)" % (path, e))
-        if lib is None:
-            raise OSError(
-                "commsched: cannot find libcommsched; set COMMSCHED_LIBRARY "
-                "to its path (tried: %s)" % ("; ".join(tried) or "nothing"))
-        for name, (restype, argtypes) in _PROTOTYPES.items():
-            fn = getattr(lib, name)
-            fn.restype = restype
-            fn.argtypes = argtypes
+        lib = _open(_candidates(), _PROTOTYPES,
+                    "commsched: cannot find libcommsched; set "
+                    "COMMSCHED_LIBRARY to its path (tried: {tried})")
         major = lib.commsched_version_number() // 10000
         if major != ABI_MAJOR:
             raise OSError(
@@ -411,25 +416,10 @@ def load_import():
     global _import_lib
     lib = load()
     with _lock:
-        if _import_lib is not None:
-            return _import_lib
-        tried = []
-        imp = None
-        for path in _import_candidates(lib):
-            try:
-                imp = ctypes.CDLL(path)
-                break
-            except OSError as e:
-                tried.append("%s (%s)" % (path, e))
-        if imp is None:
-            raise OSError(
+        if _import_lib is None:
+            _import_lib = _open(
+                _import_candidates(lib), _IMPORT_PROTOTYPES,
                 "commsched: cannot find libcommsched_import (the importers) "
-                "beside %s; set COMMSCHED_IMPORT_LIBRARY to its path "
-                "(tried: %s)" % (getattr(lib, "_name", "libcommsched"),
-                                 "; ".join(tried) or "nothing"))
-        for name, (restype, argtypes) in _IMPORT_PROTOTYPES.items():
-            fn = getattr(imp, name)
-            fn.restype = restype
-            fn.argtypes = argtypes
-        _import_lib = imp
-        return imp
+                "beside " + str(getattr(lib, "_name", "libcommsched")) +
+                "; set COMMSCHED_IMPORT_LIBRARY to its path (tried: {tried})")
+        return _import_lib
