@@ -5,6 +5,8 @@
 #   <prefix>/<libdir>/libcommsched.a        static library
 #   <prefix>/<libdir>/libcommsched_runtime.a the runtimes (MPI, CUDA/NCCL),
 #                                           kept out of the shared library
+#   <prefix>/<libdir>/libcommsched_import.{so,a} the importers (protobuf-c,
+#                                           zlib), kept out of it too
 #   <prefix>/<libdir>/pkgconfig/commsched.pc
 #   <prefix>/<libdir>/cmake/commsched/      CMake package (find_package)
 #   <prefix>/bin/commsched                  the CLI (tools/CMakeLists.txt)
@@ -47,6 +49,13 @@ install(TARGETS commsched_static
 # links libcommsched_runtime.a, libcommsched, MPI and (where the CUDA adaptor
 # was built) libcudart, libnccl and libdl.
 install(TARGETS commsched_runtime
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The importers (commsched/import.h) likewise, so the plugin library never
+# depends on protobuf-c or zlib: libcommsched_import.so (beside
+# libcommsched.so, what the Python binding's commsched.load loads) and
+# libcommsched_import.a (link protobuf-c, zlib and jansson with it).
+install(TARGETS commsched_import_shared commsched_import
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/commsched

@@ -1,9 +1,30 @@
 """A minimal PEP 517 / PEP 660 build backend, standard library only.
 
-The binding is pure Python, so a wheel is just its files plus metadata. A
-backend of our own means `pip install ./python` needs nothing beyond pip:
-no setuptools, no wheel package, no network (pip's isolated build env has
-nothing to install because `requires` is empty), on any Python >= 3.8.
+The binding is pure Python (ctypes); what it loads is the C library. In a
+commsched checkout (this directory's parent holds the project's
+CMakeLists.txt) a wheel therefore carries libcommsched.so.0 and
+libcommsched_import.so.0, built with the project's own CMake, next to the
+package, where commsched/_lib.py looks second (COMMSCHED_LIBRARY still
+wins): `pip install ./python` gives a binding that works with no
+environment variable. The wheel is then tagged for this platform.
+
+Where the C libraries come from, in order:
+- COMMSCHED_CMAKE_BUILD_DIR (or config setting "cmake-build-dir"): that
+  CMake build tree, configured there first when it has no CMakeCache.txt
+  (an existing tree is only built, its configuration left alone: pointing
+  at build/release reuses what `make` built);
+- otherwise a fresh Release build in a temporary directory (tests, MPI and
+  CUDA off: the binding needs neither), removed afterwards.
+Outside a checkout (a wheel built from the sdist), and with
+COMMSCHED_PURE_WHEEL=1 (the test environments, whose tests point
+COMMSCHED_LIBRARY at the build under test), the wheel is the pure binding,
+which loads an installed libcommsched.
+
+A backend of our own means `pip install ./python` needs nothing beyond pip
+and what the C build needs (cmake, a C compiler, the library's
+dependencies): no setuptools, no wheel package, no network (pip's isolated
+build env has nothing to install because `requires` is empty), on any
+Python >= 3.8.
 
 Name, version, summary and Python requirement come from pyproject.toml's
 [project] table (read with a few regular expressions: tomllib is 3.11+).
@@ -14,7 +35,12 @@ import hashlib
 import io
 import os
 import re
+import shutil
+import subprocess
+import sys
+import sysconfig
 import tarfile
+import tempfile
 import zipfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,9 +74,14 @@ def _metadata(p):
     return ("\n".join(lines) + "\n" + body).encode()
 
 
-def _wheel_meta():
-    return (b"Wheel-Version: 1.0\nGenerator: commsched _build_backend\n"
-            b"Root-Is-Purelib: true\nTag: py3-none-any\n")
+def _platform_tag():
+    return re.sub(r"[^A-Za-z0-9]", "_", sysconfig.get_platform())
+
+
+def _wheel_meta(tag):
+    return ("Wheel-Version: 1.0\nGenerator: commsched _build_backend\n"
+            "Root-Is-Purelib: %s\nTag: %s\n" % (
+                "true" if tag == "py3-none-any" else "false", tag)).encode()
 
 
 def _package_files():
@@ -64,15 +95,15 @@ def _package_files():
             yield full, os.path.relpath(full, _HERE).replace(os.sep, "/")
 
 
-def _write_wheel(directory, files):
+def _write_wheel(directory, files, tag="py3-none-any"):
     """files: [(archive name, bytes)]; adds dist-info and RECORD."""
     p = _project()
     dist = "%s-%s" % (p["name"], p["version"])
     info = dist + ".dist-info"
     files = list(files) + [(info + "/METADATA", _metadata(p)),
-                           (info + "/WHEEL", _wheel_meta())]
+                           (info + "/WHEEL", _wheel_meta(tag))]
     record = []
-    wheel_name = dist + "-py3-none-any.whl"
+    wheel_name = "%s-%s.whl" % (dist, tag)
     with zipfile.ZipFile(os.path.join(directory, wheel_name), "w",
                          zipfile.ZIP_DEFLATED) as z:
         for arc, data in files:
@@ -101,9 +132,46 @@ def get_requires_for_build_sdist(config_settings=None):
     return []
 
 
+# The shared objects a wheel carries: (CMake target, file the loader wants).
+_LIBRARIES = (("commsched", "libcommsched.so.0"),
+              ("commsched_import_shared", "libcommsched_import.so.0"))
+
+
+def _run(cmd):
+    sys.stderr.write("commsched build: %s\n" % " ".join(cmd))
+    subprocess.run(cmd, check=True, stdout=sys.stderr)
+
+
+def _c_libraries(root, config_settings):
+    """[(archive name, bytes)] of the C libraries built from root."""
+    build = (config_settings or {}).get("cmake-build-dir") or \
+        os.environ.get("COMMSCHED_CMAKE_BUILD_DIR")
+    tmp = None
+    if not build:
+        tmp = build = tempfile.mkdtemp(prefix="commsched-wheel-")
+    try:
+        if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
+            _run(["cmake", "-S", root, "-B", build,
+                  "-DCMAKE_BUILD_TYPE=Release", "-DCOMMSCHED_BUILD_TESTS=OFF",
+                  "-DCOMMSCHED_WITH_MPI=OFF", "-DCOMMSCHED_WITH_CUDA=OFF"])
+        _run(["cmake", "--build", build, "-j", str(os.cpu_count() or 2),
+              "--target"] + [t for t, _ in _LIBRARIES])
+        return [("%s/%s" % (_PACKAGE, name), _read(os.path.join(build, name)))
+                for _, name in _LIBRARIES]
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    return _write_wheel(wheel_directory,
-                        [(arc, _read(full)) for full, arc in _package_files()])
+    files = [(arc, _read(full)) for full, arc in _package_files()]
+    root = os.path.dirname(_HERE)
+    if (not os.path.exists(os.path.join(root, "CMakeLists.txt")) or
+            os.environ.get("COMMSCHED_PURE_WHEEL") == "1"):
+        return _write_wheel(wheel_directory, files)
+    files += _c_libraries(root, config_settings)
+    return _write_wheel(wheel_directory, files,
+                        "py3-none-" + _platform_tag())
 
 
 def build_sdist(sdist_directory, config_settings=None):

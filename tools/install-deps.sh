@@ -11,7 +11,7 @@ set -eu
 # environment with torch==2.13.0 the Inductor plugin is tested in
 # (tools/make-venv.sh).
 # libprotobuf-c-dev + protobuf-c-compiler: Chakra's binary traces (the C
-# decoder is generated from tools/import/chakra_et.proto at build time).
+# decoder is generated from src/import/chakra_et.proto at build time).
 # zlib1g-dev: gzip-compressed traces.
 # clang, libclang-rt-dev: the clang build with ASan + UBSan that `make test`
 # runs the fast tiers under, and the libFuzzer harnesses (`make fuzz`).

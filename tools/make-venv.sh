@@ -13,7 +13,10 @@ if ! "$venv/bin/python" -c 'import torch, sys; sys.exit(torch.__version__.split(
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check torch==2.13.0 numpy
 fi
-"$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
+# The binding alone (COMMSCHED_PURE_WHEEL): the tests that use this venv
+# point COMMSCHED_LIBRARY at the build under test, which `make test` makes
+# after this.
+COMMSCHED_PURE_WHEEL=1 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
   --no-build-isolation --no-index --force-reinstall "$here/python"
 # A CUDA toolkit without NCCL (the build machines have CUDA 13's compiler
 # but no NCCL): NCCL's wheel, the one PyTorch's CUDA builds depend on, goes

@@ -144,8 +144,10 @@ typedef struct commsched_result commsched_result;
  *      otherwise (commsched_cost_graph with the options' device and model);
  *   2. simulates g's own order ("before");
  *   3. runs the pass pipeline over a schedule in g's order
- *      (commsched_pipeline_apply with the options' knobs; nodes a
- *      rewriting pass creates are priced with the options' cost model);
+ *      (commsched_optimize_schedule: commsched_pipeline_apply with the
+ *      options' knobs, nodes a rewriting pass creates priced with the
+ *      options' cost model, the order checked, violated fake edges
+ *      dropped);
  *   4. simulates the new order ("after").
  * o NULL means every option at its default. On success *out holds the
  * result (caller destroys with commsched_result_destroy); on failure *out
@@ -163,6 +165,23 @@ typedef struct commsched_result commsched_result;
 COMMSCHED_EXPORT commsched_status commsched_optimize(
     const commsched_graph *g, const commsched_optimize_options *o,
     commsched_result **out, commsched_error *err);
+
+/* Step 3 of commsched_optimize on a graph and schedule the caller holds,
+ * for a caller that measures around it (the CLI's optimize): the pipeline
+ * (commsched_pipeline_apply, same arguments and ownership: on return *g,
+ * *s are the final graph and schedule), the final order checked
+ * (commsched_schedule_check; EINTERNAL when a pass broke it), and the fake
+ * edges it violates dropped from the final graph
+ * (commsched_graph_drop_violated_fake_edges, so the graph saved in that
+ * order loads again: *n_dropped of them, the names in *dropped as
+ * commsched_graph_drop_violated_fake_edges lists them; dropped may be
+ * NULL). On failure *out is NULL, nothing to free. Cost: the passes' own
+ * plus O(V + E). */
+COMMSCHED_EXPORT commsched_status commsched_optimize_schedule(
+    commsched_graph **g, commsched_schedule **s, const double *runtime_ns,
+    const commsched_cost_options *cost, const char *passes,
+    const commsched_knobs *k, unsigned flags, commsched_run **out,
+    uint32_t *n_dropped, const char ***dropped, commsched_error *err);
 
 /* Frees the result and everything it lent out. NULL is allowed. */
 COMMSCHED_EXPORT void commsched_result_destroy(commsched_result *r);

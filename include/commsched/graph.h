@@ -301,6 +301,9 @@ COMMSCHED_EXPORT uint32_t commsched_graph_input_count(const commsched_graph *g);
 COMMSCHED_EXPORT uint32_t commsched_graph_output_count(const commsched_graph *g);
 COMMSCHED_EXPORT const char *commsched_graph_group_name(
     const commsched_graph *g, uint32_t group);
+/* Group `group`'s size in ranks (group < commsched_graph_group_count). */
+COMMSCHED_EXPORT uint32_t commsched_graph_group_size(const commsched_graph *g,
+                                                     uint32_t group);
 /* For a collective node: 1, with its op and group index in *op and *group
  * (either may be NULL). For any other node: 0, outputs untouched. */
 COMMSCHED_EXPORT int commsched_graph_node_collective(const commsched_graph *g,

@@ -97,6 +97,37 @@ COMMSCHED_EXPORT commsched_status commsched_run_stats_write_json(
     FILE *out, const commsched_graph *g, const commsched_run *run,
     unsigned flags, commsched_error *err);
 
+/* What a saved graph's "schedule" object records (docs/FORMAT.md "The
+ * `schedule` object"): what `commsched optimize` and `tune` write, and
+ * anyone else saving an optimized order. Everything borrowed. */
+typedef struct commsched_schedule_record {
+    const char *passes;              /* the pipeline as given */
+    int64_t peak_before, peak_after; /* bytes, the memory model's */
+    int has_dropped;                 /* write "dropped_fake_edges" */
+    const char *const *dropped;      /* from, to names: 2 * n_dropped */
+    uint32_t n_dropped;
+    const commsched_graph *g;        /* "stats": run's passes, names from g */
+    const commsched_run *run;        /* NULL: an empty array */
+    const commsched_knobs *knobs;    /* "knobs": every knob's value as text
+                                        --set reads back; NULL: none */
+    long tune_candidate;             /* >= 0: "tune": {"candidate", "budget"} */
+    double tune_budget;              /* inf is written "inf" */
+} commsched_schedule_record;
+
+/* Every field empty, tune_candidate -1 (no "tune" member). */
+COMMSCHED_EXPORT void commsched_schedule_record_init(
+    commsched_schedule_record *r);
+
+/* A commsched_schedule_writer (graph.h) for commsched_graph_save_stream_with:
+ * ctx is a commsched_schedule_record. Writes, compact and in this order,
+ * "passes", "before" and "after" ({"peak_memory"}), "dropped_fake_edges"
+ * (when has_dropped), "stats" (commsched_run_stats_write_json's array,
+ * without wall times), "knobs", "tune" -- through the one JSON writer, the
+ * statistics streamed row by row. ENOMEM, EIO when the stream fails.
+ * O(the statistics' rows + knobs). */
+COMMSCHED_EXPORT commsched_status commsched_schedule_record_write(
+    FILE *out, void *ctx, commsched_error *err);
+
 /* Two runs side by side (optimize --report): makespan, lower bound,
  * efficiency, compute, comm, exposed, overlap, both memory peaks, with the
  * change. Labels default to "before" / "after". */

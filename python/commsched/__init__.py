@@ -28,11 +28,13 @@ import math
 import threading
 import weakref
 
-from . import _lib
+from . import _import, _lib
+from ._import import ImportMessage, TraceWarning
 
 __all__ = [
     "Error", "Graph", "Output", "alias", "optimize", "simulate", "Result",
     "check_order",
+    "load", "import_trace", "ImportMessage", "TraceWarning",
     "SimTotals", "PassStats", "NodeStats", "BucketStats", "OverlapStats",
     "passes", "knobs", "default_pipeline", "version",
 ]
@@ -157,6 +159,10 @@ class Graph:
     validates the graph; after that it is immutable and may be optimized
     from several threads at once.
     """
+
+    # What the importer said (commsched.import_trace, commsched.load): a
+    # tuple of ImportMessage; empty for a graph built or loaded as JSON.
+    import_notes = ()
 
     def __init__(self, name=None):
         self._lib = lib = _lib.load()
@@ -821,3 +827,26 @@ def default_pipeline():
 def version():
     """The loaded library's version, ``"MAJOR.MINOR.PATCH"``."""
     return _s(_lib.load().commsched_version())
+
+
+def import_trace(fmt, path, **options):
+    """Imports a trace of another tool as a :class:`Graph`: ``fmt`` is one
+    of ``"astra"``, ``"chakra"``, ``"hlo"``, ``"kineto"``,
+    ``"pytorch-et"`` (``commsched import FORMAT``), ``path`` the file.
+    Options, as the CLI's: ``clock_ghz``, ``npus``, ``mp`` (astra);
+    ``gpu_only``, ``chakra_fields_only``, ``comm_groups`` (chakra);
+    ``ranks`` (chakra, kineto, pytorch-et); ``group_sizes`` (a dict
+    name -> ranks; chakra, pytorch-et); ``rank``, ``et`` (kineto);
+    ``max_memory`` (bytes; kineto, pytorch-et). The importer's notes are
+    ``graph.import_notes`` (:class:`ImportMessage`); its warnings are also
+    issued as :class:`TraceWarning`. Raises :class:`Error` with the
+    located message (``"trace.json: traceEvents[3].dur: ..."``)."""
+    return _import.import_trace(Graph, Error, fmt, path, **options)
+
+
+def load(path, toposort=False, **options):
+    """Loads any file commsched reads without being told its format: a
+    Chakra binary trace (``.et``, by content) is imported as
+    ``import_trace("chakra", path, **options)``, anything else is loaded
+    as commsched's JSON (:meth:`Graph.load`, ``toposort`` applying)."""
+    return _import.load_any(Graph, Error, path, toposort, **options)

@@ -10,6 +10,10 @@ order:
 4. ``ctypes.util.find_library("commsched")`` (an installed library on the
    loader's path, e.g. after ``make install`` and ``ldconfig``).
 
+The importers (``commsched.load``, ``commsched.import_trace``) live in
+``libcommsched_import.so``, looked for beside the libcommsched loaded (or
+at ``COMMSCHED_IMPORT_LIBRARY``), then by ``find_library``.
+
 Struct layouts here mirror the C headers field by field; the test suite
 compares their sizes and offsets with the compiler's (tests/python).
 """
@@ -191,6 +195,41 @@ class SimTotalsStruct(ctypes.Structure):
     ]
 
 
+class ImportGroupSize(ctypes.Structure):
+    """commsched_import_group_size (commsched/import.h)."""
+
+    _fields_ = [("name", c_char_p), ("size", ctypes.c_long)]
+
+
+# commsched_import_message_fn, commsched_progress_fn
+MESSAGE_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_char_p)
+PROGRESS_FN = ctypes.CFUNCTYPE(None, c_void_p, ctypes.c_uint64,
+                               ctypes.c_uint64)
+
+
+class ImportOptionsStruct(ctypes.Structure):
+    """commsched_import_options (commsched/import.h)."""
+
+    _fields_ = [
+        ("clock_ghz", c_double),
+        ("npus", ctypes.c_long),
+        ("mp", ctypes.c_long),
+        ("gpu_only", c_int),
+        ("ranks", ctypes.c_long),
+        ("chakra_fields_only", c_int),
+        ("rank", ctypes.c_long),
+        ("et", c_char_p),
+        ("group_sizes", POINTER(ImportGroupSize)),
+        ("n_group_sizes", c_size_t),
+        ("comm_groups", c_char_p),
+        ("max_memory", ctypes.c_uint64),
+        ("message", MESSAGE_FN),
+        ("message_arg", c_void_p),
+        ("progress", PROGRESS_FN),
+        ("progress_arg", c_void_p),
+    ]
+
+
 # Every struct the binding mirrors, by its C name (for the layout test).
 STRUCTS = {
     "commsched_error": ErrorStruct,
@@ -201,6 +240,8 @@ STRUCTS = {
     "commsched_overlap_stats": OverlapStatsStruct,
     "commsched_pass_stats": PassStatsStruct,
     "commsched_sim_totals": SimTotalsStruct,
+    "commsched_import_group_size": ImportGroupSize,
+    "commsched_import_options": ImportOptionsStruct,
 }
 
 _E = POINTER(ErrorStruct)
@@ -275,6 +316,21 @@ _PROTOTYPES = {
 }
 
 
+_IO = POINTER(ImportOptionsStruct)
+# libcommsched_import.so (commsched/import.h): name: (restype, argtypes)
+_IMPORT_PROTOTYPES = {
+    "commsched_import_options_init": (None, [_IO]),
+    "commsched_import_level_str": (c_char_p, [c_int]),
+    "commsched_import_astra": (c_int, [c_char_p, _IO, POINTER(_H), _E]),
+    "commsched_import_chakra": (c_int, [c_char_p, _IO, POINTER(_H), _E]),
+    "commsched_import_kineto": (c_int, [c_char_p, _IO, POINTER(_H), _E]),
+    "commsched_import_pytorch_et": (c_int, [c_char_p, _IO, POINTER(_H), _E]),
+    "commsched_import_hlo": (c_int, [c_char_p, _IO, POINTER(_H), _E]),
+    "commsched_graph_load_any": (
+        c_int, [c_char_p, c_uint, _IO, POINTER(_H), POINTER(c_int), _E]),
+}
+
+
 def _candidates():
     env = os.environ.get("COMMSCHED_LIBRARY")
     if env:
@@ -302,28 +358,33 @@ _lock = threading.Lock()
 _lib = None
 
 
+def _open(candidates, prototypes, missing):
+    """The first of candidates that loads, its prototypes declared; OSError
+    with `missing`, "{tried}" replaced by the paths tried, when none does."""
+    tried = []
+    for path in candidates:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+            continue
+        for name, (restype, argtypes) in prototypes.items():
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        return lib
+    raise OSError(missing.replace("{tried}", "; ".join(tried) or "nothing"))
+
+
 def load():
     """The loaded library, with every prototype declared (loaded once)."""
     global _lib
     with _lock:
         if _lib is not None:
             return _lib
-        tried = []
-        lib = None
-        for path in _candidates():
-            try:
-                lib = ctypes.CDLL(path)
-                break
-            except OSError as e:
-                tried.append("%s (%s)" % (path, e))
-        if lib is None:
-            raise OSError(
-                "commsched: cannot find libcommsched; set COMMSCHED_LIBRARY "
-                "to its path (tried: %s)" % ("; ".join(tried) or "nothing"))
-        for name, (restype, argtypes) in _PROTOTYPES.items():
-            fn = getattr(lib, name)
-            fn.restype = restype
-            fn.argtypes = argtypes
+        lib = _open(_candidates(), _PROTOTYPES,
+                    "commsched: cannot find libcommsched; set "
+                    "COMMSCHED_LIBRARY to its path (tried: {tried})")
         major = lib.commsched_version_number() // 10000
         if major != ABI_MAJOR:
             raise OSError(
@@ -332,3 +393,39 @@ def load():
                                 lib.commsched_version().decode(), ABI_MAJOR))
         _lib = lib
         return lib
+
+
+_import_lib = None
+
+
+def _import_candidates(lib):
+    env = os.environ.get("COMMSCHED_IMPORT_LIBRARY")
+    if env:
+        yield env
+        return
+    # Beside the libcommsched this process loaded (a build tree, an
+    # install's libdir, a copy in the package).
+    name = getattr(lib, "_name", None) or ""
+    if os.path.sep in name:
+        here = os.path.dirname(os.path.realpath(name))
+        for path in sorted(glob.glob(os.path.join(
+                here, "libcommsched_import.so*"))):
+            yield path
+    found = ctypes.util.find_library("commsched_import")
+    if found:
+        yield found
+
+
+def load_import():
+    """libcommsched_import (the importers, commsched/import.h), loaded
+    once, after libcommsched (load()) whose functions it calls."""
+    global _import_lib
+    lib = load()
+    with _lock:
+        if _import_lib is None:
+            _import_lib = _open(
+                _import_candidates(lib), _IMPORT_PROTOTYPES,
+                "commsched: cannot find libcommsched_import (the importers) "
+                "beside " + str(getattr(lib, "_name", "libcommsched")) +
+                "; set COMMSCHED_IMPORT_LIBRARY to its path (tried: {tried})")
+        return _import_lib

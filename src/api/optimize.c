@@ -281,6 +281,38 @@ static commsched_status simulate(const commsched_graph *g, const uint32_t *order
     return st;
 }
 
+commsched_status commsched_optimize_schedule(
+    commsched_graph **g, commsched_schedule **s, const double *runtime_ns,
+    const commsched_cost_options *cost, const char *passes,
+    const commsched_knobs *k, unsigned flags, commsched_run **out,
+    uint32_t *n_dropped, const char ***dropped, commsched_error *err)
+{
+    commsched_graph *g0 = g ? *g : NULL;
+    commsched_schedule *s0 = s ? *s : NULL;
+    uint32_t n = 0;
+    if (n_dropped)
+        *n_dropped = 0;
+    if (dropped)
+        *dropped = NULL;
+    commsched_status st = commsched_pipeline_apply(g, s, runtime_ns, cost,
+                                                   passes, k, flags, out, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    if ((st = commsched_schedule_check(*s, 0, err)) == COMMSCHED_OK &&
+        (st = commsched_graph_drop_violated_fake_edges(*g, *s, &n, dropped,
+                                                       err)) == COMMSCHED_OK) {
+        if (n_dropped)
+            *n_dropped = n;
+        return COMMSCHED_OK;
+    }
+    /* As commsched_pipeline_apply fails: the caller's pair back, no run. */
+    commsched_run_destroy(*out);
+    *out = NULL;
+    *g = g0;
+    *s = s0;
+    return st;
+}
+
 commsched_status commsched_optimize(const commsched_graph *g,
                                     const commsched_optimize_options *o,
                                     commsched_result **out,
@@ -351,9 +383,10 @@ commsched_status cs_optimize_given(const commsched_graph *g,
      * rewrite creates are priced with the options' cost model. */
     commsched_graph *gw = &r->view;
     commsched_schedule *sw = s;
-    if ((st = commsched_pipeline_apply(&gw, &sw, r->runtime, &cost, passes,
-                                       o->knobs, o->pipeline_flags, &r->run,
-                                       err)) != COMMSCHED_OK)
+    if ((st = commsched_optimize_schedule(&gw, &sw, r->runtime, &cost, passes,
+                                          o->knobs, o->pipeline_flags,
+                                          &r->run, &dropped, NULL, err)) !=
+        COMMSCHED_OK)
         goto cleanup;
     r->graph = gw;
     r->n = gw->n_nodes;
@@ -368,11 +401,7 @@ commsched_status cs_optimize_given(const commsched_graph *g,
         st = oom(err);
         goto cleanup;
     }
-    if ((st = commsched_schedule_check(sw, 0, err)) != COMMSCHED_OK ||
-        (st = commsched_graph_drop_violated_fake_edges(gw, sw, &dropped, NULL,
-                                                       err)) !=
-            COMMSCHED_OK ||
-        (st = commsched_schedule_to_array(sw, r->order, err)) !=
+    if ((st = commsched_schedule_to_array(sw, r->order, err)) !=
             COMMSCHED_OK ||
         (st = simulate(gw, r->order, r->final_runtime, o->comm_streams,
                        same_bound ? 0 : COMMSCHED_SIM_BOUND, &r->after,

@@ -212,6 +212,10 @@ const char *commsched_graph_group_name(const commsched_graph *g,
 {
     return g->groups[group].name;
 }
+uint32_t commsched_graph_group_size(const commsched_graph *g, uint32_t group)
+{
+    return g->groups[group].size;
+}
 int commsched_graph_node_collective(const commsched_graph *g, uint32_t node,
                                    commsched_coll_op *op, uint32_t *group)
 {

@@ -224,6 +224,16 @@ static void pass_object(cs_jw *w, const commsched_graph *g,
     cs_jw_end(w);
 }
 
+/* The statistics of every pass of run as one array on w. */
+static void stats_array(cs_jw *w, const commsched_graph *g,
+                        const commsched_run *run, unsigned flags)
+{
+    cs_jw_array(w);
+    for (size_t i = 0; run && i < commsched_run_pass_count(run); i++)
+        pass_object(w, g, commsched_run_pass(run, i), flags);
+    cs_jw_end(w);
+}
+
 commsched_status commsched_run_stats_write_json(FILE *out,
                                                 const commsched_graph *g,
                                                 const commsched_run *run,
@@ -239,9 +249,70 @@ commsched_status commsched_run_stats_write_json(FILE *out,
     } else {
         cs_jw_layout(w, "", ":");
     }
-    cs_jw_array(w);
-    for (size_t i = 0; run && i < commsched_run_pass_count(run); i++)
-        pass_object(w, g, commsched_run_pass(run, i), flags);
-    cs_jw_end(w);
+    stats_array(w, g, run, flags);
     return cs_report_finish(w, "statistics", err);
+}
+
+void commsched_schedule_record_init(commsched_schedule_record *r)
+{
+    if (!r)
+        return;
+    memset(r, 0, sizeof *r);
+    r->tune_candidate = -1;
+}
+
+commsched_status commsched_schedule_record_write(FILE *out, void *ctx,
+                                                 commsched_error *err)
+{
+    const commsched_schedule_record *r = ctx;
+    cs_jw *w = cs_report_writer(out, err);
+    if (!w)
+        return COMMSCHED_ENOMEM;
+    cs_jw_layout(w, "", ":"); /* compact: the saved file's one line */
+    cs_jw_object(w);
+    cs_jw_key_string(w, "passes", r->passes);
+    cs_jw_key(w, "before");
+    cs_jw_object(w);
+    cs_jw_key_int(w, "peak_memory", r->peak_before);
+    cs_jw_end(w);
+    cs_jw_key(w, "after");
+    cs_jw_object(w);
+    cs_jw_key_int(w, "peak_memory", r->peak_after);
+    cs_jw_end(w);
+    if (r->has_dropped) {
+        cs_jw_key(w, "dropped_fake_edges");
+        cs_jw_array(w);
+        for (uint32_t i = 0; i < r->n_dropped; i++) {
+            cs_jw_object(w);
+            cs_jw_key_string(w, "from", r->dropped[2 * i]);
+            cs_jw_key_string(w, "to", r->dropped[2 * i + 1]);
+            cs_jw_end(w);
+        }
+        cs_jw_end(w);
+    }
+    cs_jw_key(w, "stats");
+    stats_array(w, r->g, r->run, 0);
+    if (r->knobs) {
+        char buf[64];
+        cs_jw_key(w, "knobs");
+        cs_jw_object(w);
+        for (size_t i = 0; i < commsched_knob_count(); i++)
+            if (commsched_knobs_get(r->knobs, commsched_knob_name(i), buf,
+                                    sizeof buf) == 0)
+                cs_jw_key_string(w, commsched_knob_name(i), buf);
+        cs_jw_end(w);
+    }
+    if (r->tune_candidate >= 0) {
+        cs_jw_key(w, "tune");
+        cs_jw_object(w);
+        cs_jw_key_int(w, "candidate", r->tune_candidate);
+        cs_jw_key(w, "budget");
+        if (isinf(r->tune_budget))
+            cs_jw_string(w, "inf");
+        else
+            cs_jw_real(w, r->tune_budget, 0);
+        cs_jw_end(w);
+    }
+    cs_jw_end(w);
+    return cs_report_finish(w, "the schedule", err);
 }

@@ -1,4 +1,4 @@
-/* Fuzz harness: the HLO text importer (tools/import/hlo.h) on the bytes
+/* Fuzz harness: the HLO text importer (src/import/hlo.h) on the bytes
  * as given, no file in the way. It either fails with an error located in
  * the text (a line and column; only running out of memory or an
  * importer limit goes without) or returns a graph that saves and loads

@@ -1,9 +1,9 @@
-/* Fuzz harness: an importer (FUZZ_IMPORTER: import_astra, import_chakra,
- * import_kineto or import_pytorch_et, tools/import/; Chakra's reads JSON
+/* Fuzz harness: an importer (FUZZ_IMPORTER: commsched_import_astra,
+ * _chakra, _kineto or _pytorch_et, src/import/; Chakra's reads JSON
  * and binary .et traces, told apart by content, and the Kineto and PyTorch
  * ET importers read gzip or plain JSON). The input becomes a file (a memfd, named
  * through /proc/self/fd, so no disk is touched); the importer either
- * prints a located error and returns the input exit code, or returns a
+ * fails with a located error naming the file (and no graph), or returns a
  * graph that saves and loads back equal and that the default pipeline
  * optimizes. */
 #include "fuzz.h"
@@ -12,10 +12,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "commsched/import.h"
 
 #ifndef FUZZ_IMPORTER
-#error "define FUZZ_IMPORTER (import_astra, import_chakra, import_kineto or import_pytorch_et)"
+#error "define FUZZ_IMPORTER (commsched_import_astra, _chakra, _kineto or _pytorch_et)"
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -34,8 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    import_options o;
-    import_options_init(&o);
+    commsched_import_options o;
+    commsched_import_options_init(&o);
     /* The first byte picks the options, so each mode is explored: chakra
      * with and without CPU-side ops and its own attributes, kineto for the
      * only device or device 0. */
@@ -47,22 +47,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * 8 KB gzip input can inflate to megabytes of numbers). */
     o.max_memory = (uint64_t)256 << 20;
     /* What cli_load asks of every input file: a Chakra trace or not. */
-    int et = import_is_chakra_et(path);
-    FUZZ_CHECK(et == 0 || et == 1, "import_is_chakra_et gave %d", et);
+    int et = commsched_import_is_chakra_et(path);
+    FUZZ_CHECK(et == 0 || et == 1, "commsched_import_is_chakra_et gave %d",
+               et);
     commsched_graph *g = NULL;
-    int rc = FUZZ_IMPORTER(path, &o, &g);
+    commsched_error err = {0};
+    commsched_status st = FUZZ_IMPORTER(path, &o, &g, &err);
     close(fd);
-    if (rc != 0) {
+    if (st != COMMSCHED_OK) {
         FUZZ_CHECK(g == NULL, "failed import returned a graph");
-        FUZZ_CHECK(rc == EXIT_INPUT || rc == EXIT_RUNTIME, "exit code %d", rc);
+        FUZZ_CHECK(err.status == st && strncmp(err.text, path,
+                                               strlen(path)) == 0,
+                   "failed import's error does not name the file: %s: %s",
+                   commsched_status_name(st), err.text);
         return 0;
     }
     fuzz_check_roundtrip(g, NULL);
     /* what users do next: the default pipeline on the imported graph,
      * which only running out of memory may fail */
     commsched_result *r = NULL;
-    commsched_error err = {0};
-    commsched_status st = commsched_optimize(g, NULL, &r, &err);
+    st = commsched_optimize(g, NULL, &r, &err);
     FUZZ_CHECK(st == COMMSCHED_OK || st == COMMSCHED_ENOMEM,
                "an imported graph failed optimize: %s: %s: %s",
                commsched_status_name(st), err.path, err.text);

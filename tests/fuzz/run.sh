@@ -25,22 +25,20 @@ for h in $harnesses; do
             seeds="$seeds $src/graphs/$d"
         done ;;
     builder) seeds="$src/tests/fuzz/seeds/builder" ;;
-    astra) seeds="$src/tests/import" ;;
-    chakra | kineto | pytorch_et) seeds="$src/tests/import $src/tests/fuzz/seeds/$h" ;;
-    hlo) seeds="$src/tests/import $src/graphs/xla" ;;
+    astra) seeds="$src/tests/import $src/tests/fuzz/corpus/import" ;;
+    chakra | kineto | pytorch_et)
+        seeds="$src/tests/import $src/tests/fuzz/corpus/import $src/tests/fuzz/seeds/$h" ;;
+    hlo) seeds="$src/tests/import $src/tests/fuzz/corpus/import $src/graphs/xla" ;;
     esac
     regress=$src/tests/fuzz/regressions/$h
     [ -d "$regress" ] && seeds="$seeds $regress"
     log=$build/fuzz_$h.log
-    # The importers print each input's located error: silence stderr of
-    # the code under test (-close_fd_mask=2); findings still leave their
-    # input in $art, and the replay test shows the report.
-    mask=0
-    case $h in astra | chakra | kineto | pytorch_et) mask=2 ;; esac
+    # The importers print nothing (their errors go to commsched_error),
+    # so stderr stays open for the fuzzer's own reports.
     start=$(date +%s)
     # shellcheck disable=SC2086
     "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -max_len=8192 -print_final_stats=1 -close_fd_mask=$mask \
+        -max_len=8192 -print_final_stats=1 \
         -artifact_prefix="$art/" "$corpus" $seeds >"$log" 2>&1
     rc=$?
     # the time it ran: a finding stops a harness before its SECONDS

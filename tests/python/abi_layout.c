@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include <commsched/commsched.h>
+#include <commsched/import.h>
 
 #define BEGIN(T)                                                               \
     printf("%s\"" #T "\": {\"size\": %zu, \"fields\": {", first ? "" : ", ",   \
@@ -141,6 +142,28 @@ int main(void)
     FIELD(commsched_sim_totals, peak_memory_step, "peak_memory_step")
     FIELD(commsched_sim_totals, bound_stream_ns, "bound_stream_ns")
     FIELD(commsched_sim_totals, bound_stream, "bound_stream")
+    END()
+    BEGIN(commsched_import_group_size)
+    FIELD(commsched_import_group_size, name, "name")
+    FIELD(commsched_import_group_size, size, "size")
+    END()
+    BEGIN(commsched_import_options)
+    FIELD(commsched_import_options, clock_ghz, "clock_ghz")
+    FIELD(commsched_import_options, npus, "npus")
+    FIELD(commsched_import_options, mp, "mp")
+    FIELD(commsched_import_options, gpu_only, "gpu_only")
+    FIELD(commsched_import_options, ranks, "ranks")
+    FIELD(commsched_import_options, chakra_fields_only, "chakra_fields_only")
+    FIELD(commsched_import_options, rank, "rank")
+    FIELD(commsched_import_options, et, "et")
+    FIELD(commsched_import_options, group_sizes, "group_sizes")
+    FIELD(commsched_import_options, n_group_sizes, "n_group_sizes")
+    FIELD(commsched_import_options, comm_groups, "comm_groups")
+    FIELD(commsched_import_options, max_memory, "max_memory")
+    FIELD(commsched_import_options, message, "message")
+    FIELD(commsched_import_options, message_arg, "message_arg")
+    FIELD(commsched_import_options, progress, "progress")
+    FIELD(commsched_import_options, progress_arg, "progress_arg")
     END()
     printf("}\n");
     return 0;

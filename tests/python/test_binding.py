@@ -765,7 +765,8 @@ class Layout(unittest.TestCase):
     # stats).
     EXACT = {"commsched_error", "commsched_output_spec",
                  "commsched_node_spec", "commsched_node_stats",
-                 "commsched_bucket_stats", "commsched_overlap_stats"}
+                 "commsched_bucket_stats", "commsched_overlap_stats",
+                 "commsched_import_group_size", "commsched_import_options"}
 
     def test_ctypes_structs_match_the_c_layout(self):
         exe = os.environ.get("COMMSCHED_ABI_LAYOUT")

@@ -1,15 +1,20 @@
-"""`pip install --no-build-isolation --no-index ./python` works offline and
-the installed package finds a libcommsched placed next to it (the second
-place the loader looks), without COMMSCHED_LIBRARY.
+"""`pip wheel ./python` builds the C libraries with the project's CMake and
+bundles them: the wheel, installed into a fresh virtual environment with
+nothing else (no COMMSCHED_LIBRARY, no PYTHONPATH), runs docs/API.md's
+examples -- the Python one, and the import one on the shared real traces
+when they are there -- with the library it carries.
 
-usage: test_pip.py PYTHON_SOURCE_DIR SCRATCH_DIR  (COMMSCHED_LIBRARY names
-the built library, which is copied next to the installed package).
-Exit 77 (skipped) when this interpreter has no pip."""
+usage: test_pip.py PYTHON_SOURCE_DIR SCRATCH_DIR DOCS_API_MD TEST_DOCS_PY
+COMMSCHED_CMAKE_BUILD_DIR (set by ctest: the build tree) is the CMake tree
+the backend builds the libraries in, so the test rebuilds nothing; without
+it the backend makes a fresh Release build. Exit 77 (skipped) when this
+interpreter has no pip or cannot make a virtual environment."""
 
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 
 def run(cmd, **kw):
@@ -21,45 +26,66 @@ def run(cmd, **kw):
 
 
 def main():
-    src, scratch = sys.argv[1], sys.argv[2]
+    src, scratch, api_md, test_docs = sys.argv[1:5]
     if subprocess.run([sys.executable, "-m", "pip", "--version"],
                       capture_output=True).returncode != 0:
         print("%s has no pip module: skipped (tools/install-deps.sh installs "
               "python3-pip for the system python3)" % sys.executable)
         return 77
     shutil.rmtree(scratch, ignore_errors=True)
-    target = os.path.join(scratch, "site")
-    os.makedirs(target)
+    os.makedirs(scratch)
     before = sorted(os.listdir(src))
     env = dict(os.environ, PIP_ROOT_USER_ACTION="ignore",
                PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-    run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
-         "--no-index", "--target", target, src], env=env, cwd=scratch)
+    wheels = os.path.join(scratch, "wheels")
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation",
+         "--no-index", "--no-deps", "-w", wheels, src], env=env, cwd=scratch)
     if sorted(os.listdir(src)) != before:
         sys.stderr.write("pip left files in %s: %s\n" % (
             src, sorted(set(os.listdir(src)) - set(before))))
         return 1
-    lib = os.path.realpath(os.environ["COMMSCHED_LIBRARY"])
-    shutil.copy(lib, os.path.join(target, "commsched", "libcommsched.so.0"))
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("COMMSCHED_LIBRARY", "PYTHONPATH")}
-    env["PYTHONPATH"] = target
-    out = run([sys.executable, "-c",
-               "import commsched, commsched._lib as L\n"
-               "g = commsched.Graph('p')\n"
-               "g.add_input('a', 8)\n"
-               "g.compute('c', inputs=['a'], outputs=[('b', 8)], "
-               "runtime_ns=1)\n"
-               "print(commsched.__file__)\n"
-               "print(L.load()._name)\n"
-               "print(commsched.optimize(g).order)\n"], env=env, cwd=scratch)
-    pkg, libpath, order = out.splitlines()
-    ok = (pkg.startswith(target) and libpath.startswith(target) and
-          order == "['c']")
-    if not ok:
-        sys.stderr.write("unexpected:\n%s" % out)
+    (wheel,) = os.listdir(wheels)
+    names = zipfile.ZipFile(os.path.join(wheels, wheel)).namelist()
+    for lib in ("commsched/libcommsched.so.0",
+                "commsched/libcommsched_import.so.0"):
+        if lib not in names:
+            sys.stderr.write("%s lacks %s: %s\n" % (wheel, lib, names))
+            return 1
+    if wheel.endswith("-none-any.whl"):
+        sys.stderr.write("%s carries C libraries but is tagged for every "
+                         "platform\n" % wheel)
         return 1
-    print("pip install ./python: ok (package and library from %s)" % target)
+
+    venv = os.path.join(scratch, "venv")
+    if subprocess.run([sys.executable, "-m", "venv", venv],
+                      capture_output=True).returncode != 0:
+        print("%s cannot make a virtual environment: skipped "
+              "(python3-venv)" % sys.executable)
+        return 77
+    py = os.path.join(venv, "bin", "python")
+    run([py, "-m", "pip", "install", "-q", "--no-index",
+         os.path.join(wheels, wheel)], env=env, cwd=scratch)
+    clean = {k: v for k, v in env.items()
+             if k not in ("COMMSCHED_LIBRARY", "COMMSCHED_IMPORT_LIBRARY",
+                          "PYTHONPATH", "COMMSCHED_CMAKE_BUILD_DIR")}
+    out = run([py, "-c",
+               "import commsched, commsched._lib as L\n"
+               "print(L.load()._name)\n"
+               "print(L.load_import()._name)\n"], env=clean, cwd=scratch)
+    site = os.path.realpath(venv)
+    for path in out.split():
+        if not os.path.realpath(path).startswith(site):
+            sys.stderr.write("loaded %s, not the wheel's library\n" % path)
+            return 1
+    examples = ["api_example.py"]
+    data = os.environ.get("COMMSCHED_SHARED_DATA", "")
+    if os.path.exists(os.path.join(data, "kineto/sampled_rank-1.json.gz")):
+        examples.append("import_example.py")
+        clean["COMMSCHED_SHARED_DATA"] = data
+    for name in examples:
+        run([py, test_docs, api_md, name], env=clean, cwd=scratch)
+    print("pip wheel ./python: %s, installed in a fresh venv, runs %s with "
+          "its own library" % (wheel, " and ".join(examples)))
     return 0
 
 

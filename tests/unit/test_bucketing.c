@@ -128,27 +128,6 @@ static void bx_run(bx *x, const char *passes, const char *knobs)
     assert_ptr_equal(commsched_schedule_graph(x->s), x->g);
 }
 
-static void order_text(const bx *x, char *buf, size_t size)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (uint32_t v = commsched_schedule_first(x->s); v != COMMSCHED_NONE;
-         v = commsched_schedule_next(x->s, v)) {
-        int w = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
-                         commsched_graph_node_name(x->g, v));
-        assert_true(w > 0 && (size_t)w < size - len);
-        len += (size_t)w;
-    }
-}
-
-static void expect_order(const bx *x, const char *want)
-{
-    char got[2048];
-    order_text(x, got, sizeof got);
-    if (strcmp(got, want) != 0)
-        fail_msg("order\n  got:  %s\n  want: %s", got, want);
-}
-
 static const commsched_pass_stats *pass_at(const bx *x, size_t i)
 {
     const commsched_pass_stats *p = commsched_run_pass(x->run, i);
@@ -303,7 +282,8 @@ static void test_three_all_gathers_one_bucket(void **state)
     bx_open(&x, THREE_AG);
     bx_run(&x, "bucket_all_gather", NULL);
     assert_ptr_not_equal(x.g, x.g0);
-    expect_order(&x, "act bucket_ag_0_copy_in bucket_ag_0 bucket_ag_0_wait mm");
+    tu_expect_order(x.g, x.s,
+                    "act bucket_ag_0_copy_in bucket_ag_0 bucket_ag_0_wait mm");
     const commsched_pass_stats *p = pass_at(&x, 0);
     assert_int_equal(p->kind, COMMSCHED_STATS_BUCKET);
     assert_ptr_equal(p->graph, x.g);
@@ -417,8 +397,8 @@ static void test_three_reduce_scatters_one_bucket(void **state)
     bx_open(&x, THREE_RS);
     bx_run(&x, "bucket_reduce_scatter", NULL);
     /* Issued after the last input exists; the wait where w0 was. */
-    expect_order(&x, "act g0 g1 g2 bucket_rs_0_copy_in bucket_rs_0 "
-                     "bucket_rs_0_wait opt");
+    tu_expect_order(x.g, x.s, "act g0 g1 g2 bucket_rs_0_copy_in bucket_rs_0 "
+                              "bucket_rs_0_wait opt");
     const commsched_pass_stats *p = pass_at(&x, 0);
     assert_int_equal(p->n_buckets, 1);
     expect_bucket(p, 0, "rs0,rs1,rs2", "end");
@@ -476,8 +456,8 @@ static void test_inductor_shaped_reduce_scatters(void **state)
     bx_open(&x, text);
     free(text);
     bx_run(&x, "bucket_reduce_scatter", NULL);
-    expect_order(&x, "act g0 g1 g2 bucket_rs_0_copy_in bucket_rs_0 "
-                     "bucket_rs_0_wait opt");
+    tu_expect_order(x.g, x.s, "act g0 g1 g2 bucket_rs_0_copy_in bucket_rs_0 "
+                              "bucket_rs_0_wait opt");
     expect_bucket(pass_at(&x, 0), 0, "rs0,rs1,rs2", "end");
     const commsched_graph *g = x.g;
     uint32_t wa = tu_node(g, "bucket_rs_0_wait");
@@ -644,7 +624,7 @@ static void test_dependent_all_gather_not_bucketed(void **state)
     assert_ptr_equal(x.s, x.s0);
     assert_int_equal(pass_at(&x, 0)->n_buckets, 0);
     assert_int_equal(count_kind(x.g, COMMSCHED_NODE_WAIT), 2);
-    expect_order(&x, "act ag0 w0 ag1 w1");
+    tu_expect_order(x.g, x.s, "act ag0 w0 ag1 w1");
     bx_close(&x);
 }
 
@@ -739,8 +719,9 @@ static void test_key_change_closes(void **state)
     assert_int_equal(ps->n_buckets, 2);
     expect_bucket(ps, 0, "ag0,ag1", "key");
     expect_bucket(ps, 1, "ag2,ag3", "end");
-    expect_order(&x, "act bucket_ag_0_copy_in bucket_ag_0 bucket_ag_1_copy_in "
-                     "bucket_ag_1 bucket_ag_0_wait bucket_ag_1_wait mm");
+    tu_expect_order(x.g, x.s,
+                    "act bucket_ag_0_copy_in bucket_ag_0 bucket_ag_1_copy_in "
+                    "bucket_ag_1 bucket_ag_0_wait bucket_ag_1_wait mm");
     check_rewritten(&x);
     bx_close(&x);
 }
@@ -780,8 +761,9 @@ static void test_dependency_skip(void **state)
     const commsched_pass_stats *p = pass_at(&x, 0);
     assert_int_equal(p->n_buckets, 1);
     expect_bucket(p, 0, "ag0,ag2", "end");
-    expect_order(&x, "act bucket_ag_0_copy_in bucket_ag_0 bucket_ag_0_wait f "
-                     "ag1 w1 mm");
+    tu_expect_order(x.g, x.s,
+                    "act bucket_ag_0_copy_in bucket_ag_0 bucket_ag_0_wait f "
+                    "ag1 w1 mm");
     check_rewritten(&x);
     bx_close(&x);
 
@@ -1104,8 +1086,9 @@ static void test_placement_after_last_input(void **state)
                 "{'name': 'u1', 'kind': 'compute', 'inputs': ['w1_o'], "
                 " 'outputs': [{'name': 'u1_o', 'size': 8}]}]}");
     bx_run(&x, "bucket_all_gather", NULL);
-    expect_order(&x, "act c1 bucket_ag_0_copy_in bucket_ag_0 bucket_ag_0_wait "
-                     "u0 u1");
+    tu_expect_order(x.g, x.s,
+                    "act c1 bucket_ag_0_copy_in bucket_ag_0 bucket_ag_0_wait "
+                    "u0 u1");
     check_rewritten(&x);
     bx_close(&x);
 }

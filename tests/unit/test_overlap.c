@@ -118,27 +118,6 @@ static void fx_run(fx *f, const char *passes, const char *knobs)
     assert_int_equal(commsched_schedule_check(f->s, 1, &err), COMMSCHED_OK);
 }
 
-static void order_text(const fx *f, char *buf, size_t size)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (uint32_t v = commsched_schedule_first(f->s); v != COMMSCHED_NONE;
-         v = commsched_schedule_next(f->s, v)) {
-        int w = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
-                         commsched_graph_node_name(f->g, v));
-        assert_true(w > 0 && (size_t)w < size - len);
-        len += (size_t)w;
-    }
-}
-
-static void expect_order(const fx *f, const char *want)
-{
-    char got[2048];
-    order_text(f, got, sizeof got);
-    if (strcmp(got, want) != 0)
-        fail_msg("order\n  got:  %s\n  want: %s", got, want);
-}
-
 static uint32_t pos_of(const fx *f, const char *name)
 {
     uint32_t want = tu_node(f->g, name), k = 0;
@@ -227,7 +206,7 @@ static void test_xla_all_gather_async_simple(void **state)
     int64_t pk_before, pk_after;
     measure(&f, &before, &pk_before);
     fx_run(&f, "overlap", NULL);
-    expect_order(&f, "rid cvt bcast ag c0 c1 ag_done a2");
+    tu_expect_order(f.g, f.s, "rid cvt bcast ag c0 c1 ag_done a2");
     assert_int_equal(pos_of(&f, "ag_done") + 1, pos_of(&f, "a2"));
     measure(&f, &after, &pk_after);
     assert_true(after == 3 + 5000 + 5000 + 1);
@@ -289,8 +268,9 @@ static void balance(const char *op)
                limit ? "overlap_peak_budget=inf,"
                        "overlap_max_in_flight_bytes=128"
                      : "overlap_peak_budget=inf");
-        expect_order(&f, "bcast ag0 c0 ag0_done bitcast0 ag1 c1 ag1_done "
-                         "bitcast1 a2");
+        tu_expect_order(f.g, f.s,
+                        "bcast ag0 c0 ag0_done bitcast0 ag1 c1 ag1_done "
+                        "bitcast1 a2");
         assert_true(pos_of(&f, "ag0_done") < pos_of(&f, "ag1"));
         assert_true(pos_of(&f, "ag0") < pos_of(&f, "c0") &&
                     pos_of(&f, "c0") < pos_of(&f, "ag0_done"));
@@ -352,7 +332,7 @@ static void overlapped(const char *root, int root_rt)
     char want[256];
     snprintf(want, sizeof want,
              "bcast1 ag0 bcast2 c0 ag0_done ag1 c1 ag1_done %s", root);
-    expect_order(&f, want);
+    tu_expect_order(f.g, f.s, want);
     assert_true(pos_of(&f, "ag0_done") < pos_of(&f, "ag1"));
     fx_close(&f);
 

@@ -550,3 +550,27 @@ double *tu_default_runtimes(const commsched_graph *g)
     assert_int_equal(commsched_cost_graph(g, &o, rt, NULL, &err), COMMSCHED_OK);
     return rt;
 }
+
+void tu_order_text(const commsched_graph *g, const commsched_schedule *s,
+                   char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
+         v = commsched_schedule_next(s, v)) {
+        int w = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+                         commsched_graph_node_name(g, v));
+        if (w <= 0 || (size_t)w >= size - len)
+            fail_msg("the order does not fit in %zu bytes", size);
+        len += (size_t)w;
+    }
+}
+
+void tu_expect_order(const commsched_graph *g, const commsched_schedule *s,
+                     const char *want)
+{
+    char got[4096];
+    tu_order_text(g, s, got, sizeof got);
+    if (strcmp(got, want) != 0)
+        fail_msg("order\n  got:  %s\n  want: %s", got, want);
+}

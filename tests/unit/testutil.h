@@ -54,6 +54,15 @@ commsched_graph *tu_graph_from_json(const char *json);
  * failing the test on error. Caller frees. */
 double *tu_default_runtimes(const commsched_graph *g);
 
+/* The order of schedule s as "a b c" (its nodes' names in g) into buf;
+ * fails the test when it does not fit. */
+#include "commsched/schedule.h"
+void tu_order_text(const commsched_graph *g, const commsched_schedule *s,
+                   char *buf, size_t size);
+/* Fails the test, showing both, unless s's order is `want` ("a b c"). */
+void tu_expect_order(const commsched_graph *g, const commsched_schedule *s,
+                     const char *want);
+
 /* Saves g (nodes in `order`, or the graph's order when NULL) to a malloc'ed
  * NUL-terminated string. Fails the test on error. Caller frees. */
 char *tu_graph_to_json(const commsched_graph *g, const uint32_t *order);

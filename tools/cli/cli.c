@@ -1,5 +1,6 @@
 /* commsched CLI — shared helpers. */
 #include "cli.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -134,7 +135,9 @@ int cli_bad_option(const char *sub, int argc, char **argv,
     return EXIT_INPUT;
 }
 
-FILE *cli_open_input(const char *path)
+/* Opens an input file for reading ("-": stdin), refusing a directory;
+ * prints why on failure. */
+static FILE *cli_open_input(const char *path)
 {
     if (strcmp(path, "-") == 0)
         return stdin;
@@ -192,13 +195,6 @@ char *cli_read_file(const char *path, size_t *len)
     return buf;
 }
 
-void import_options_init(import_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->clock_ghz = 1.0;
-    o->rank = -1;
-}
-
 /* What a Chakra import frees (its record arenas, the importer's and the
  * builder's tables) lies between the graph's arrays, where glibc keeps
  * its pages resident for reuse, and the passes' arrays fit those holes
@@ -218,19 +214,88 @@ void cli_release_freed_pages(void)
 #endif
 }
 
+/* The notes and warnings of an import, as the CLI has always worded
+ * them: "commsched import: note: FILE: text". */
+static void say(void *arg, commsched_import_level level, const char *file,
+                const char *text)
+{
+    (void)arg;
+    fprintf(stderr, "commsched import: %s: %s: %s\n",
+            commsched_import_level_str(level), file, text);
+}
+
+/* The reading line: begun at the first report of a stage, ended when it
+ * reports everything read (a .gz is read twice: two stages). */
+static void reading(void *arg, uint64_t done, uint64_t total)
+{
+    cli_import *ci = arg;
+    if (!ci->p)
+        return;
+    if (!ci->drawing) {
+        cli_progress_begin(ci->p, NULL, total, "commsched import: reading %s",
+                           ci->name);
+        ci->drawing = 1;
+    }
+    cli_progress_fn(ci->p, done, total);
+    if (total > 0 && done >= total) {
+        cli_progress_end(ci->p);
+        ci->drawing = 0;
+    }
+}
+
+void cli_import_begin(cli_import *ci, commsched_import_options *o,
+                      const char *path)
+{
+    const char *file = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    const char *slash = strrchr(file, '/');
+    ci->name = slash ? slash + 1 : file;
+    ci->drawing = 0;
+    /* Without memory for the line there is no line; the import runs. */
+    ci->p = calloc(1, sizeof *ci->p);
+    o->message = say;
+    o->message_arg = NULL;
+    o->progress = reading;
+    o->progress_arg = ci;
+}
+
+void cli_import_end(cli_import *ci)
+{
+    if (ci->p && ci->drawing)
+        cli_progress_end(ci->p);
+    free(ci->p);
+    ci->p = NULL;
+    ci->drawing = 0;
+}
+
+int cli_import_run(cli_importer_fn fn, const char *path,
+                   commsched_import_options *o, commsched_graph **out)
+{
+    cli_import ci;
+    cli_import_begin(&ci, o, path);
+    commsched_error err = {0};
+    commsched_status st = fn(path, o, out, &err);
+    cli_import_end(&ci);
+    return st == COMMSCHED_OK ? 0 : cli_report(NULL, &err);
+}
+
 int cli_load(const char *path, unsigned flags, commsched_graph **out)
 {
-    if (strcmp(path, "-") != 0 && import_is_chakra_et(path)) {
-        import_options o;
-        import_options_init(&o);
-        int rc = import_chakra(path, &o, out);
-        if (rc == 0)
-            cli_release_freed_pages();
-        return rc;
-    }
+    commsched_import_options o;
+    commsched_import_options_init(&o);
+    cli_import ci;
+    cli_import_begin(&ci, &o, path);
     commsched_error err = {0};
-    if (commsched_graph_load_file(path, flags, out, &err) != COMMSCHED_OK)
-        return cli_report(strcmp(path, "-") == 0 ? "<stdin>" : path, &err);
+    commsched_format format;
+    commsched_status st =
+        commsched_graph_load_any(path, flags, &o, out, &format, &err);
+    cli_import_end(&ci);
+    if (st != COMMSCHED_OK) /* a trace's error names its file already */
+        return cli_report(format == COMMSCHED_FORMAT_CHAKRA_ET ? NULL
+                          : strcmp(path, "-") == 0        ? "<stdin>"
+                                                          : path,
+                          &err);
+    if (format == COMMSCHED_FORMAT_CHAKRA_ET)
+        cli_release_freed_pages();
     return 0;
 }
 

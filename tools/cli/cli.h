@@ -7,6 +7,7 @@
 
 #include "commsched/cost.h"
 #include "commsched/graph.h"
+#include "commsched/import.h"
 
 /* Exit statuses (README.md "Usage"). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
@@ -50,21 +51,18 @@ int cli_bad_option(const char *sub, int argc, char **argv,
 int cli_did_you_mean(FILE *f, const char *prefix, const char *word, size_t len,
                      const char *const *names, size_t count, size_t stride);
 
-/* Opens an input file for reading ("-": stdin), refusing a directory.
- * On failure prints the one wording every subcommand uses for a missing
- * or unreadable file, "commsched: FILE: cannot open: <strerror>", and
- * returns NULL. */
-FILE *cli_open_input(const char *path);
-/* Reads a whole input file ("-": stdin) into a NUL-terminated malloc'ed
- * buffer (*len: its length, without the NUL; len may be NULL). On failure
- * prints why (cannot open, cannot read, out of memory) and returns NULL. */
+/* Reads a whole input file ("-": stdin; a directory refused) into a
+ * NUL-terminated malloc'ed buffer (*len: its length, without the NUL; len
+ * may be NULL). On failure prints why, in the one wording every
+ * subcommand uses ("commsched: FILE: cannot open: <strerror>", cannot
+ * read, out of memory), and returns NULL. */
 char *cli_read_file(const char *path, size_t *len);
 
-/* Loads a graph ("-" is stdin), printing a located error on failure.
- * A file that is a Chakra binary trace by content (import_is_chakra_et)
- * is imported as `commsched import chakra FILE` would, with its defaults
- * (flags do not apply: the importer orders the nodes as Chakra's feeder
- * does), so a trace goes straight to the passes without a JSON copy.
+/* Loads a graph ("-" is stdin), printing a located error on failure:
+ * commsched_graph_load_any, so a file that is a Chakra binary trace by
+ * content is imported as `commsched import chakra FILE` would, with its
+ * defaults (flags do not apply: the importer orders the nodes as Chakra's
+ * feeder does), and goes straight to the passes without a JSON copy.
  * Returns 0 or the exit code to use. */
 int cli_load(const char *path, unsigned flags, commsched_graph **out);
 /* Gives the pages of freed heap memory back to the system (glibc; nothing
@@ -121,23 +119,9 @@ const char *cli_time_ns(double ns, char *buf, size_t size);
 
 /* The passes' statistics as the seed's tables, one per pass (as JSON:
  * commsched_run_stats_write_json). */
-struct json_t;
 #include "commsched/passes.h"
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run);
-
-/* The "schedule" object of a saved graph (docs/FORMAT.md "The `schedule` object"): head's members
- * (passes, peaks, ... as the command builds them), then "stats" (run's
- * statistics, streamed by the library, never held as text), then tail's
- * members (may be NULL). Everything borrowed. */
-typedef struct cli_schedule {
-    const struct json_t *head, *tail;
-    const commsched_graph *g;
-    const commsched_run *run;
-} cli_schedule;
-/* A commsched_schedule_writer: ctx is a cli_schedule. */
-commsched_status cli_schedule_write(FILE *out, void *ctx,
-                                    commsched_error *err);
 
 /* The cost model as the CLI configures it: --device NAME|FILE and
  * --cost-model nccl|inductor. `device` holds the profile; opts.device points
@@ -222,54 +206,27 @@ const char *gen_family_name(size_t i);
 void gen_print_families(FILE *f);
 void gen_print_presets(FILE *f);
 
-/* Importers behind `commsched import` (tools/import_*.c). Each reads FILE
- * ("-": standard input), prints located errors itself and returns 0 with
- * the graph in *out (caller destroys), or the exit code. */
-/* One `--group-size NAME=K`: the size of a process group the trace names
- * but does not size (chakra, pytorch-et). */
-typedef struct import_group_size {
-    const char *name; /* borrowed from argv */
-    long size;
-} import_group_size;
-typedef struct import_options {
-    double clock_ghz; /* astra: cycles per nanosecond (default 1) */
-    long npus, mp;    /* astra: 0 = from the file, else the default */
-    int gpu_only;     /* chakra: drop CPU-side ops */
-    long ranks;       /* chakra: 0 = the trace's ngpus, else 8 */
-    int chakra_fields_only; /* chakra: ignore commsched's own attributes */
-    long rank;        /* kineto: the device to keep; -1: the only one */
-    const char *et;   /* kineto: the run's PyTorch execution trace, or NULL */
-    /* chakra, pytorch-et: group sizes given on the command line (they win
-     * over the trace's), and ASTRA-sim's comm-group file (chakra), or
-     * NULL. */
-    const import_group_size *group_sizes;
-    size_t n_group_sizes;
-    const char *comm_groups;
-    /* kineto, pytorch-et: what parsing a JSON trace may take in memory
-     * (--max-memory), 0: trace_json.h's default */
-    uint64_t max_memory;
-} import_options;
-/* The defaults every importer starts from: 1 cycle per ns, sizes from the
- * file, no rank chosen (-1: the only one), no option given. */
-void import_options_init(import_options *o);
-int import_astra(const char *path, const import_options *o,
-                 commsched_graph **out);
-/* Prints the ASTRA-sim parallelism policies and comm types import astra
- * reads, one per line after `indent` (the importer's own table). */
-void import_astra_policies(FILE *f, const char *indent);
-int import_chakra(const char *path, const import_options *o,
-                  commsched_graph **out);
-/* 1 when the file at path is a Chakra binary trace (.et) by content, 0
- * otherwise (JSON, anything else, a file that cannot be read, or one
- * that is not a regular file: a pipe cannot be read twice). */
-int import_is_chakra_et(const char *path);
-int import_kineto(const char *path, const import_options *o,
-                  commsched_graph **out);
-int import_pytorch_et(const char *path, const import_options *o,
-                      commsched_graph **out);
-/* XLA HLO text (tools/import/hlo.h); takes no option. */
-int import_hlo(const char *path, const import_options *o,
-               commsched_graph **out);
+/* The importers (include/commsched/import.h) as the CLI runs them: the
+ * options' callbacks print notes and warnings as "commsched import:
+ * note: FILE: text" and draw "commsched import: reading FILE" on a
+ * terminal (progress.h). cli_import_begin sets them on o (after
+ * commsched_import_options_init); `path` names the reading line. */
+typedef struct cli_import {
+    struct cli_progress *p; /* malloc'ed by cli_import_begin */
+    const char *name;       /* the file's base name, for the line */
+    int drawing;
+} cli_import;
+void cli_import_begin(cli_import *ci, commsched_import_options *o,
+                      const char *path);
+void cli_import_end(cli_import *ci);
+/* Runs an importer with o: 0 with *out, or after printing the located
+ * error "commsched: FILE...: why" the exit code (cli_exit_code). */
+typedef commsched_status (*cli_importer_fn)(const char *path,
+                                            const commsched_import_options *o,
+                                            commsched_graph **out,
+                                            commsched_error *err);
+int cli_import_run(cli_importer_fn fn, const char *path,
+                   commsched_import_options *o, commsched_graph **out);
 /* `info --measured TRACE` and `report --measured TRACE`
  * (measured_overlap.c): prints to f the Kineto trace's comm/comp overlap
  * by HTA's definition beside the simulated figures. rank: the device to
@@ -279,15 +236,5 @@ int import_hlo(const char *path, const import_options *o,
 int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
                          FILE *f, commsched_graph **g_out,
                          commsched_schedule **s_out, commsched_run **run_out);
-
-/* `export chakra` (tools/import/export_chakra.c): writes PREFIX.<rank>.et
- * for ranks 0..ranks-1 (ranks 0: the largest group's size), runtime[i]
- * the duration of node i in ns; exact: also the commsched.* attributes
- * that give the exact graph back on import. All files or none; returns 0
- * or the exit code after printing why. */
-int export_chakra(const commsched_graph *g, const double *runtime,
-                  const char *prefix, long ranks, int exact);
-/* The most files (ranks) one export writes, given or by default. */
-#define EXPORT_MAX_RANKS (1L << 20)
 
 #endif /* COMMSCHED_CLI_H */

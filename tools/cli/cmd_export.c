@@ -1,11 +1,152 @@
 /* commsched export chakra GRAPH -o PREFIX — write a graph in another
- * tool's format (tools/import/export_chakra.c; docs/WORKLOADS.md). */
+ * tool's format (commsched_export_chakra, src/import/export_chakra.c;
+ * docs/WORKLOADS.md), one file per rank, all or none. */
+#include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "commsched/import.h"
+#include "progress.h"
+
+/* 1 when SIGINT, SIGTERM or SIGHUP (blocked) has arrived. */
+static int interrupted(void)
+{
+    sigset_t pending;
+    return sigpending(&pending) == 0 &&
+           (sigismember(&pending, SIGINT) == 1 ||
+            sigismember(&pending, SIGTERM) == 1 ||
+            sigismember(&pending, SIGHUP) == 1);
+}
+
+/* Copies the finished rank-0 file into another rank's output. */
+static int copy_file(const char *from, FILE *to)
+{
+    FILE *in = fopen(from, "rb");
+    if (!in)
+        return -1;
+    char b[65536];
+    size_t got;
+    int rc = 0;
+    while ((got = fread(b, 1, sizeof b, in)) > 0)
+        if (fwrite(b, 1, got, to) != got) {
+            rc = -1;
+            break;
+        }
+    if (ferror(in))
+        rc = -1;
+    fclose(in);
+    return rc;
+}
+
+/* Writes PREFIX.<rank>.et for ranks 0..ranks-1 (ranks 0: the largest
+ * group's size), all files or none, Ctrl-C included. */
+static int export_files(const commsched_graph *g, const double *runtime,
+                        const char *prefix, long ranks, int exact)
+{
+    /* All or nothing holds against Ctrl-C too: the signals wait while a
+     * file is written and are looked for between files, so an interrupt
+     * removes the ranks already written before it ends the process (once
+     * unblocked below). One file's write is the longest wait. Blocked
+     * from the start: the save below may start the library's threads (a
+     * large graph's lines are made on every core), and a thread inherits
+     * the mask it is started with; one started unblocked would take the
+     * signal itself, and its handler would end the process with the ranks
+     * already written left behind. */
+    sigset_t stop, saved;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, &saved);
+    if (ranks == 0) { /* the largest group's size */
+        ranks = commsched_export_chakra_ranks(g);
+        /* The cap --ranks has, for the default too: a group of 2^24 ranks
+         * would have started 16.7 million files. */
+        if (ranks > COMMSCHED_EXPORT_MAX_RANKS) {
+            pthread_sigmask(SIG_SETMASK, &saved, NULL);
+            fprintf(stderr,
+                    "commsched export: the graph's largest group has more "
+                    "than %ld ranks, and export writes one file per rank, at "
+                    "most %ld: give --ranks N for the files to write\n",
+                    COMMSCHED_EXPORT_MAX_RANKS, COMMSCHED_EXPORT_MAX_RANKS);
+            return EXIT_RUNTIME;
+        }
+    }
+    int rc = 0;
+    size_t plen = strlen(prefix) + 32;
+    char *path = malloc(plen), *first = malloc(plen);
+    long done = 0;
+    if (!path || !first) {
+        fprintf(stderr, "commsched: out of memory\n");
+        rc = EXIT_RUNTIME;
+    }
+    cli_progress progress;
+    const char *base = strrchr(prefix, '/');
+    cli_progress_begin(&progress, "files", (uint64_t)ranks,
+                       "commsched export: writing %s.<rank>.et",
+                       base ? base + 1 : prefix);
+    for (long r = 0; r < ranks && rc == 0; r++) {
+        if (interrupted()) {
+            rc = EXIT_RUNTIME;
+            break;
+        }
+        snprintf(path, plen, "%s.%ld.et", prefix, r);
+        cli_out out;
+        if ((rc = cli_out_open(&out, path)) != 0)
+            break;
+        commsched_error err = {0};
+        errno = 0;
+        int bad = r == 0 ? commsched_export_chakra(g, runtime, exact, out.f,
+                                                   &err) != COMMSCHED_OK
+                         : copy_file(first, out.f);
+        if (bad && r == 0 && err.status != COMMSCHED_EIO) {
+            cli_out_abort(&out);
+            rc = cli_report(NULL, &err);
+            break;
+        }
+        if (bad) {
+            fprintf(stderr, "commsched: cannot write %s: %s\n", path,
+                    errno ? strerror(errno) : "out of memory");
+            cli_out_abort(&out);
+            rc = EXIT_RUNTIME;
+            break;
+        }
+        if ((rc = cli_out_commit(&out)) != 0)
+            break;
+        if (r == 0)
+            snprintf(first, plen, "%s", path);
+        done = r + 1;
+        cli_progress_set(&progress, (uint64_t)done);
+    }
+    cli_progress_end(&progress);
+    /* Once more, as late as can be: the last file, the line's erasure. */
+    if (interrupted()) {
+        fprintf(stderr, "commsched export: interrupted: removing the %ld "
+                        "file%s already written\n",
+                done, done == 1 ? "" : "s");
+        rc = EXIT_RUNTIME;
+    }
+    if (rc != 0) /* all or nothing: remove the ranks already written */
+        for (long r = 0; r < done; r++) {
+            snprintf(path, plen, "%s.%ld.et", prefix, r);
+            remove(path);
+        }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL); /* a pending signal ends us */
+    if (rc == 0)
+        fprintf(stderr,
+                "commsched export: note: %ld file%s %s.<rank>.et, %u nodes "
+                "each\n",
+                ranks, ranks == 1 ? "" : "s", prefix,
+                commsched_graph_node_count(g));
+    free(path);
+    free(first);
+    return rc;
+}
 
 static void usage(FILE *f)
 {
@@ -52,10 +193,10 @@ int cmd_export(int argc, char **argv)
         case O_RANKS: {
             char *end = NULL;
             ranks = strtol(optarg, &end, 10);
-            if (!*optarg || *end || ranks < 1 || ranks > EXPORT_MAX_RANKS)
+            if (!*optarg || *end || ranks < 1 || ranks > COMMSCHED_EXPORT_MAX_RANKS)
                 return cli_usage_error("export",
                                        "--ranks expects 1..%ld, got \"%s\"",
-                                       EXPORT_MAX_RANKS, optarg);
+                                       COMMSCHED_EXPORT_MAX_RANKS, optarg);
             break;
         }
         case O_DEVICE: device = optarg; break;
@@ -85,7 +226,7 @@ int cmd_export(int argc, char **argv)
         return rc;
     double *runtime = NULL;
     if ((rc = cli_estimate(g, &cost, &runtime, NULL)) == 0)
-        rc = export_chakra(g, runtime, prefix, ranks, exact);
+        rc = export_files(g, runtime, prefix, ranks, exact);
     free(runtime);
     commsched_graph_destroy(g);
     return rc;

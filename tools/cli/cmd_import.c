@@ -7,20 +7,20 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commsched/import.h"
 #include "progress.h"
 
 /* The importers: `import FORMAT` runs the one named here; the usage line
  * and the unknown-format message are printed from this table. */
 static const struct {
     const char *name;
-    int (*run)(const char *path, const import_options *o,
-               commsched_graph **out);
+    cli_importer_fn run;
 } formats[] = {
-    {"astra", import_astra},
-    {"chakra", import_chakra},
-    {"hlo", import_hlo},
-    {"kineto", import_kineto},
-    {"pytorch-et", import_pytorch_et},
+    {"astra", commsched_import_astra},
+    {"chakra", commsched_import_chakra},
+    {"hlo", commsched_import_hlo},
+    {"kineto", commsched_import_kineto},
+    {"pytorch-et", commsched_import_pytorch_et},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -36,7 +36,11 @@ static void usage(FILE *f)
             "\n"
             "  astra    ASTRA-sim 1.0 text workload, every policy the format\n"
             "           defines:\n");
-    import_astra_policies(f, "             ");
+    const char *what, *name;
+    for (size_t i = 0; (name = commsched_import_astra_policy(i, &what)); i++)
+        fprintf(f, "             %-32s %s\n", name, what);
+    fprintf(f, "             comm types: NONE ALLREDUCE ALLGATHER "
+               "REDUCESCATTER ALLTOALL\n               ALLREDUCEALLTOALL\n");
     fprintf(f,
             "  chakra   Chakra execution trace: binary .et (protobuf, what\n"
             "           ASTRA-sim reads) or the simple JSON form\n"
@@ -111,7 +115,7 @@ static int positive(const char *s, long *out)
 
 /* NAME=K, K in 1..COMMSCHED_MAX_GROUP_SIZE (the last '=' separates: a
  * group name may hold one). */
-static int group_size_arg(char *arg, import_group_size *out)
+static int group_size_arg(char *arg, commsched_import_group_size *out)
 {
     char *eq = strrchr(arg, '=');
     long k = 0;
@@ -127,12 +131,12 @@ static int group_size_arg(char *arg, import_group_size *out)
     return 0;
 }
 
-static int run_import(int argc, char **argv, import_group_size *sizes);
+static int run_import(int argc, char **argv, commsched_import_group_size *sizes);
 
 int cmd_import(int argc, char **argv)
 {
     /* each --group-size takes one argument at least */
-    import_group_size *sizes = malloc((size_t)argc * sizeof *sizes);
+    commsched_import_group_size *sizes = malloc((size_t)argc * sizeof *sizes);
     if (!sizes) {
         fprintf(stderr, "commsched: out of memory\n");
         return EXIT_RUNTIME;
@@ -142,7 +146,7 @@ int cmd_import(int argc, char **argv)
     return rc;
 }
 
-static int run_import(int argc, char **argv, import_group_size *sizes)
+static int run_import(int argc, char **argv, commsched_import_group_size *sizes)
 {
     enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS, O_RANK,
            O_ET, O_GROUP_SIZE, O_COMM_GROUP, O_MAX_MEMORY };
@@ -161,8 +165,8 @@ static int run_import(int argc, char **argv, import_group_size *sizes)
         {"max-memory", required_argument, 0, O_MAX_MEMORY},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    import_options io;
-    import_options_init(&io);
+    commsched_import_options io;
+    commsched_import_options_init(&io);
     io.group_sizes = sizes;
     const char *out_path = NULL;
     int c;
@@ -242,7 +246,7 @@ static int run_import(int argc, char **argv, import_group_size *sizes)
         fprintf(stderr, "\n");
         return EXIT_INPUT;
     }
-    int rc = formats[k].run(path, &io, &g);
+    int rc = cli_import_run(formats[k].run, path, &io, &g);
     if (rc != 0)
         return rc;
     rc = cli_write_graph(g, NULL, NULL, out_path, "import");

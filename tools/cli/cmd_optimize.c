@@ -3,12 +3,12 @@
  * run (docs/FORMAT.md "The `schedule` object"). */
 #include <getopt.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "commsched/commsched.h"
 #include "commsched/analysis.h"
 #include "commsched/cost.h"
 #include "commsched/memory.h"
@@ -145,39 +145,12 @@ static void print_report(FILE *f, const commsched_graph *g, const figures *b,
     fprintf(f, "(simulated on %s, %s model; docs/REPORTS.md)\n", device, model);
 }
 
-/* The "schedule" object of the output (docs/FORMAT.md "The `schedule` object"). */
-/* Every knob's value, so a later `commsched report` (its budget line) or a
- * reader knows exactly how this file was made. */
-static json_t *knobs_json(const commsched_knobs *k)
-{
-    json_t *o = json_object();
-    char buf[64];
-    for (size_t i = 0; o && i < commsched_knob_count(); i++)
-        if (commsched_knobs_get(k, commsched_knob_name(i), buf, sizeof buf) ==
-            0)
-            json_object_set_new(o, commsched_knob_name(i), json_string(buf));
-    return o;
-}
-
-/* The schedule's members before its "stats" (passes, peaks, dropped fake
- * edges); the knobs go after them (knobs_json). NULL on OOM. */
-static json_t *schedule_head(const char *passes, const figures *b,
-                             const figures *a, const char **dropped,
-                             uint32_t n_dropped)
-{
-    json_t *d = json_array();
-    for (uint32_t i = 0; d && i < n_dropped; i++)
-        json_array_append_new(d, json_pack("{s:s, s:s}", "from", dropped[2 * i],
-                                           "to", dropped[2 * i + 1]));
-    return json_pack("{s:s, s:{s:I}, s:{s:I}, s:o}", "passes", passes,
-                     "before", "peak_memory", (json_int_t)b->peak, "after",
-                     "peak_memory", (json_int_t)a->peak, "dropped_fake_edges",
-                     d ? d : json_array());
-}
-
-/* Runs the pipeline. A pass that rewrites the graph (bucketing) leaves *g
- * and *s pointing at a graph and schedule the run owns; *g_in and *s_in
- * then keep the loaded ones, which stay ours to destroy. Everything sized
+/* Runs the pipeline as the library's optimize does
+ * (commsched_optimize_schedule: the passes, the order checked, violated
+ * fake edges dropped: *dropped, n_dropped). A pass that rewrites the
+ * graph (bucketing) leaves *g and *s pointing at a graph and schedule
+ * the run owns; *g_in and *s_in then keep the loaded ones, which stay
+ * ours to destroy. Everything sized
  * or built for the graph follows it: the runtimes (the run's) and the
  * estimate sources (sources may be NULL, *sources NULL when not kept). */
 static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
@@ -186,12 +159,15 @@ static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
                                    commsched_cost_source **sources,
                                    const cli_cost *cost, const char *passes,
                                    const commsched_knobs *knobs, unsigned flags,
-                                   commsched_run **run, commsched_error *err)
+                                   commsched_run **run, uint32_t *n_dropped,
+                                   const char ***dropped,
+                                   commsched_error *err)
 {
     commsched_graph *g0 = *g;
     commsched_schedule *s0 = *s;
-    commsched_status st = commsched_pipeline_apply(
-        g, s, *runtime, &cost->opts, passes, knobs, flags, run, err);
+    commsched_status st = commsched_optimize_schedule(
+        g, s, *runtime, &cost->opts, passes, knobs, flags, run, n_dropped,
+        dropped, err);
     if (st != COMMSCHED_OK || *g == g0)
         return st;
     *g_in = g0;
@@ -329,7 +305,6 @@ int cmd_optimize(int argc, char **argv)
     double *runtime = NULL;
     const char **dropped = NULL;
     uint32_t n_dropped = 0;
-    json_t *head = NULL, *knobs_j = NULL; /* before and after "stats" */
     figures before, after;
     cli_out out = {0};
     commsched_sim_totals sim_before, sim_after;
@@ -366,19 +341,16 @@ int cmd_optimize(int argc, char **argv)
          (commsched_sim_create(g, &html_before, &err) != COMMSCHED_OK ||
           commsched_sim_run_schedule(html_before, s, runtime, &curve,
                                      &err) != COMMSCHED_OK)) ||
-        run_passes(&g, &s, &g_in, &s_in, &runtime, &sources,
-                   &cost, passes, knobs, pipe_flags, &run, &err) !=
+        run_passes(&g, &s, &g_in, &s_in, &runtime, &sources, &cost, passes,
+                   knobs, pipe_flags, &run, &n_dropped, &dropped, &err) !=
             COMMSCHED_OK ||
-        commsched_schedule_check(s, 0, &err) != COMMSCHED_OK ||
         measure(s, &after, &err) != COMMSCHED_OK ||
         (report &&
          simulate(g, s, runtime, &sim_after, &err) != COMMSCHED_OK) ||
         (html &&
          (commsched_sim_create(g, &html_after, &err) != COMMSCHED_OK ||
           commsched_sim_run_schedule(html_after, s, runtime, &curve, &err) !=
-              COMMSCHED_OK)) ||
-        commsched_graph_drop_violated_fake_edges(g, s, &n_dropped, &dropped,
-                                                 &err) != COMMSCHED_OK)
+              COMMSCHED_OK)))
         goto fail;
     /* Made after the passes, whose peak it would add to (4 B a node), for
      * the graph they leave. */
@@ -389,18 +361,25 @@ int cmd_optimize(int argc, char **argv)
     }
     if (commsched_schedule_to_array(s, order, &err) != COMMSCHED_OK)
         goto fail;
-    head = schedule_head(passes, &before, &after, dropped, n_dropped);
-    knobs_j = json_pack("{s:o}", "knobs", knobs_json(knobs));
-    if (!head || !knobs_j) {
-        commsched_error_set(&err, COMMSCHED_ENOMEM, NULL, "out of memory");
-        goto fail;
-    }
     double t_saving = cli_now();
     if ((rc = cli_out_open(&out, out_path)) != 0)
         goto done;
-    cli_schedule sched = {head, knobs_j, g, run};
-    if (commsched_graph_save_stream_with(g, order, cli_schedule_write, &sched,
-                                         out.f, &err) != COMMSCHED_OK) {
+    /* The "schedule" object (docs/FORMAT.md): the library's writer. */
+    commsched_schedule_record sched;
+    commsched_schedule_record_init(&sched);
+    sched.passes = passes;
+    sched.peak_before = before.peak;
+    sched.peak_after = after.peak;
+    sched.has_dropped = 1;
+    sched.dropped = dropped;
+    sched.n_dropped = n_dropped;
+    sched.g = g;
+    sched.run = run;
+    sched.knobs = knobs;
+    if (commsched_graph_save_stream_with(g, order,
+                                         commsched_schedule_record_write,
+                                         &sched, out.f, &err) !=
+        COMMSCHED_OK) {
         cli_out_abort(&out);
         goto fail;
     }
@@ -476,8 +455,6 @@ int cmd_optimize(int argc, char **argv)
 fail:
     rc = cli_report(in_name, &err);
 done:
-    json_decref(head);
-    json_decref(knobs_j);
     free(rows);
     free(sources);
     commsched_sim_destroy(html_before);

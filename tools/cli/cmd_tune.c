@@ -232,54 +232,29 @@ static json_t *result_json(const commsched_tune_result *r, double budget,
     return o;
 }
 
-/* The "schedule" object of the written file: what optimize records, and
- * which tune candidate it was. Its members before "stats" go to *head,
- * the "tune" member after them to *tail; 0, or -1 on OOM (both then
- * NULL). */
-static int schedule_json(const commsched_tune_candidate *c, size_t index,
-                         double budget, const commsched_result *res,
-                         json_t **head, json_t **tail)
+/* The candidate's knobs ("k=v,k=v", what it set over the defaults) as a
+ * knob table (*out; NULL on OOM). */
+static commsched_knobs *candidate_knobs(const commsched_tune_candidate *c)
 {
     commsched_error err = {0};
     commsched_knobs *k = NULL;
-    json_t *kj = json_object();
-    if (commsched_knobs_create(&k, &err) == COMMSCHED_OK && kj) {
-        char *copy = malloc(strlen(c->knobs) + 1);
-        if (copy) {
-            strcpy(copy, c->knobs);
-            for (char *kv = strtok(copy, ","); kv; kv = strtok(NULL, ",")) {
-                char *eq = strchr(kv, '=');
-                if (eq) {
-                    *eq = '\0';
-                    commsched_knobs_set(k, kv, eq + 1, &err);
-                }
-            }
-            free(copy);
-        }
-        char buf[64];
-        for (size_t i = 0; i < commsched_knob_count(); i++)
-            if (commsched_knobs_get(k, commsched_knob_name(i), buf,
-                                    sizeof buf) == 0)
-                json_object_set_new(kj, commsched_knob_name(i),
-                                    json_string(buf));
+    if (commsched_knobs_create(&k, &err) != COMMSCHED_OK)
+        return NULL;
+    char *copy = malloc(strlen(c->knobs) + 1);
+    if (!copy) {
+        commsched_knobs_destroy(k);
+        return NULL;
     }
-    commsched_knobs_destroy(k);
-    *head = json_pack(
-        "{s:s, s:{s:I}, s:{s:I}, s:o}", "passes", c->passes, "before",
-        "peak_memory",
-        (json_int_t)commsched_result_before(res)->peak_memory_step, "after",
-        "peak_memory",
-        (json_int_t)commsched_result_after(res)->peak_memory_step, "knobs",
-        kj ? kj : json_object());
-    *tail = json_pack("{s:{s:I, s:o}}", "tune", "candidate",
-                      (json_int_t)index, "budget",
-                      isinf(budget) ? json_string("inf") : json_real(budget));
-    if (*head && *tail)
-        return 0;
-    json_decref(*head);
-    json_decref(*tail);
-    *head = *tail = NULL;
-    return -1;
+    strcpy(copy, c->knobs);
+    for (char *kv = strtok(copy, ","); kv; kv = strtok(NULL, ",")) {
+        char *eq = strchr(kv, '=');
+        if (eq) {
+            *eq = '\0';
+            commsched_knobs_set(k, kv, eq + 1, &err);
+        }
+    }
+    free(copy);
+    return k;
 }
 
 /* Runs the best candidate again (deterministic) and writes its order. */
@@ -290,7 +265,7 @@ static int write_best(const char *out_path, const commsched_graph *g,
     commsched_error err = {0};
     commsched_optimize_options *opts = NULL;
     commsched_result *res = NULL;
-    json_t *head = NULL, *tail = NULL;
+    commsched_knobs *knobs = NULL;
     cli_out out = {0};
     int rc = 0;
     size_t best = commsched_tune_best(r);
@@ -305,8 +280,7 @@ static int write_best(const char *out_path, const commsched_graph *g,
         rc = cli_report(NULL, &err);
         goto done;
     }
-    if (schedule_json(commsched_tune_candidate_at(r, best), best, budget, res,
-                      &head, &tail) != 0) {
+    if (!(knobs = candidate_knobs(commsched_tune_candidate_at(r, best)))) {
         fprintf(stderr, "commsched: out of memory\n");
         rc = EXIT_RUNTIME;
         goto done;
@@ -314,19 +288,29 @@ static int write_best(const char *out_path, const commsched_graph *g,
     if ((rc = cli_out_open(&out, out_path)) != 0)
         goto done;
     *to_stdout = out.f == stdout;
-    cli_schedule sched = {head, tail, commsched_result_graph(res),
-                          commsched_result_run(res)};
+    /* The "schedule" object (docs/FORMAT.md): what optimize records, and
+     * which candidate it was; the library's writer. */
+    commsched_schedule_record sched;
+    commsched_schedule_record_init(&sched);
+    sched.passes = commsched_tune_candidate_at(r, best)->passes;
+    sched.peak_before = commsched_result_before(res)->peak_memory_step;
+    sched.peak_after = commsched_result_after(res)->peak_memory_step;
+    sched.g = commsched_result_graph(res);
+    sched.run = commsched_result_run(res);
+    sched.knobs = knobs;
+    sched.tune_candidate = (long)best;
+    sched.tune_budget = budget;
     if (commsched_graph_save_stream_with(
             commsched_result_graph(res), commsched_result_order(res),
-            cli_schedule_write, &sched, out.f, &err) != COMMSCHED_OK) {
+            commsched_schedule_record_write, &sched, out.f, &err) !=
+        COMMSCHED_OK) {
         cli_out_abort(&out);
         rc = cli_report(NULL, &err);
         goto done;
     }
     rc = cli_out_commit(&out);
 done:
-    json_decref(head);
-    json_decref(tail);
+    commsched_knobs_destroy(knobs);
     commsched_result_destroy(res);
     commsched_optimize_options_destroy(opts);
     return rc;

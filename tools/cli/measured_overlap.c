@@ -15,7 +15,6 @@
 #include "commsched/passes.h"
 #include "commsched/schedule.h"
 #include "commsched/simulate.h"
-#include "kineto.h"
 
 /* HTA's figure on a simulated timeline: the compute time that ran while
  * each async collective was in flight (overlapped_ns), over the
@@ -44,10 +43,12 @@ int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
                          FILE *f, commsched_graph **g_out,
                          commsched_schedule **s_out, commsched_run **run_out)
 {
-    import_options io;
-    import_options_init(&io);
+    commsched_import_options io;
+    commsched_import_options_init(&io);
     io.rank = rank;
-    kineto *k = NULL;
+    cli_import ci;
+    cli_import_begin(&ci, &io, trace);
+    commsched_kineto *k = NULL;
     commsched_graph *g = NULL;
     commsched_schedule *s = NULL;
     commsched_sim *sim = NULL;
@@ -55,14 +56,20 @@ int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
     commsched_knobs *knobs = NULL;
     double *runtime = NULL;
     commsched_error err = {0};
-    int rc = kineto_load(trace, &io, &k);
-    if (rc)
-        return rc;
+    int rc = 0;
+    if (commsched_kineto_open(trace, &io, &k, &err) != COMMSCHED_OK) {
+        rc = cli_report(NULL, &err);
+        goto done;
+    }
     double comm_us;
-    double measured = kineto_overlap(k, &comm_us);
-    long r = kineto_rank(k) >= 0 ? kineto_rank(k) : kineto_device(k);
-    if ((rc = kineto_build(k, &io, &g)) != 0 ||
-        (rc = cli_estimate(g, cost, &runtime, NULL)) != 0)
+    double measured = commsched_kineto_overlap(k, &comm_us);
+    long r = commsched_kineto_rank(k) >= 0 ? commsched_kineto_rank(k)
+                                           : commsched_kineto_device(k);
+    if (commsched_kineto_graph(k, &io, &g, &err) != COMMSCHED_OK) {
+        rc = cli_report(NULL, &err);
+        goto done;
+    }
+    if ((rc = cli_estimate(g, cost, &runtime, NULL)) != 0)
         goto done;
     if (commsched_sim_create(g, &sim, &err) != COMMSCHED_OK ||
         commsched_sim_run(sim, NULL, runtime, NULL, &err) != COMMSCHED_OK) {
@@ -84,7 +91,7 @@ int cli_measured_overlap(const char *trace, long rank, const cli_cost *cost,
             "%s: rank %ld (device %ld): comm/comp overlap, HTA's definition "
             "(share of NCCL kernel time with a compute kernel running)\n",
             strcmp(trace, "-") == 0 ? "<stdin>" : trace, r,
-            kineto_device(k));
+            commsched_kineto_device(k));
     char t[32];
     fprintf(f, "  NCCL kernel time:        %s\n",
             cli_time_ns(comm_us * 1000.0, t, sizeof t));
@@ -112,6 +119,7 @@ done:
     commsched_schedule_destroy(s);
     free(runtime);
     commsched_graph_destroy(g);
-    kineto_destroy(k);
+    commsched_kineto_destroy(k);
+    cli_import_end(&ci);
     return rc;
 }

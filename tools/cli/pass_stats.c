@@ -2,7 +2,6 @@
  * (_format_and_log_reordering_stats / _format_and_log_sink_waits_stats):
  * an aligned table per pass; and the "schedule" object that carries them
  * (as JSON, from the library) into a saved graph. */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,41 +189,4 @@ void cli_print_pass_stats(FILE *f, const commsched_graph *g,
             fprintf(f, " peak_memory_before:%lld\n peak_memory_after:%lld\n",
                     (long long)p->peak_before, (long long)p->peak_after);
     }
-}
-
-commsched_status cli_schedule_write(FILE *out, void *ctx,
-                                   commsched_error *err)
-{
-    const cli_schedule *c = ctx;
-    /* head and tail are a few hundred bytes (passes, peaks, knobs): dumped
-     * compact, the head without its closing brace and the tail without its
-     * opening one, around the statistics the library streams. */
-    char *head = json_dumps(c->head, JSON_COMPACT);
-    char *tail = c->tail && json_object_size(c->tail)
-                     ? json_dumps(c->tail, JSON_COMPACT)
-                     : NULL;
-    commsched_status st = COMMSCHED_OK;
-    if (!head || (c->tail && json_object_size(c->tail) && !tail)) {
-        st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                 "out of memory");
-        goto done;
-    }
-    size_t n = strlen(head) - 1; /* without '}' */
-    if (fwrite(head, 1, n, out) != n ||
-        fputs(json_object_size(c->head) ? ",\"stats\":" : "\"stats\":",
-              out) == EOF) {
-        st = commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                 "could not write the graph");
-        goto done;
-    }
-    st = commsched_run_stats_write_json(out, c->g, c->run, 0, err);
-    if (st == COMMSCHED_OK &&
-        (tail ? fputc(',', out) == EOF || fputs(tail + 1, out) == EOF
-              : fputc('}', out) == EOF))
-        st = commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                 "could not write the graph");
-done:
-    free(head);
-    free(tail);
-    return st;
 }

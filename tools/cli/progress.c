@@ -4,7 +4,6 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -114,17 +113,9 @@ void cli_progress_fn(void *arg, uint64_t done, uint64_t total)
     cli_progress_set(p, done);
 }
 
-uint64_t cli_file_size(int fd)
-{
-    struct stat st;
-    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
-               ? (uint64_t)st.st_size
-               : 0;
-}
-
-/* The library writes the graph through one FILE, and a reader reads
- * through one, knowing nothing of progress: a stream passing every byte
- * on counts them for the line. */
+/* The library writes the graph through one FILE, knowing nothing of
+ * progress: a stream passing every byte on counts them for the line (the
+ * importers report their reading through commsched_progress_fn). */
 
 static ssize_t counted_write(void *cookie, const char *buf, size_t size)
 {
@@ -133,26 +124,6 @@ static ssize_t counted_write(void *cookie, const char *buf, size_t size)
     c->n += put;
     cli_progress_set(c->p, c->n);
     return (ssize_t)put; /* short (0 on error): fopencookie's convention */
-}
-
-static ssize_t counted_read(void *cookie, char *buf, size_t size)
-{
-    counted *c = cookie;
-    size_t got = fread(buf, 1, size, c->to);
-    c->n += got;
-    cli_progress_set(c->p, c->n);
-    return got == 0 && ferror(c->to) ? -1 : (ssize_t)got;
-}
-
-FILE *cli_progress_reader(cli_progress *p, counted *c, FILE *in)
-{
-    if (!p->on)
-        return NULL;
-    c->to = in;
-    c->p = p;
-    c->n = 0;
-    cookie_io_functions_t io = {counted_read, NULL, NULL, NULL};
-    return fopencookie(c, "r", io);
 }
 
 int cli_write_graph(const commsched_graph *g, const uint32_t *order,

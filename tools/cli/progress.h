@@ -47,23 +47,13 @@ void cli_progress_end(cli_progress *p);
  * cli_progress; total replaces the stage's total. */
 void cli_progress_fn(void *arg, uint64_t done, uint64_t total);
 
-/* The size of the regular file open on fd (what a reader's byte offset is
- * drawn against); 0 for a pipe, a terminal or an error. */
-uint64_t cli_file_size(int fd);
-
-/* A stream passing every byte on to or from `to`, counting them into p
- * (progress.c's counting streams). */
+/* A stream passing every byte on to `to`, counting them into p
+ * (progress.c's counting stream). */
 typedef struct counted {
     FILE *to;
     cli_progress *p;
     uint64_t n;
 } counted;
-
-/* A stream reading `in` from where it stands and drawing the bytes read
- * on p (begun with the file's size as total); c holds its state and must
- * outlive it. NULL when p is off or on failure: read `in` itself. fclose
- * the result when done; it leaves `in` open. */
-FILE *cli_progress_reader(cli_progress *p, counted *c, FILE *in);
 
 /* Writes g as cli_out_open + commsched_graph_save_stream + commit (abort on
  * any failure, so no partial or temporary file is left), drawing

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "gen_internal.h"
 
 int gen_grow(gen *g, void **arr, size_t *cap, size_t need, size_t elem)

@@ -9,15 +9,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "cli.h"
-#include "progress.h"
 #include "trace_json.h"
 
 /* A decompressed trace larger than this is refused rather than let a
  * gzip bomb take the machine's memory. */
 #define MAX_TRACE_BYTES ((size_t)4 << 30)
 
-int trace_fail(const char *file, const char *path, const char *fmt, ...)
+int trace_fail(import_diag *d, const char *file, const char *path,
+               const char *fmt, ...)
 {
     char text[COMMSCHED_ERROR_TEXT_LENGTH];
     va_list ap;
@@ -26,7 +25,7 @@ int trace_fail(const char *file, const char *path, const char *fmt, ...)
     va_end(ap);
     commsched_error err = {0};
     commsched_error_set(&err, COMMSCHED_ESCHEMA, path, "%s", text);
-    return cli_report(file, &err);
+    return import_report(d, file, &err);
 }
 
 /* What jansson's tree of a text will take, counted as the text goes by
@@ -79,7 +78,8 @@ static void scan(cost_scan *c, const unsigned char *p, size_t n)
  * and kept. */
 typedef struct gz_feed {
     gzFile gz;
-    cli_progress *progress;
+    import_diag *d;
+    uint64_t total; /* the file's size (0: a pipe) */
     size_t len;  /* decompressed bytes so far */
     int failed;  /* 1: zlib's error, 2: past MAX_TRACE_BYTES */
 } gz_feed;
@@ -100,46 +100,47 @@ static size_t gz_feed_read(void *buf, size_t size, void *arg)
     f->len += (size_t)got;
     /* The compressed offset: what the file's size measures. */
     z_off_t at = gzoffset(f->gz);
-    cli_progress_set(f->progress, at > 0 ? (uint64_t)at : f->len);
+    import_progress(f->d, at > 0 ? (uint64_t)at : f->len, f->total);
     return (size_t)got;
 }
 
 /* zlib's gzread treats a stream that ends early (Z_BUF_ERROR: the
  * deflate data or the gzip trailer with its CRC-32 and length cut off) as
  * the end of the file, so a truncated .gz read as if whole: at the end of
- * a read, that is an error too. 0, or the exit code after printing it. */
-static int gz_status(const char *file, gzFile gz, const gz_feed *f)
+ * a read, that is an error too. 0, or the code after recording it. */
+static int gz_status(import_diag *d, const char *file, gzFile gz,
+                     const gz_feed *f)
 {
     int zerr = Z_OK;
     const char *msg = gzerror(gz, &zerr);
     if (f->failed == 2) {
-        fprintf(stderr, "commsched: %s: more than %zu bytes of JSON\n", file,
-                MAX_TRACE_BYTES);
-        return EXIT_INPUT;
+        return import_fail(d, COMMSCHED_ESCHEMA,
+                           "%s: more than %zu bytes of JSON", file,
+                           MAX_TRACE_BYTES);
     }
     if (!f->failed && zerr == Z_BUF_ERROR && !gzdirect(gz)) {
-        fprintf(stderr, "commsched: %s: gzip: the file ends early (its "
-                        "trailer, the CRC-32 and length check, is cut "
-                        "off)\n",
-                file);
-        return EXIT_INPUT;
+        return import_fail(d, COMMSCHED_ESCHEMA,
+                           "%s: gzip: the file ends early (its "
+                           "trailer, the CRC-32 and length check, is cut "
+                           "off)",
+                           file);
     }
     if (f->failed == 1 || (zerr != Z_OK && zerr != Z_BUF_ERROR)) {
         const char *fdname = strstr(msg, ">: "); /* "<fd:3>: " says nothing */
         if (strncmp(msg, "<fd:", 4) == 0 && fdname)
             msg = fdname + 3;
-        fprintf(stderr, "commsched: %s: gzip: %s\n", file, msg);
-        return EXIT_INPUT;
+        return import_fail(d, COMMSCHED_ESCHEMA, "%s: gzip: %s", file, msg);
     }
     return 0;
 }
 
 /* Reads the whole text once, counting what its tree will cost; keeps it
- * in *text (malloc'ed) when keep. 0, or an exit code after printing. */
-static int scan_text(const char *file, gzFile gz, cli_progress *progress,
-                     int keep, uint64_t limit, char **text, size_t *len)
+ * in *text (malloc'ed) when keep. 0, or the code after recording why. */
+static int scan_text(import_diag *d, const char *file, gzFile gz,
+                     uint64_t total, int keep, uint64_t limit, char **text,
+                     size_t *len)
 {
-    gz_feed feed = {gz, progress, 0, 0};
+    gz_feed feed = {gz, d, total, 0, 0};
     cost_scan c = {0};
     size_t cap = 0;
     char chunk[65536], *buf = NULL;
@@ -157,8 +158,8 @@ static int scan_text(const char *file, gzFile gz, cli_progress *progress,
                 char *nb = realloc(buf, ncap);
                 if (!nb) {
                     free(buf);
-                    fprintf(stderr, "commsched: %s: out of memory\n", file);
-                    return EXIT_RUNTIME;
+                    return import_fail(d, COMMSCHED_ENOMEM,
+                                       "%s: out of memory", file);
                 }
                 buf = nb;
                 cap = ncap;
@@ -168,18 +169,17 @@ static int scan_text(const char *file, gzFile gz, cli_progress *progress,
         if (c.bytes + (keep ? feed.len : 0) > limit)
             break; /* over already: no need to read on */
     }
-    int rc = gz_status(file, gz, &feed);
+    int rc = gz_status(d, file, gz, &feed);
     uint64_t need = c.bytes + (keep ? feed.len : 0);
     if (rc == 0 && need > limit) {
-        char a[32], b[32], d[32];
-        fprintf(stderr,
-                "commsched: %s: parsing this trace would take more than %s "
+        char a[32], b[32], l[32];
+        rc = import_fail(d, COMMSCHED_ENOMEM,
+                         "%s: parsing this trace would take more than %s "
                 "of memory (%s of text read); the limit is --max-memory "
-                "%s\n",
-                file, cli_bytes((double)need, a, sizeof a),
-                cli_bytes((double)feed.len, b, sizeof b),
-                cli_bytes((double)limit, d, sizeof d));
-        rc = EXIT_RUNTIME;
+                         "%s",
+                         file, import_bytes((double)need, a, sizeof a),
+                         import_bytes((double)feed.len, b, sizeof b),
+                         import_bytes((double)limit, l, sizeof l));
     }
     if (rc != 0) {
         free(buf);
@@ -190,49 +190,46 @@ static int scan_text(const char *file, gzFile gz, cli_progress *progress,
     return 0;
 }
 
-int trace_json_syntax_error(const char *file, const json_error_t *je,
-                            const char *where)
+int trace_json_syntax_error(import_diag *d, const char *file,
+                            const json_error_t *je, const char *where)
 {
     enum json_error_code code = json_error_code(je);
     /* jansson returns NULL without a message only when its lexer cannot
      * allocate its buffer. */
     if (code == json_error_out_of_memory || je->text[0] == '\0') {
-        fprintf(stderr, "commsched: %s: out of memory\n", file);
-        return EXIT_RUNTIME;
+        return import_fail(d, COMMSCHED_ENOMEM, "%s: out of memory", file);
     }
     if (je->line <= 0) {
-        fprintf(stderr, "commsched: %s: %s\n", file, je->text);
-        return EXIT_INPUT;
+        return import_fail(d, COMMSCHED_EPARSE, "%s: %s", file, je->text);
     }
     if (je->line == 1 && je->position <= 3 &&
         strstr(je->text, "near '\xEF\xBB\xBF")) {
-        fprintf(stderr, "commsched: %s:1:1: the text starts with a UTF-8 "
-                        "byte order mark (bytes EF BB BF), which JSON does "
-                        "not allow: save the file without it\n",
-                file);
-        return EXIT_INPUT;
+        return import_fail(d, COMMSCHED_EPARSE,
+                           "%s:1:1: the text starts with a UTF-8 "
+                           "byte order mark (bytes EF BB BF), which JSON does "
+                           "not allow: save the file without it",
+                           file);
     }
-    fprintf(stderr, "commsched: %s:%d:%d: %s%s\n", file, je->line,
-            je->column > 0 ? je->column : 1, je->text, where);
-    return EXIT_INPUT;
+    return import_fail(d, COMMSCHED_EPARSE, "%s:%d:%d: %s%s", file, je->line,
+                       je->column > 0 ? je->column : 1, je->text, where);
 }
 
-int trace_json_load(const char *path, uint64_t max_memory, json_t **out)
+int trace_json_load(import_diag *d, const char *path, uint64_t max_memory,
+                    json_t **out)
 {
     int is_stdin = strcmp(path, "-") == 0;
     const char *file = is_stdin ? "<stdin>" : path;
     *out = NULL;
     int fd = is_stdin ? dup(0) : open(path, O_RDONLY);
     if (fd < 0) {
-        fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
-                strerror(errno));
-        return EXIT_INPUT;
+        return import_fail(d, COMMSCHED_EIO, "%s: cannot open: %s", file,
+                           strerror(errno));
     }
-    return trace_json_load_fd(fd, file, max_memory, out);
+    return trace_json_load_fd(d, fd, file, max_memory, out);
 }
 
-int trace_json_load_fd(int fd, const char *file, uint64_t max_memory,
-                       json_t **out)
+int trace_json_load_fd(import_diag *d, int fd, const char *file,
+                       uint64_t max_memory, json_t **out)
 {
     uint64_t limit = max_memory ? max_memory : TRACE_DEFAULT_MAX_MEMORY;
     *out = NULL;
@@ -240,49 +237,46 @@ int trace_json_load_fd(int fd, const char *file, uint64_t max_memory,
     struct stat st = {0};
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         close(fd);
-        fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
-                strerror(EISDIR));
-        return EXIT_INPUT;
+        return import_fail(d, COMMSCHED_EIO, "%s: cannot open: %s", file,
+                           strerror(EISDIR));
     }
     gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
-        fprintf(stderr, "commsched: %s: cannot open: %s\n", file,
-                errno ? strerror(errno) : "out of memory");
+        import_fail(d, COMMSCHED_EIO, "%s: cannot open: %s", file,
+                    errno ? strerror(errno) : "out of memory");
         close(fd);
-        return EXIT_INPUT;
+        return IMPORT_INPUT;
     }
     /* A pipe is read once and kept; a file twice (to count, to parse),
      * where rewinding fails (a FIFO given by name) it is kept too. */
     int keep = !S_ISREG(st.st_mode) || lseek(fd, 0, SEEK_CUR) != 0;
-    cli_progress progress;
-    const char *slash = strrchr(file, '/');
-    cli_progress_begin(&progress, NULL, cli_file_size(fd),
-                       "commsched import: reading %s",
-                       slash ? slash + 1 : file);
+    uint64_t total = import_file_size(fd);
+    import_progress(d, 0, total);
     char *text = NULL;
     size_t len = 0;
-    int rc = scan_text(file, gz, &progress, keep, limit, &text, &len);
+    int rc = scan_text(d, file, gz, total, keep, limit, &text, &len);
     json_error_t jerr;
     if (rc == 0 && keep) {
         *out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     } else if (rc == 0) {
         if (gzrewind(gz) != 0) {
-            fprintf(stderr, "commsched: %s: cannot read it again: %s\n", file,
-                    strerror(errno));
-            rc = EXIT_INPUT;
+            rc = import_fail(d, COMMSCHED_EIO,
+                             "%s: cannot read it again: %s", file,
+                             strerror(errno));
         } else {
-            gz_feed feed = {gz, &progress, 0, 0};
+            gz_feed feed = {gz, d, total, 0, 0};
             *out = json_load_callback(gz_feed_read, &feed,
                                       JSON_REJECT_DUPLICATES, &jerr);
             /* The first read saw the whole stream without a gzip error. */
             if (!*out && feed.failed)
-                rc = gz_status(file, gz, &feed);
+                rc = gz_status(d, file, gz, &feed);
         }
     }
     free(text);
-    cli_progress_end(&progress);
+    /* The reading stage ends (a pipe's total is what came). */
+    import_progress(d, total ? total : (uint64_t)len, total ? total : len);
     if (rc == 0 && !*out)
-        rc = trace_json_syntax_error(file, &jerr,
+        rc = trace_json_syntax_error(d, file, &jerr,
                                      gzdirect(gz) ? ""
                                                   : " (line of the decompressed "
                                                     "text)");

@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "import_internal.h"
+
 /* What parsing a trace may take when the options give no --max-memory:
  * jansson's tree of a Kineto trace is about ten times its text. */
 #define TRACE_DEFAULT_MAX_MEMORY ((uint64_t)2 << 30)
@@ -15,28 +17,30 @@
  * kept in memory): first counting what jansson's tree of it will take,
  * then parsed, so a trace whose tree would pass max_memory bytes (0: the
  * default) is refused before it is built, naming the limit (exit 1).
- * A .gz is checked whole (a cut trailer is an error). On failure prints a
- * located error ("commsched: FILE:LINE:COL: ...", the line of the
- * decompressed text for a .gz) and returns the exit code; on success 0
+ * A .gz is checked whole (a cut trailer is an error). On failure records a
+ * located error ("FILE:LINE:COL: ...", the line of the decompressed text
+ * for a .gz) in d and returns its code; on success 0
  * and *out (caller decrefs). */
-int trace_json_load(const char *path, uint64_t max_memory, json_t **out);
+int trace_json_load(import_diag *d, const char *path, uint64_t max_memory,
+                    json_t **out);
 /* The same from an open file descriptor (taken over: closed when done),
  * read from where it stands; `file` names it in messages. */
-int trace_json_load_fd(int fd, const char *file, uint64_t max_memory,
-                       json_t **out);
+int trace_json_load_fd(import_diag *d, int fd, const char *file,
+                       uint64_t max_memory, json_t **out);
 
-/* Prints jansson's failure to parse FILE as every JSON reader words it
+/* Records jansson's failure to parse FILE as every JSON reader words it
  * (src/base/json_util.c, cs_json_syntax_error, for the library's readers):
  * FILE:LINE:COL with 1-based columns and `where` appended, a byte order
- * mark said in words; returns EXIT_INPUT, or EXIT_RUNTIME after "out of
+ * mark said in words; returns IMPORT_INPUT, or IMPORT_RUNTIME after "out of
  * memory" when jansson's allocation failed. */
-int trace_json_syntax_error(const char *file, const json_error_t *je,
-                            const char *where);
+int trace_json_syntax_error(import_diag *d, const char *file,
+                            const json_error_t *je, const char *where);
 
-/* Prints "commsched: FILE: <path>: msg" and returns EXIT_INPUT. */
-int trace_fail(const char *file, const char *path, const char *fmt, ...)
+/* Records "FILE: <path>: msg" (ESCHEMA) and returns IMPORT_INPUT. */
+int trace_fail(import_diag *d, const char *file, const char *path,
+               const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "hlo.h"
+#include "import_internal.h"
 
 /* Buffers named in values: unrolled loops re-list a tuple's leaves each
  * iteration, so their count is bounded apart from the nodes'. */
@@ -582,15 +583,8 @@ static commsched_status add_wait(ctx *x, hlo_span base, const char *suffix,
     if (st != COMMSCHED_OK ||
         (st = node_names(x, v, 1, out, v, &ni)) != COMMSCHED_OK)
         return st;
-    commsched_node_spec sp = {0};
-    sp.name = pool_str(x, node);
-    sp.kind = COMMSCHED_NODE_WAIT;
-    sp.op = "wait";
-    sp.inputs = x->names;
-    sp.n_inputs = ni;
-    sp.outputs = x->outs;
-    sp.n_outputs = out->n;
-    sp.runtime_ns = sp.flops = sp.bytes = -1;
+    commsched_node_spec sp = import_wait_spec(
+        pool_str(x, node), (const char *const *)x->names, ni, x->outs, out->n);
     x->st->waits++;
     return add_node(x, &sp, at);
 }

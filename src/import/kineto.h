@@ -3,14 +3,15 @@
 #ifndef COMMSCHED_KINETO_H
 #define COMMSCHED_KINETO_H
 
-#include "cli.h"
+#include "import_internal.h"
 
 typedef struct kineto kineto;
 
 /* Reads TRACE.json[.gz] ("-": standard input) and keeps the GPU events of
- * one device (o->rank, or the only one). Prints located errors; returns 0
- * with *out (kineto_destroy it) or the exit code. */
-int kineto_load(const char *path, const import_options *o, kineto **out);
+ * one device (o->rank, or the only one). Records located errors in d;
+ * returns 0 with *out (kineto_destroy it) or the code. */
+int kineto_load(import_diag *d, const char *path,
+                const commsched_import_options *o, kineto **out);
 void kineto_destroy(kineto *k);
 
 /* The device kept, and the rank distributedInfo names (-1: none). */
@@ -27,8 +28,9 @@ long kineto_rank(const kineto *k);
  * communication kernels. */
 double kineto_overlap(const kineto *k, double *comm_us);
 
-/* The graph (docs/WORKLOADS.md); prints a note. */
-int kineto_build(const kineto *k, const import_options *o,
+/* The graph (docs/WORKLOADS.md); says a note. k reports through d for
+ * the call (so one kineto serves one call at a time). */
+int kineto_build(kineto *k, import_diag *d, const commsched_import_options *o,
                  commsched_graph **out);
 
 #endif /* COMMSCHED_KINETO_H */

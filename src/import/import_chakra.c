@@ -18,7 +18,6 @@
 
 #include "chakra_common.h"
 #include "trace_json.h"
-#include "progress.h"
 
 static int fail_at(chakra *c, const char *path, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -33,7 +32,7 @@ static int fail_at(chakra *c, const char *path, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     commsched_error_set(&c->err, COMMSCHED_ESCHEMA, path, "%s", text);
-    return cli_report(c->file, &c->err);
+    return import_report(c->d, c->file, &c->err);
 }
 
 static int get_int(chakra *c, json_t *v, const char *path, int64_t min,
@@ -57,10 +56,8 @@ static int get_ids(chakra *c, json_t *val, const char *path, int64_t **out,
     free(*out);
     *out = malloc((m ? m : 1) * sizeof **out);
     *n = 0;
-    if (!*out) {
-        fprintf(stderr, "commsched: out of memory\n");
-        return EXIT_RUNTIME;
-    }
+    if (!*out)
+        return import_oom(c->d);
     for (size_t k = 0; k < m; k++) {
         char p2[COMMSCHED_ERROR_PATH_LENGTH + 24];
         snprintf(p2, sizeof p2, "%s[%zu]", path, k);
@@ -122,7 +119,7 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
         json_t *r = json_array_get(arr, i);
         cnode *n = chakra_push(c);
         if (!n)
-            return EXIT_RUNTIME;
+            return IMPORT_RUNTIME;
         int have_id = 0, have_name = 0, have_type = 0, rc;
         int64_t comm_size = -1, tensor_size = -1;
         snprintf(path, sizeof path, "workload_graph[%zu]", i);
@@ -140,10 +137,8 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
                     return fail_at(c, path, "expected a string");
                 free(n->name);
                 n->name = strdup(json_string_value(val));
-                if (!n->name) {
-                    fprintf(stderr, "commsched: out of memory\n");
-                    return EXIT_RUNTIME;
-                }
+                if (!n->name)
+                    return import_oom(c->d);
                 have_name = 1;
             } else if (strcmp(key, "NodeType") == 0) {
                 if ((rc = get_int(c, val, path, 0, &v)) != 0)
@@ -237,12 +232,14 @@ static int read_records(chakra *c, json_t *root, long *ngpus)
     return 0;
 }
 
-int import_chakra_json(const char *path, FILE *in, const import_options *o,
+int import_chakra_json(import_diag *d, const char *path, FILE *in,
+                       const commsched_import_options *o,
                        commsched_graph **out)
 {
     chakra c;
     memset(&c, 0, sizeof c);
     c.file = path;
+    c.d = d;
     /* Plain or gzip, its tree's memory bounded (trace_json.h): Chakra's
      * JSON traces run to megabytes (its own test data's chakra.0.json is
      * 4.9 MB), and compress tenfold. */
@@ -255,12 +252,11 @@ int import_chakra_json(const char *path, FILE *in, const import_options *o,
         fd = -1;
     }
     if (fd < 0) {
-        fprintf(stderr, "commsched: %s: cannot read: %s\n", path,
-                strerror(errno));
-        return EXIT_RUNTIME;
+        return import_fail(d, COMMSCHED_ELIBRARY, "%s: cannot read: %s",
+                           path, strerror(errno));
     }
     json_t *root = NULL;
-    int lrc = trace_json_load_fd(fd, path, o->max_memory, &root);
+    int lrc = trace_json_load_fd(d, fd, path, o->max_memory, &root);
     if (lrc)
         return lrc;
     long ngpus = 0;
@@ -307,7 +303,7 @@ static int looks_like_json(FILE *in)
  * start like a length ("[\n" is 91 and a protobuf tag) announces more
  * bytes than follow or does not decode, and stays JSON for the loader's
  * own error. */
-int import_is_chakra_et(const char *path)
+int commsched_import_is_chakra_et(const char *path)
 {
     FILE *in = fopen(path, "rb");
     if (!in)
@@ -325,47 +321,64 @@ int import_is_chakra_et(const char *path)
     return et;
 }
 
-int import_chakra(const char *path, const import_options *o,
-                  commsched_graph **out)
+/* A stream passing the bytes read from `in` on, reporting how many to
+ * the options' progress callback (the reading stage of a binary trace). */
+typedef struct counted {
+    FILE *in;
+    import_diag *d;
+    uint64_t n, total;
+} counted;
+
+static ssize_t counted_read(void *cookie, char *buf, size_t size)
+{
+    counted *c = cookie;
+    size_t got = fread(buf, 1, size, c->in);
+    c->n += got;
+    import_progress(c->d, c->n, c->total);
+    return got == 0 && ferror(c->in) ? -1 : (ssize_t)got;
+}
+
+int import_chakra(import_diag *d, const char *path,
+                  const commsched_import_options *o, commsched_graph **out)
 {
     int is_stdin = strcmp(path, "-") == 0;
     const char *file = is_stdin ? "<stdin>" : path;
     FILE *in = NULL;
-    if (!is_stdin && !(in = cli_open_input(path)))
-        return EXIT_INPUT;
-    if (is_stdin && !(in = tmpfile())) {
-        fprintf(stderr, "commsched: %s: cannot spool: %s\n", file,
-                strerror(errno));
-        return EXIT_RUNTIME;
-    }
+    if (!is_stdin && !(in = import_open_input(d, path)))
+        return IMPORT_INPUT;
+    if (is_stdin && !(in = tmpfile()))
+        return import_fail(d, COMMSCHED_ELIBRARY, "%s: cannot spool: %s",
+                           file, strerror(errno));
     if (is_stdin) {
         /* Standard input cannot be rewound after the sniff: spool it. */
         char buf[65536];
         size_t got;
         while ((got = fread(buf, 1, sizeof buf, stdin)) > 0)
             if (fwrite(buf, 1, got, in) != got) {
-                fprintf(stderr, "commsched: %s: cannot spool: %s\n", file,
-                        strerror(errno));
+                int rc = import_fail(d, COMMSCHED_ELIBRARY,
+                                     "%s: cannot spool: %s", file,
+                                     strerror(errno));
                 fclose(in);
-                return EXIT_RUNTIME;
+                return rc;
             }
     }
     rewind(in);
     int json = looks_like_json(in);
     rewind(in);
-    cli_progress progress;
-    counted count;
-    const char *slash = strrchr(file, '/');
-    cli_progress_begin(&progress, NULL, cli_file_size(fileno(in)),
-                       "commsched import: reading %s",
-                       slash ? slash + 1 : file);
-    FILE *via = cli_progress_reader(&progress, &count, in);
+    counted count = {in, d, 0, import_file_size(fileno(in))};
+    FILE *via = NULL;
+    if (o->progress) {
+        cookie_io_functions_t io = {counted_read, NULL, NULL, NULL};
+        via = fopencookie(&count, "r", io);
+    }
     /* The JSON reader follows the file itself (and may read it twice). */
-    int rc = json ? import_chakra_json(file, in, o, out)
-                  : import_chakra_et(file, via ? via : in, o, out);
-    if (via)
+    int rc = json ? import_chakra_json(d, file, in, o, out)
+                  : import_chakra_et(d, file, via ? via : in, o, out);
+    if (via) {
         fclose(via);
-    cli_progress_end(&progress);
+        import_progress(d, count.total ? count.total : count.n,
+                        count.total ? count.total : count.n);
+    }
     fclose(in);
     return rc;
 }

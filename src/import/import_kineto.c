@@ -74,6 +74,7 @@ typedef struct krt {
 
 typedef struct kineto {
     const char *file;
+    import_diag *d; /* the running call's, while one runs */
     kev *gpu;
     size_t n_gpu;
     kcpu *cpu;
@@ -108,11 +109,7 @@ static void kineto_free(kineto *k)
     memset(k, 0, sizeof *k);
 }
 
-static int oom(void)
-{
-    fprintf(stderr, "commsched: out of memory\n");
-    return EXIT_RUNTIME;
-}
+static int oom(const kineto *k) { return import_oom(k->d); }
 
 static int grow(void **p, size_t n, size_t *cap, size_t size)
 {
@@ -168,11 +165,11 @@ static int read_events(kineto *k, json_t *root)
 {
     char path[96];
     if (!json_is_object(root))
-        return trace_fail(k->file, "", "expected a JSON object with "
+        return trace_fail(k->d, k->file, "", "expected a JSON object with "
                                        "\"traceEvents\" (a Kineto trace)");
     json_t *evs = json_object_get(root, "traceEvents");
     if (!json_is_array(evs))
-        return trace_fail(k->file, "traceEvents",
+        return trace_fail(k->d, k->file, "traceEvents",
                           "missing or not an array (not a Kineto trace?)");
     json_t *di = json_object_get(root, "distributedInfo");
     k->world = 0;
@@ -180,13 +177,13 @@ static int read_events(kineto *k, json_t *root)
     if (di) {
         int64_t v;
         if (!json_is_object(di))
-            return trace_fail(k->file, "distributedInfo",
+            return trace_fail(k->d, k->file, "distributedInfo",
                               "expected an object");
         json_t *ws = json_object_get(di, "world_size");
         if (ws) {
             if (get_i64(ws, &v) != 0 || v < 1 ||
                 v > COMMSCHED_MAX_GROUP_SIZE)
-                return trace_fail(k->file, "distributedInfo.world_size",
+                return trace_fail(k->d, k->file, "distributedInfo.world_size",
                                   "expected an integer in 1..%u",
                                   COMMSCHED_MAX_GROUP_SIZE);
             k->world = (long)v;
@@ -201,7 +198,7 @@ static int read_events(kineto *k, json_t *root)
     json_array_foreach(evs, i, e) {
         snprintf(path, sizeof path, "traceEvents[%zu]", i);
         if (!json_is_object(e))
-            return trace_fail(k->file, path, "expected an object (an event)");
+            return trace_fail(k->d, k->file, path, "expected an object (an event)");
         const char *ph = json_string_value(json_object_get(e, "ph"));
         if (!ph || strcmp(ph, "X") != 0)
             continue; /* metadata, instants, flows */
@@ -210,14 +207,14 @@ static int read_events(kineto *k, json_t *root)
         double ts = trace_number(json_object_get(e, "ts"));
         double dur = trace_number(json_object_get(e, "dur"));
         if (!name)
-            return trace_fail(k->file, path, "a complete event (ph X) "
+            return trace_fail(k->d, k->file, path, "a complete event (ph X) "
                                              "needs a string \"name\"");
         if (!cat)
             continue;
         if (!(ts >= 0) || !(dur >= 0) || ts > 1e18 || dur > 1e15) {
             snprintf(path, sizeof path, "traceEvents[%zu].%s", i,
                      !(ts >= 0) || ts > 1e18 ? "ts" : "dur");
-            return trace_fail(k->file, path,
+            return trace_fail(k->d, k->file, path,
                               "expected a number of microseconds in "
                               "0..1e15");
         }
@@ -231,13 +228,13 @@ static int read_events(kineto *k, json_t *root)
                 get_i64(json_object_get(args, "device"), &dev) != 0 ||
                 get_i64(json_object_get(args, "stream"), &stream) != 0) {
                 snprintf(path, sizeof path, "traceEvents[%zu].args", i);
-                return trace_fail(k->file, path,
+                return trace_fail(k->d, k->file, path,
                                   "a GPU event needs integer \"device\" "
                                   "and \"stream\"");
             }
             (void)get_i64(json_object_get(args, "correlation"), &corr);
             if (grow((void **)&k->gpu, k->n_gpu, &cap_gpu, sizeof *k->gpu))
-                return oom();
+                return oom(k);
             kev *g = &k->gpu[k->n_gpu++];
             memset(g, 0, sizeof *g);
             g->ts = ts;
@@ -259,7 +256,7 @@ static int read_events(kineto *k, json_t *root)
                 get_i64(json_object_get(e, "tid"), &tid) != 0)
                 continue;
             if (grow((void **)&k->rt, k->n_rt, &cap_rt, sizeof *k->rt))
-                return oom();
+                return oom(k);
             k->rt[k->n_rt++] = (krt){corr, tid, ts};
         } else if (strcmp(cat, "cpu_op") == 0 ||
                    strcmp(cat, "user_annotation") == 0) {
@@ -267,13 +264,13 @@ static int read_events(kineto *k, json_t *root)
             if (strncmp(name, "ProfilerStep#", 13) == 0) {
                 if (grow((void **)&k->steps, k->n_steps, &cap_steps,
                          sizeof *k->steps))
-                    return oom();
+                    return oom(k);
                 k->steps[k->n_steps++] = (kstep){ts, ts + dur, name};
             }
             if (get_i64(json_object_get(e, "tid"), &tid) != 0)
                 continue;
             if (grow((void **)&k->cpu, k->n_cpu, &cap_cpu, sizeof *k->cpu))
-                return oom();
+                return oom(k);
             k->cpu[k->n_cpu++] = (kcpu){ts, ts + dur, tid, name, args, i};
         }
     }
@@ -328,7 +325,7 @@ static int op_bytes(const kineto *k, const kcpu *c, int64_t *best,
                 snprintf(path, sizeof path,
                          "traceEvents[%zu].args.Input Dims[%zu][%zu]",
                          c->rec, i, j);
-                return trace_fail(k->file, path,
+                return trace_fail(k->d, k->file, path,
                                   "%s: expected a dimension (an integer in "
                                   "0..2^53)",
                                   c->name);
@@ -341,7 +338,7 @@ static int op_bytes(const kineto *k, const kcpu *c, int64_t *best,
         if (bytes > (double)COMMSCHED_MAX_SIZE) {
             snprintf(path, sizeof path, "traceEvents[%zu].args.Input Dims[%zu]",
                      c->rec, i);
-            return trace_fail(k->file, path,
+            return trace_fail(k->d, k->file, path,
                               "%s: a tensor of %.3g bytes is beyond the "
                               "format's limit of 2^53",
                               c->name, bytes);
@@ -402,10 +399,10 @@ static int describe_collective(const kineto *k, kev *g)
     return 0;
 }
 
-static int pick_device(kineto *k, const import_options *o, int64_t *dev)
+static int pick_device(kineto *k, const commsched_import_options *o, int64_t *dev)
 {
     if (k->n_gpu == 0)
-        return trace_fail(k->file, "traceEvents",
+        return trace_fail(k->d, k->file, "traceEvents",
                           "no GPU events (kernel, gpu_memcpy, gpu_memset): "
                           "was the profiler run with CUDA activities?");
     int64_t first = k->gpu[0].device, other = first;
@@ -418,17 +415,15 @@ static int pick_device(kineto *k, const import_options *o, int64_t *dev)
                 *dev = o->rank;
                 return 0;
             }
-        fprintf(stderr,
-                "commsched: %s: no GPU events on device %ld (--rank)\n",
-                k->file, o->rank);
-        return EXIT_INPUT;
+        return import_fail(k->d, COMMSCHED_ESCHEMA,
+                           "%s: no GPU events on device %ld (--rank)",
+                           k->file, o->rank);
     }
     if (other != first) {
-        fprintf(stderr,
-                "commsched: %s: GPU events of devices %lld and %lld: choose "
-                "one with --rank\n",
-                k->file, (long long)first, (long long)other);
-        return EXIT_INPUT;
+        return import_fail(k->d, COMMSCHED_ESCHEMA,
+                           "%s: GPU events of devices %lld and %lld: choose "
+                           "one with --rank",
+                           k->file, (long long)first, (long long)other);
     }
     *dev = first;
     return 0;
@@ -452,7 +447,7 @@ static int warn_overlaps(const kineto *k)
 {
     const kev **by = malloc((k->n_gpu ? k->n_gpu : 1) * sizeof *by);
     if (!by)
-        return oom();
+        return oom(k);
     for (size_t i = 0; i < k->n_gpu; i++)
         by[i] = &k->gpu[i];
     sort_some(by, k->n_gpu, sizeof *by, cmp_stream_ts);
@@ -468,15 +463,15 @@ static int warn_overlaps(const kineto *k)
         }
     }
     if (count)
-        fprintf(stderr,
-                "commsched import: warning: %s: %zu GPU event%s start%s "
-                "before the previous one on %s stream ends, first "
-                "traceEvents[%zu] (stream %lld, %.3f us before "
-                "traceEvents[%zu] ends): a stream runs one kernel at a "
-                "time, so these durations are doubtful\n",
-                k->file, count, count == 1 ? "" : "s", count == 1 ? "s" : "",
-                count == 1 ? "its" : "their", b->rec, (long long)b->stream,
-                a->ts + a->dur - b->ts, a->rec);
+        import_sayf(k->d, COMMSCHED_IMPORT_WARNING, k->file,
+                    "%zu GPU event%s start%s "
+                    "before the previous one on %s stream ends, first "
+                    "traceEvents[%zu] (stream %lld, %.3f us before "
+                    "traceEvents[%zu] ends): a stream runs one kernel at a "
+                    "time, so these durations are doubtful",
+                    count, count == 1 ? "" : "s", count == 1 ? "s" : "",
+                    count == 1 ? "its" : "their", b->rec, (long long)b->stream,
+                    a->ts + a->dur - b->ts, a->rec);
     free(by);
     return 0;
 }
@@ -492,7 +487,7 @@ static int cmp_step_name(const void *a, const void *b)
  * with their correlation id) starts before the last step does, on HTA's
  * rounded microseconds; the last step is left out, as the profiler often
  * stops it midway. With one step name or none, every GPU event. */
-static int select_events(kineto *k, const import_options *o)
+static int select_events(kineto *k, const commsched_import_options *o)
 {
     int64_t dev = 0;
     int rc = pick_device(k, o, &dev);
@@ -524,7 +519,7 @@ static int select_events(kineto *k, const import_options *o)
     }
     k->n_gpu = m;
     if (m == 0)
-        return trace_fail(k->file, "traceEvents",
+        return trace_fail(k->d, k->file, "traceEvents",
                           "no GPU event of device %lld was launched before "
                           "the last profiler step began (the last step is "
                           "left out, as HTA does)",
@@ -533,13 +528,15 @@ static int select_events(kineto *k, const import_options *o)
     return warn_overlaps(k);
 }
 
-int kineto_load(const char *path, const import_options *o, kineto **out)
+int kineto_load(import_diag *d, const char *path,
+                const commsched_import_options *o, kineto **out)
 {
     kineto *k = calloc(1, sizeof *k);
     if (!k)
-        return oom();
-    k->file = strcmp(path, "-") == 0 ? "<stdin>" : path;
-    int rc = trace_json_load(path, o->max_memory, &k->doc);
+        return import_oom(d);
+    k->file = import_file_name(path);
+    k->d = d;
+    int rc = trace_json_load(d, path, o->max_memory, &k->doc);
     if (rc == 0)
         rc = read_events(k, k->doc);
     if (rc == 0)
@@ -548,6 +545,7 @@ int kineto_load(const char *path, const import_options *o, kineto **out)
         kineto_destroy(k);
         return rc;
     }
+    k->d = NULL;
     *out = k;
     return 0;
 }
@@ -862,7 +860,7 @@ static int et_link(const kineto *k, pytorch_et *e, etlink *L)
     L->bytes = malloc((n ? n : 1) * sizeof *L->bytes);
     L->dep = NULL;
     if (!L->dep_off || !L->bytes)
-        return oom();
+        return oom(k);
     L->dep_off[0] = 0;
     for (size_t p = 0; p < n; p++) {
         L->bytes[p] = -1;
@@ -885,7 +883,7 @@ static int et_link(const kineto *k, pytorch_et *e, etlink *L)
                 if (nd == cap_dep &&
                     grow((void **)&L->dep, nd + 1, &cap_dep,
                          sizeof *L->dep) != 0) {
-                    rc = oom();
+                    rc = oom(k);
                     break;
                 }
                 L->dep[nd++] = q;
@@ -899,7 +897,7 @@ static int et_link(const kineto *k, pytorch_et *e, etlink *L)
                 if (b <= COMMSCHED_MAX_SIZE - ts[t].bytes)
                     b += ts[t].bytes;
                 if (w_put(&w, ts[t].storage, p) != 0) {
-                    rc = oom();
+                    rc = oom(k);
                     break;
                 }
             }
@@ -915,14 +913,15 @@ static int et_link(const kineto *k, pytorch_et *e, etlink *L)
     return rc;
 }
 
-int kineto_build(const kineto *k, const import_options *o,
-                 commsched_graph **out)
+int kineto_build(kineto *k, import_diag *d,
+                 const commsched_import_options *o, commsched_graph **out)
 {
+    k->d = d;
     size_t n = k->n_gpu;
     pytorch_et *et = NULL;
     etlink L = {NULL, NULL, NULL, 0, 0};
     if (o->et) {
-        int lrc = pytorch_et_load(o->et, o->max_memory, &et);
+        int lrc = pytorch_et_load(d, o->et, o->max_memory, &et);
         if (lrc == 0)
             lrc = et_link(k, et, &L);
         pytorch_et_destroy(et);
@@ -950,7 +949,7 @@ int kineto_build(const kineto *k, const import_options *o,
     long colls = 0, unsized = 0;
     if (!names || !head || !next || !in || !waits || !st_id || !st_last ||
         seg_init(&seg, k->gpu, n) != 0) {
-        rc = oom();
+        rc = oom(k);
         goto done;
     }
     for (size_t i = 0; i <= n; i++)
@@ -968,7 +967,7 @@ int kineto_build(const kineto *k, const import_options *o,
     }
     long ranks = o->ranks > 0 ? o->ranks : k->world > 0 ? k->world : 8;
     if (commsched_builder_create("kineto", &b, &err) != COMMSCHED_OK) {
-        rc = cli_report(k->file, &err);
+        rc = import_report(d, k->file, &err);
         goto done;
     }
     for (size_t p = 0; p < n; p++)
@@ -976,12 +975,11 @@ int kineto_build(const kineto *k, const import_options *o,
             /* the size scales every all-gather and reduce-scatter: never
              * assumed silently */
             if (o->ranks <= 0 && k->world <= 0)
-                fprintf(stderr,
-                        "commsched import: warning: %s: the trace does not "
-                        "give the size of group \"world\" (no "
-                        "distributedInfo.world_size): %ld ranks assumed; "
-                        "give it with --ranks N\n",
-                        k->file, ranks);
+                import_sayf(d, COMMSCHED_IMPORT_WARNING, k->file,
+                            "the trace does not give the size of group "
+                            "\"world\" (no distributedInfo.world_size): %ld "
+                            "ranks assumed; give it with --ranks N",
+                            ranks);
             (void)commsched_builder_add_group(b, "world", ranks, 0, &err);
             break;
         }
@@ -1035,9 +1033,9 @@ int kineto_build(const kineto *k, const import_options *o,
         }
         /* --et: the ET op's inputs, written by earlier kernels; a
          * collective's result is read through its wait, placed above */
-        for (size_t d = L.dep_off ? L.dep_off[p] : 0;
-             L.dep_off && d < L.dep_off[p + 1]; d++) {
-            size_t q = L.dep[d];
+        for (size_t t = L.dep_off ? L.dep_off[p] : 0;
+             L.dep_off && t < L.dep_off[p + 1]; t++) {
+            size_t q = L.dep[t];
             if (k->gpu[q].nccl)
                 continue;
             size_t j = 0;
@@ -1052,39 +1050,41 @@ int kineto_build(const kineto *k, const import_options *o,
     }
     rc = commsched_builder_finish(b, 0, out, &err) == COMMSCHED_OK
              ? 0
-             : cli_report(k->file, &err);
+             : import_report(d, k->file, &err);
     b = NULL;
     if (rc == 0) {
         double comm_us;
         double ov = kineto_overlap(k, &comm_us);
         size_t steps = k->n_step_names > 1 ? k->n_step_names - 1
                                            : k->n_step_names;
-        fprintf(stderr,
-                "commsched import: note: %s: device %lld, %zu profiler "
-                "step%s: %zu GPU events imported (%ld NCCL kernels as "
-                "collectives on %ld ranks, %ld without a size); measured "
-                "comm/comp overlap (HTA) ",
-                k->file, (long long)k->device, steps, steps == 1 ? "" : "s",
-                n, colls, ranks, unsized);
+        char overlap[64];
         if (isnan(ov))
-            fprintf(stderr, "n/a (no NCCL kernel)\n");
+            snprintf(overlap, sizeof overlap, "n/a (no NCCL kernel)");
         else
-            fprintf(stderr, "%.2f%% of %.1f us of NCCL kernel time\n",
-                    100 * ov, comm_us);
+            snprintf(overlap, sizeof overlap,
+                     "%.2f%% of %.1f us of NCCL kernel time", 100 * ov,
+                     comm_us);
+        import_sayf(d, COMMSCHED_IMPORT_NOTE, k->file,
+                    "device %lld, %zu profiler step%s: %zu GPU events "
+                    "imported (%ld NCCL kernels as collectives on %ld ranks, "
+                    "%ld without a size); measured comm/comp overlap (HTA) "
+                    "%s",
+                    (long long)k->device, steps, steps == 1 ? "" : "s", n,
+                    colls, ranks, unsized, overlap);
         if (unsized)
-            fprintf(stderr,
-                    "commsched import: warning: %s: %ld of %ld collective%s "
-                    "without a size: no nccl:* or c10d::* op around the "
-                    "launch gives \"Input Dims\" with a known \"Input "
-                    "type\"; imported as 0 bytes, so they cost their "
-                    "latency alone in the cost model\n",
-                    k->file, unsized, colls, colls == 1 ? "" : "s");
+            import_sayf(d, COMMSCHED_IMPORT_WARNING, k->file,
+                        "%ld of %ld collective%s without a size: no nccl:* "
+                        "or c10d::* op around the launch gives \"Input "
+                        "Dims\" with a known \"Input type\"; imported as 0 "
+                        "bytes, so they cost their latency alone in the cost "
+                        "model",
+                        unsized, colls, colls == 1 ? "" : "s");
         if (o->et)
-            fprintf(stderr,
-                    "commsched import: note: %s: %zu of %zu GPU events "
-                    "linked to their operator by record-function id; %zu "
-                    "host dependencies and their sizes from the ET\n",
-                    o->et, L.linked, n, L.edges);
+            import_sayf(d, COMMSCHED_IMPORT_NOTE, o->et,
+                        "%zu of %zu GPU events linked to their operator by "
+                        "record-function id; %zu host dependencies and their "
+                        "sizes from the ET",
+                        L.linked, n, L.edges);
     }
 done:
     commsched_builder_destroy(b);
@@ -1099,16 +1099,17 @@ done:
     free(L.dep_off);
     free(L.dep);
     free(L.bytes);
+    k->d = NULL;
     return rc;
 }
 
-int import_kineto(const char *path, const import_options *o,
-                  commsched_graph **out)
+int import_kineto(import_diag *d, const char *path,
+                  const commsched_import_options *o, commsched_graph **out)
 {
     kineto *k = NULL;
-    int rc = kineto_load(path, o, &k);
+    int rc = kineto_load(d, path, o, &k);
     if (rc == 0)
-        rc = kineto_build(k, o, out);
+        rc = kineto_build(k, d, o, out);
     kineto_destroy(k);
     return rc;
 }

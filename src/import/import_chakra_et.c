@@ -92,10 +92,8 @@ static int next_record(chakra *c, reader *r, size_t rec, size_t *len)
                             MAX_RECORD);
     if (v > r->cap) {
         uint8_t *t = realloc(r->buf, (size_t)v);
-        if (!t) {
-            fprintf(stderr, "commsched: out of memory\n");
-            return -EXIT_RUNTIME;
-        }
+        if (!t)
+            return -import_oom(c->d);
         r->buf = t;
         r->cap = (size_t)v;
     }
@@ -257,7 +255,7 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
 {
     cnode *n = chakra_push(c);
     if (!n)
-        return EXIT_RUNTIME;
+        return IMPORT_RUNTIME;
     size_t i = c->count - 1; /* the table index chakra_fail locates */
     n->offset = offset;
     if (m->id > INT64_MAX)
@@ -266,8 +264,7 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
     n->id = (int64_t)m->id;
     n->name = strdup(m->name ? m->name : "");
     if (!n->name) {
-        fprintf(stderr, "commsched: out of memory\n");
-        return EXIT_RUNTIME;
+        return import_fail(c->d, COMMSCHED_ENOMEM, "out of memory");
     }
     int t = (int)m->type;
     if (t < NT_METADATA || t > NT_COLL)
@@ -283,8 +280,7 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
         bad = copy_ids(m->ctrl_deps, m->n_ctrl_deps, &n->raw_ctrl,
                        &n->n_raw_ctrl);
     if (bad < 0) {
-        fprintf(stderr, "commsched: out of memory\n");
-        return EXIT_RUNTIME;
+        return import_fail(c->d, COMMSCHED_ENOMEM, "out of memory");
     }
     if (bad > 0)
         return chakra_fail(c, i, "data_deps", "an Id exceeds 2^63 - 1");
@@ -332,8 +328,7 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
             free(n->pg);
             n->pg = strdup(a->string_val);
             if (!n->pg) {
-                fprintf(stderr, "commsched: out of memory\n");
-                return EXIT_RUNTIME;
+                return import_fail(c->d, COMMSCHED_ENOMEM, "out of memory");
             }
         } else if (strcmp(key, "involved_dim") == 0) {
             if (a->value_case != COMMSCHED_CHAKRA__ATTRIBUTE__VALUE_BOOL_LIST)
@@ -348,8 +343,7 @@ static int take_node(chakra *c, const CommschedChakra__Node *m,
             free(*ext);
             *ext = strdup(a->string_val);
             if (!*ext) {
-                fprintf(stderr, "commsched: out of memory\n");
-                return EXIT_RUNTIME;
+                return import_fail(c->d, COMMSCHED_ENOMEM, "out of memory");
             }
         }
     }
@@ -409,19 +403,19 @@ static int rebuild(chakra *c, const char *header, char **nodes,
     }
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
-    if (!text) {
-        fprintf(stderr, "commsched: out of memory\n");
-        return EXIT_RUNTIME;
-    }
+    if (!text)
+        return import_oom(c->d);
     commsched_error err = {0};
     commsched_status st = commsched_graph_load_string(text, 0, out, &err);
     free(text);
     if (st != COMMSCHED_OK) {
         /* nodes[i] is record i + 1: say so beside the graph's own path */
-        fprintf(stderr, "commsched: %s: commsched.graph/commsched.node "
-                        "attributes (node i = record i + 1):\n",
-                c->file);
-        return cli_report(c->file, &err);
+        char why[COMMSCHED_ERROR_TEXT_LENGTH];
+        commsched_error_format(&err, NULL, why, sizeof why);
+        return import_fail(c->d, err.status,
+                           "%s: commsched.graph/commsched.node attributes "
+                           "(node i = record i + 1): %s",
+                           c->file, why);
     }
     return 0;
 }
@@ -446,12 +440,13 @@ int chakra_et_starts_with_metadata(FILE *in)
     return ok;
 }
 
-int import_chakra_et(const char *file, FILE *in, const import_options *o,
-                     commsched_graph **out)
+int import_chakra_et(import_diag *d, const char *file, FILE *in,
+                     const commsched_import_options *o, commsched_graph **out)
 {
     chakra c;
     memset(&c, 0, sizeof c);
     c.file = file;
+    c.d = d;
     c.binary = 1;
     reader r = {in, 0, NULL, 0};
     record_arena arena;
@@ -494,8 +489,7 @@ int import_chakra_et(const char *file, FILE *in, const import_options *o,
             break;
         }
         if (arena_reset(&arena) != 0) {
-            fprintf(stderr, "commsched: out of memory\n");
-            rc = EXIT_RUNTIME;
+            rc = import_oom(d);
             break;
         }
         CommschedChakra__Node *m =
@@ -514,8 +508,7 @@ int import_chakra_et(const char *file, FILE *in, const import_options *o,
                 size_t nc = ext_cap ? 2 * ext_cap : 64;
                 char **t = realloc(ext, nc * sizeof *t);
                 if (!t) {
-                    fprintf(stderr, "commsched: out of memory\n");
-                    rc = EXIT_RUNTIME;
+                    rc = import_oom(d);
                     break;
                 }
                 memset(t + ext_cap, 0, (nc - ext_cap) * sizeof *t);

@@ -59,6 +59,7 @@ typedef struct pgroup {
 
 struct et {
     const char *file;
+    import_diag *d; /* the running call's */
     etnode *n;
     size_t count;
     pgroup *pg;
@@ -70,11 +71,7 @@ struct et {
 };
 typedef struct et et;
 
-static int oom(void)
-{
-    fprintf(stderr, "commsched: out of memory\n");
-    return EXIT_RUNTIME;
-}
+static int oom(const et *e) { return import_oom(e->d); }
 
 /* The value of an "attrs" entry (schema 1.0.2+) or of a top-level key. */
 static json_t *field(json_t *node, const char *key)
@@ -121,7 +118,7 @@ static int io_of(et *e, size_t i, const char *which, json_t **vals,
     if (!json_is_array(*vals) ||
         (*types && !json_is_array(*types))) {
         snprintf(path, sizeof path, "nodes[%zu].%s", i, which);
-        return trace_fail(e->file, path,
+        return trace_fail(e->d, e->file, path,
                           "expected values (an array) with their types");
     }
     return 0;
@@ -138,18 +135,18 @@ static int check_tensor(et *e, size_t i, const char *which, size_t k,
     snprintf(path, sizeof path, "nodes[%zu].%s[%zu]", e->n[i].src, which, k);
     if (!json_is_array(t) || json_array_size(t) < 5 ||
         json_array_size(t) > 6)
-        return trace_fail(e->file, path,
+        return trace_fail(e->d, e->file, path,
                           "a tensor is [tensor_id, storage_id, offset, "
                           "numel, itemsize, device]");
     for (size_t j = 0; j < 5; j++)
         if (!json_is_integer(json_array_get(t, j)) ||
             json_integer_value(json_array_get(t, j)) < 0)
-            return trace_fail(e->file, path,
+            return trace_fail(e->d, e->file, path,
                               "tensor field %zu is not an integer >= 0", j);
     double numel = (double)json_integer_value(json_array_get(t, 3));
     double item = (double)json_integer_value(json_array_get(t, 4));
     if (numel * item > (double)COMMSCHED_MAX_SIZE)
-        return trace_fail(e->file, path,
+        return trace_fail(e->d, e->file, path,
                           "numel x itemsize is beyond the format's limit of "
                           "2^53 bytes");
     out->id = (int64_t)json_integer_value(json_array_get(t, 0));
@@ -169,7 +166,7 @@ static int push_tensor(et *e, size_t i, const char *which, size_t k,
         size_t nc = *cap ? 2 * *cap : 16;
         tensor *tt = realloc(*ts, nc * sizeof *tt);
         if (!tt)
-            return oom();
+            return oom(e);
         *ts = tt;
         *cap = nc;
     }
@@ -196,7 +193,7 @@ static int walk(et *e, size_t i, const char *which, size_t k, json_t *v,
         char path[96];
         snprintf(path, sizeof path, "nodes[%zu].%s[%zu]", e->n[i].src, which,
                  k);
-        return trace_fail(e->file, path, "tensor lists nested deeper than 8");
+        return trace_fail(e->d, e->file, path, "tensor lists nested deeper than 8");
     }
     size_t j;
     json_t *x;
@@ -331,36 +328,36 @@ static int read_nodes(et *e, json_t *root)
 {
     char path[96];
     if (!json_is_object(root))
-        return trace_fail(e->file, "", "expected a JSON object (a PyTorch "
+        return trace_fail(e->d, e->file, "", "expected a JSON object (a PyTorch "
                                        "execution trace)");
     const char *schema = json_string_value(json_object_get(root, "schema"));
     if (!schema)
-        return trace_fail(e->file, "schema", "missing (not a PyTorch "
+        return trace_fail(e->d, e->file, "schema", "missing (not a PyTorch "
                                              "execution trace?)");
     if (strncmp(schema, "1.", 2) != 0)
-        return trace_fail(e->file, "schema",
+        return trace_fail(e->d, e->file, "schema",
                           "\"%.40s\": this importer reads schema 1.x", schema);
     json_t *nodes = json_object_get(root, "nodes");
     if (!json_is_array(nodes) || json_array_size(nodes) == 0)
-        return trace_fail(e->file, "nodes", "expected a non-empty array");
+        return trace_fail(e->d, e->file, "nodes", "expected a non-empty array");
     e->count = json_array_size(nodes);
     e->n = calloc(e->count, sizeof *e->n);
     if (!e->n)
-        return oom();
+        return oom(e);
     for (size_t i = 0; i < e->count; i++) {
         json_t *node = json_array_get(nodes, i);
         etnode *x = &e->n[i];
         snprintf(path, sizeof path, "nodes[%zu]", i);
         if (!json_is_object(node))
-            return trace_fail(e->file, path, "expected an object (a node)");
+            return trace_fail(e->d, e->file, path, "expected an object (a node)");
         x->node = node;
         x->src = i;
         json_t *id = json_object_get(node, "id");
         if (!json_is_integer(id) || json_integer_value(id) < 0)
-            return trace_fail(e->file, path, "needs an integer \"id\" >= 0");
+            return trace_fail(e->d, e->file, path, "needs an integer \"id\" >= 0");
         x->id = (int64_t)json_integer_value(id);
         if (!json_is_string(json_object_get(node, "name")))
-            return trace_fail(e->file, path, "needs a string \"name\"");
+            return trace_fail(e->d, e->file, path, "needs a string \"name\"");
         json_t *p = json_object_get(node, "parent");
         if (!p)
             p = json_object_get(node, "ctrl_deps");
@@ -377,7 +374,7 @@ static int read_nodes(et *e, json_t *root)
         qsort(e->n, e->count, sizeof *e->n, cmp_id);
     for (size_t i = 1; i < e->count; i++)
         if (e->n[i].id == e->n[i - 1].id)
-            return trace_fail(e->file, "nodes", "duplicate id %lld",
+            return trace_fail(e->d, e->file, "nodes", "duplicate id %lld",
                               (long long)e->n[i].id);
     return 0;
 }
@@ -403,7 +400,7 @@ static int parent_cycle(const et *e, const size_t *path, size_t depth,
     const etnode *x = &e->n[path[depth - 1]];
     snprintf(where, sizeof where, "nodes[%zu].%s", x->src,
              json_object_get(x->node, "parent") ? "parent" : "ctrl_deps");
-    return trace_fail(e->file, where,
+    return trace_fail(e->d, e->file, where,
                       "parents form a cycle (each id's parent is the next): "
                       "%s -> %lld (%zu node%s)",
                       ids, (long long)e->n[back].id, len, len == 1 ? "" : "s");
@@ -446,7 +443,7 @@ static int classify(et *e)
     if (!path || !state) {
         free(path);
         free(state);
-        return oom();
+        return oom(e);
     }
     int rc = 0;
     for (size_t i = 0; i < e->count && rc == 0; i++) {
@@ -572,7 +569,7 @@ static int gemm_flops(const et *e, size_t i, const char *name, json_t *shapes,
                 char path[96];
                 snprintf(path, sizeof path, "nodes[%zu].inputs.shapes[%zu][%zu]",
                          e->n[i].src, a + t, d);
-                return trace_fail(e->file, path,
+                return trace_fail(e->d, e->file, path,
                                   "%s: negative dimension %g",
                                   name, json_number_value(v));
             }
@@ -599,7 +596,7 @@ static int read_groups(et *e)
 {
     e->pg_docs = json_array();
     if (!e->pg_docs)
-        return oom();
+        return oom(e);
     for (size_t i = 0; i < e->count; i++) {
         const char *name =
             json_string_value(json_object_get(e->n[i].node, "name"));
@@ -613,7 +610,7 @@ static int read_groups(et *e)
                            : NULL;
         if (!json_is_array(doc)) {
             json_decref(doc);
-            return trace_fail(e->file, path,
+            return trace_fail(e->d, e->file, path,
                               "expected the process groups as a JSON string "
                               "[{\"pg_name\": ..., \"group_size\": ...}]");
         }
@@ -621,7 +618,7 @@ static int read_groups(et *e)
         pgroup *t = realloc(e->pg, (e->n_pg + json_array_size(doc) + 1) *
                                        sizeof *t);
         if (!t)
-            return oom();
+            return oom(e);
         e->pg = t;
         size_t k;
         json_t *g;
@@ -636,7 +633,7 @@ static int read_groups(et *e)
                                   : 0;
             if (!pn || size < 0 || size > COMMSCHED_MAX_GROUP_SIZE ||
                 (gs && !json_is_integer(gs)) || (rk && !json_is_array(rk)))
-                return trace_fail(e->file, path,
+                return trace_fail(e->d, e->file, path,
                                   "process group %zu: expected a string "
                                   "pg_name, a group_size in 1..%u and a list "
                                   "of ranks",
@@ -698,7 +695,7 @@ typedef struct et_groups {
     size_t n;
 } et_groups;
 
-static const char *group_for(const et *e, const import_options *o,
+static const char *group_for(const et *e, const commsched_import_options *o,
                              size_t pg, et_groups *gs)
 {
     /* the default group keeps the name every other importer gives it */
@@ -722,11 +719,11 @@ static const char *group_for(const et *e, const import_options *o,
     }
     if (k == 0) {
         k = 8;
-        fprintf(stderr,
-                "commsched import: warning: %s: the trace does not give the "
-                "size of group \"%s\": %ld ranks assumed; give it with "
-                "--group-size %s=K or --ranks N\n",
-                e->file, name, k, name);
+        import_sayf(e->d, COMMSCHED_IMPORT_WARNING, e->file,
+                    "the trace does not give the size of group \"%s\": %ld "
+                    "ranks assumed; give it with --group-size %s=K or "
+                    "--ranks N",
+                    name, k, name);
     }
     gs->name[gs->n] = name;
     gs->size[gs->n++] = k;
@@ -761,8 +758,8 @@ static int child_tensors(et *e, size_t i, tensor **ins, size_t *n_in,
  * their input (all-gather, reduce-scatter, all-to-all), an input whose
  * storage is among the op's outputs (a trace without op_schema). Outputs
  * listed twice (as argument and as result) count once. */
-static int split_outputs(int coll, tensor *ins, size_t *n_in, tensor **outs,
-                         size_t *n_out, size_t *cap_out)
+static int split_outputs(const et *e, int coll, tensor *ins, size_t *n_in,
+                         tensor **outs, size_t *n_out, size_t *cap_out)
 {
     int apart = coll == COMMSCHED_COLL_ALL_GATHER ||
                 coll == COMMSCHED_COLL_REDUCE_SCATTER ||
@@ -787,7 +784,7 @@ static int split_outputs(int coll, tensor *ins, size_t *n_in, tensor **outs,
             size_t nc = *cap_out ? 2 * *cap_out : 16;
             tensor *t = realloc(*outs, nc * sizeof *t);
             if (!t)
-                return oom();
+                return oom(e);
             *outs = t;
             *cap_out = nc;
         }
@@ -799,22 +796,23 @@ static int split_outputs(int coll, tensor *ins, size_t *n_in, tensor **outs,
 
 /* A builder error, located at the trace's node it comes from:
  * "nodes[30]: ... (generated nodes[7].outputs)". */
-static int report_build_error(const char *file, commsched_error *err,
-                              const size_t *src, size_t n_src)
+static int report_build_error(import_diag *d, const char *file,
+                              commsched_error *err, const size_t *src,
+                              size_t n_src)
 {
     size_t k;
     if (sscanf(err->path, "nodes[%zu]", &k) != 1 || k >= n_src)
-        return cli_report(file, err);
+        return import_report(d, file, err);
     commsched_error e = *err;
     char path[COMMSCHED_ERROR_PATH_LENGTH];
     snprintf(path, sizeof path, "nodes[%zu]", src[k]);
     commsched_error_clear(err);
     commsched_error_set(err, e.status, path, "%s (generated %s)", e.text,
                         e.path);
-    return cli_report(file, err);
+    return import_report(d, file, err);
 }
 
-static int build(et *e, const import_options *o, commsched_graph **out)
+static int build(et *e, const commsched_import_options *o, commsched_graph **out)
 {
     smap writer = {NULL, NULL, 0, 0};
     tensor *ins = NULL, *outs = NULL;
@@ -836,10 +834,10 @@ static int build(et *e, const import_options *o, commsched_graph **out)
         free(gs.name);
         free(gs.size);
         free(src);
-        return oom();
+        return oom(e);
     }
     if (commsched_builder_create("pytorch-et", &b, &err) != COMMSCHED_OK) {
-        rc = cli_report(e->file, &err);
+        rc = import_report(e->d, e->file, &err);
         goto done;
     }
     for (size_t i = 0; i < e->count && rc == 0; i++) {
@@ -859,7 +857,7 @@ static int build(et *e, const import_options *o, commsched_graph **out)
                                 &cap_out)) != 0)
             break;
         if (x->coll >= 0 &&
-            (rc = split_outputs(x->coll, ins, &n_in, &outs, &n_out,
+            (rc = split_outputs(e, x->coll, ins, &n_in, &outs, &n_out,
                                 &cap_out)) != 0)
             break;
         if (n_in + 1 > cap_r) {
@@ -871,7 +869,7 @@ static int build(et *e, const import_options *o, commsched_graph **out)
             if (p)
                 inp = p;
             if (!r || !p) {
-                rc = oom();
+                rc = oom(e);
                 break;
             }
             cap_r = nc;
@@ -977,10 +975,10 @@ static int build(et *e, const import_options *o, commsched_graph **out)
         /* it now wrote its outputs, and a collective its inputs too */
         for (size_t k = 0; k < n_out && rc == 0; k++)
             if (smap_put(&writer, outs[k].storage, (uint32_t)i) != 0)
-                rc = oom();
+                rc = oom(e);
         for (size_t k = 0; x->coll >= 0 && k < n_in && rc == 0; k++)
             if (smap_put(&writer, ins[k].storage, (uint32_t)i) != 0)
-                rc = oom();
+                rc = oom(e);
     }
     for (size_t i = 0; i < e->count && rc == 0; i++)
         if (e->n[i].top && e->n[i].coll >= 0 && e->n[i].cuda &&
@@ -992,35 +990,40 @@ static int build(et *e, const import_options *o, commsched_graph **out)
     for (size_t g = 0; g < gs.n && rc == 0; g++)
         (void)commsched_builder_add_group(b, gs.name[g], gs.size[g], 0, &err);
     if (rc == 0 && ops == 0) {
-        fprintf(stderr, "commsched: %s: no operator in the trace\n", e->file);
-        rc = EXIT_INPUT;
+        rc = import_fail(e->d, COMMSCHED_ESCHEMA,
+                         "%s: no operator in the trace", e->file);
     }
     if (rc == 0) {
         rc = commsched_builder_finish(b, 0, out, &err) == COMMSCHED_OK
                  ? 0
-                 : report_build_error(e->file, &err, src, n_src);
+                 : report_build_error(e->d, e->file, &err, src, n_src);
         b = NULL;
     }
     if (rc == 0) {
-        fprintf(stderr,
-                "commsched import: note: %s: %zu nodes, %ld top-level "
-                "operator%s imported (%ld collective%s",
-                e->file, e->count, ops, ops == 1 ? "" : "s", colls,
-                colls == 1 ? "" : "s");
-        for (size_t g = 0; g < gs.n; g++)
-            fprintf(stderr, "%s group \"%s\" of %ld ranks", g ? "," : ";",
-                    gs.name[g], gs.size[g]);
-        fprintf(stderr,
-                "); runtimes from the cost model (an execution trace has no "
-                "durations: import its Kineto trace for measured ones)\n");
+        import_say say;
+        FILE *m = import_say_begin(&say, e->d);
+        if (m) {
+            fprintf(m,
+                    "%zu nodes, %ld top-level operator%s imported (%ld "
+                    "collective%s",
+                    e->count, ops, ops == 1 ? "" : "s", colls,
+                    colls == 1 ? "" : "s");
+            for (size_t g = 0; g < gs.n; g++)
+                fprintf(m, "%s group \"%s\" of %ld ranks", g ? "," : ";",
+                        gs.name[g], gs.size[g]);
+            fprintf(m, "); runtimes from the cost model (an execution trace "
+                       "has no durations: import its Kineto trace for "
+                       "measured ones)");
+            import_say_end(&say, e->d, COMMSCHED_IMPORT_NOTE, e->file);
+        }
         if (unsized)
-            fprintf(stderr,
-                    "commsched import: warning: %s: %ld collective%s whose "
-                    "size the trace does not give (no tensor argument, "
-                    "nor one of its own inner records): %s%s; imported as "
-                    "0 bytes\n",
-                    e->file, unsized, unsized == 1 ? "" : "s", unsized_list,
-                    unsized > 3 ? ", ..." : "");
+            import_sayf(e->d, COMMSCHED_IMPORT_WARNING, e->file,
+                        "%ld collective%s whose "
+                        "size the trace does not give (no tensor argument, "
+                        "nor one of its own inner records): %s%s; imported as "
+                        "0 bytes",
+                        unsized, unsized == 1 ? "" : "s", unsized_list,
+                        unsized > 3 ? ", ..." : "");
     }
 done:
     commsched_builder_destroy(b);
@@ -1042,18 +1045,20 @@ static int cmp_rf(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-int pytorch_et_load(const char *path, uint64_t max_memory, pytorch_et **out)
+int pytorch_et_load(import_diag *d, const char *path, uint64_t max_memory,
+                    pytorch_et **out)
 {
     *out = NULL;
     et *e = calloc(1, sizeof *e);
     if (!e)
-        return oom();
-    e->file = strcmp(path, "-") == 0 ? "<stdin>" : path;
-    int rc = trace_json_load(path, max_memory, &e->root);
+        return import_oom(d);
+    e->file = import_file_name(path);
+    e->d = d;
+    int rc = trace_json_load(d, path, max_memory, &e->root);
     if (rc == 0)
         rc = read_nodes(e, e->root);
     if (rc == 0 && !(e->rf = malloc(e->count * sizeof *e->rf)))
-        rc = oom();
+        rc = oom(e);
     for (size_t i = 0; rc == 0 && i < e->count; i++) {
         json_t *rf = field(e->n[i].node, "rf_id");
         if (json_is_integer(rf)) {
@@ -1114,13 +1119,15 @@ int pytorch_et_tensors(pytorch_et *e, size_t i, int outputs, et_tensor **ts,
                              cap);
 }
 
-int import_pytorch_et(const char *path, const import_options *o,
-                      commsched_graph **out)
+int import_pytorch_et(import_diag *d, const char *path,
+                      const commsched_import_options *o, commsched_graph **out)
 {
-    et e = {strcmp(path, "-") == 0 ? "<stdin>" : path, NULL, 0, NULL, 0, NULL,
-            NULL, 0, NULL};
+    et e;
+    memset(&e, 0, sizeof e);
+    e.file = import_file_name(path);
+    e.d = d;
     json_t *root = NULL;
-    int rc = trace_json_load(path, o->max_memory, &root);
+    int rc = trace_json_load(d, path, o->max_memory, &root);
     if (rc == 0)
         rc = read_nodes(&e, root);
     if (rc == 0) {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli.h"
+#include "import_internal.h"
 
 enum { NT_METADATA = 1, NT_MEM_LOAD = 2, NT_MEM_STORE = 3, NT_COMP = 4,
        NT_SEND = 5, NT_RECV = 6, NT_COLL = 7 };
@@ -44,6 +44,7 @@ typedef struct cnode {
 
 typedef struct chakra {
     const char *file; /* for messages */
+    import_diag *d;   /* where failures and notes go */
     int binary;       /* record locations as "record N (byte B)" */
     cnode *n;
     size_t count, cap;
@@ -56,8 +57,8 @@ typedef struct chakra {
     commsched_error err;
 } chakra;
 
-/* Prints "commsched: FILE: <where>: msg" (where: the record `rec`, then
- * `field` when not NULL) and returns the exit code. rec == SIZE_MAX: no
+/* Records "FILE: <where>: msg" (where: the record `rec`, then
+ * `field` when not NULL) and returns its code. rec == SIZE_MAX: no
  * record. */
 int chakra_fail(chakra *c, size_t rec, const char *field, const char *fmt,
                 ...)
@@ -66,16 +67,10 @@ int chakra_fail(chakra *c, size_t rec, const char *field, const char *fmt,
 #endif
     ;
 
-/* A new zeroed record (fields "absent"), or NULL after printing out of
+/* A new zeroed record (fields "absent"), or NULL after recording out of
  * memory. */
 cnode *chakra_push(chakra *c);
 
-/* Adds "<coll>.wait", the wait that completes collective `coll` (node and
- * output named alike): its output is an alias of the collective's. Every
- * trace importer places its waits this way. Errors go to err (the builder
- * reports them at finish). */
-void import_add_wait(commsched_builder *b, const char *coll,
-                     commsched_error *err);
 
 /* Chakra's CollectiveCommType -> commsched_coll_op, -1 when none. */
 int chakra_coll_from_type(int64_t t);
@@ -86,9 +81,9 @@ int chakra_coll_from_name(const char *name);
 void chakra_nccl_details(const char *name, commsched_dtype *dt,
                          commsched_reduce_op *rop);
 
-/* Resolves, folds, orders and builds; prints a note on success. ranks: the
+/* Resolves, folds, orders and builds; says a note on success. ranks: the
  * groups' size (the trace's ngpus when --ranks is absent, else 8). */
-int chakra_finish(chakra *c, const import_options *o, long ngpus,
+int chakra_finish(chakra *c, const commsched_import_options *o, long ngpus,
                   const char *graph_name, commsched_graph **out);
 
 void chakra_free(chakra *c);
@@ -99,10 +94,11 @@ void chakra_free_records(chakra *c);
 /* The two readers, on an open stream positioned at the start; `file`
  * names it in messages. import_chakra (import_chakra.c) picks one. */
 #include <stdio.h>
-int import_chakra_json(const char *file, FILE *in, const import_options *o,
+int import_chakra_json(import_diag *d, const char *file, FILE *in,
+                       const commsched_import_options *o,
                        commsched_graph **out);
-int import_chakra_et(const char *file, FILE *in, const import_options *o,
-                     commsched_graph **out);
+int import_chakra_et(import_diag *d, const char *file, FILE *in,
+                     const commsched_import_options *o, commsched_graph **out);
 /* 1 when the stream starts with a length-delimited record that decodes as
  * Chakra's GlobalMetadata (what every .et starts with), else 0. */
 int chakra_et_starts_with_metadata(FILE *in);

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "import_internal.h"
 
 #define MAX_TOKENS 64
 #define MAX_NAME 256
@@ -92,6 +92,7 @@ typedef struct layer {
 
 typedef struct astra {
     const char *file; /* for messages */
+    import_diag *d;   /* where failures and notes go */
     layer *layers;
     long n_layers;
     int policy;
@@ -135,14 +136,13 @@ static const struct {
 };
 #define N_POLICIES (sizeof astra_policies / sizeof astra_policies[0])
 
-void import_astra_policies(FILE *f, const char *indent)
+const char *commsched_import_astra_policy(size_t i, const char **what)
 {
-    for (size_t i = 0; i < N_POLICIES; i++)
-        fprintf(f, "%s%-32s %s\n", indent, astra_policies[i].name,
-                astra_policies[i].what);
-    fprintf(f, "%scomm types: NONE ALLREDUCE ALLGATHER REDUCESCATTER "
-               "ALLTOALL\n%s  ALLREDUCEALLTOALL\n",
-            indent, indent);
+    if (i >= N_POLICIES)
+        return NULL;
+    if (what)
+        *what = astra_policies[i].what;
+    return astra_policies[i].name;
 }
 
 static int find_policy(const token *t)
@@ -154,25 +154,28 @@ static int find_policy(const token *t)
     return -1;
 }
 
-/* "FILE:LINE: msg" or "FILE:LINE:COL: msg"; always returns EXIT_INPUT. */
-static int located(const char *file, int line, int col, const char *fmt, ...)
+/* Records "FILE:LINE: msg" or "FILE:LINE:COL: msg" (ESCHEMA, or st
+ * when given: a builder's status); returns its code. */
+static int located_st(const astra *a, commsched_status st, int line, int col,
+                      const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
+    __attribute__((format(printf, 5, 6)))
 #endif
     ;
-static int located(const char *file, int line, int col, const char *fmt, ...)
+static int located_st(const astra *a, commsched_status st, int line, int col,
+                      const char *fmt, ...)
 {
+    char text[COMMSCHED_ERROR_TEXT_LENGTH];
     va_list ap;
-    if (col > 0)
-        fprintf(stderr, "commsched: %s:%d:%d: ", file, line, col);
-    else
-        fprintf(stderr, "commsched: %s:%d: ", file, line);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    return EXIT_INPUT;
+    if (col > 0)
+        return import_fail(a->d, st, "%s:%d:%d: %s", a->file, line, col, text);
+    return import_fail(a->d, st, "%s:%d: %s", a->file, line, text);
 }
+#define located(a, line, col, ...)                                             \
+    located_st(a, COMMSCHED_ESCHEMA, line, col, __VA_ARGS__)
 
 /* Splits one line into whitespace-separated tokens. Returns the count,
  * or -1 when there are more than MAX_TOKENS. */
@@ -238,8 +241,7 @@ static int add_mark(astra *a, long v, int col, int kind)
         if (k)
             a->mark_kind = k;
         if (!m || !c || !k) {
-            fprintf(stderr, "commsched: out of memory\n");
-            return EXIT_RUNTIME;
+            return import_fail(a->d, COMMSCHED_ENOMEM, "out of memory");
         }
     }
     a->marks[a->n_marks] = v;
@@ -253,7 +255,7 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
 {
     int rc;
     if (n == 0)
-        return located(a->file, line_no, 0,
+        return located(a, line_no, 0,
                        "expected the parallelism policy (DATA, MODEL, "
                        "HYBRID_TRANSFORMER, HYBRID_DATA_MODEL, ...)");
     int k = find_policy(&tok[0]);
@@ -263,7 +265,7 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
         for (size_t i = 0; i < N_POLICIES; i++)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
                                      i ? ", " : "", astra_policies[i].name);
-        return located(a->file, line_no, tok[0].col,
+        return located(a, line_no, tok[0].col,
                        "unsupported parallelism policy \"%.*s\" (supported: "
                        "%s)",
                        (int)tok[0].len, tok[0].s, list);
@@ -276,12 +278,12 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
         int ok = 0;
         int64_t v = i < n ? tok_int(&tok[i], &ok) : 0;
         if (!ok || v < 0)
-            return located(a->file, line_no, i < n ? tok[i].col : 0,
+            return located(a, line_no, i < n ? tok[i].col : 0,
                            "%s expects the index of the last bottom-MLP "
                            "layer after the policy",
                            a->policy_name);
         if (v > 10000000)
-            return located(a->file, line_no, tok[i].col,
+            return located(a, line_no, tok[i].col,
                            "last bottom-MLP layer %lld is beyond the layer "
                            "limit",
                            (long long)v);
@@ -292,16 +294,16 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
     for (; i < n; i++) {
         const token *key = &tok[i];
         if (key->len < 2 || key->s[key->len - 1] != ':')
-            return located(a->file, line_no, key->col,
+            return located(a, line_no, key->col,
                            "expected a \"field:\" name, got \"%.*s\"",
                            (int)key->len, key->s);
         if (i + 1 >= n)
-            return located(a->file, line_no, key->col,
+            return located(a, line_no, key->col,
                            "\"%.*s\" has no value", (int)key->len, key->s);
         int ok;
         int64_t v = tok_int(&tok[i + 1], &ok);
         if (!ok || v < 0)
-            return located(a->file, line_no, tok[i + 1].col,
+            return located(a, line_no, tok[i + 1].col,
                            "%.*s expects a non-negative integer, got "
                            "\"%.*s\"",
                            (int)(key->len - 1), key->s, (int)tok[i + 1].len,
@@ -309,19 +311,19 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
         if ((tok_eq(key, "model_parallel_NPU_group:") ||
              tok_eq(key, "all_gpus:")) &&
             v > COMMSCHED_MAX_GROUP_SIZE)
-            return located(a->file, line_no, tok[i + 1].col,
+            return located(a, line_no, tok[i + 1].col,
                            "%.*s is beyond the %u ranks a group may have",
                            (int)(key->len - 1), key->s,
                            COMMSCHED_MAX_GROUP_SIZE);
         if (tok_eq(key, "model_parallel_NPU_group:")) {
             if (v < 1)
-                return located(a->file, line_no, tok[i + 1].col,
+                return located(a, line_no, tok[i + 1].col,
                                "model_parallel_NPU_group must be at least 1");
             a->mp = (long)v;
             i++;
         } else if (tok_eq(key, "all_gpus:")) {
             if (v < 1)
-                return located(a->file, line_no, tok[i + 1].col,
+                return located(a, line_no, tok[i + 1].col,
                                "all_gpus must be at least 1");
             a->all_gpus = (long)v;
             i++;
@@ -331,7 +333,7 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
             int kind = tok_eq(key, "checkpoint_initiates:");
             for (int64_t j = 0; j < v; j++) {
                 if (i + 2 + j >= n)
-                    return located(a->file, line_no, key->col,
+                    return located(a, line_no, key->col,
                                    "%.*s lists fewer than %lld layers",
                                    (int)(key->len - 1), key->s,
                                    (long long)v);
@@ -339,7 +341,7 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
                 int ok2;
                 int64_t l = tok_int(t, &ok2);
                 if (!ok2 || l < 0 || l > 10000000)
-                    return located(a->file, line_no, t->col,
+                    return located(a, line_no, t->col,
                                    "expected a layer index, got \"%.*s\"",
                                    (int)t->len, t->s);
                 if ((rc = add_mark(a, (long)l, t->col, kind)) != 0)
@@ -347,7 +349,7 @@ static int parse_header(astra *a, int line_no, const token *tok, int n)
             }
             i += 1 + (int)v;
         } else {
-            return located(a->file, line_no, key->col,
+            return located(a, line_no, key->col,
                            "unknown header field \"%.*s\" (known: "
                            "model_parallel_NPU_group, all_gpus, checkpoints, "
                            "checkpoint_initiates)",
@@ -369,14 +371,14 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
     int want = a->policy == P_CUSTOMIZED ? 13 : 12;
     if (n != want) {
         if (n > want)
-            return located(a->file, line_no, tok[want].col,
+            return located(a, line_no, tok[want].col,
                            "a layer has %d fields, this line has %d", want,
                            n);
         if (want == 13 && n == 12)
-            return located(a->file, line_no, 0,
+            return located(a, line_no, 0,
                            "HYBRID_CUSTOMIZED: a layer names its own "
                            "policy in a 13th field; this line has 12");
-        return located(a->file, line_no, 0,
+        return located(a, line_no, 0,
                        "a layer has %d fields (name, reserved, then compute, "
                        "comm type and comm bytes for forward, input gradient "
                        "and weight gradient, then the update delay%s); this "
@@ -388,7 +390,7 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
     if (want == 13) {
         int k = find_policy(&tok[12]);
         if (k < 0 || astra_policies[k].policy == P_CUSTOMIZED)
-            return located(a->file, line_no, tok[12].col,
+            return located(a, line_no, tok[12].col,
                            "layer policy \"%.*s\" is not one a layer can "
                            "take (DATA, MODEL, HYBRID_*, ...)",
                            (int)tok[12].len, tok[12].s);
@@ -397,7 +399,7 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
     int ok;
     (void)tok_int(&tok[1], &ok);
     if (!ok)
-        return located(a->file, line_no, tok[1].col,
+        return located(a, line_no, tok[1].col,
                        "reserved field: expected an integer (-1), got "
                        "\"%.*s\"",
                        (int)tok[1].len, tok[1].s);
@@ -406,12 +408,12 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
         int k = 2 + 3 * phase;
         l->compute[phase] = tok_int(c, &ok);
         if (!ok || l->compute[phase] < 0)
-            return located(a->file, line_no, c->col,
+            return located(a, line_no, c->col,
                            "%s: expected a non-negative integer (cycles), got "
                            "\"%.*s\"",
                            what[k], (int)c->len, c->s);
         if (l->compute[phase] > MAX_CYCLES)
-            return located(a->file, line_no, c->col,
+            return located(a, line_no, c->col,
                            "%s: %.*s cycles is beyond the limit of 2^53",
                            what[k], (int)c->len, c->s);
         l->comm[phase] = -1;
@@ -419,7 +421,7 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
             if (tok_eq(t, comm_names[m]))
                 l->comm[phase] = m;
         if (l->comm[phase] < 0)
-            return located(a->file, line_no, t->col,
+            return located(a, line_no, t->col,
                            "%s: unknown type \"%.*s\" (NONE, ALLREDUCE, "
                            "ALLGATHER, REDUCESCATTER, ALLTOALL, "
                            "ALLREDUCEALLTOALL)",
@@ -427,42 +429,41 @@ static int parse_layer(astra *a, int line_no, const token *tok, int n,
         l->bytes[phase] = tok_int(b, &ok);
         l->bytes_col[phase] = b->col;
         if (!ok || l->bytes[phase] < 0)
-            return located(a->file, line_no, b->col,
+            return located(a, line_no, b->col,
                            "%s: expected a non-negative integer, got "
                            "\"%.*s\"",
                            what[k + 2], (int)b->len, b->s);
         if (l->bytes[phase] > COMMSCHED_MAX_SIZE)
-            return located(a->file, line_no, b->col,
+            return located(a, line_no, b->col,
                            "%s: %.*s bytes is beyond the format's limit of "
                            "2^53",
                            what[k + 2], (int)b->len, b->s);
     }
     l->update = tok_int(&tok[11], &ok);
     if (!ok || l->update < 0)
-        return located(a->file, line_no, tok[11].col,
+        return located(a, line_no, tok[11].col,
                        "update delay: expected a non-negative integer "
                        "(cycles), got \"%.*s\"",
                        (int)tok[11].len, tok[11].s);
     if (l->update > MAX_CYCLES)
-        return located(a->file, line_no, tok[11].col,
+        return located(a, line_no, tok[11].col,
                        "update delay: %.*s cycles is beyond the limit of 2^53",
                        (int)tok[11].len, tok[11].s);
     /* Node names are "L<i>.<name>.<suffix>" in 512-byte buffers: a longer
      * name would be cut, perhaps inside a character. */
     if (tok[0].len > MAX_NAME)
-        return located(a->file, line_no, tok[0].col,
+        return located(a, line_no, tok[0].col,
                        "layer name longer than %d bytes", MAX_NAME);
     l->name = malloc(tok[0].len + 1);
     if (!l->name) {
-        fprintf(stderr, "commsched: out of memory\n");
-        return EXIT_RUNTIME;
+        return import_fail(a->d, COMMSCHED_ENOMEM, "out of memory");
     }
     memcpy(l->name, tok[0].s, tok[0].len);
     l->name[tok[0].len] = '\0';
     l->line = line_no;
     /* The graph holds UTF-8 names (it is saved as JSON). */
     if (!commsched_utf8_valid(l->name))
-        return located(a->file, line_no, tok[0].col,
+        return located(a, line_no, tok[0].col,
                        "layer name is not valid UTF-8");
     return 0;
 }
@@ -483,11 +484,11 @@ static int parse(astra *a, const char *text, size_t len)
          * "conv1\0x" imported as "conv1". The format is text. */
         const char *nul = memchr(line, '\0', ll);
         if (nul)
-            return located(a->file, line_no, (int)(nul - line) + 1,
+            return located(a, line_no, (int)(nul - line) + 1,
                            "a NUL byte (the file is not ASTRA-sim text)");
         int n = tokenize(line, ll, tok);
         if (n < 0)
-            return located(a->file, line_no, 0, "too many fields");
+            return located(a, line_no, 0, "too many fields");
         if (n == 0 && state != 0)
             continue; /* blank lines between layers are harmless */
         if (state == 0) {
@@ -498,25 +499,24 @@ static int parse(astra *a, const char *text, size_t len)
             int ok;
             int64_t v = tok_int(&tok[0], &ok);
             if (!ok || v < 1 || v > 10000000)
-                return located(a->file, line_no, tok[0].col,
+                return located(a, line_no, tok[0].col,
                                "expected the number of layers (a positive "
                                "integer), got \"%.*s\"",
                                (int)tok[0].len, tok[0].s);
             if (n > 1)
-                return located(a->file, line_no, tok[1].col,
+                return located(a, line_no, tok[1].col,
                                "unexpected \"%.*s\" after the layer count",
                                (int)tok[1].len, tok[1].s);
             a->n_layers = (long)v;
             a->layers = calloc((size_t)v, sizeof *a->layers);
             if (!a->layers) {
-                fprintf(stderr, "commsched: out of memory\n");
-                return EXIT_RUNTIME;
+                return import_fail(a->d, COMMSCHED_ENOMEM, "out of memory");
             }
             last_line = line_no;
             state = 2;
         } else {
             if (seen == a->n_layers)
-                return located(a->file, line_no, tok[0].col,
+                return located(a, line_no, tok[0].col,
                                "more layer lines than the %ld declared on "
                                "line %d",
                                a->n_layers, last_line);
@@ -528,27 +528,27 @@ static int parse(astra *a, const char *text, size_t len)
             break;
     }
     if (state == 0)
-        return located(a->file, 1, 0,
+        return located(a, 1, 0,
                        "empty file: expected the parallelism policy");
     if (state == 1)
-        return located(a->file, line_no + 1, 0,
+        return located(a, line_no + 1, 0,
                        "expected the number of layers");
     if (seen < a->n_layers)
-        return located(a->file, last_line, 0,
+        return located(a, last_line, 0,
                        "declares %ld layers but the file has %ld", a->n_layers,
                        seen);
     if ((a->policy == P_DLRM || a->policy == P_DLRM_ENHANCED) &&
         a->last_bottom >= a->n_layers)
-        return located(a->file, 1, a->last_bottom_col,
+        return located(a, 1, a->last_bottom_col,
                        "last bottom-MLP layer %ld, but the file has %ld "
                        "layers",
                        a->last_bottom, a->n_layers);
     for (int i = 0; i < a->n_marks; i++) {
         if (a->marks[i] >= a->n_layers)
-            return located(a->file, 1, a->mark_cols[i],
+            return located(a, 1, a->mark_cols[i],
                            "%s: layer %ld, but the file has %ld layers",
                            a->mark_kind[i] ? "checkpoint_initiates"
-                                           : "checkpoints",
+                           : "checkpoints",
                            a->marks[i], a->n_layers);
         if (a->mark_kind[i])
             a->layers[a->marks[i]].initiates = 1;
@@ -564,7 +564,7 @@ static int parse(astra *a, const char *text, size_t len)
         while (c >= 0 && !a->layers[c].checkpoint)
             c--;
         if (c < 0)
-            return located(a->file, 1, a->mark_cols[i],
+            return located(a, 1, a->mark_cols[i],
                            "layer %ld initiates recomputation but no "
                            "checkpoint is at or below it",
                            a->marks[i]);
@@ -621,10 +621,9 @@ static int report_build_error(const astra *a, const bctx *c)
     else if (strncmp(c->err.path, "groups", 6) == 0)
         line = 1; /* sizes from the header (or --npus / --mp) */
     if (line == 0 || c->err.status == COMMSCHED_ENOMEM)
-        return cli_report(a->file, &c->err);
-    located(a->file, line, 0, "%s (generated %s)", c->err.text,
-            c->err.path);
-    return cli_exit_code(c->err.status);
+        return import_report(a->d, a->file, &c->err);
+    return located_st(a, c->err.status, line, 0, "%s (generated %s)",
+                      c->err.text, c->err.path);
 }
 
 static void compute(bctx *c, const char *name, const char *op,
@@ -786,15 +785,7 @@ static void wait_on(emitter *e, const char *name, const char *alias)
     snprintf(wait, sizeof wait, "%s.wait", name);
     const char *win[1] = {out};
     commsched_output_spec wo = {alias, 0, out};
-    commsched_node_spec w = {0};
-    w.name = wait;
-    w.kind = COMMSCHED_NODE_WAIT;
-    w.op = "wait";
-    w.inputs = win;
-    w.n_inputs = 1;
-    w.outputs = &wo;
-    w.n_outputs = 1;
-    w.runtime_ns = w.flops = w.bytes = -1;
+    commsched_node_spec w = import_wait_spec(wait, win, 1, &wo, 1);
     add_node(&e->c, &w);
 }
 
@@ -1032,7 +1023,7 @@ static void micro(emitter *e)
 }
 
 /* The NPU count and the inner dimension's size. */
-static int layout(const astra *a, const import_options *o, emitter *e,
+static int layout(const astra *a, const commsched_import_options *o, emitter *e,
                   long *npus_out)
 {
     int p = a->policy;
@@ -1050,17 +1041,16 @@ static int layout(const astra *a, const import_options *o, emitter *e,
             npus = (npus + mp - 1) / mp * mp;
     }
     if (npus > COMMSCHED_MAX_GROUP_SIZE) {
-        fprintf(stderr, "commsched import: %ld NPUs is beyond the %u ranks a "
-                        "group may have\n",
-                npus, COMMSCHED_MAX_GROUP_SIZE);
-        return EXIT_INPUT;
+        return import_fail(a->d, COMMSCHED_EINVAL,
+                           "%s: %ld NPUs is beyond the %u ranks a group may "
+                           "have",
+                           a->file, npus, COMMSCHED_MAX_GROUP_SIZE);
     }
     if (split && (mp > npus || npus % mp != 0)) {
-        fprintf(stderr,
-                "commsched import: %ld NPUs do not split into model-parallel "
-                "groups of %ld (use --npus / --mp)\n",
-                npus, mp);
-        return EXIT_INPUT;
+        return import_fail(a->d, COMMSCHED_EINVAL,
+                           "%s: %ld NPUs do not split into model-parallel "
+                           "groups of %ld (use --npus / --mp)",
+                           a->file, npus, mp);
     }
     long inner = p == P_HYBRID_MODEL_DATA ? npus / mp : mp;
     e->granks[D_INNER] = split ? inner : 1;
@@ -1090,13 +1080,13 @@ static int check_sizes(const emitter *e, long i, int ph, int g)
     const layer *l = &e->a->layers[i];
     long k = e->granks[g];
     if (l->comm[ph] == C_ALLGATHER && l->bytes[ph] > COMMSCHED_MAX_SIZE / k)
-        return located(e->a->file, l->line, l->bytes_col[ph],
+        return located(e->a, l->line, l->bytes_col[ph],
                        "%s comm bytes: %lld bytes gathered from each of the "
                        "%ld NPUs of group %s is beyond the format's limit of "
                        "2^53",
                        what[ph], (long long)l->bytes[ph], k, e->gname[g]);
     if (l->comm[ph] == C_REDUCESCATTER && l->bytes[ph] % k != 0)
-        return located(e->a->file, l->line, l->bytes_col[ph],
+        return located(e->a, l->line, l->bytes_col[ph],
                        "%s comm bytes: %lld bytes do not scatter evenly over "
                        "the %ld NPUs of group %s (each reduces them and keeps "
                        "1/%ld)",
@@ -1104,14 +1094,14 @@ static int check_sizes(const emitter *e, long i, int ph, int g)
     return 0;
 }
 
-static int build(astra *a, const import_options *o, commsched_graph **out)
+static int build(astra *a, const commsched_import_options *o, commsched_graph **out)
 {
     emitter e;
     memset(&e, 0, sizeof e);
     e.a = a;
     e.policy = a->policy;
     e.c.ns_per_cycle = 1.0 / o->clock_ghz;
-    long npus;
+    long npus = 0; /* set by layout on success */
     int rc = layout(a, o, &e, &npus);
     if (rc != 0)
         return rc;
@@ -1120,14 +1110,14 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
      * the emitter looked up the group of a collective that is not issued
      * (out of bounds: a crash). */
     if (a->policy == P_MICRO && issued(&e, 0, WG) < 0)
-        return located(a->file, a->layers[0].line, 0,
+        return located(a, a->layers[0].line, 0,
                        "MICRO issues only layer 0's weight-gradient "
                        "collective, and this layer has none (NONE): nothing "
                        "to import");
     char gname[256];
     snprintf(gname, sizeof gname, "astra-%s", a->policy_name);
     if (commsched_builder_create(gname, &e.c.b, &e.c.err) != COMMSCHED_OK)
-        return cli_report("import", &e.c.err);
+        return import_report(a->d, a->file, &e.c.err);
     size_t n = (size_t)a->n_layers;
     e.weights = calloc(n, sizeof *e.weights);
     e.wgrads = calloc(n, sizeof *e.wgrads);
@@ -1137,8 +1127,7 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
     e.ig_pending = calloc(n, 1);
     if (!e.weights || !e.wgrads || !e.inputs || !e.bwd_in || !e.wg_pending ||
         !e.ig_pending) {
-        fprintf(stderr, "commsched: out of memory\n");
-        rc = EXIT_RUNTIME;
+        rc = import_fail(a->d, COMMSCHED_ENOMEM, "out of memory");
         goto cleanup;
     }
     /* The groups the step uses, 8 NPUs per host, the inner dimension
@@ -1207,20 +1196,21 @@ static int build(astra *a, const import_options *o, commsched_graph **out)
         if (used[g])
             gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%s %ld",
                                    gl ? ", " : "", e.gname[g], e.granks[g]);
-    fprintf(stderr,
-            "commsched import: note: %s: %s, %ld layer%s, %ld NPUs (%s), "
-            "%.3g GHz; the format gives no tensor sizes: %ld buffer%s "
-            "that no collective moves %s 0 bytes\n",
-            a->file, a->policy_name, a->n_layers, a->n_layers == 1 ? "" : "s",
+    import_sayf(a->d, COMMSCHED_IMPORT_NOTE, a->file,
+                "%s, %ld layer%s, %ld NPUs (%s), "
+                "%.3g GHz; the format gives no tensor sizes: %ld buffer%s "
+                "that no collective moves %s 0 bytes",
+                a->policy_name, a->n_layers, a->n_layers == 1 ? "" : "s",
             npus, gl ? groups : "no collectives", o->clock_ghz, e.c.zero_sized,
-            e.c.zero_sized == 1 ? "" : "s",
-            e.c.zero_sized == 1 ? "is" : "are");
+                e.c.zero_sized == 1 ? "" : "s",
+                e.c.zero_sized == 1 ? "is" : "are");
     if (e.skipped)
-        fprintf(stderr, "commsched import: note: %s: %ld collective%s the "
-                        "file names that %s's loop never issues (no involved "
-                        "dimension, or a phase it does not run) skipped\n",
-                a->file, e.skipped, e.skipped == 1 ? "" : "s",
-                a->policy_name);
+        import_sayf(a->d, COMMSCHED_IMPORT_NOTE, a->file,
+                    "%ld collective%s the file names that %s's loop never "
+                    "issues (no involved dimension, or a phase it does not "
+                    "run) skipped",
+                    e.skipped, e.skipped == 1 ? "" : "s",
+                    a->policy_name);
 cleanup:
     commsched_builder_destroy(e.c.b);
     free(e.c.node_line);
@@ -1233,16 +1223,17 @@ cleanup:
     return rc;
 }
 
-int import_astra(const char *path, const import_options *o,
-                 commsched_graph **out)
+int import_astra(import_diag *d, const char *path,
+                 const commsched_import_options *o, commsched_graph **out)
 {
     astra a;
     memset(&a, 0, sizeof a);
-    a.file = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    a.file = import_file_name(path);
+    a.d = d;
     size_t len = 0;
-    char *text = cli_read_file(path, &len);
+    char *text = import_read_file(d, path, &len);
     if (!text)
-        return EXIT_INPUT;
+        return IMPORT_INPUT;
     int rc = parse(&a, text, len);
     if (rc == 0)
         rc = build(&a, o, out);

@@ -69,14 +69,10 @@ int chakra_fail(chakra *c, size_t rec, const char *field, const char *fmt,
     va_end(ap);
     where(c, rec, field, path, sizeof path);
     commsched_error_set(&c->err, COMMSCHED_ESCHEMA, path, "%s", text);
-    return cli_report(c->file, &c->err);
+    return import_report(c->d, c->file, &c->err);
 }
 
-static int oom(void)
-{
-    fprintf(stderr, "commsched: out of memory\n");
-    return EXIT_RUNTIME;
-}
+static int oom(chakra *c) { return import_oom(c->d); }
 
 cnode *chakra_push(chakra *c)
 {
@@ -84,7 +80,7 @@ cnode *chakra_push(chakra *c)
         size_t nc = c->cap ? 2 * c->cap : 64;
         cnode *t = realloc(c->n, nc * sizeof *t);
         if (!t) {
-            oom();
+            oom(c);
             return NULL;
         }
         c->n = t;
@@ -120,27 +116,6 @@ void chakra_free_records(chakra *c)
     free(c->n);
     c->n = NULL;
     c->count = c->cap = 0;
-}
-
-void import_add_wait(commsched_builder *b, const char *coll,
-                     commsched_error *err)
-{
-    char wait[256]; /* the importers cut names well below this */
-    size_t len = strnlen(coll, sizeof wait - sizeof ".wait");
-    memcpy(wait, coll, len);
-    memcpy(wait + len, ".wait", sizeof ".wait");
-    const char *in[1] = {coll};
-    commsched_output_spec o = {wait, 0, coll};
-    commsched_node_spec s = {0};
-    s.name = wait;
-    s.kind = COMMSCHED_NODE_WAIT;
-    s.op = "wait";
-    s.inputs = in;
-    s.n_inputs = 1;
-    s.outputs = &o;
-    s.n_outputs = 1;
-    s.runtime_ns = s.flops = s.bytes = -1;
-    (void)commsched_builder_add_node(b, &s, err); /* copies the names */
 }
 
 /* The collective kind from Chakra's CollectiveCommType. */
@@ -321,7 +296,7 @@ static int resolve_list(chakra *c, size_t i, int ctrl, int64_t (*tab)[2])
     uint32_t *out = calloc(nr ? nr : 1, sizeof *out);
     size_t m = 0;
     if (!out)
-        return oom();
+        return oom(c);
     const char *list =
         ctrl ? (c->binary ? "ctrl_deps" : "ctrlDeps") : "data_deps";
     char field[64];
@@ -385,7 +360,7 @@ static int resolve(chakra *c)
 {
     int64_t(*tab)[2] = malloc((c->count ? c->count : 1) * sizeof *tab);
     if (!tab)
-        return oom();
+        return oom(c);
     for (size_t i = 0; i < c->count; i++) {
         tab[i][0] = c->n[i].id;
         tab[i][1] = (int64_t)i;
@@ -551,8 +526,7 @@ static int order_nodes(chakra *c, uint32_t *order)
     }
     goto cleanup;
 oom:
-    fprintf(stderr, "commsched: out of memory\n");
-    rc = EXIT_RUNTIME;
+    rc = import_fail(c->d, COMMSCHED_ENOMEM, "out of memory");
 cleanup:
     free(indeg);
     free(uoff);
@@ -694,14 +668,15 @@ static int default_group(const char *name)
 /* ASTRA-sim's comm-group file ({"<pg_name>": [NPU ids], ...}, what its
  * --comm-group-configuration reads): the size of group `name`, 0 when the
  * file does not list it, or -1 after printing why the file is bad. */
-static long comm_group_size(json_t *doc, const char *file, const char *name)
+static long comm_group_size(import_diag *d, json_t *doc, const char *file,
+                            const char *name)
 {
     json_t *v = json_object_get(doc, name);
     if (!v)
         return 0;
     size_t n = json_array_size(v);
     if (!json_is_array(v) || n == 0 || n > COMMSCHED_MAX_GROUP_SIZE) {
-        trace_fail(file, name, "expected a list of 1 to %u NPU ids",
+        trace_fail(d, file, name, "expected a list of 1 to %u NPU ids",
                    (unsigned)COMMSCHED_MAX_GROUP_SIZE);
         return -1;
     }
@@ -711,7 +686,7 @@ static long comm_group_size(json_t *doc, const char *file, const char *name)
         if (!json_is_integer(x) || json_integer_value(x) < 0) {
             char path[COMMSCHED_ERROR_PATH_LENGTH];
             snprintf(path, sizeof path, "%.120s[%zu]", name, i);
-            trace_fail(file, path, "expected an NPU id (an integer >= 0)");
+            trace_fail(d, file, path, "expected an NPU id (an integer >= 0)");
             return -1;
         }
     }
@@ -723,17 +698,17 @@ static long comm_group_size(json_t *doc, const char *file, const char *name)
  * none of these sizes takes the default group's size (ngpus, else 8), and
  * a warning names it: a wrong size would scale every all-gather and
  * reduce-scatter on it, so it is never assumed silently. */
-static int size_groups(chakra *c, const import_options *o, long ngpus,
+static int size_groups(chakra *c, const commsched_import_options *o, long ngpus,
                        groups *g)
 {
     json_t *doc = NULL;
     if (o->comm_groups) {
-        int rc = trace_json_load(o->comm_groups, 0, &doc);
+        int rc = trace_json_load(c->d, o->comm_groups, 0, &doc);
         if (rc != 0)
             return rc;
         if (!json_is_object(doc)) {
             json_decref(doc);
-            return trace_fail(o->comm_groups, "",
+            return trace_fail(c->d, o->comm_groups, "",
                               "expected an object {\"<pg_name>\": [NPU ids]}");
         }
     }
@@ -746,9 +721,9 @@ static int size_groups(chakra *c, const import_options *o, long ngpus,
         for (size_t j = o->n_group_sizes; j-- > 0 && k == 0;)
             if (strcmp(o->group_sizes[j].name, name) == 0)
                 k = o->group_sizes[j].size;
-        if (k == 0 && doc && (k = comm_group_size(doc, o->comm_groups,
+        if (k == 0 && doc && (k = comm_group_size(c->d, doc, o->comm_groups,
                                                   name)) < 0) {
-            rc = EXIT_INPUT;
+            rc = IMPORT_INPUT;
             break;
         }
         if (k == 0 && o->ranks > 0)
@@ -758,12 +733,11 @@ static int size_groups(chakra *c, const import_options *o, long ngpus,
         if (k == 0) {
             k = fallback;
             why = ngpus > 0 ? "the trace's ngpus" : "no ngpus in the trace";
-            fprintf(stderr,
-                    "commsched import: warning: %s: the trace does not give "
-                    "the size of group \"%s\": %ld ranks assumed (%s); give "
-                    "it with --group-size %s=K, --comm-group FILE or "
-                    "--ranks N\n",
-                    c->file, name, k, why, name);
+            import_sayf(c->d, COMMSCHED_IMPORT_WARNING, c->file,
+                        "the trace does not give the size of group \"%s\": "
+                        "%ld ranks assumed (%s); give it with --group-size "
+                        "%s=K, --comm-group FILE or --ranks N",
+                        name, k, why, name);
         }
         g->size[i] = k;
     }
@@ -788,14 +762,14 @@ static int find_group(const groups *g, const char *name)
 }
 
 /* One group per process-group name the kept collectives use. */
-static int add_groups(chakra *c, const import_options *o, long ngpus,
+static int add_groups(chakra *c, const commsched_import_options *o, long ngpus,
                       commsched_builder *b, groups *g)
 {
     size_t m = 0;
     g->name = malloc((c->count ? c->count : 1) * sizeof *g->name);
     g->size = malloc((c->count ? c->count : 1) * sizeof *g->size);
     if (!g->name || !g->size)
-        return oom();
+        return oom(c);
     /* A name repeating the one before is left out at once: a step's
      * collectives mostly run in one group, and sorting a million equal
      * names was 2% of a 1M-node trace's import. */
@@ -814,7 +788,7 @@ static int add_groups(chakra *c, const import_options *o, long ngpus,
             g->name[n++] = g->name[i];
     for (; g->n < n; g->n++) /* each kept name copied, in place */
         if (!(g->name[g->n] = strdup(g->name[g->n])))
-            return oom();
+            return oom(c);
     int rc = size_groups(c, o, ngpus, g);
     for (size_t i = 0; i < g->n && rc == 0; i++)
         (void)commsched_builder_add_group(b, g->name[i], g->size[i], 0,
@@ -907,14 +881,14 @@ static int report_build_error(chakra *c, const uint32_t *src, size_t n_src,
         snprintf(path, sizeof path, "%s",
                  ngpus_in_file ? "ngpus" : "(--ranks)");
     else
-        return cli_report(c->file, &c->err);
+        return import_report(c->d, c->file, &c->err);
     commsched_error_clear(&c->err);
     commsched_error_set(&c->err, e.status, path, "%s (generated %s)", e.text,
                         e.path);
-    return cli_report(c->file, &c->err);
+    return import_report(c->d, c->file, &c->err);
 }
 
-static int build(chakra *c, const import_options *o, long ngpus,
+static int build(chakra *c, const commsched_import_options *o, long ngpus,
                  const char *graph_name, commsched_graph **out)
 {
     size_t n = c->count;
@@ -936,7 +910,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
     long missing = 0, kept = 0, dropped_cpu = 0, colls = 0, folded;
     groups grp = {NULL, NULL, 0};
     if (!order || !seen || !stack || !src) {
-        rc = oom();
+        rc = oom(c);
         goto cleanup;
     }
     if ((rc = order_nodes(c, order)) != 0)
@@ -954,14 +928,16 @@ static int build(chakra *c, const import_options *o, long ngpus,
         }
     }
     if (kept == 0) {
-        fprintf(stderr, "commsched: %s: no node left to import%s\n", c->file,
-                o->gpu_only ? " (every node is a CPU op; drop --gpu-only)"
-                            : "");
-        rc = EXIT_INPUT;
+        rc = import_fail(c->d, COMMSCHED_ESCHEMA,
+                         "%s: no node left to import%s",
+                         c->file,
+                         o->gpu_only
+                         ? " (every node is a CPU op; drop --gpu-only)"
+                         : "");
         goto cleanup;
     }
     if (commsched_builder_create(graph_name, &b, &c->err) != COMMSCHED_OK) {
-        rc = cli_report(c->file, &c->err);
+        rc = import_report(c->d, c->file, &c->err);
         goto cleanup;
     }
     if ((rc = add_groups(c, o, ngpus, b, &grp)) != 0)
@@ -975,7 +951,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
         if (kept_deps(c, v, &deps, &nd, &cap, seen, (uint32_t)pos + 1,
                       stack) != 0 ||
             room(&reads, &inp, &rcap, nd ? nd : 1) != 0) {
-            rc = oom();
+            rc = oom(c);
             goto cleanup;
         }
         /* A GPU collective's consumers read its wait, emitted just before
@@ -1005,7 +981,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
             int gi = find_group(&grp, x->pg ? x->pg : "world");
             os.size = coll_output(c, v, x, gi >= 0 ? grp.size[gi] : 1);
             if (os.size < 0) {
-                rc = EXIT_INPUT;
+                rc = IMPORT_INPUT;
                 goto cleanup;
             }
         }
@@ -1057,7 +1033,7 @@ static int build(chakra *c, const import_options *o, long ngpus,
     if (c->binary) {
         c->offsets = malloc(n * sizeof *c->offsets);
         if (!c->offsets) {
-            rc = oom();
+            rc = oom(c);
             goto cleanup;
         }
         for (size_t i = 0; i < n; i++)
@@ -1071,29 +1047,34 @@ static int build(chakra *c, const import_options *o, long ngpus,
         goto cleanup;
     }
     b = NULL;
-    fprintf(stderr,
-            "commsched import: note: %s: %ld nodes imported (%ld collective%s",
-            c->file, kept, colls, colls == 1 ? "" : "s");
-    for (size_t i = 0; i < grp.n; i++)
-        fprintf(stderr, "%s group \"%s\" of %ld ranks", i ? "," : ";",
-                grp.name[i], grp.size[i]);
-    if (folded)
-        fprintf(stderr,
-                "; %ld CPU-side collective ops folded into their GPU kernel",
-                folded);
-    if (c->ctrl_outside)
-        fprintf(stderr, "; %zu ctrl deps name nodes outside the file",
-                c->ctrl_outside);
-    if (c->ctrl_self)
-        fprintf(stderr, "; %zu ctrl deps of a node on itself ignored",
-                c->ctrl_self);
-    if (o->gpu_only)
-        fprintf(stderr, "; %ld CPU ops dropped", dropped_cpu);
-    fprintf(stderr,
-            "); %ld have no tensor_size/comm_size: their buffers are 0 bytes, "
-            "so memory figures leave them out, and collectives without a "
-            "size keep the trace's runtime\n",
-            missing);
+    import_say say;
+    FILE *m = import_say_begin(&say, c->d);
+    if (m) {
+        fprintf(m, "%ld nodes imported (%ld collective%s", kept, colls,
+                colls == 1 ? "" : "s");
+        for (size_t i = 0; i < grp.n; i++)
+            fprintf(m, "%s group \"%s\" of %ld ranks", i ? "," : ";",
+                    grp.name[i], grp.size[i]);
+        if (folded)
+            fprintf(m,
+                    "; %ld CPU-side collective ops folded into their GPU "
+                    "kernel",
+                    folded);
+        if (c->ctrl_outside)
+            fprintf(m, "; %zu ctrl deps name nodes outside the file",
+                    c->ctrl_outside);
+        if (c->ctrl_self)
+            fprintf(m, "; %zu ctrl deps of a node on itself ignored",
+                    c->ctrl_self);
+        if (o->gpu_only)
+            fprintf(m, "; %ld CPU ops dropped", dropped_cpu);
+        fprintf(m,
+                "); %ld have no tensor_size/comm_size: their buffers are 0 "
+                "bytes, so memory figures leave them out, and collectives "
+                "without a size keep the trace's runtime",
+                missing);
+        import_say_end(&say, c->d, COMMSCHED_IMPORT_NOTE, c->file);
+    }
 cleanup:
     commsched_builder_destroy(b);
     groups_free(&grp);
@@ -1107,7 +1088,7 @@ cleanup:
     return rc;
 }
 
-int chakra_finish(chakra *c, const import_options *o, long ngpus,
+int chakra_finish(chakra *c, const commsched_import_options *o, long ngpus,
                   const char *graph_name, commsched_graph **out)
 {
     if (c->count == 0)

@@ -1,6 +1,7 @@
-/* commsched export chakra GRAPH -o PREFIX — the graph as Chakra binary
- * execution traces, one per rank, named as ASTRA-sim expects
- * (PREFIX.<rank>.et), so ASTRA-sim can simulate the order commsched chose.
+/* commsched_export_chakra — the graph as a Chakra binary execution trace
+ * (what `commsched export chakra GRAPH -o PREFIX` writes once per rank,
+ * PREFIX.<rank>.et as ASTRA-sim expects), so ASTRA-sim can simulate the
+ * order commsched chose.
  *
  * Each node becomes one Node record whose id is its position in the
  * graph's order: ASTRA-sim's feeder issues the smallest ready id first, so
@@ -27,15 +28,12 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chakra_common.h"
-#include "progress.h"
 #include "chakra_et.pb-c.h"
 #include "commsched/cost.h"
 
@@ -301,164 +299,48 @@ done:
     return rc;
 }
 
-/* 1 when SIGINT, SIGTERM or SIGHUP (blocked) has arrived. */
-static int interrupted(void)
+long commsched_export_chakra_ranks(const commsched_graph *g)
 {
-    sigset_t pending;
-    return sigpending(&pending) == 0 &&
-           (sigismember(&pending, SIGINT) == 1 ||
-            sigismember(&pending, SIGTERM) == 1 ||
-            sigismember(&pending, SIGHUP) == 1);
+    long ranks = 1;
+    for (uint32_t k = 0; k < commsched_graph_group_count(g); k++)
+        if ((long)commsched_graph_group_size(g, k) > ranks)
+            ranks = (long)commsched_graph_group_size(g, k);
+    return ranks;
 }
 
-/* Copies the finished rank-0 file into another rank's output. */
-static int copy_file(const char *from, FILE *to)
+commsched_status commsched_export_chakra(const commsched_graph *g,
+                                         const double *runtime, int exact,
+                                         FILE *out, commsched_error *err)
 {
-    FILE *in = fopen(from, "rb");
-    if (!in)
-        return -1;
-    char b[65536];
-    size_t got;
-    int rc = 0;
-    while ((got = fread(b, 1, sizeof b, in)) > 0)
-        if (fwrite(b, 1, got, to) != got) {
-            rc = -1;
-            break;
-        }
-    if (ferror(in))
-        rc = -1;
-    fclose(in);
-    return rc;
-}
-
-int export_chakra(const commsched_graph *g, const double *runtime,
-                  const char *prefix, long ranks, int exact)
-{
-    /* All or nothing holds against Ctrl-C too: the signals wait while a
-     * file is written and are looked for between files, so an interrupt
-     * removes the ranks already written before it ends the process (once
-     * unblocked below). One file's write is the longest wait. Blocked
-     * from the start: the save below may start the library's threads (a
-     * large graph's lines are made on every core), and a thread inherits
-     * the mask it is started with; one started unblocked would take the
-     * signal itself, and its handler would end the process with the ranks
-     * already written left behind. */
-    sigset_t stop, saved;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop, &saved);
     /* The graph as format-v1 JSON, parsed back: the accessors do not give
      * every field, and the exact node text goes into the trace. */
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
-    commsched_error err = {0};
-    if (!mem) {
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        fprintf(stderr, "commsched: out of memory\n");
-        return EXIT_RUNTIME;
-    }
-    commsched_status st = commsched_graph_save_stream(g, NULL, NULL, mem, &err);
-    fclose(mem);
+    if (!mem)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    commsched_status st = commsched_graph_save_stream(g, NULL, NULL, mem, err);
+    if (fclose(mem) != 0 && st == COMMSCHED_OK)
+        st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
     if (st != COMMSCHED_OK) {
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
         free(text);
-        return cli_report(NULL, &err);
+        return st;
     }
     json_error_t jerr;
     json_t *doc = json_loads(text, 0, &jerr);
     free(text);
-    if (!doc) {
-        pthread_sigmask(SIG_SETMASK, &saved, NULL);
-        fprintf(stderr, "commsched: the graph's own JSON does not parse: %s\n",
-                jerr.text);
-        return EXIT_RUNTIME;
-    }
-    if (ranks == 0) { /* the largest group's size */
-        ranks = 1;
-        size_t k;
-        json_t *grp;
-        json_array_foreach(json_object_get(doc, "groups"), k, grp) {
-            json_int_t size = json_integer_value(json_object_get(grp, "size"));
-            if (size > ranks)
-                ranks = size > EXPORT_MAX_RANKS ? EXPORT_MAX_RANKS + 1
-                                                : (long)size;
-        }
-        /* The cap --ranks has, for the default too: a group of 2^24 ranks
-         * would have started 16.7 million files. */
-        if (ranks > EXPORT_MAX_RANKS) {
-            json_decref(doc);
-            pthread_sigmask(SIG_SETMASK, &saved, NULL);
-            fprintf(stderr,
-                    "commsched export: the graph's largest group has more "
-                    "than %ld ranks, and export writes one file per rank, at "
-                    "most %ld: give --ranks N for the files to write\n",
-                    EXPORT_MAX_RANKS, EXPORT_MAX_RANKS);
-            return EXIT_RUNTIME;
-        }
-    }
-    int rc = 0;
-    size_t plen = strlen(prefix) + 32;
-    char *path = malloc(plen), *first = malloc(plen);
-    long done = 0;
-    if (!path || !first) {
-        fprintf(stderr, "commsched: out of memory\n");
-        rc = EXIT_RUNTIME;
-    }
-    cli_progress progress;
-    const char *base = strrchr(prefix, '/');
-    cli_progress_begin(&progress, "files", (uint64_t)ranks,
-                       "commsched export: writing %s.<rank>.et",
-                       base ? base + 1 : prefix);
-    for (long r = 0; r < ranks && rc == 0; r++) {
-        if (interrupted()) {
-            rc = EXIT_RUNTIME;
-            break;
-        }
-        snprintf(path, plen, "%s.%ld.et", prefix, r);
-        cli_out out;
-        if ((rc = cli_out_open(&out, path)) != 0)
-            break;
-        int bad = r == 0 ? write_trace(out.f, g, doc, runtime, exact)
-                         : copy_file(first, out.f);
-        if (bad) {
-            fprintf(stderr, "commsched: cannot write %s: %s\n", path,
-                    errno ? strerror(errno) : "out of memory");
-            cli_out_abort(&out);
-            rc = EXIT_RUNTIME;
-            break;
-        }
-        if ((rc = cli_out_commit(&out)) != 0)
-            break;
-        if (r == 0)
-            snprintf(first, plen, "%s", path);
-        done = r + 1;
-        cli_progress_set(&progress, (uint64_t)done);
-    }
-    cli_progress_end(&progress);
-    /* Once more, as late as can be: the last file, the line's erasure. */
-    if (interrupted()) {
-        fprintf(stderr, "commsched export: interrupted: removing the %ld "
-                        "file%s already written\n",
-                done, done == 1 ? "" : "s");
-        rc = EXIT_RUNTIME;
-    }
-    if (rc != 0) /* all or nothing: remove the ranks already written */
-        for (long r = 0; r < done; r++) {
-            snprintf(path, plen, "%s.%ld.et", prefix, r);
-            remove(path);
-        }
-    pthread_sigmask(SIG_SETMASK, &saved, NULL); /* a pending signal ends us */
-    if (rc == 0)
-        fprintf(stderr,
-                "commsched export: note: %ld file%s %s.<rank>.et, %u nodes "
-                "each\n",
-                ranks, ranks == 1 ? "" : "s", prefix,
-                commsched_graph_node_count(g));
-    free(path);
-    free(first);
+    if (!doc)
+        return commsched_error_set(err, COMMSCHED_EINTERNAL, NULL,
+                                   "the graph's own JSON does not parse: %s",
+                                   jerr.text);
+    errno = 0;
+    int bad = write_trace(out, g, doc, runtime, exact);
     json_decref(doc);
-    return rc;
+    if (bad)
+        return errno ? commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                           "cannot write: %s", strerror(errno))
+                     : commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                           "out of memory");
+    return COMMSCHED_OK;
 }
