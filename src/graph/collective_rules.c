@@ -103,7 +103,8 @@ static commsched_status check_collective_bytes(const commsched_graph *g,
         return commsched_error_set(err, COMMSCHED_EGRAPH, path,
                      "a collective reads a whole number of bytes, got %g",
                      n->bytes);
-    if ((uint64_t)n->bytes > in->hi)
+    /* compared before the cast: a double past 2^64 has no uint64_t */
+    if (n->bytes >= 0x1p64 || (uint64_t)n->bytes > in->hi)
         return commsched_error_set(err, COMMSCHED_EGRAPH, path,
                      "collective \"%s\" reads %.0f bytes, more than its "
                      "inputs hold (%" PRIu64 ")",
