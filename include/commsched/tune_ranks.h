@@ -65,10 +65,12 @@ typedef struct commsched_tune_ranks_options {
     int debug_hang_rank;     /* tests: this rank's threads stop answering
                                 at its first pair (they sleep until the job
                                 ends); -1: none */
+    int debug_kill_rank;     /* tests: this rank kills itself (SIGKILL) at
+                                its first pair; -1: none */
 } commsched_tune_ranks_options;
 
 /* n_graphs 0, no loader, no tune options, timeout 0, log stderr, no
- * debug ranks. */
+ * debug ranks (-1). */
 COMMSCHED_EXPORT void
 commsched_tune_ranks_options_init(commsched_tune_ranks_options *o);
 
@@ -98,11 +100,16 @@ COMMSCHED_EXPORT int
 commsched_tune_ranks_failed(const commsched_tune_ranks *j);
 COMMSCHED_EXPORT size_t
 commsched_tune_ranks_pairs_of(const commsched_tune_ranks *j, int r);
+/* Rank 0: the rank whose figures were recorded for candidate `cand` of
+ * graph `graph`; -1 when none ran it (or out of range). */
+COMMSCHED_EXPORT int commsched_tune_ranks_judge_of(
+    const commsched_tune_ranks *j, size_t graph, size_t cand);
 
 /* Ends the job: frees everything and leaves MPI (every rank meets first,
  * so no process exits before rank 0 has written its output). Where a rank
- * failed (it may hang in that meeting) rank 0 aborts the job with `code`
- * instead (MPI_Abort: mpirun ends every process). NULL is allowed. */
+ * was taken as hung (it would never come to that meeting) rank 0 aborts
+ * the job with `code` instead (MPI_Abort: mpirun ends every process).
+ * NULL is allowed. */
 COMMSCHED_EXPORT void commsched_tune_ranks_end(commsched_tune_ranks *j,
                                                int code);
 

@@ -28,6 +28,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: commsched tune [options] FILE\n"
+            "       commsched tune [options] FILE|FOLDER... [-o OUTDIR]\n"
+            "       mpirun -np N commsched tune [options] FILE|FOLDER...\n"
             "\n"
             "Runs many pipelines and knob settings on FILE in parallel (OpenMP),\n"
             "judges each with the simulator and keeps the fastest whose peak\n"
@@ -42,23 +44,40 @@ static void usage(FILE *f)
             "and at most 50,000 nodes, every contiguous split of them:\n"
             "docs/PASSES.md, \"tune\").\n"
             "\n"
+            "Several graphs (or a FOLDER: its *.json files) are tuned one after\n"
+            "the other; a summary table (one row per graph) goes to standard\n"
+            "output, and with -o OUTDIR each graph's best order to\n"
+            "OUTDIR/NAME.json and every candidate to OUTDIR/NAME.tune.json.\n"
+            "Under mpirun the (graph, candidate) pairs are spread over the\n"
+            "ranks, OpenMP inside each; rank 0 prints exactly what one process\n"
+            "would (docs/PASSES.md, \"tune over MPI ranks\").\n"
+            "\n"
             "  --budget F         peak limit: F x the input order's peaks\n"
             "                     (default 1.0; inf: no limit)\n"
             "  --peak-model M     both (default: the per-step peak and the peak\n"
             "                     over simulated time) or step (the per-step\n"
             "                     peak alone, Inductor's model)\n"
-            "  --threads N        OpenMP threads (default: OMP_NUM_THREADS, else\n"
-            "                     one per core)\n"
+            "  --threads N        OpenMP threads (per rank under mpirun; default:\n"
+            "                     OMP_NUM_THREADS, else one per core)\n"
             "  --candidate SPEC   also try PASSES or \"PASSES|key=value,...\"\n"
             "                     (repeatable)\n"
             "  --no-builtin       only the --candidate ones\n"
             "  --top K            rows in the table (default 10; 0: all)\n"
-            "  --format F         table (default) or json (every candidate)\n"
+            "  --format F         table (default) or json (every candidate; with\n"
+            "                     several graphs, the summary)\n"
             "  -o, --output OUT   write the best order (the same file `optimize\n"
-            "                     -o` writes for that pipeline), atomically\n"
+            "                     -o` writes for that pipeline), atomically; with\n"
+            "                     several graphs, the folder of result files\n"
             "  --comm-streams S   per-group (default) or single\n"
             "  --verify-memory    check every order after every pass (slower)\n"
-            "  --verbose          the search's wall time on standard error\n" CLI_COST_HELP
+            "  --verbose          the search's wall time on standard error (and\n"
+            "                     under mpirun what each rank judged)\n"
+            "  --rank-timeout S   under mpirun: a rank holding a pair S seconds\n"
+            "                     is named as hung and its pairs go to the\n"
+            "                     others; the job then exits 1 (default 0: wait)\n"
+            "  --debug-fail-rank R, --debug-hang-rank R, --debug-kill-rank R\n"
+            "                     tests: rank R refuses its pairs, stops\n"
+            "                     answering, or dies of SIGKILL\n" CLI_COST_HELP
             "\n"
             "The table goes to standard output, or to standard error when the\n"
             "graph goes to standard output (-o -).\n");
@@ -712,7 +731,9 @@ static int output_summary(const tune_cli *t, const summary_row *rows,
     return rc;
 }
 
-static int make_outdir(const char *dir)
+/* -o with several graphs: a folder, made when `create` (under mpirun
+ * rank 0 makes it once the search is done; every rank checks it first). */
+static int make_outdir(const char *dir, int create)
 {
     struct stat st;
     if (stat(dir, &st) == 0) {
@@ -722,7 +743,7 @@ static int make_outdir(const char *dir)
                                        "a folder, and this is a file",
                                dir);
     }
-    if (mkdir(dir, 0777) != 0) {
+    if (create && mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "commsched: %s: cannot create: %s\n", dir,
                 strerror(errno));
         return EXIT_RUNTIME;
@@ -824,7 +845,7 @@ static commsched_status load_nth(void *arg, size_t i, commsched_graph **out,
 }
 
 static int tune_ranks(tune_cli *t, const tune_inputs *in, const char *fp,
-                      double timeout, int fail_rank, int hang_rank)
+                      double timeout, const int debug[3])
 {
     commsched_tune_ranks_options ro;
     commsched_tune_ranks_options_init(&ro);
@@ -834,8 +855,9 @@ static int tune_ranks(tune_cli *t, const tune_inputs *in, const char *fp,
     ro.tune = &t->to;
     ro.fingerprint = fp;
     ro.timeout_s = timeout;
-    ro.debug_fail_rank = fail_rank;
-    ro.debug_hang_rank = hang_rank;
+    ro.debug_fail_rank = debug[0];
+    ro.debug_hang_rank = debug[1];
+    ro.debug_kill_rank = debug[2];
     commsched_tune_result **res = calloc(in->n, sizeof *res);
     const commsched_graph **gs = calloc(in->n, sizeof *gs);
     commsched_error *errs = calloc(in->n, sizeof *errs);
@@ -872,14 +894,24 @@ static int tune_ranks(tune_cli *t, const tune_inputs *in, const char *fp,
         fprintf(stderr, "commsched tune: rank %d: ",
                 commsched_tune_ranks_rank(job));
         rc = cli_report(NULL, &err);
-    } else if (commsched_tune_ranks_rank(job) == 0) {
+    } else if (commsched_tune_ranks_rank(job) == 0 &&
+               (!in->many || !t->out_path ||
+                (rc = make_outdir(t->out_path, 1)) == 0)) {
         int ranks = commsched_tune_ranks_size(job);
-        if (t->verbose)
+        if (t->verbose) {
             for (int r = 0; r < ranks; r++)
                 fprintf(stderr, "tune: rank %d judged %zu pair%s\n", r,
                         commsched_tune_ranks_pairs_of(job, r),
                         COMMSCHED_PLURAL(commsched_tune_ranks_pairs_of(job,
                                                                        r)));
+            for (size_t i = 0; i < in->n; i++)
+                if (res[i] && commsched_tune_best(res[i]) != SIZE_MAX)
+                    fprintf(stderr, "tune: %s: the best, #%zu, was judged "
+                                    "on rank %d\n",
+                            in->path[i], commsched_tune_best(res[i]),
+                            commsched_tune_ranks_judge_of(
+                                job, i, commsched_tune_best(res[i])));
+        }
         for (size_t i = 0; i < in->n; i++) {
             int grc = 0;
             if (!res[i])
@@ -929,7 +961,7 @@ int cmd_tune(int argc, char **argv)
 {
     enum { O_BUDGET = 256, O_THREADS, O_CAND, O_NOBUILTIN, O_TOP, O_FORMAT,
            O_DEVICE, O_MODEL, O_STREAMS, O_VERIFY, O_VERBOSE, O_PEAK,
-           O_TIMEOUT, O_DFAIL, O_DHANG };
+           O_TIMEOUT, O_DFAIL, O_DHANG, O_DKILL };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"budget", required_argument, 0, O_BUDGET},
@@ -947,6 +979,7 @@ int cmd_tune(int argc, char **argv)
         {"rank-timeout", required_argument, 0, O_TIMEOUT},
         {"debug-fail-rank", required_argument, 0, O_DFAIL},
         {"debug-hang-rank", required_argument, 0, O_DHANG},
+        {"debug-kill-rank", required_argument, 0, O_DKILL},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     tune_cli t;
@@ -957,7 +990,8 @@ int cmd_tune(int argc, char **argv)
     const char **cands = NULL;
     size_t n_cands = 0;
     double rank_timeout = 0;
-    int fail_rank = -1, hang_rank = -1, c, rc = 0;
+    int debug[3] = {-1, -1, -1}; /* fail, hang, kill */
+    int c, rc = 0;
     char *end;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -1057,10 +1091,11 @@ int cmd_tune(int argc, char **argv)
             break;
         case O_DFAIL:
         case O_DHANG:
-            if ((rc = parse_rank(c == O_DFAIL ? "--debug-fail-rank"
-                                              : "--debug-hang-rank",
-                                 optarg,
-                                 c == O_DFAIL ? &fail_rank : &hang_rank))) {
+        case O_DKILL:
+            if ((rc = parse_rank(c == O_DFAIL   ? "--debug-fail-rank"
+                                 : c == O_DHANG ? "--debug-hang-rank"
+                                                : "--debug-kill-rank",
+                                 optarg, &debug[c - O_DFAIL]))) {
                 free(cands);
                 return rc;
             }
@@ -1091,7 +1126,7 @@ int cmd_tune(int argc, char **argv)
                                      "graph: give a file, not -");
         goto done;
     }
-    if (in.many && t.out_path && (rc = make_outdir(t.out_path)) != 0)
+    if (in.many && t.out_path && (rc = make_outdir(t.out_path, !mpi)) != 0)
         goto done;
     t.to.device = &cost.device;
     t.to.comm_model = cost.opts.comm_model;
@@ -1120,7 +1155,7 @@ int cmd_tune(int argc, char **argv)
             at += sprintf(at, "%s\n", argv[i]);
         for (size_t i = 0; i < in.n; i++)
             at += sprintf(at, "%s\n", in.path[i]);
-        rc = tune_ranks(&t, &in, fp, rank_timeout, fail_rank, hang_rank);
+        rc = tune_ranks(&t, &in, fp, rank_timeout, debug);
         free(fp);
     }
 #else

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,7 @@ typedef struct entry {
 
 struct commsched_tune_ranks {
     const commsched_tune_ranks_options *o;
-    int rank, size, threads, we_init, failed_count;
+    int rank, size, threads, we_init, failed_count, hung_count;
     size_t n;             /* graphs */
     entry *cache;
     size_t loaded, keep;  /* graphs loaded now; the most kept idle */
@@ -87,6 +88,7 @@ struct commsched_tune_ranks {
     commsched_tune_result **plans;
     commsched_graph **graphs;
     size_t *pairs_of;     /* per rank */
+    int **judge;          /* per graph, per candidate: the rank, or -1 */
     int *failed;          /* per rank */
     int mutex_ok, workers_started;
     pthread_t workers;
@@ -130,6 +132,7 @@ void commsched_tune_ranks_options_init(commsched_tune_ranks_options *o)
     memset(o, 0, sizeof *o);
     o->debug_fail_rank = -1;
     o->debug_hang_rank = -1;
+    o->debug_kill_rank = -1;
 }
 
 /* ---- the rank-local box (callers hold mu) --------------------------- */
@@ -256,6 +259,8 @@ static void worker_loop(commsched_tune_ranks *j)
         pair p = j->in[j->in_head++];
         pthread_mutex_unlock(&j->mu);
 
+        if (j->rank == j->o->debug_kill_rank)
+            raise(SIGKILL); /* tests: a rank that dies of a signal */
         if (j->rank == j->o->debug_hang_rank) {
             /* tests: a rank that stops answering; it sleeps until the
              * job ends (rank 0 aborts it) */
@@ -482,11 +487,12 @@ static void forget_out(dispatch *d, pair p, int rank)
 
 /* Names rank r as failed (once) and hands every pair it holds back. */
 static int fail_rank(commsched_tune_ranks *j, dispatch *d, int r,
-                     const char *why)
+                     const char *why, int hung)
 {
     if (!j->failed[r]) {
         j->failed[r] = 1;
         j->failed_count++;
+        j->hung_count += hung;
         fprintf(log_of(j),
                 "commsched tune: rank %d failed (%s); its pairs go to the "
                 "other ranks\n",
@@ -536,6 +542,7 @@ static commsched_status record(commsched_tune_ranks *j, dispatch *d,
     d->recorded[p.graph][p.cand] = 1;
     d->left--;
     j->pairs_of[from]++;
+    j->judge[p.graph][p.cand] = from;
     if (j->o->tune->progress) {
         size_t total = 0;
         for (size_t g = 0; g < j->n; g++)
@@ -552,7 +559,7 @@ static commsched_status cant(commsched_tune_ranks *j, dispatch *d, pair p,
     char why[COMMSCHED_ERROR_TEXT_LENGTH + 64];
     forget_out(d, p, from);
     snprintf(why, sizeof why, "graph %u: %s", p.graph, msg);
-    if (requeue(d, p) != 0 || fail_rank(j, d, from, why) != 0)
+    if (requeue(d, p) != 0 || fail_rank(j, d, from, why, 0) != 0)
         return oom(err);
     return COMMSCHED_OK;
 }
@@ -596,10 +603,13 @@ static commsched_status make_queue(commsched_tune_ranks *j, dispatch *d,
         if (!j->plans[g])
             continue;
         size_t n = commsched_tune_count(j->plans[g]);
-        if (!(d->recorded[g] = calloc(n, 1))) {
+        if (!(d->recorded[g] = calloc(n, 1)) ||
+            !(j->judge[g] = malloc(n * sizeof *j->judge[g]))) {
             free(k);
             return oom(err);
         }
+        for (size_t c = 0; c < n; c++)
+            j->judge[g][c] = -1;
         for (size_t c = 0; c < n; c++)
             k[m++] = (keyed){commsched_tune_weight(j->plans[g], c),
                              commsched_graph_node_count(j->graphs[g]),
@@ -652,6 +662,7 @@ static commsched_status give_up(commsched_tune_ranks *j, dispatch *d,
         if (st != COMMSCHED_OK)
             return st;
         j->pairs_of[0]--; /* rank 0 did not judge it */
+        j->judge[p.graph][p.cand] = -1;
     }
     return COMMSCHED_OK;
 }
@@ -743,7 +754,7 @@ static commsched_status dispatch_all(commsched_tune_ranks *j,
                              "no answer for graph %u candidate %u in %g s",
                              d.out[i].p.graph, d.out[i].p.cand,
                              j->o->timeout_s);
-                    if (fail_rank(j, &d, d.out[i].rank, why) != 0) {
+                    if (fail_rank(j, &d, d.out[i].rank, why, 1) != 0) {
                         st = oom(err);
                         goto done;
                     }
@@ -902,7 +913,9 @@ commsched_status commsched_tune_ranks_run(
         j->graphs = calloc(j->n ? j->n : 1, sizeof *j->graphs);
         j->pairs_of = calloc((size_t)j->size, sizeof *j->pairs_of);
         j->failed = calloc((size_t)j->size, sizeof *j->failed);
-        ok = ok && j->plans && j->graphs && j->pairs_of && j->failed;
+        j->judge = calloc(j->n ? j->n : 1, sizeof *j->judge);
+        ok = ok && j->plans && j->graphs && j->pairs_of && j->failed &&
+             j->judge;
     }
     int all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -937,7 +950,7 @@ commsched_status commsched_tune_ranks_run(
     pthread_mutex_unlock(&j->mu);
     /* A hung worker thread never returns: leave it to the abort in
      * commsched_tune_ranks_end. */
-    if ((j->rank == 0 && !j->failed[0]) ||
+    if ((j->rank == 0 && !(j->failed[0] && j->hung_count)) ||
         (j->rank != 0 && j->rank != o->debug_hang_rank)) {
         pthread_join(j->workers, NULL);
         j->workers_started = 0;
@@ -975,11 +988,21 @@ size_t commsched_tune_ranks_pairs_of(const commsched_tune_ranks *j, int r)
     return j && j->pairs_of && r >= 0 && r < j->size ? j->pairs_of[r] : 0;
 }
 
+int commsched_tune_ranks_judge_of(const commsched_tune_ranks *j,
+                                  size_t graph, size_t cand)
+{
+    if (!j || !j->judge || graph >= j->n || !j->judge[graph] ||
+        !j->plans[graph] || cand >= commsched_tune_count(j->plans[graph]))
+        return -1;
+    return j->judge[graph][cand];
+}
+
 void commsched_tune_ranks_end(commsched_tune_ranks *j, int code)
 {
     if (!j)
         return;
-    if (j->rank == 0 && j->failed_count > 0) {
+    /* a hung rank would never reach the barrier below */
+    if (j->rank == 0 && j->hung_count > 0) {
         fflush(stdout);
         fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
@@ -1007,6 +1030,9 @@ void commsched_tune_ranks_end(commsched_tune_ranks *j, int code)
     free(j->graphs);
     free(j->pairs_of);
     free(j->failed);
+    for (size_t i = 0; j->judge && i < j->n; i++)
+        free(j->judge[i]);
+    free(j->judge);
     free(j->in);
     for (size_t i = 0; i < j->out_n; i++)
         free(j->out[i].msg);
