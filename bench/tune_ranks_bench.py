@@ -22,17 +22,20 @@ median of --repeat runs; the outputs of every run are compared with the
 first (the same bytes, or the benchmark fails).
 
 The model. Rank 0 first loads and prepares every graph (serial), then the
-pairs go out heaviest first (the dispatcher's order) to whichever rank is
-free; a rank pays a graph's load and preparation the first time it gets
-one of its pairs. Inputs, all measured here: each candidate's wall_ms
-(`tune --format json --threads 1`, one process) and each graph's load and
-preparation (`tune G --no-builtin --candidate none`: a load, the input's
-pricing and simulation, and one trivial candidate). The start-up (mpirun,
-MPI_Init, the output) is what the 1-rank run takes beyond the model's
-work; the model then predicts 2 ranks (checked against the measurement),
-8 and 64. The bound: no graph's search ends before its preparation plus
-its longest candidate after rank 0's serial preparation, so no rank count
-beats start-up + serial + that.
+pairs go out as the dispatcher hands them (heaviest first; among the next
+64 of the head's weight, one of a graph the rank holds first) to whichever
+rank is free; a rank pays a graph's preparation the first time it gets one
+of its pairs. Inputs, all measured here: each candidate's wall_ms (`tune
+--format json --threads 1`, one process) and each graph's preparation
+(`tune G --no-builtin --candidate none`: the process, a load, the input's
+pricing and simulation and one trivial candidate, so an upper bound).
+"Work N" is the model's time on N ranks without start-up, "work 1 / work
+N" the speed-up a cluster whose start-up is small would see; the bound is
+work 1 over rank 0's serial preparation plus the slowest graph's
+preparation and longest candidate (the critical path), which no rank count
+beats. The 2-rank figure is also predicted (mpirun's measured start at 2
+ranks plus work 2 at the 1-rank run's pace) and set beside the
+measurement.
 Standard library only.
 """
 import argparse
@@ -74,7 +77,7 @@ def timed(cmd, env=None):
     dt = time.monotonic() - t0
     if p.returncode != 0:
         sys.exit("tune_ranks_bench: %s: exit %d\n%s" % (
-            " ".join(cmd), p.returncode, p.stderr[-2000:]))
+            " ".join(cmd), p.returncode, p.stderr[-8000:]))
     return dt, p.stdout
 
 
@@ -86,29 +89,45 @@ def outputs(path):
     return open(path, "rb").read()
 
 
-def measure(cli, inputs, out, np, repeat):
-    times, first = [], None
+def run_once(cli, inputs, out, np):
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    elif os.path.exists(out):
+        os.remove(out)
+    args = [cli, "tune"] + inputs + ["--threads", "1", "-o", out]
+    if np:
+        cmd, env = mpirun_cmd(np)
+        dt, stdout = timed(cmd + args, env)
+    else:
+        dt, stdout = timed(args)
+    # one graph's table has each candidate's wall time; a summary has none
+    return dt, (stdout if os.path.isdir(out) else "", outputs(out))
+
+
+def measure(cli, inputs, out, repeat):
+    """Medians of alone, 1 rank and 2 ranks, the three run in turn in each
+    repetition so that they share the machine's load alike; every run's
+    output must be the first one's."""
+    times, ref = {0: [], 1: [], 2: []}, None
     for _ in range(repeat):
-        if os.path.isdir(out):
-            shutil.rmtree(out)
-        elif os.path.exists(out):
-            os.remove(out)
-        args = [cli, "tune"] + inputs + ["--threads", "1", "-o", out]
-        if np:
-            cmd, env = mpirun_cmd(np)
-            dt, stdout = timed(cmd + args, env)
-        else:
-            dt, stdout = timed(args)
-        # one graph's table has each candidate's wall time; a summary
-        # has none
-        got = (stdout if os.path.isdir(out) else "", outputs(out))
-        if first is None:
-            first = got
-        elif got != first:
-            sys.exit("tune_ranks_bench: %d ranks: the output changed "
-                     "between runs" % np)
-        times.append(dt)
-    return statistics.median(times), first
+        for np in (0, 1, 2):
+            dt, got = run_once(cli, inputs, out, np)
+            if ref is None:
+                ref = got
+            elif got != ref:
+                sys.exit("tune_ranks_bench: %s ranks: the output differs "
+                         "from one process's" % np)
+            times[np].append(dt)
+    return {np: statistics.median(t) for np, t in times.items()}
+
+
+def startup(cli, tiny, np, repeat):
+    """mpirun's start and end around a search of one trivial candidate."""
+    cmd, env = mpirun_cmd(np)
+    return statistics.median(
+        timed(cmd + [cli, "tune", tiny, "--no-builtin", "--candidate",
+                     "none", "--threads", "1"], env)[0]
+        for _ in range(repeat))
 
 
 def graph_files(inputs):
@@ -143,22 +162,32 @@ def profile(cli, files):
 
 
 def model(graphs, ranks):
-    """Work time (no start-up) on `ranks` ranks of one thread each, and
-    the critical-path bound."""
+    """Work time (no start-up) on `ranks` ranks of one thread each, as the
+    dispatcher hands pairs out (tune_ranks.c: heaviest first; among the
+    next 64 of the head's weight, a graph the rank holds first), and the
+    critical-path bound."""
     serial = sum(g["prepare_s"] for g in graphs)
-    pairs = []
+    queue = []
     for gi, g in enumerate(graphs):
         for ci, (w, t) in enumerate(g["cands"]):
-            pairs.append((-w, -g["nodes"], gi, ci, t))
-    pairs.sort()
+            queue.append((-w, -g["nodes"], gi, ci, t))
+    queue.sort()
     free = [serial] * ranks
     loaded = [set() for _ in range(ranks)]
-    for _, _, gi, _, t in pairs:
+    while queue:
         r = min(range(ranks), key=lambda k: free[k])
+        at = 0
+        for i, q in enumerate(queue[:64]):
+            if q[0] != queue[0][0]:
+                break
+            if q[2] in loaded[r]:
+                at = i
+                break
+        _, _, gi, _, t = queue.pop(at)
         if gi not in loaded[r]:
             loaded[r].add(gi)
-            # rank 0 has loaded it; it only prepares its own plan again,
-            # about a load's cost too (the pricing and simulation)
+            # rank 0 has loaded it already, but each rank prepares its own
+            # plan (the input's pricing and simulation, about a load)
             free[r] += graphs[gi]["prepare_s"]
         free[r] += t
     bound = serial + max(g["prepare_s"] + max(t for _, t in g["cands"])
@@ -197,35 +226,35 @@ def main():
          [os.path.join(src, "graphs", "generated")],
          os.path.join(work, "zoo")),
     ]
+    tiny = os.path.join(src, "graphs", "examples", "fsdp_2layer.json")
     rows, results = [], []
     load0 = os.getloadavg()
     for name, inputs, out in workloads:
         graphs = profile(a.cli, graph_files(inputs))
-        alone, ref = measure(a.cli, inputs, out, 0, a.repeat)
-        one, got1 = measure(a.cli, inputs, out, 1, a.repeat)
-        two, got2 = measure(a.cli, inputs, out, 2, a.repeat)
-        if got1 != ref or got2 != ref:
-            sys.exit("tune_ranks_bench: %s: mpirun's output differs from "
-                     "one process's" % name)
-        w1, bound = model(graphs, 1)
-        startup = max(0.0, one - w1)
-        pred = {r: startup + model(graphs, r)[0] for r in (2, 8, 64)}
-        total = sum(t for g in graphs for _, t in g["cands"])
-        longest = max(t for g in graphs for _, t in g["cands"])
+        t = measure(a.cli, inputs, out, a.repeat)
+        up = {np: startup(a.cli, tiny, np, a.repeat) for np in (1, 2)}
+        w = {r: model(graphs, r)[0] for r in (1, 2, 8, 64)}
+        bound = model(graphs, 1)[1]
+        # the machine's pace now: 1 rank's run less its start over the
+        # work the profile measured (above 1 when other sessions load it)
+        pace = max(t[1] - up[1], 0.0) / w[1]
+        pred2 = up[2] + pace * w[2]
+        total = sum(c for g in graphs for _, c in g["cands"])
+        longest = max(c for g in graphs for _, c in g["cands"])
         res = {"workload": name, "graphs": len(graphs),
                "pairs": sum(len(g["cands"]) for g in graphs),
                "candidates_s": total, "longest_s": longest,
                "prepare_s": sum(g["prepare_s"] for g in graphs),
-               "alone_s": alone, "np1_s": one, "np2_s": two,
-               "speedup_1_2": one / two, "startup_s": startup,
-               "model_s": pred, "bound_s": startup + bound}
+               "alone_s": t[0], "np1_s": t[1], "np2_s": t[2],
+               "speedup_1_2": t[1] / t[2], "startup_s": up, "pace": pace,
+               "work_s": w, "bound_s": bound, "model_np2_s": pred2}
         results.append(res)
         rows.append(
             "| %s | %d | %.2f s (%.2f s) | %.2f s | %.2f s | %.2f s | "
-            "%.2f s | **%.2fx** | %.2fx | %.2fx | %.2fx | %.2fx |" % (
-                name, res["pairs"], total, longest, alone, one, two,
-                pred[2], one / two, one / pred[2], one / pred[8],
-                one / pred[64], one / (startup + bound)))
+            "**%.2fx** | %.2f s (%.2fx) | %.2fx | %.2fx | %.2fx | %.2fx |" % (
+                name, res["pairs"], total, longest, t[0], t[1], t[2],
+                t[1] / t[2], pred2, t[1] / pred2, w[1] / w[2], w[1] / w[8],
+                w[1] / w[64], w[1] / bound))
         print(rows[-1], flush=True)
     load1 = os.getloadavg()
     if a.json:
@@ -238,23 +267,31 @@ def main():
     lines = [BEGIN, "", "### Benchmark: tune over MPI ranks (make bench, "
              "issue 48)", "", "```sh", cmd, "```", "",
              "| workload | pairs | candidates' sum (longest) | alone | "
-             "1 rank | 2 ranks | model, 2 ranks | speed-up 1 → 2 | "
-             "model 2 | model 8 | model 64 | bound |",
+             "1 rank | 2 ranks | speed-up 1 → 2 | model, 2 ranks | "
+             "work 2 | work 8 | work 64 | work bound |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += rows
     lines += ["", "Machine: %s, %d cores, Linux %s; load average %.2f "
               "before, %.2f after (other sessions share the cores); %s; "
               "release build, one thread a rank (`--threads 1`), Open MPI "
-              "over shared memory (`--mca btl self,vader`); medians of %d "
-              "runs of the whole command (mpirun's start, the loads and "
-              "the output included), every run's output the same bytes as "
-              "one process's. Speed-ups are over 1 rank; model N: the "
-              "start-up measured at 1 rank plus the list schedule of the "
-              "measured per-candidate times and per-graph preparations on "
-              "N ranks (heaviest first, each rank preparing a graph on its "
-              "first pair of it); bound: start-up + rank 0's serial "
-              "preparation + the slowest graph's preparation and longest "
-              "candidate, which no rank count beats." % (
+              "over shared memory (`--mca btl self,vader --bind-to none`); "
+              "medians of %d runs of the whole command (mpirun's start, the "
+              "loads and the output included), alone, 1 rank and 2 ranks "
+              "in turn in each repetition; every run's output the same "
+              "bytes as one process's. Speed-up: 1 rank's time over 2 "
+              "ranks'. Work N: the list schedule of the measured "
+              "per-candidate times (`tune --format json --threads 1`) and "
+              "per-graph preparations (`tune G --no-builtin --candidate "
+              "none`) on N ranks of one thread, as the dispatcher hands "
+              "them out (heaviest first, rank 0 preparing every graph "
+              "first, each rank preparing a graph on its first pair of "
+              "it); the figure is work 1 over work N, start-up left out "
+              "(it is the cluster's). Work bound: work 1 over rank 0's "
+              "preparation plus the slowest graph's preparation and "
+              "longest candidate, which no rank count beats. Model, 2 "
+              "ranks: mpirun's measured start at 2 ranks plus work 2 at "
+              "the pace of the 1-rank run (its time less its start, over "
+              "work 1), against the measured 2 ranks." % (
                   cpu_name(), os.cpu_count() or 0, platform.release(),
                   load0[0], load1[0], when, a.repeat),
               "", END]

@@ -6,7 +6,8 @@
  * the input's figures), orders the pairs heaviest first (the candidate's
  * commsched_tune_weight, then the graph's node count, then graph and
  * candidate index) and hands them out one at a time to whichever rank has
- * an idle thread; it works on pairs too. Every other rank loads only the
+ * an idle thread (among the next pairs of the same weight, one of a graph
+ * that rank already holds first); it works on pairs too. Every other rank loads only the
  * graphs of the pairs it is given (keeping at most threads + 1 loaded),
  * prepares them itself (the same candidate set: it depends only on the
  * graph and the options) and judges its pairs on its threads (OpenMP).

@@ -190,7 +190,7 @@ static void print_table(FILE *f, const commsched_graph *g,
 /* timing 0: without wall_ms, the one figure that depends on threads,
  * ranks and load (the per-graph files of a search over many graphs). */
 json_t *tune_candidate_json(const commsched_tune_candidate *c, size_t i,
-                              const commsched_sim_totals *in, int timing)
+                            const commsched_sim_totals *in, int timing)
 {
     json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:b}", "index",
                           (json_int_t)i, "passes", c->passes, "knobs",
@@ -224,7 +224,7 @@ json_t *tune_candidate_json(const commsched_tune_candidate *c, size_t i,
 
 /* threads < 0: no "threads" member and no wall_ms (timing off). */
 json_t *tune_result_json(const commsched_tune_result *r, double budget,
-                           int threads)
+                         int threads)
 {
     int timing = threads >= 0;
     const commsched_sim_totals *in = commsched_tune_input(r);
@@ -232,7 +232,8 @@ json_t *tune_result_json(const commsched_tune_result *r, double budget,
     for (size_t i = 0; cands && i < commsched_tune_count(r); i++)
         json_array_append_new(
             cands,
-            tune_candidate_json(commsched_tune_candidate_at(r, i), i, in, timing));
+            tune_candidate_json(commsched_tune_candidate_at(r, i), i, in,
+                                timing));
     for (size_t k = 0; rank && k < commsched_tune_count(r); k++)
         json_array_append_new(rank,
                               json_integer((json_int_t)commsched_tune_ranked(
@@ -259,8 +260,8 @@ json_t *tune_result_json(const commsched_tune_result *r, double budget,
         o, "best",
         best == SIZE_MAX
             ? json_null()
-            : tune_candidate_json(commsched_tune_candidate_at(r, best), best, in,
-                             timing));
+            : tune_candidate_json(commsched_tune_candidate_at(r, best), best,
+                                  in, timing));
     return o;
 }
 
@@ -316,8 +317,8 @@ static int schedule_json(const commsched_tune_candidate *c, size_t index,
 
 /* Deterministic: the same order as the search judged. */
 int tune_write_best(const char *out_path, const commsched_graph *g,
-                      const commsched_tune_result *r, double budget,
-                      int *to_stdout)
+                    const commsched_tune_result *r, double budget,
+                    int *to_stdout)
 {
     commsched_error err = {0};
     commsched_optimize_options *opts = NULL;
@@ -365,8 +366,8 @@ done:
 }
 
 int tune_output_single(const tune_cli *t, const commsched_graph *g,
-                         const commsched_tune_result *r, double wall,
-                         int threads, int ranks)
+                       const commsched_tune_result *r, double wall,
+                       int threads, int ranks)
 {
     if (t->verbose) {
         fprintf(stderr, "tune: %zu candidates on %d thread%s", 
@@ -377,7 +378,8 @@ int tune_output_single(const tune_cli *t, const commsched_graph *g,
     }
     int to_stdout = 0, rc;
     if (t->out_path &&
-        (rc = tune_write_best(t->out_path, g, r, t->to.budget, &to_stdout)) != 0)
+        (rc = tune_write_best(t->out_path, g, r, t->to.budget,
+                              &to_stdout)) != 0)
         return rc;
     FILE *f = to_stdout ? stderr : stdout;
     if (t->json) {

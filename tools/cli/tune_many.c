@@ -268,7 +268,8 @@ static json_t *summary_json(const summary_row *row, size_t n)
                       (json_int_t)s->input.peak_memory_step,
                       "peak_memory_time", (json_int_t)s->input.peak_memory));
         json_object_set_new(o, "best",
-                            s->c ? tune_candidate_json(s->c, s->best, &s->input, 0)
+                            s->c ? tune_candidate_json(s->c, s->best,
+                                                       &s->input, 0)
                                  : json_null());
     }
     json_t *o = a ? json_pack("{s:o}", "graphs", a) : NULL;
@@ -425,7 +426,7 @@ static commsched_status load_nth(void *arg, size_t i, commsched_graph **out,
 }
 
 int tune_ranks(tune_cli *t, const tune_inputs *in, const char *fp,
-                      double timeout, const int debug[3])
+               double timeout, const int debug[3])
 {
     commsched_tune_ranks_options ro;
     commsched_tune_ranks_options_init(&ro);
@@ -471,9 +472,9 @@ int tune_ranks(tune_cli *t, const tune_inputs *in, const char *fp,
     double wall = cli_now() - t0;
     int rc = 0;
     if (st != COMMSCHED_OK) {
-        fprintf(stderr, "commsched tune: rank %d: ",
-                commsched_tune_ranks_rank(job));
-        rc = cli_report(NULL, &err);
+        fprintf(stderr, "commsched tune: rank %d: %s\n",
+                commsched_tune_ranks_rank(job), err.text);
+        rc = cli_exit_code(st);
     } else if (commsched_tune_ranks_rank(job) == 0 &&
                (!in->many || !t->out_path ||
                 (rc = tune_make_outdir(t->out_path, 1)) == 0)) {
@@ -504,7 +505,7 @@ int tune_ranks(tune_cli *t, const tune_inputs *in, const char *fp,
                 grc = output_row(t, in->path[i], gs[i], res[i], &rows[i]);
             else
                 grc = tune_output_single(t, gs[i], res[i], wall,
-                                    tune_threads_used(&t->to), ranks);
+                                         tune_threads_used(&t->to), ranks);
             rows[i].path = in->path[i];
             if (grc)
                 rows[i].rc = grc;

@@ -450,8 +450,12 @@ typedef struct dispatch {
     size_t out_n, out_cap;
     int *credit;      /* idle threads per rank (-1: not said hello) */
     unsigned char **recorded; /* per graph, per candidate */
+    unsigned char *has; /* [rank * graphs + graph]: it got a pair of it */
     size_t left;      /* pairs not recorded */
 } dispatch;
+
+/* How far down the queue a rank's next pair may come from (below). */
+#define AFFINITY_LOOKAHEAD 64
 
 static FILE *log_of(const commsched_tune_ranks *j)
 {
@@ -624,6 +628,42 @@ static commsched_status make_queue(commsched_tune_ranks *j, dispatch *d,
     return COMMSCHED_OK;
 }
 
+/* The next pair for rank r, taken off the queue: the first of the head's
+ * weight, within AFFINITY_LOOKAHEAD, of a graph r already holds, else the
+ * head. Each graph's first pair on a rank costs a load and a preparation,
+ * and heaviest first across a folder of graphs gave every rank a pair of
+ * almost every graph; preferring a held graph among pairs of the same
+ * weight keeps the heavy ones first. 0 when the queue is empty. */
+static int pick(commsched_tune_ranks *j, dispatch *d, int r, pair *out)
+{
+    while (d->q_head < d->q_n &&
+           d->recorded[d->queue[d->q_head].graph][d->queue[d->q_head].cand])
+        d->q_head++;
+    if (d->q_head == d->q_n)
+        return 0;
+    pair head = d->queue[d->q_head];
+    int w = commsched_tune_weight(j->plans[head.graph], head.cand);
+    size_t at = d->q_head;
+    size_t end = d->q_n - d->q_head > AFFINITY_LOOKAHEAD
+                     ? d->q_head + AFFINITY_LOOKAHEAD
+                     : d->q_n;
+    for (size_t i = d->q_head; i < end; i++) {
+        pair p = d->queue[i];
+        if (commsched_tune_weight(j->plans[p.graph], p.cand) != w)
+            break;
+        if (!d->recorded[p.graph][p.cand] &&
+            d->has[(size_t)r * j->n + p.graph]) {
+            at = i;
+            break;
+        }
+    }
+    *out = d->queue[at];
+    memmove(d->queue + d->q_head + 1, d->queue + d->q_head,
+            (at - d->q_head) * sizeof *d->queue);
+    d->q_head++;
+    return 1;
+}
+
 static int give(commsched_tune_ranks *j, dispatch *d, int r, pair p)
 {
     if (grow((void **)&d->out, &d->out_cap, d->out_n + 1, sizeof *d->out) !=
@@ -631,6 +671,7 @@ static int give(commsched_tune_ranks *j, dispatch *d, int r, pair p)
         return -1;
     d->out[d->out_n++] = (out_pair){p, r, now_s()};
     d->credit[r]--;
+    d->has[(size_t)r * j->n + p.graph] = 1;
     if (r == 0) {
         pthread_mutex_lock(&j->mu);
         int rc = push_in(j, p);
@@ -674,7 +715,8 @@ static commsched_status dispatch_all(commsched_tune_ranks *j,
     memset(&d, 0, sizeof d);
     commsched_status st = COMMSCHED_OK;
     d.credit = malloc((size_t)j->size * sizeof *d.credit);
-    if (!d.credit) {
+    d.has = calloc((size_t)j->size * (j->n ? j->n : 1), 1);
+    if (!d.credit || !d.has) {
         st = oom(err);
         goto done;
     }
@@ -764,10 +806,10 @@ static commsched_status dispatch_all(commsched_tune_ranks *j,
         }
         /* hand out: each idle thread of a live rank gets the next pair */
         for (int r = 0; r < j->size && d.q_head < d.q_n; r++)
-            while (!j->failed[r] && d.credit[r] > 0 && d.q_head < d.q_n) {
-                pair p = d.queue[d.q_head++];
-                if (d.recorded[p.graph][p.cand])
-                    continue;
+            while (!j->failed[r] && d.credit[r] > 0) {
+                pair p;
+                if (!pick(j, &d, r, &p))
+                    break;
                 if (give(j, &d, r, p) != 0) {
                     st = commsched_error_set(err, COMMSCHED_ELIBRARY, NULL,
                                              "rank 0: cannot hand a pair "
@@ -794,6 +836,7 @@ done:
         MPI_Send(&code, 1, MPI_INT32_T, r, TAG_STOP, MPI_COMM_WORLD);
     }
     free(d.credit);
+    free(d.has);
     free(d.queue);
     free(d.out);
     if (d.recorded)
