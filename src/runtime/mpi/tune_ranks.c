@@ -31,6 +31,7 @@
 
 #include "commsched/config.h"
 #include "commsched/tune_ranks.h"
+#include "util.h"
 
 #if COMMSCHED_HAVE_OPENMP
 #include <omp.h>
@@ -99,21 +100,6 @@ static commsched_status oom(commsched_error *err)
     return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -142,7 +128,7 @@ static int push_in(commsched_tune_ranks *j, pair p)
     if (j->in_head > 0 && j->in_head == j->in_n) {
         j->in_head = j->in_n = 0;
     }
-    if (grow((void **)&j->in, &j->in_cap, j->in_n + 1, sizeof *j->in) != 0)
+    if (cs_grow((void **)&j->in, &j->in_cap, j->in_n + 1, sizeof *j->in))
         return -1;
     j->in[j->in_n++] = p;
     pthread_cond_broadcast(&j->cv);
@@ -151,8 +137,8 @@ static int push_in(commsched_tune_ranks *j, pair p)
 
 static int push_out(commsched_tune_ranks *j, const done_item *d)
 {
-    if (grow((void **)&j->out, &j->out_cap, j->out_n + 1, sizeof *j->out) !=
-        0)
+    if (cs_grow((void **)&j->out, &j->out_cap, j->out_n + 1,
+                sizeof *j->out) != 0)
         return -1;
     j->out[j->out_n++] = *d;
     return 0;
@@ -470,8 +456,8 @@ static int requeue(dispatch *d, pair p)
         d->queue[--d->q_head] = p;
         return 0;
     }
-    if (grow((void **)&d->queue, &d->q_cap, d->q_n + 1, sizeof *d->queue) !=
-        0)
+    if (cs_grow((void **)&d->queue, &d->q_cap, d->q_n + 1,
+                sizeof *d->queue) != 0)
         return -1;
     memmove(d->queue + 1, d->queue, d->q_n * sizeof *d->queue);
     d->queue[0] = p;
@@ -666,8 +652,8 @@ static int pick(commsched_tune_ranks *j, dispatch *d, int r, pair *out)
 
 static int give(commsched_tune_ranks *j, dispatch *d, int r, pair p)
 {
-    if (grow((void **)&d->out, &d->out_cap, d->out_n + 1, sizeof *d->out) !=
-        0)
+    if (cs_grow((void **)&d->out, &d->out_cap, d->out_n + 1,
+                sizeof *d->out) != 0)
         return -1;
     d->out[d->out_n++] = (out_pair){p, r, now_s()};
     d->credit[r]--;
