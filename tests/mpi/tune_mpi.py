@@ -231,7 +231,7 @@ def case_failures(env, src):
     out = env.path("f-hang")
     shutil.rmtree(out, ignore_errors=True)
     p = env.run(gs + ["--threads", "1", "-o", out, "--debug-hang-rank", "2",
-                      "--rank-timeout", "2"], np=3, expect=None, timeout=60)
+                      "--rank-timeout", "4"], np=3, expect=None, timeout=60)
     if p.returncode == 0 or "rank 2 failed (no answer for graph" not in \
             p.stderr or p.stdout != ref.stdout:
         fail("hung rank: exit %d\n%s\n%s" % (p.returncode, p.stdout,
