@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -71,10 +72,21 @@ def mpirun_cmd(np):
     return cmd + ["-np", str(np)], env
 
 
-def timed(cmd, env=None):
+def cpu_children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd, env=None, cpu=None):
+    """Wall seconds and standard output; cpu (a list): appends the CPU
+    seconds of every process of the command (mpirun waits for its ranks,
+    so theirs count)."""
+    c0 = cpu_children()
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     dt = time.monotonic() - t0
+    if cpu is not None:
+        cpu.append(cpu_children() - c0)
     if p.returncode != 0:
         sys.exit("tune_ranks_bench: %s: exit %d\n%s" % (
             " ".join(cmd), p.returncode, p.stderr[-8000:]))
@@ -89,7 +101,7 @@ def outputs(path):
     return open(path, "rb").read()
 
 
-def run_once(cli, inputs, out, np):
+def run_once(cli, inputs, out, np, cpu):
     if os.path.isdir(out):
         shutil.rmtree(out)
     elif os.path.exists(out):
@@ -97,9 +109,9 @@ def run_once(cli, inputs, out, np):
     args = [cli, "tune"] + inputs + ["--threads", "1", "-o", out]
     if np:
         cmd, env = mpirun_cmd(np)
-        dt, stdout = timed(cmd + args, env)
+        dt, stdout = timed(cmd + args, env, cpu)
     else:
-        dt, stdout = timed(args)
+        dt, stdout = timed(args, None, cpu)
     # one graph's table has each candidate's wall time; a summary has none
     return dt, (stdout if os.path.isdir(out) else "", outputs(out))
 
@@ -109,16 +121,18 @@ def measure(cli, inputs, out, repeat):
     repetition so that they share the machine's load alike; every run's
     output must be the first one's."""
     times, ref = {0: [], 1: [], 2: []}, None
+    cpu = {0: [], 1: [], 2: []}
     for _ in range(repeat):
         for np in (0, 1, 2):
-            dt, got = run_once(cli, inputs, out, np)
+            dt, got = run_once(cli, inputs, out, np, cpu[np])
             if ref is None:
                 ref = got
             elif got != ref:
                 sys.exit("tune_ranks_bench: %s ranks: the output differs "
                          "from one process's" % np)
             times[np].append(dt)
-    return {np: statistics.median(t) for np, t in times.items()}
+    return ({np: statistics.median(t) for np, t in times.items()},
+            {np: statistics.median(c) for np, c in cpu.items()})
 
 
 def startup(cli, tiny, np, repeat):
@@ -231,7 +245,7 @@ def main():
     load0 = os.getloadavg()
     for name, inputs, out in workloads:
         graphs = profile(a.cli, graph_files(inputs))
-        t = measure(a.cli, inputs, out, a.repeat)
+        t, cpu = measure(a.cli, inputs, out, a.repeat)
         up = {np: startup(a.cli, tiny, np, a.repeat) for np in (1, 2)}
         w = {r: model(graphs, r)[0] for r in (1, 2, 8, 64)}
         bound = model(graphs, 1)[1]
@@ -247,13 +261,15 @@ def main():
                "prepare_s": sum(g["prepare_s"] for g in graphs),
                "alone_s": t[0], "np1_s": t[1], "np2_s": t[2],
                "speedup_1_2": t[1] / t[2], "startup_s": up, "pace": pace,
+               "cpu_s": cpu,
                "work_s": w, "bound_s": bound, "model_np2_s": pred2}
         results.append(res)
         rows.append(
             "| %s | %d | %.2f s (%.2f s) | %.2f s | %.2f s | %.2f s | "
-            "**%.2fx** | %.2f s (%.2fx) | %.2fx | %.2fx | %.2fx | %.2fx |" % (
+            "**%.2fx** | %.1f / %.1f s | %.2f s (%.2fx) | %.2fx | %.2fx | "
+            "%.2fx | %.2fx |" % (
                 name, res["pairs"], total, longest, t[0], t[1], t[2],
-                t[1] / t[2], pred2, t[1] / pred2, w[1] / w[2], w[1] / w[8],
+                t[1] / t[2], cpu[1], cpu[2], pred2, t[1] / pred2, w[1] / w[2], w[1] / w[8],
                 w[1] / w[64], w[1] / bound))
         print(rows[-1], flush=True)
     load1 = os.getloadavg()
@@ -267,9 +283,10 @@ def main():
     lines = [BEGIN, "", "### Benchmark: tune over MPI ranks (make bench, "
              "issue 48)", "", "```sh", cmd, "```", "",
              "| workload | pairs | candidates' sum (longest) | alone | "
-             "1 rank | 2 ranks | speed-up 1 → 2 | model, 2 ranks | "
-             "work 2 | work 8 | work 64 | work bound |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "1 rank | 2 ranks | speed-up 1 → 2 | CPU 1 / 2 ranks | "
+             "model, 2 ranks | work 2 | work 8 | work 64 | work bound |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             "---:|"]
     lines += rows
     lines += ["", "Machine: %s, %d cores, Linux %s; load average %.2f "
               "before, %.2f after (other sessions share the cores); %s; "
@@ -279,7 +296,10 @@ def main():
               "loads and the output included), alone, 1 rank and 2 ranks "
               "in turn in each repetition; every run's output the same "
               "bytes as one process's. Speed-up: 1 rank's time over 2 "
-              "ranks'. Work N: the list schedule of the measured "
+              "ranks'. CPU: user + system seconds of every process of the "
+              "run (the ranks, mpirun), the work the distribution adds "
+              "whatever the machine's load (each rank loading and "
+              "preparing the graphs it works on, polling). Work N: the list schedule of the measured "
               "per-candidate times (`tune --format json --threads 1`) and "
               "per-graph preparations (`tune G --no-builtin --candidate "
               "none`) on N ranks of one thread, as the dispatcher hands "
