@@ -37,32 +37,16 @@ def fail(msg):
     sys.exit(1)
 
 
-class Env:
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_tests  # noqa: E402  (its mpirun set-up: root, oversubscribe)
+
+
+class Env(mpi_tests.Env):
     def __init__(self, cli, scratch):
-        self.cli = cli
-        self.scratch = scratch
-        self.mpiexec = shutil.which("mpirun") or shutil.which("mpiexec")
-        self.flavour = ""
-        if self.mpiexec:
-            try:
-                self.flavour = subprocess.run(
-                    [self.mpiexec, "--version"], capture_output=True,
-                    text=True, timeout=20).stdout
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        super().__init__(cli, scratch, None)
 
     def path(self, *names):
         return os.path.join(self.scratch, *names)
-
-    def launcher(self, np):
-        cmd, env = [self.mpiexec], dict(os.environ)
-        if "Open MPI" in self.flavour:
-            # Root on these machines; more ranks than cores; shared memory
-            # only, so no network probing slows the start.
-            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            cmd += ["--oversubscribe", "--mca", "btl", "self,vader"]
-        return cmd + ["-np", str(np)], env
 
     def run(self, args, np=0, timeout=120, expect=0, raw=None):
         """np 0: one process without mpirun."""
