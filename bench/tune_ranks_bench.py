@@ -27,8 +27,9 @@ pairs go out as the dispatcher hands them (heaviest first; among the next
 rank is free; a rank pays a graph's preparation the first time it gets one
 of its pairs. Inputs, all measured here: each candidate's wall_ms (`tune
 --format json --threads 1`, one process) and each graph's preparation
-(`tune G --no-builtin --candidate none`: the process, a load, the input's
-pricing and simulation and one trivial candidate, so an upper bound).
+(`tune G --no-builtin --candidate none`: a load, the input's pricing and
+simulation and one trivial candidate, less the same process on a 26-node
+graph, medians of 3).
 "Work N" is the model's time on N ranks without start-up, "work 1 / work
 N" the speed-up a cluster whose start-up is small would see; the bound is
 work 1 over rank 0's serial preparation plus the slowest graph's
@@ -166,13 +167,22 @@ def graph_files(inputs):
     return files
 
 
-def profile(cli, files):
-    """Per graph: its node count, prepare time and candidates (weight,
-    wall seconds)."""
+def prepare_time(cli, f, repeat=3):
+    """A process that loads f, prepares it and judges one trivial
+    candidate (median of `repeat`)."""
+    return statistics.median(
+        timed([cli, "tune", f, "--no-builtin", "--candidate", "none",
+               "--threads", "1"])[0] for _ in range(repeat))
+
+
+def profile(cli, files, tiny):
+    """Per graph: its node count, prepare time (its process less that of
+    the 26-node `tiny`: the process's own start and end) and candidates
+    (weight, wall seconds)."""
+    base = prepare_time(cli, tiny)
     graphs = []
     for f in files:
-        prep, _ = timed([cli, "tune", f, "--no-builtin", "--candidate",
-                         "none", "--threads", "1"])
+        prep = max(prepare_time(cli, f) - base, 0.0)
         _, out = timed([cli, "tune", f, "--format", "json", "--threads",
                         "1"])
         d = json.loads(out)
@@ -255,7 +265,7 @@ def main():
     rows, results = [], []
     load0 = os.getloadavg()
     for name, inputs, out in workloads:
-        graphs = profile(a.cli, graph_files(inputs))
+        graphs = profile(a.cli, graph_files(inputs), tiny)
         t, cpu = measure(a.cli, inputs, out, a.repeat)
         up = {np: startup(a.cli, tiny, np, a.repeat) for np in (1, 2)}
         w = {r: model(graphs, r)[0] for r in (1, 2, 8, 64)}
@@ -313,7 +323,7 @@ def main():
               "preparing the graphs it works on, polling). Work N: the list schedule of the measured "
               "per-candidate times (`tune --format json --threads 1`) and "
               "per-graph preparations (`tune G --no-builtin --candidate "
-              "none`) on N ranks of one thread, as the dispatcher hands "
+              "none` less the same on a 26-node graph) on N ranks of one thread, as the dispatcher hands "
               "them out (heaviest first, rank 0 preparing every graph "
               "first, each rank preparing a graph on its first pair of "
               "it); the figure is work 1 over work N, start-up left out "
