@@ -15,12 +15,17 @@
 # (docs/PERFORMANCE.md, "The Inductor plugin at real size").
 # bench/optimum_bench.py the distance of overlap, tune and the anchors to
 # the optimum CP-SAT proves on the small graphs (issue 42).
+# bench/tune_ranks_bench.py tune on 1 and 2 MPI ranks and a model of 8 and
+# 64 from measured candidate times (docs/PERFORMANCE.md, "tune over MPI
+# ranks"; issue 48).
 # Usage: bench/run.sh BUILD_DIR [bench.py options, e.g. --sizes 10000]
 set -eu
 build=${1:-build/release}
 shift || true
 python3 "$(dirname "$0")/mpi_bench.py" --cli "$build/tools/commsched" --json "$build/mpi_bench.json" --realtime || echo "bench/run.sh: the MPI benchmark failed" >&2
 here=$(dirname "$0")
+python3 "$here/tune_ranks_bench.py" --cli "$build/tools/commsched" --json "$build/tune_ranks_bench.json" \
+    --update-doc "$here/../docs/PERFORMANCE.md" || echo "bench/run.sh: the tune-over-ranks benchmark failed" >&2
 python3 "$here/io_bench.py" --build "$build" || echo "bench/run.sh: the load/save benchmark failed" >&2
 python3 "$here/et_bench.py" --build "$build" || echo "bench/run.sh: the Chakra .et import benchmark failed" >&2
 python3 "$here/growth.py" --cli "$build/tools/commsched" --json "$build/growth.json" \

@@ -361,6 +361,52 @@ COMMSCHED_EXPORT commsched_status commsched_tune_candidate_options(
     const commsched_tune_result *r, size_t i,
     commsched_optimize_options **out, commsched_error *err);
 
+/* The search in steps, for a caller that judges candidates elsewhere (in
+ * other processes: commsched_tune_ranks in commsched/runtime.h) or a few at
+ * a time. commsched_tune is prepare, evaluate of every candidate, finish;
+ * a candidate's figures depend only on the graph and its options and the
+ * ranking only on the figures, so the steps give commsched_tune's answer
+ * whichever process judged which candidate.
+ *
+ * prepare: the candidate set, every candidate's options (a malformed one
+ * is EINVAL before anything runs), the input order's figures and runtimes
+ * (one pricing and one simulation of g, O(graph)) and the budgets; no
+ * candidate is judged yet. The result keeps no pointer into g or o (the
+ * progress callback excepted). *out: caller destroys; on failure NULL. */
+COMMSCHED_EXPORT commsched_status commsched_tune_prepare(
+    const commsched_graph *g, const commsched_tune_options *o,
+    commsched_tune_result **out, commsched_error *err);
+/* Judges the candidates which[0..count) on g (the graph prepared, or a
+ * copy of it loaded from the same file: a different node count is EINVAL),
+ * in parallel over the options' threads, heaviest first; o's progress
+ * callback counts them. Concurrent calls on disjoint sets of candidates
+ * are safe. A candidate that fails is recorded with its status, as in
+ * commsched_tune; the call itself fails only on bad arguments (nothing
+ * judged), after finish, or ENOMEM. Cost: one commsched_optimize each. */
+COMMSCHED_EXPORT commsched_status commsched_tune_evaluate(
+    commsched_tune_result *r, const commsched_graph *g, const size_t *which,
+    size_t count, commsched_error *err);
+/* Records candidate i's figures as judged elsewhere: every field of *fig
+ * but passes and knobs (the result's own are kept); error is copied.
+ * EINVAL for an index out of range or after finish, ENOMEM. */
+COMMSCHED_EXPORT commsched_status commsched_tune_record(
+    commsched_tune_result *r, size_t i, const commsched_tune_candidate *fig,
+    commsched_error *err);
+/* Ranks the candidates (the rule of commsched_tune_ranked); EINVAL while a
+ * candidate is neither evaluated nor recorded. Until it has succeeded,
+ * commsched_tune_ranked and _best answer SIZE_MAX. A second call does
+ * nothing. */
+COMMSCHED_EXPORT commsched_status commsched_tune_finish(
+    commsched_tune_result *r, commsched_error *err);
+/* How heavy candidate i is likely to be (1: Inductor's iterative passes,
+ * the heaviest of the set; 0: the rest): commsched_tune_evaluate runs the
+ * heavier first, and so should a caller handing candidates out. */
+COMMSCHED_EXPORT int commsched_tune_weight(const commsched_tune_result *r,
+                                           size_t i);
+/* 1 when candidate i was evaluated or recorded. */
+COMMSCHED_EXPORT int commsched_tune_judged(const commsched_tune_result *r,
+                                           size_t i);
+
 #ifdef __cplusplus
 }
 #endif

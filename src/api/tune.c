@@ -13,7 +13,14 @@
  *
  * Determinism: results live at their candidate's index and the ranking
  * breaks ties by index, so the answer (and every figure but wall_ms) is the
- * same for any thread count and any completion order. */
+ * same for any thread count and any completion order.
+ *
+ * The search is three steps that commsched_tune runs in one call and a
+ * caller spreading candidates over processes runs apart
+ * (commsched_tune_prepare, _evaluate or _record, _finish): the figures
+ * a candidate gets depend only on the graph and its options, and the
+ * ranking only on the figures, so a candidate judged in another process
+ * and recorded here ranks exactly as one judged here. */
 #include "commsched/commsched.h"
 
 #include <math.h>
@@ -40,13 +47,16 @@ typedef struct cand {
     char *passes, *knobs, *error;
     commsched_optimize_options *opts;
     commsched_tune_candidate pub;
+    int judged; /* evaluated or recorded: pub holds its figures */
 } cand;
 
 struct commsched_tune_result {
     cand *c;
     size_t n, cap;
-    size_t *rank;
+    size_t *rank; /* NULL until commsched_tune_finish */
     commsched_sim_totals input;
+    double *runtime; /* the input's runtimes, priced once (node_count) */
+    uint32_t node_count;
     int64_t budget_bytes, time_budget_bytes;
     commsched_tune_options o; /* candidates not kept; device copied below */
     commsched_device device;
@@ -91,6 +101,7 @@ void commsched_tune_result_destroy(commsched_tune_result *r)
     }
     free(r->c);
     free(r->rank);
+    free(r->runtime);
     free(r);
 }
 
@@ -361,20 +372,23 @@ static double now_ms(void)
 }
 
 /* One candidate: its own commsched_optimize call on the input's runtimes
- * and figures (`base`, priced once); writes only *c. */
-static void evaluate(const commsched_graph *g, const commsched_result *base,
-                     cand *c, int64_t budget, int64_t time_budget)
+ * and figures (priced once); writes only *c. */
+static void evaluate(const commsched_graph *g, const commsched_tune_result *r,
+                     cand *c)
 {
     commsched_result *res = NULL;
     commsched_error e = {0};
+    int64_t budget = r->budget_bytes, time_budget = r->time_budget_bytes;
     double t0 = now_ms();
     commsched_status st =
-        cs_optimize_given(g, c->opts, commsched_result_runtimes(base),
-                          commsched_result_before(base), &res, &e);
+        cs_optimize_given(g, c->opts, r->runtime, &r->input, &res, &e);
     c->pub.wall_ms = now_ms() - t0;
     c->pub.status = st;
+    c->judged = 1;
     if (st != COMMSCHED_OK) {
+        free(c->error);
         c->error = dup_str(e.text, strlen(e.text));
+        c->pub.error = c->error ? c->error : "";
         c->pub.makespan_ns = INFINITY;
         c->pub.fits = 0;
         return;
@@ -390,16 +404,6 @@ static void evaluate(const commsched_graph *g, const commsched_result *base,
                   (time_budget >= 0 && t->peak_memory > time_budget ? 2u : 0u);
     c->pub.fits = c->pub.over == 0;
     commsched_result_destroy(res);
-}
-
-/* run: the candidates' indices, heaviest first, then by index. */
-static void heavy_first(const commsched_tune_result *r, long *run)
-{
-    size_t k = 0;
-    for (int w = 1; w >= 0; w--)
-        for (size_t i = 0; i < r->n; i++)
-            if (weight_of(r->c[i].passes) == w)
-                run[k++] = (long)i;
 }
 
 /* Rank order: fitting first, then the rest, failures last; within each by
@@ -418,10 +422,10 @@ static int rank_cmp(const commsched_tune_result *r, size_t i, size_t j)
     return i < j ? -1 : i > j ? 1 : 0;
 }
 
-commsched_status commsched_tune(const commsched_graph *g,
-                                const commsched_tune_options *o,
-                                commsched_tune_result **out,
-                                commsched_error *err)
+commsched_status commsched_tune_prepare(const commsched_graph *g,
+                                        const commsched_tune_options *o,
+                                        commsched_tune_result **out,
+                                        commsched_error *err)
 {
     commsched_tune_options defaults;
     commsched_tune_result *r = NULL;
@@ -479,11 +483,15 @@ commsched_status commsched_tune(const commsched_graph *g,
     }
     /* Every candidate's options, serially: a bad pass or knob is the
      * caller's input error, reported before anything runs. */
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
         if ((st = make_options(r, &r->c[i], &r->c[i].opts, err)) !=
             COMMSCHED_OK)
             goto fail;
-    /* The input order's figures and the budget in bytes. */
+        r->c[i].pub.passes = r->c[i].passes;
+        r->c[i].pub.knobs = r->c[i].knobs;
+        r->c[i].pub.error = "";
+    }
+    /* The input order's figures, its runtimes and the budget in bytes. */
     cand base = {0};
     base.passes = "none";
     base.knobs = "";
@@ -491,6 +499,16 @@ commsched_status commsched_tune(const commsched_graph *g,
         (st = commsched_optimize(g, none, &res, err)) != COMMSCHED_OK)
         goto fail;
     r->input = *commsched_result_before(res);
+    r->node_count = commsched_graph_node_count(g);
+    r->runtime = cs_malloc_array(r->node_count ? r->node_count : 1,
+                                 sizeof *r->runtime);
+    if (!r->runtime) {
+        st = oom(err);
+        goto fail;
+    }
+    if (r->node_count)
+        memcpy(r->runtime, commsched_result_runtimes(res),
+               r->node_count * sizeof *r->runtime);
     r->budget_bytes =
         isinf(o->budget)
             ? -1
@@ -499,71 +517,6 @@ commsched_status commsched_tune(const commsched_graph *g,
         isinf(o->budget) || o->peak_model == COMMSCHED_PEAK_STEP
             ? -1
             : (int64_t)floor(o->budget * (double)r->input.peak_memory);
-
-    long n = (long)r->n;
-    int64_t budget = r->budget_bytes, time_budget = r->time_budget_bytes;
-    cand *c = r->c;
-    uint64_t finished = 0;
-    /* The loop runs the heaviest candidates first, so the last ones to
-     * finish are short and the threads end together (the longest
-     * candidate alone was half of the search on a 33K-node step and,
-     * started last, left the other thread idle). Results stay at their
-     * index, so the order changes no answer. */
-    long *run = cs_malloc_array(r->n, sizeof *run);
-    if (!run) {
-        st = oom(err);
-        goto fail;
-    }
-    heavy_first(r, run);
-#if COMMSCHED_HAVE_OPENMP
-    int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
-    /* One caller at a time and a count that only grows, as
-     * commsched_progress_fn promises. A lock of this call's own, not a
-     * named critical section: that would be a symbol the library exports. */
-    omp_lock_t lock;
-    omp_init_lock(&lock);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (long i = 0; i < n; i++) {
-        evaluate(g, res, &c[run[i]], budget, time_budget);
-        if (o->progress) {
-            omp_set_lock(&lock);
-            o->progress(o->progress_arg, ++finished, (uint64_t)n);
-            omp_unset_lock(&lock);
-        }
-    }
-    omp_destroy_lock(&lock);
-#else
-    for (long i = 0; i < n; i++) {
-        evaluate(g, res, &c[run[i]], budget, time_budget);
-        if (o->progress)
-            o->progress(o->progress_arg, ++finished, (uint64_t)n);
-    }
-#endif
-    free(run);
-    for (size_t i = 0; i < r->n; i++) {
-        c[i].pub.passes = c[i].passes;
-        c[i].pub.knobs = c[i].knobs;
-        c[i].pub.error = c[i].error ? c[i].error : "";
-        if (c[i].pub.status != COMMSCHED_OK && !c[i].error) {
-            st = oom(err);
-            goto fail;
-        }
-    }
-    r->rank = cs_malloc_array(r->n, sizeof *r->rank);
-    if (!r->rank) {
-        st = oom(err);
-        goto fail;
-    }
-    /* Insertion sort: a few dozen candidates, and qsort would need the
-     * result through a global. */
-    for (size_t i = 0; i < r->n; i++) {
-        size_t j = i;
-        while (j > 0 && rank_cmp(r, i, r->rank[j - 1]) < 0) {
-            r->rank[j] = r->rank[j - 1];
-            j--;
-        }
-        r->rank[j] = i;
-    }
     commsched_result_destroy(res);
     commsched_optimize_options_destroy(none);
     *out = r;
@@ -573,6 +526,179 @@ fail:
     commsched_optimize_options_destroy(none);
     commsched_tune_result_destroy(r);
     return st;
+}
+
+int commsched_tune_weight(const commsched_tune_result *r, size_t i)
+{
+    return r && i < r->n ? weight_of(r->c[i].passes) : 0;
+}
+
+int commsched_tune_judged(const commsched_tune_result *r, size_t i)
+{
+    return r && i < r->n && r->c[i].judged;
+}
+
+commsched_status commsched_tune_evaluate(commsched_tune_result *r,
+                                         const commsched_graph *g,
+                                         const size_t *which, size_t count,
+                                         commsched_error *err)
+{
+    if (!r || !g || (count && !which))
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "result, graph and which must not be "
+                                   "NULL");
+    if (r->rank)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "the tune is finished");
+    if (commsched_graph_node_count(g) != r->node_count)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "the graph has %u nodes, the tune was "
+                                   "prepared on %u",
+                                   commsched_graph_node_count(g),
+                                   r->node_count);
+    for (size_t k = 0; k < count; k++)
+        if (which[k] >= r->n)
+            return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                       "no tune candidate %zu", which[k]);
+    /* The loop runs the heaviest candidates first, so the last ones to
+     * finish are short and the threads end together (the longest
+     * candidate alone was half of the search on a 33K-node step and,
+     * started last, left the other thread idle). Results stay at their
+     * index, so the order changes no answer. */
+    size_t *run = cs_malloc_array(count ? count : 1, sizeof *run);
+    if (!run)
+        return oom(err);
+    size_t m = 0;
+    for (int w = 1; w >= 0; w--)
+        for (size_t k = 0; k < count; k++)
+            if (weight_of(r->c[which[k]].passes) == w)
+                run[m++] = which[k];
+    long n = (long)count;
+    const commsched_tune_options *o = &r->o;
+    cand *c = r->c;
+    uint64_t finished = 0;
+#if COMMSCHED_HAVE_OPENMP
+    int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    /* One caller at a time and a count that only grows, as
+     * commsched_progress_fn promises. A lock of this call's own, not a
+     * named critical section: that would be a symbol the library exports. */
+    omp_lock_t lock;
+    omp_init_lock(&lock);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (long i = 0; i < n; i++) {
+        evaluate(g, r, &c[run[i]]);
+        if (o->progress) {
+            omp_set_lock(&lock);
+            o->progress(o->progress_arg, ++finished, (uint64_t)n);
+            omp_unset_lock(&lock);
+        }
+    }
+    omp_destroy_lock(&lock);
+#else
+    for (long i = 0; i < n; i++) {
+        evaluate(g, r, &c[run[i]]);
+        if (o->progress)
+            o->progress(o->progress_arg, ++finished, (uint64_t)n);
+    }
+#endif
+    for (size_t k = 0; k < count; k++)
+        if (c[run[k]].pub.status != COMMSCHED_OK && !c[run[k]].error) {
+            free(run);
+            return oom(err);
+        }
+    free(run);
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_tune_record(commsched_tune_result *r, size_t i,
+                                       const commsched_tune_candidate *fig,
+                                       commsched_error *err)
+{
+    if (!r || !fig || i >= r->n)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "no tune candidate %zu", i);
+    if (r->rank)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "the tune is finished");
+    cand *c = &r->c[i];
+    char *e = NULL;
+    if (fig->status != COMMSCHED_OK) {
+        const char *t = fig->error ? fig->error : "";
+        if (!(e = dup_str(t, strlen(t))))
+            return oom(err);
+    }
+    free(c->error);
+    c->error = e;
+    const char *passes = c->pub.passes, *knobs = c->pub.knobs;
+    c->pub = *fig;
+    c->pub.passes = passes;
+    c->pub.knobs = knobs;
+    c->pub.error = e ? e : "";
+    if (fig->status != COMMSCHED_OK) {
+        c->pub.makespan_ns = INFINITY;
+        c->pub.fits = 0;
+    }
+    c->judged = 1;
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_tune_finish(commsched_tune_result *r,
+                                       commsched_error *err)
+{
+    if (!r)
+        return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                   "result must not be NULL");
+    if (r->rank)
+        return COMMSCHED_OK;
+    for (size_t i = 0; i < r->n; i++)
+        if (!r->c[i].judged)
+            return commsched_error_set(err, COMMSCHED_EINVAL, NULL,
+                                       "tune candidate %zu was neither "
+                                       "evaluated nor recorded",
+                                       i);
+    size_t *rank = cs_malloc_array(r->n, sizeof *rank);
+    if (!rank)
+        return oom(err);
+    /* Insertion sort: a few dozen candidates, and qsort would need the
+     * result through a global. */
+    for (size_t i = 0; i < r->n; i++) {
+        size_t j = i;
+        while (j > 0 && rank_cmp(r, i, rank[j - 1]) < 0) {
+            rank[j] = rank[j - 1];
+            j--;
+        }
+        rank[j] = i;
+    }
+    r->rank = rank;
+    return COMMSCHED_OK;
+}
+
+commsched_status commsched_tune(const commsched_graph *g,
+                                const commsched_tune_options *o,
+                                commsched_tune_result **out,
+                                commsched_error *err)
+{
+    commsched_tune_result *r = NULL;
+    commsched_status st = commsched_tune_prepare(g, o, &r, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    size_t *all = cs_malloc_array(r->n, sizeof *all);
+    if (!all) {
+        commsched_tune_result_destroy(r);
+        return oom(err);
+    }
+    for (size_t i = 0; i < r->n; i++)
+        all[i] = i;
+    st = commsched_tune_evaluate(r, g, all, r->n, err);
+    free(all);
+    if (st == COMMSCHED_OK)
+        st = commsched_tune_finish(r, err);
+    if (st != COMMSCHED_OK) {
+        commsched_tune_result_destroy(r);
+        return st;
+    }
+    *out = r;
+    return COMMSCHED_OK;
 }
 
 size_t commsched_tune_count(const commsched_tune_result *r) { return r->n; }
@@ -585,12 +711,13 @@ commsched_tune_candidate_at(const commsched_tune_result *r, size_t i)
 
 size_t commsched_tune_ranked(const commsched_tune_result *r, size_t k)
 {
-    return k < r->n ? r->rank[k] : SIZE_MAX;
+    return r->rank && k < r->n ? r->rank[k] : SIZE_MAX;
 }
 
 size_t commsched_tune_best(const commsched_tune_result *r)
 {
-    return r->n > 0 && r->c[r->rank[0]].pub.fits ? r->rank[0] : SIZE_MAX;
+    return r->rank && r->n > 0 && r->c[r->rank[0]].pub.fits ? r->rank[0]
+                                                            : SIZE_MAX;
 }
 
 const commsched_sim_totals *commsched_tune_input(const commsched_tune_result *r)

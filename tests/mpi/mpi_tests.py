@@ -185,7 +185,9 @@ class Env:
     def path(self, name):
         return os.path.join(self.scratch, name)
 
-    def command(self, np, args):
+    def launcher(self, np):
+        """mpirun's argv up to `-np N` and its environment (tune_mpi.py
+        uses it too)."""
         cmd = [self.mpiexec]
         env = dict(os.environ)
         if "Open MPI" in self.flavour():
@@ -194,7 +196,11 @@ class Env:
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             cmd += ["--oversubscribe", "--mca", "btl", "self,vader"]
-        return cmd + ["-np", str(np), self.cli, "run"] + args, env
+        return cmd + ["-np", str(np)], env
+
+    def command(self, np, args):
+        cmd, env = self.launcher(np)
+        return cmd + [self.cli, "run"] + args, env
 
     def mpirun(self, np, args, timeout=60, expect=None):
         cmd, env = self.command(np, args)

@@ -187,15 +187,18 @@ for graph, knobs in [(CHAIN12K, []), (TP32, []),
 # ---- tune: same answer with 1 and 2 threads ---------------------------------
 
 
-def tune_json(*extra, env=None):
-    d = json.loads(run("tune", TP, "--format", "json", *extra,
-                       env=env).stdout)
+def strip_timing(d):
     for c in d["candidates"]:
         c.pop("wall_ms")
     if d["best"]:
         d["best"].pop("wall_ms")
     d.pop("threads")
     return d
+
+
+def tune_json(*extra, env=None):
+    return strip_timing(json.loads(run("tune", TP, "--format", "json", *extra,
+                                       env=env).stdout))
 
 
 base = tune_json(env={"OMP_NUM_THREADS": "1"})
@@ -378,4 +381,64 @@ for model, limit in (("step", 108.2e6), ("both", 109.5e6)):
             (model == "both" and peak_in_time(path("indep.json")) > tpk_in):
         fail("the search alone on fsdp-tp-8L, %s: %r ns, peak %d" %
              (model, ms, pk))
+# ---- tune over many graphs in one process ----------------------------------
+# Two files and a folder: one row per graph in the summary, each row the
+# best that tuning the graph alone finds, and with -o a folder of result
+# files: NAME.json the same bytes as `tune NAME -o`, NAME.tune.json the
+# candidates of `--format json` without the timings. Name clashes, -o a
+# file, an empty folder and a bad graph are refused or reported (exit 2).
+TORCH = os.path.join(SRC, "graphs", "torch")
+many_dir = path("many")
+p = run("tune", FSDP, TP, TORCH, "--threads", "2", "-o", many_dir)
+torch_graphs = sorted(f for f in os.listdir(TORCH) if f.endswith(".json"))
+every = [FSDP, TP] + [os.path.join(TORCH, f) for f in torch_graphs]
+rows = [l for l in p.stdout.splitlines() if l.startswith(tuple(every))]
+if len(rows) != len(every) or "%d graphs, %d tuned" % (len(every),
+                                                       len(every)) \
+        not in p.stdout:
+    fail("tune of many graphs: summary\n" + p.stdout)
+for g, row in zip(every, rows):
+    name = os.path.basename(g)[:-5]
+    alone = json.loads(run("tune", g, "--format", "json", "-o",
+                           path("alone.json")).stdout)
+    if not row.startswith(g + " ") or \
+            (" #%d " % alone["best"]["index"]) not in row:
+        fail("tune of many graphs: %s's row %r, alone best #%d" %
+             (g, row, alone["best"]["index"]))
+    with open(os.path.join(many_dir, name + ".json"), "rb") as f, \
+            open(path("alone.json"), "rb") as h:
+        if f.read() != h.read():
+            fail("tune of many graphs: %s.json differs from tune -o" % name)
+    doc = json.load(open(os.path.join(many_dir, name + ".tune.json")))
+    if "threads" in doc or any("wall_ms" in c for c in doc["candidates"]):
+        fail("tune of many graphs: %s.tune.json has timings" % name)
+    if doc != strip_timing(alone):
+        fail("tune of many graphs: %s.tune.json differs from --format json"
+             % name)
+sj = json.loads(run("tune", FSDP, TORCH, "--format", "json").stdout)
+if [g["file"] for g in sj["graphs"]] != [FSDP] + every[2:] or \
+        sj["graphs"][0]["best"]["index"] != \
+        json.loads(run("tune", FSDP, "--format", "json").stdout)["best"][
+            "index"]:
+    fail("tune of many graphs --format json: %s" % json.dumps(sj)[:1000])
+os.makedirs(path("other"), exist_ok=True)
+shutil.copy(FSDP, path("other"))
+p = run("tune", FSDP, path("other"), code=2)
+if "would both write fsdp_2layer.json" not in p.stderr:
+    fail("tune: two graphs of one name: " + p.stderr)
+p = run("tune", FSDP, TP, "-o", FSDP, code=2)
+if "names a folder" not in p.stderr:
+    fail("tune of many graphs -o FILE: " + p.stderr)
+bad = path("bad-graph.json")
+with open(bad, "w") as f:
+    f.write('{"format": "commsched-graph",\n "version": 1, "nodes": [}\n')
+p = run("tune", FSDP, bad, code=2)
+if bad + ":2:" not in p.stderr or "(bad input)" not in p.stdout or \
+        "2 graphs, 1 tuned" not in p.stdout:
+    fail("tune of many graphs with a bad one:\n%s\n%s" % (p.stdout,
+                                                         p.stderr))
+p = run("tune", "-", TP, code=2)
+if "standard input" not in p.stderr:
+    fail("tune - with another graph: " + p.stderr)
+
 print("overlap/tune CLI: all checks passed")

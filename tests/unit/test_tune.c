@@ -3,7 +3,9 @@
  * never slower than the input order, failed candidates are recorded, bad
  * candidate texts are refused before anything runs, the options that
  * reproduce a candidate give its figures again, and the progress callback
- * counts the candidates. */
+ * counts the candidates; the search in steps (prepare, evaluate some,
+ * record the others as judged elsewhere, finish) gives commsched_tune's
+ * answer, and refuses to rank before every candidate is judged. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -319,10 +321,99 @@ static void test_tune_beats_transformer_blocks(void **state)
     commsched_graph_destroy(g);
 }
 
+/* The steps of a spread search: candidates split between two prepared
+ * results (two "processes"), one's figures recorded into the other, rank
+ * as one commsched_tune call; a figure recorded wrong changes the answer
+ * (so the test sees what it records). */
+static void test_steps_same_answer(void **state)
+{
+    (void)state;
+    commsched_error err = {0};
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        tu_graph_opts go = tu_random_opts(30 + (uint32_t)(seed % 30));
+        commsched_graph *g = tu_random_graph(seed, &go);
+        static const char *const extra[] = {"overlap|overlap_search=full"};
+        commsched_tune_result *whole = tune(g, 1.0, 1, extra, 1);
+        commsched_tune_options o;
+        commsched_tune_options_init(&o);
+        o.threads = 1;
+        o.candidates = extra;
+        o.n_candidates = 1;
+        commsched_tune_result *a = NULL, *b = NULL;
+        assert_int_equal(commsched_tune_prepare(g, &o, &a, &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_tune_prepare(g, &o, &b, &err),
+                         COMMSCHED_OK);
+        size_t n = commsched_tune_count(a);
+        assert_int_equal(n, commsched_tune_count(whole));
+        assert_int_equal(commsched_tune_ranked(a, 0), SIZE_MAX);
+        size_t odd[64], even[64], no = 0, ne = 0;
+        assert_true(n <= 64);
+        for (size_t i = 0; i < n; i++) {
+            if (i % 2)
+                odd[no++] = i;
+            else
+                even[ne++] = i;
+        }
+        assert_int_equal(commsched_tune_evaluate(a, g, even, ne, &err),
+                         COMMSCHED_OK);
+        assert_int_equal(commsched_tune_evaluate(b, g, odd, no, &err),
+                         COMMSCHED_OK);
+        /* not every candidate judged: no ranking yet */
+        assert_int_equal(commsched_tune_finish(a, &err), COMMSCHED_EINVAL);
+        assert_false(commsched_tune_judged(a, 1));
+        for (size_t k = 0; k < no; k++) {
+            assert_true(commsched_tune_judged(b, odd[k]));
+            assert_int_equal(
+                commsched_tune_record(
+                    a, odd[k], commsched_tune_candidate_at(b, odd[k]), &err),
+                COMMSCHED_OK);
+        }
+        assert_int_equal(commsched_tune_finish(a, &err), COMMSCHED_OK);
+        expect_same(whole, a);
+        /* after finish nothing more is judged */
+        assert_int_equal(commsched_tune_evaluate(a, g, even, 1, &err),
+                         COMMSCHED_EINVAL);
+        /* a recorded figure is what ranks: the best recorded twice as
+         * slow is no longer the best, and one recorded as failed keeps its
+         * message (copied) and ranks last */
+        size_t best = commsched_tune_best(whole);
+        commsched_tune_result *c = NULL;
+        assert_int_equal(commsched_tune_prepare(g, &o, &c, &err),
+                         COMMSCHED_OK);
+        for (size_t i = 0; i < n; i++) {
+            commsched_tune_candidate f = *commsched_tune_candidate_at(a, i);
+            char msg[32];
+            snprintf(msg, sizeof msg, "boom %zu", i);
+            if (i == best)
+                f.makespan_ns = 2 * f.makespan_ns + 1;
+            if (i == 1) {
+                f.status = COMMSCHED_EINTERNAL;
+                f.error = msg;
+            }
+            assert_int_equal(commsched_tune_record(c, i, &f, &err),
+                             COMMSCHED_OK);
+        }
+        assert_int_equal(commsched_tune_finish(c, &err), COMMSCHED_OK);
+        if (best != 0)
+            assert_int_not_equal(commsched_tune_best(c), best);
+        assert_string_equal(commsched_tune_candidate_at(c, 1)->error,
+                            "boom 1");
+        assert_false(commsched_tune_candidate_at(c, 1)->fits);
+        assert_int_equal(commsched_tune_ranked(c, n - 1), 1);
+        commsched_tune_result_destroy(c);
+        commsched_tune_result_destroy(a);
+        commsched_tune_result_destroy(b);
+        commsched_tune_result_destroy(whole);
+        commsched_graph_destroy(g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_same_answer_random),
+        cmocka_unit_test(test_steps_same_answer),
         cmocka_unit_test(test_threads_same_answer_workload),
         cmocka_unit_test(test_bad_candidate_refused),
         cmocka_unit_test(test_progress_callback),

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "progress.h"
+#include "tune_cli.h"
 #include "commsched/commsched.h"
 #include "commsched/config.h"
 
@@ -21,6 +21,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: commsched tune [options] FILE\n"
+            "       commsched tune [options] FILE|FOLDER... [-o OUTDIR]\n"
+            "       mpirun -np N commsched tune [options] FILE|FOLDER...\n"
             "\n"
             "Runs many pipelines and knob settings on FILE in parallel (OpenMP),\n"
             "judges each with the simulator and keeps the fastest whose peak\n"
@@ -35,29 +37,46 @@ static void usage(FILE *f)
             "and at most 50,000 nodes, every contiguous split of them:\n"
             "docs/PASSES.md, \"tune\").\n"
             "\n"
+            "Several graphs (or a FOLDER: its *.json files) are tuned one after\n"
+            "the other; a summary table (one row per graph) goes to standard\n"
+            "output, and with -o OUTDIR each graph's best order to\n"
+            "OUTDIR/NAME.json and every candidate to OUTDIR/NAME.tune.json.\n"
+            "Under mpirun the (graph, candidate) pairs are spread over the\n"
+            "ranks, OpenMP inside each; rank 0 prints exactly what one process\n"
+            "would (docs/PASSES.md, \"tune over MPI ranks\").\n"
+            "\n"
             "  --budget F         peak limit: F x the input order's peaks\n"
             "                     (default 1.0; inf: no limit)\n"
             "  --peak-model M     both (default: the per-step peak and the peak\n"
             "                     over simulated time) or step (the per-step\n"
             "                     peak alone, Inductor's model)\n"
-            "  --threads N        OpenMP threads (default: OMP_NUM_THREADS, else\n"
-            "                     one per core)\n"
+            "  --threads N        OpenMP threads (per rank under mpirun; default:\n"
+            "                     OMP_NUM_THREADS, else one per core)\n"
             "  --candidate SPEC   also try PASSES or \"PASSES|key=value,...\"\n"
             "                     (repeatable)\n"
             "  --no-builtin       only the --candidate ones\n"
             "  --top K            rows in the table (default 10; 0: all)\n"
-            "  --format F         table (default) or json (every candidate)\n"
+            "  --format F         table (default) or json (every candidate; with\n"
+            "                     several graphs, the summary)\n"
             "  -o, --output OUT   write the best order (the same file `optimize\n"
-            "                     -o` writes for that pipeline), atomically\n"
+            "                     -o` writes for that pipeline), atomically; with\n"
+            "                     several graphs, the folder of result files\n"
             "  --comm-streams S   per-group (default) or single\n"
             "  --verify-memory    check every order after every pass (slower)\n"
-            "  --verbose          the search's wall time on standard error\n" CLI_COST_HELP
+            "  --verbose          the search's wall time on standard error (and\n"
+            "                     under mpirun what each rank judged)\n"
+            "  --rank-timeout S   under mpirun: a rank holding a pair S seconds\n"
+            "                     is named as hung and its pairs go to the\n"
+            "                     others; the job then exits 1 (default 0: wait)\n"
+            "  --debug-fail-rank R, --debug-hang-rank R, --debug-kill-rank R\n"
+            "                     tests: rank R refuses its pairs, stops\n"
+            "                     answering, or dies of SIGKILL\n" CLI_COST_HELP
             "\n"
             "The table goes to standard output, or to standard error when the\n"
             "graph goes to standard output (-o -).\n");
 }
 
-static const char *short_passes(const char *p, char *buf, size_t size)
+const char *tune_short_passes(const char *p, char *buf, size_t size)
 {
     static const struct {
         const char *from, *to;
@@ -126,7 +145,7 @@ static void print_table(FILE *f, const commsched_graph *g,
         size_t i = commsched_tune_ranked(r, k);
         const commsched_tune_candidate *c = commsched_tune_candidate_at(r, i);
         char p[512], gp[16], eff[16], sp[16];
-        short_passes(c->passes, p, sizeof p);
+        tune_short_passes(c->passes, p, sizeof p);
         if (c->status != COMMSCHED_OK) {
             fprintf(f, "%-4zu %-4zu %12s %8s %7s %6s %12s %7s %12s %-9s %10s  "
                        "%s%s%s (failed: %s)\n",
@@ -168,15 +187,19 @@ static void print_table(FILE *f, const commsched_graph *g,
                 commsched_tune_candidate_at(r, best)->knobs);
 }
 
-static json_t *candidate_json(const commsched_tune_candidate *c, size_t i,
-                              const commsched_sim_totals *in)
+/* timing 0: without wall_ms, the one figure that depends on threads,
+ * ranks and load (the per-graph files of a search over many graphs). */
+json_t *tune_candidate_json(const commsched_tune_candidate *c, size_t i,
+                            const commsched_sim_totals *in, int timing)
 {
-    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:b, s:f}", "index",
+    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:b}", "index",
                           (json_int_t)i, "passes", c->passes, "knobs",
                           c->knobs, "status", commsched_status_name(c->status),
-                          "fits", c->fits, "wall_ms", c->wall_ms);
+                          "fits", c->fits);
     if (!o)
         return NULL;
+    if (timing)
+        json_object_set_new(o, "wall_ms", json_real(c->wall_ms));
     if (c->status != COMMSCHED_OK) {
         json_object_set_new(o, "error", json_string(c->error));
         return o;
@@ -199,36 +222,46 @@ static json_t *candidate_json(const commsched_tune_candidate *c, size_t i,
     return o;
 }
 
-static json_t *result_json(const commsched_tune_result *r, double budget,
-                           int threads)
+/* threads < 0: no "threads" member and no wall_ms (timing off). */
+json_t *tune_result_json(const commsched_tune_result *r, double budget,
+                         int threads)
 {
+    int timing = threads >= 0;
     const commsched_sim_totals *in = commsched_tune_input(r);
     json_t *cands = json_array(), *rank = json_array();
     for (size_t i = 0; cands && i < commsched_tune_count(r); i++)
         json_array_append_new(
-            cands, candidate_json(commsched_tune_candidate_at(r, i), i, in));
+            cands,
+            tune_candidate_json(commsched_tune_candidate_at(r, i), i, in,
+                                timing));
     for (size_t k = 0; rank && k < commsched_tune_count(r); k++)
         json_array_append_new(rank,
                               json_integer((json_int_t)commsched_tune_ranked(
                                   r, k)));
     size_t best = commsched_tune_best(r);
     json_t *o = json_pack(
-        "{s:{s:f, s:f, s:I, s:I}, s:o, s:I, s:I, s:i, s:o, s:o}", "input",
+        "{s:{s:f, s:f, s:I, s:I}, s:o, s:I, s:I}", "input",
         "makespan_ns", in->makespan_ns, "lower_bound_ns", in->lower_bound_ns,
         "peak_memory", (json_int_t)in->peak_memory_step, "peak_memory_time",
         (json_int_t)in->peak_memory, "budget",
         isinf(budget) ? json_string("inf") : json_real(budget), "budget_bytes",
         (json_int_t)commsched_tune_budget_bytes(r), "time_budget_bytes",
-        (json_int_t)commsched_tune_time_budget_bytes(r), "threads", threads,
-        "candidates", cands ? cands : json_array(), "ranking",
-        rank ? rank : json_array());
-    if (o)
-        json_object_set_new(
-            o, "best",
-            best == SIZE_MAX
-                ? json_null()
-                : candidate_json(commsched_tune_candidate_at(r, best), best,
-                                 in));
+        (json_int_t)commsched_tune_time_budget_bytes(r));
+    if (!o) {
+        json_decref(cands);
+        json_decref(rank);
+        return NULL;
+    }
+    if (timing)
+        json_object_set_new(o, "threads", json_integer(threads));
+    json_object_set_new(o, "candidates", cands ? cands : json_array());
+    json_object_set_new(o, "ranking", rank ? rank : json_array());
+    json_object_set_new(
+        o, "best",
+        best == SIZE_MAX
+            ? json_null()
+            : tune_candidate_json(commsched_tune_candidate_at(r, best), best,
+                                  in, timing));
     return o;
 }
 
@@ -257,10 +290,10 @@ static commsched_knobs *candidate_knobs(const commsched_tune_candidate *c)
     return k;
 }
 
-/* Runs the best candidate again (deterministic) and writes its order. */
-static int write_best(const char *out_path, const commsched_graph *g,
-                      const commsched_tune_result *r, double budget,
-                      int *to_stdout)
+/* Deterministic: the same order as the search judged. */
+int tune_write_best(const char *out_path, const commsched_graph *g,
+                    const commsched_tune_result *r, double budget,
+                    int *to_stdout)
 {
     commsched_error err = {0};
     commsched_optimize_options *opts = NULL;
@@ -316,10 +349,68 @@ done:
     return rc;
 }
 
+int tune_output_single(const tune_cli *t, const commsched_graph *g,
+                       const commsched_tune_result *r, double wall,
+                       int threads, int ranks)
+{
+    if (t->verbose) {
+        fprintf(stderr, "tune: %zu candidates on %d thread%s", 
+                commsched_tune_count(r), threads, threads == 1 ? "" : "s");
+        if (ranks > 0)
+            fprintf(stderr, " x %d rank%s", ranks, ranks == 1 ? "" : "s");
+        fprintf(stderr, " in %.3f s\n", wall);
+    }
+    int to_stdout = 0, rc;
+    if (t->out_path &&
+        (rc = tune_write_best(t->out_path, g, r, t->to.budget,
+                              &to_stdout)) != 0)
+        return rc;
+    FILE *f = to_stdout ? stderr : stdout;
+    if (t->json) {
+        json_t *j = tune_result_json(r, t->to.budget, threads);
+        if (!j || json_dumpf(j, f, JSON_INDENT(1)) != 0) {
+            json_decref(j);
+            fprintf(stderr, "commsched: out of memory\n");
+            return EXIT_RUNTIME;
+        }
+        fputc('\n', f);
+        json_decref(j);
+    } else {
+        print_table(f, g, r, t->top, t->to.budget, threads,
+                    t->verbose ? wall : -1);
+    }
+    return 0;
+}
+
+/* Graph i of many, tuned: its files (with -o) and its summary row. */
+int tune_threads_used(const commsched_tune_options *to)
+{
+#if COMMSCHED_HAVE_OPENMP
+    return to->threads > 0 ? to->threads : omp_get_max_threads();
+#else
+    (void)to;
+    return 1;
+#endif
+}
+
+/* In this process, graph after graph: each loaded, tuned, written and
+ * freed before the next. */
+static int parse_rank(const char *opt, const char *arg, int *out)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || v < 0 || v > 1000000)
+        return cli_usage_error("tune", "%s takes a rank >= 0, got \"%s\"", opt,
+                               arg);
+    *out = (int)v;
+    return 0;
+}
+
 int cmd_tune(int argc, char **argv)
 {
     enum { O_BUDGET = 256, O_THREADS, O_CAND, O_NOBUILTIN, O_TOP, O_FORMAT,
-           O_DEVICE, O_MODEL, O_STREAMS, O_VERIFY, O_VERBOSE, O_PEAK };
+           O_DEVICE, O_MODEL, O_STREAMS, O_VERIFY, O_VERBOSE, O_PEAK,
+           O_TIMEOUT, O_DFAIL, O_DHANG, O_DKILL };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"budget", required_argument, 0, O_BUDGET},
@@ -334,21 +425,29 @@ int cmd_tune(int argc, char **argv)
         {"comm-streams", required_argument, 0, O_STREAMS},
         {"verify-memory", no_argument, 0, O_VERIFY},
         {"verbose", no_argument, 0, O_VERBOSE},
+        {"rank-timeout", required_argument, 0, O_TIMEOUT},
+        {"debug-fail-rank", required_argument, 0, O_DFAIL},
+        {"debug-hang-rank", required_argument, 0, O_DHANG},
+        {"debug-kill-rank", required_argument, 0, O_DKILL},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    commsched_tune_options to;
-    commsched_tune_options_init(&to);
-    const char *out_path = NULL, *device = NULL, *model = NULL;
+    tune_cli t;
+    memset(&t, 0, sizeof t);
+    commsched_tune_options_init(&t.to);
+    t.top = 10;
+    const char *device = NULL, *model = NULL;
     const char **cands = NULL;
-    size_t n_cands = 0, top = 10;
-    int json = 0, verbose = 0, c, rc = 0;
+    size_t n_cands = 0;
+    double rank_timeout = 0;
+    int debug[3] = {-1, -1, -1}; /* fail, hang, kill */
+    int c, rc = 0;
     char *end;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': out_path = optarg; break;
+        case 'o': t.out_path = optarg; break;
         case O_BUDGET:
-            to.budget = strtod(optarg, &end);
-            if (end == optarg || *end || !(to.budget >= 1.0)) {
+            t.to.budget = strtod(optarg, &end);
+            if (end == optarg || *end || !(t.to.budget >= 1.0)) {
                 free(cands);
                 return cli_usage_error("tune",
                                        "--budget takes a factor >= 1 or "
@@ -358,9 +457,9 @@ int cmd_tune(int argc, char **argv)
             break;
         case O_PEAK:
             if (strcmp(optarg, "both") == 0)
-                to.peak_model = COMMSCHED_PEAK_BOTH;
+                t.to.peak_model = COMMSCHED_PEAK_BOTH;
             else if (strcmp(optarg, "step") == 0)
-                to.peak_model = COMMSCHED_PEAK_STEP;
+                t.to.peak_model = COMMSCHED_PEAK_STEP;
             else {
                 free(cands);
                 return cli_usage_error("tune",
@@ -370,15 +469,15 @@ int cmd_tune(int argc, char **argv)
             }
             break;
         case O_THREADS: {
-            long t = strtol(optarg, &end, 10);
-            if (end == optarg || *end || t < 1 || t > 4096) {
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 1 || v > 4096) {
                 free(cands);
                 return cli_usage_error("tune",
                                        "--threads takes a count >= 1, got "
                                        "\"%s\"",
                                        optarg);
             }
-            to.threads = (int)t;
+            t.to.threads = (int)v;
             break;
         }
         case O_CAND: {
@@ -392,21 +491,21 @@ int cmd_tune(int argc, char **argv)
             cands[n_cands++] = optarg;
             break;
         }
-        case O_NOBUILTIN: to.builtin = 0; break;
+        case O_NOBUILTIN: t.to.builtin = 0; break;
         case O_TOP: {
-            long t = strtol(optarg, &end, 10);
-            if (end == optarg || *end || t < 0) {
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 0) {
                 free(cands);
                 return cli_usage_error("tune", "--top takes a count >= 0");
             }
-            top = (size_t)t;
+            t.top = (size_t)v;
             break;
         }
         case O_FORMAT:
             if (strcmp(optarg, "json") == 0)
-                json = 1;
+                t.json = 1;
             else if (strcmp(optarg, "table") == 0)
-                json = 0;
+                t.json = 0;
             else {
                 free(cands);
                 return cli_usage_error("tune", "--format takes table or json");
@@ -416,9 +515,9 @@ int cmd_tune(int argc, char **argv)
         case O_MODEL: model = optarg; break;
         case O_STREAMS:
             if (strcmp(optarg, "per-group") == 0)
-                to.comm_streams = COMMSCHED_STREAMS_PER_GROUP;
+                t.to.comm_streams = COMMSCHED_STREAMS_PER_GROUP;
             else if (strcmp(optarg, "single") == 0)
-                to.comm_streams = COMMSCHED_STREAMS_SINGLE;
+                t.to.comm_streams = COMMSCHED_STREAMS_SINGLE;
             else {
                 free(cands);
                 return cli_usage_error("tune",
@@ -426,8 +525,30 @@ int cmd_tune(int argc, char **argv)
                                        "single");
             }
             break;
-        case O_VERIFY: to.verify = 1; break;
-        case O_VERBOSE: verbose = 1; break;
+        case O_VERIFY: t.to.verify = 1; break;
+        case O_VERBOSE: t.verbose = 1; break;
+        case O_TIMEOUT:
+            rank_timeout = strtod(optarg, &end);
+            if (end == optarg || *end || !(rank_timeout >= 0) ||
+                isinf(rank_timeout)) {
+                free(cands);
+                return cli_usage_error("tune",
+                                       "--rank-timeout takes seconds >= 0, "
+                                       "got \"%s\"",
+                                       optarg);
+            }
+            break;
+        case O_DFAIL:
+        case O_DHANG:
+        case O_DKILL:
+            if ((rc = parse_rank(c == O_DFAIL   ? "--debug-fail-rank"
+                                 : c == O_DHANG ? "--debug-hang-rank"
+                                                : "--debug-kill-rank",
+                                 optarg, &debug[c - O_DFAIL]))) {
+                free(cands);
+                return rc;
+            }
+            break;
         case 'h':
             free(cands);
             usage(stdout);
@@ -437,72 +558,74 @@ int cmd_tune(int argc, char **argv)
             return cli_bad_option("tune", argc, argv, "o:h", opts);
         }
     }
-    if (optind != argc - 1) {
+    if (optind >= argc) {
         free(cands);
-        return cli_usage_error("tune", "expected exactly one FILE");
+        return cli_usage_error("tune", "expected a FILE (or several, or a "
+                                       "folder)");
     }
-    const char *in_path = argv[optind];
-    const char *in_name = strcmp(in_path, "-") == 0 ? "<stdin>" : in_path;
-    commsched_graph *g = NULL;
-    commsched_tune_result *r = NULL;
-    commsched_error err = {0};
+    tune_inputs in;
     cli_cost cost;
-    if ((rc = cli_cost_setup(&cost, "tune", device, model)) != 0 ||
-        (rc = cli_load(in_path, 0, &g)) != 0)
+    int mpi = tune_launched_by_mpi();
+    if ((rc = tune_inputs_expand(&in, argc, argv, optind)) != 0 ||
+        (in.many && (rc = tune_stems_clash(&in)) != 0) ||
+        (rc = cli_cost_setup(&cost, "tune", device, model)) != 0)
         goto done;
-    /* The candidates run on the OpenMP threads, whose malloc arenas cannot
-     * reuse what the load freed in the main one (a JSON parse tree): given
-     * back, it does not stay resident under their peak (the 100K chain on
-     * two threads: 252 -> 220 MiB). */
-    cli_release_freed_pages();
-    to.device = &cost.device;
-    to.comm_model = cost.opts.comm_model;
-    to.candidates = cands;
-    to.n_candidates = n_cands;
-    cli_progress progress;
-    cli_progress_begin(&progress, "candidates", 0, "commsched tune: searching");
-    to.progress = cli_progress_fn;
-    to.progress_arg = &progress;
-    double t0 = cli_now();
-    commsched_status st = commsched_tune(g, &to, &r, &err);
-    cli_progress_end(&progress);
-    if (st != COMMSCHED_OK) {
-        rc = cli_report(in_name, &err);
+    if (mpi && in.n == 1 && strcmp(in.path[0], "-") == 0) {
+        rc = cli_usage_error("tune", "under mpirun every rank reads the "
+                                     "graph: give a file, not -");
         goto done;
     }
-    double wall = cli_now() - t0;
-    int threads = to.threads;
-#if COMMSCHED_HAVE_OPENMP
-    if (threads == 0)
-        threads = omp_get_max_threads();
-#else
-    threads = 1;
-#endif
-    if (verbose)
-        fprintf(stderr, "tune: %zu candidates on %d thread%s in %.3f s\n",
-                commsched_tune_count(r), threads, threads == 1 ? "" : "s",
-                wall);
-    int to_stdout = 0;
-    if (out_path && (rc = write_best(out_path, g, r, to.budget, &to_stdout)) !=
-                        0)
+    if (in.many && t.out_path && (rc = tune_make_outdir(t.out_path, !mpi)) != 0)
         goto done;
-    FILE *f = to_stdout ? stderr : stdout;
-    if (json) {
-        json_t *j = result_json(r, to.budget, threads);
-        if (!j || json_dumpf(j, f, JSON_INDENT(1)) != 0) {
-            json_decref(j);
+    t.to.device = &cost.device;
+    t.to.comm_model = cost.opts.comm_model;
+    t.to.candidates = cands;
+    t.to.n_candidates = n_cands;
+    if (!mpi) {
+        rc = tune_here(&t, &in);
+        goto done;
+    }
+#if COMMSCHED_HAVE_MPI
+    {
+        /* what every rank must have been given alike */
+        size_t fl = 1;
+        for (int i = 0; i < argc; i++)
+            fl += strlen(argv[i]) + 1;
+        for (size_t i = 0; i < in.n; i++)
+            fl += strlen(in.path[i]) + 1;
+        char *fp = malloc(fl);
+        if (!fp) {
             fprintf(stderr, "commsched: out of memory\n");
             rc = EXIT_RUNTIME;
             goto done;
         }
-        fputc('\n', f);
-        json_decref(j);
-    } else {
-        print_table(f, g, r, top, to.budget, threads, verbose ? wall : -1);
+        char *at = fp;
+        for (int i = 0; i < argc; i++)
+            at += sprintf(at, "%s\n", argv[i]);
+        for (size_t i = 0; i < in.n; i++)
+            at += sprintf(at, "%s\n", in.path[i]);
+        rc = tune_ranks(&t, &in, fp, rank_timeout, debug);
+        free(fp);
     }
+#else
+    {
+        /* one rank: the search of one process is the job's */
+        const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+        if (!size)
+            size = getenv("PMI_SIZE");
+        if (size && strcmp(size, "1") == 0) {
+            rc = tune_here(&t, &in);
+            goto done;
+        }
+    }
+    fprintf(stderr, "commsched tune: started by mpirun, but this build has "
+                    "no MPI (COMMSCHED_HAVE_MPI 0): every rank would search "
+                    "alone\n");
+    (void)rank_timeout;
+    rc = EXIT_RUNTIME;
+#endif
 done:
-    commsched_tune_result_destroy(r);
-    commsched_graph_destroy(g);
+    tune_inputs_free(&in);
     free(cands);
     return rc;
 }
