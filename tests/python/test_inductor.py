@@ -4,6 +4,7 @@ S1-S6), with the orders those tests expect. PyTorch cannot be installed
 here: fake_inductor.py provides objects exposing exactly the attributes
 the adapter documents, and a stand-in torch._inductor.utils."""
 
+import gc
 import json
 import os
 import sys
@@ -230,6 +231,33 @@ class Mapping(unittest.TestCase):
         self.assertEqual(r.runtime_ns["b"], 5.0e6)
         # freeable input a (64 bytes) is the baseline
         self.assertEqual(r.before.memory_baseline, 64)
+
+    def test_collector_paused_while_reading_the_nodes(self):
+        # buffer_size is called for every output, inside document()
+        seen = []
+
+        def size(buf):
+            seen.append(gc.isenabled())
+            return 8
+        st = s2(True)
+        kw = dict(graph_inputs={"a": 64, "primals_1": 8},
+                  graph_outputs=["buf5"], **PRED)
+        self.assertTrue(gc.isenabled())
+        ci.document(st.snodes, buffer_size=size, **kw)
+        self.assertTrue(seen and not any(seen))
+        self.assertTrue(gc.isenabled())       # restored
+
+        def fails(buf):
+            raise RuntimeError("no size")
+        with self.assertRaises(RuntimeError):
+            ci.document(st.snodes, buffer_size=fails, **kw)
+        self.assertTrue(gc.isenabled())       # restored on an error too
+        gc.disable()
+        try:
+            ci.document(st.snodes, **kw)
+            self.assertFalse(gc.isenabled())  # a caller's choice is kept
+        finally:
+            gc.enable()
 
     def test_runtimes_inductor_keeps_zero_estimates(self):
         # every node estimated 0 (Inductor on CPU): by default commsched's
