@@ -7,7 +7,6 @@ config.post_grad_custom_post_pass (commsched.fx.post_grad_pass); each
 must have run on each rank and reordered what it was given. Skipped (77)
 where torch is not importable."""
 import os
-import socket
 import sys
 import tempfile
 
@@ -19,6 +18,8 @@ try:
 except ImportError:
     print("torch is not importable: skipped")
     sys.exit(77)
+
+import gloo_ranks  # noqa: E402 (beside this file)
 
 WORLD = 2
 
@@ -35,9 +36,7 @@ def step(x, w0, w1, pg):
 
 
 def rank_main(rank, port, outdir):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    gloo_ranks.init(rank, port, WORLD)
     import torch._inductor.config as icfg
     import commsched.inductor as ci
     calls = []
@@ -94,15 +93,9 @@ def result(calls, got, want):
                                 float((got - want).abs().max()))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as d:
-        mp.spawn(rank_main, args=(free_port(), d), nprocs=WORLD)
+        mp.spawn(rank_main, args=(gloo_ranks.free_port(), d), nprocs=WORLD)
         results = [[line.split() for line in
                     open(os.path.join(d, "rank%d" % r)).read().splitlines()]
                    for r in range(WORLD)]

@@ -7,7 +7,6 @@ and every gradient eager computes, on real collectives. The pass must have
 run on both graphs (forward and backward) of each rank and moved
 something. Skipped (77) where torch is not importable."""
 import os
-import socket
 import sys
 import tempfile
 
@@ -18,6 +17,8 @@ try:
 except ImportError:
     print("torch is not importable: skipped")
     sys.exit(77)
+
+import gloo_ranks  # noqa: E402 (beside this file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "graphs", "torch"))
@@ -32,9 +33,7 @@ def small(ts):
 
 
 def rank_main(rank, port, outdir):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+    gloo_ranks.init(rank, port, WORLD)
     import torch._inductor.config as icfg
     import commsched.inductor as ci
     import transformer_steps as ts
@@ -79,15 +78,9 @@ def rank_main(rank, port, outdir):
     dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as d:
-        mp.spawn(rank_main, args=(free_port(), d), nprocs=WORLD)
+        mp.spawn(rank_main, args=(gloo_ranks.free_port(), d), nprocs=WORLD)
         rows = [open(os.path.join(d, "rank%d" % r)).read().split()
                 for r in range(WORLD)]
     print("rank: ok, pass calls, reordered, max relative |compiled - eager|:",

@@ -69,10 +69,8 @@ Run by the `python` tier (python/torch-ported) with build/venv; skipped
 (77) where torch is not importable.
 """
 import contextlib
-import datetime
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -86,6 +84,8 @@ try:
 except ImportError:
     print("torch is not importable: skipped")
     sys.exit(77)
+
+import gloo_ranks  # noqa: E402 (beside this file)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -632,12 +632,7 @@ def run_aten_program(prog, rank, log, comp):
 
 
 def rank_main(rank, port, outdir, only):
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    # a rank left waiting in a collective the other never reaches fails
-    # after 10 minutes instead of holding the test to ctest's limit
-    dist.init_process_group("gloo", rank=rank, world_size=2,
-                            timeout=datetime.timedelta(seconds=600))
+    gloo_ranks.init(rank, port, 2)
     import torch_ported_programs as tp
     log = Log(rank)
     comp = Compiler(log)
@@ -671,16 +666,10 @@ def rank_main(rank, port, outdir, only):
     dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
     only = set(sys.argv[1:])
     with tempfile.TemporaryDirectory() as d:
-        mp.spawn(rank_main, args=(free_port(), d, only), nprocs=2)
+        mp.spawn(rank_main, args=(gloo_ranks.free_port(), d, only), nprocs=2)
         ranks = [json.load(open(os.path.join(d, "rank%d.json" % r)))
                  for r in range(2)]
     failed = 0
