@@ -1,0 +1,91 @@
+"""Where the Inductor plugin's time goes on one real program: compiles a
+program of graphs/torch/transformer_steps.py (torch 2.13.0, CPU, fake
+process group of 8 ranks, compile only) and, on the scheduler nodes
+Inductor hands its reorder hook (forward, then backward), measures in
+CPU seconds (the process's: on a shared machine the wall clock counts the
+time others held the cores):
+
+- commsched.inductor.document() with Python's cyclic collector on and
+  off (the plugin pauses it: a full collection over the compile's
+  millions of tracked objects costs more than the adapter);
+- three commsched.inductor.reorder() calls in a row (the default
+  pipeline), with their phases;
+- with --profile, cProfile of one document() call (process-time timer),
+  the functions that take the most time.
+
+  COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
+    build/venv/bin/python bench/plugin_profile.py tp 29 [--profile]
+
+docs/PERFORMANCE.md, "The Inductor plugin at real size", quotes it.
+"""
+import argparse
+import cProfile
+import gc
+import io
+import os
+import pstats
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "graphs", "torch"))
+
+
+def per_node(seconds, n):
+    return "%.1f" % (seconds / n * 1e6)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kind", choices=("fsdp", "tp", "2d", "moe"))
+    ap.add_argument("layers", type=int)
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    import transformer_steps as ts
+    import commsched.inductor as ci
+    ts.init_fake_world()
+    seen = []
+
+    def hook(snodes):
+        n = len(snodes)
+        print("graph %d: %d scheduler nodes, %d objects tracked by the "
+              "collector" % (len(seen), n, len(gc.get_objects())),
+              flush=True)
+        seen.append(n)
+        for mode in ("on", "off", "on", "off"):
+            was = gc.isenabled()
+            if mode == "off":
+                gc.disable()
+            c0 = time.process_time()
+            # the undecorated function: the collector as `mode` says
+            ci.document.__wrapped__(snodes)
+            dt = time.process_time() - c0
+            if was:
+                gc.enable()
+            print("  document(), collector %-3s: %s us of CPU a node"
+                  % (mode, per_node(dt, n)), flush=True)
+        for i in range(3):
+            split = {}
+            c0 = time.process_time()
+            ci.reorder(snodes, timings=split)
+            print("  reorder() call %d: %s us of CPU a node (wall, us a "
+                  "node: %s)" % (i, per_node(time.process_time() - c0, n),
+                                 ", ".join("%s %s" % (k, per_node(v, n))
+                                           for k, v in split.items())),
+                  flush=True)
+        if a.profile:
+            pr = cProfile.Profile(time.process_time)
+            pr.enable()
+            ci.document(snodes)
+            pr.disable()
+            out = io.StringIO()
+            pstats.Stats(pr, stream=out).sort_stats("tottime").print_stats(15)
+            print(out.getvalue(), flush=True)
+        return snodes
+    ts.compile_step(a.kind, a.layers, hook)
+
+
+if __name__ == "__main__":
+    main()
