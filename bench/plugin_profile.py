@@ -11,10 +11,13 @@ time others held the cores):
 - three commsched.inductor.reorder() calls in a row (the default
   pipeline), with their phases;
 - with --profile, cProfile of one document() call (process-time timer),
-  the functions that take the most time.
+  the functions that take the most time;
+- with --fx, the same program compiled again with commsched's FX pass
+  (commsched.fx.post_grad_pass): each FX graph's size and the pass's CPU
+  time (and, with --profile, its cProfile).
 
   COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
-    build/venv/bin/python bench/plugin_profile.py tp 29 [--profile]
+    build/venv/bin/python bench/plugin_profile.py tp 29 [--profile] [--fx]
 
 docs/PERFORMANCE.md, "The Inductor plugin at real size", quotes it.
 """
@@ -36,11 +39,44 @@ def per_node(seconds, n):
     return "%.1f" % (seconds / n * 1e6)
 
 
+def profiled(fn, *args):
+    """fn(*args) under cProfile (process-time timer); the top functions."""
+    pr = cProfile.Profile(time.process_time)
+    pr.enable()
+    fn(*args)
+    pr.disable()
+    out = io.StringIO()
+    pstats.Stats(pr, stream=out).sort_stats("tottime").print_stats(15)
+    return out.getvalue()
+
+
+def fx_level(ts, kind, layers, profile):
+    """Compiles again with commsched's FX pass, timing each call."""
+    import commsched.fx as cfx
+    fx_pass = cfx.post_grad_pass()
+    inner = fx_pass.__class__.__call__
+
+    def timed(self, graph):
+        n = sum(1 for _ in graph.nodes)
+        if profile:
+            print(profiled(inner, self, graph), flush=True)
+            return
+        c0 = time.process_time()
+        inner(self, graph)
+        dt = time.process_time() - c0
+        print("FX pass: %d FX nodes, %.2f s of CPU (%s us a node)"
+              % (n, dt, per_node(dt, n)), flush=True)
+    fx_pass.__class__.__call__ = timed
+    ts.compile_step(kind, layers, lambda snodes: snodes,
+                    config={"post_grad_custom_post_pass": fx_pass})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kind", choices=("fsdp", "tp", "2d", "moe"))
     ap.add_argument("layers", type=int)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--fx", action="store_true")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
     import transformer_steps as ts
@@ -76,15 +112,11 @@ def main():
                                            for k, v in split.items())),
                   flush=True)
         if a.profile:
-            pr = cProfile.Profile(time.process_time)
-            pr.enable()
-            ci.document(snodes)
-            pr.disable()
-            out = io.StringIO()
-            pstats.Stats(pr, stream=out).sort_stats("tottime").print_stats(15)
-            print(out.getvalue(), flush=True)
+            print(profiled(ci.document, snodes), flush=True)
         return snodes
     ts.compile_step(a.kind, a.layers, hook)
+    if a.fx:
+        fx_level(ts, a.kind, a.layers, a.profile)
 
 
 if __name__ == "__main__":
