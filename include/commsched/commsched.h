@@ -111,7 +111,9 @@ COMMSCHED_EXPORT void commsched_optimize_options_destroy(
  *                   commsched_result_passes says what actually ran. Names
  *                   are checked here.
  *   "device"        a built-in profile ("h100", "a100", "b200") or the path
- *                   of a JSON profile (docs/COST.md), read now.
+ *                   of a JSON profile (docs/COST.md), read now; a
+ *                   calibrated profile's measured tables (`commsched
+ *                   calibrate`) price the nodes they know.
  *   "cost_model"    "nccl" or "inductor" (commsched/cost.h).
  *   "comm_streams"  "per_group" or "single" (the simulator's comm streams).
  *   "verify"        "true"/"false": check the order after every pass and
@@ -131,6 +133,12 @@ COMMSCHED_EXPORT commsched_status commsched_optimize_options_set(
 COMMSCHED_EXPORT commsched_status commsched_optimize_options_set_device(
     commsched_optimize_options *o, const commsched_device *device,
     commsched_error *err);
+
+/* Prices nodes from measured tables first (commsched/cost.h; borrowed:
+ * they must outlive every optimize call with o; NULL: none). Replaces
+ * the tables a "device" file brought. Never fails. */
+COMMSCHED_EXPORT void commsched_optimize_options_set_costs(
+    commsched_optimize_options *o, const commsched_costs *measured);
 
 /* ---------------------------------------------------------------------- */
 /* The one call                                                            */
@@ -272,6 +280,8 @@ typedef struct commsched_tune_options {
                                       "PASSES|key=value,key=value" */
     size_t n_candidates;
     const commsched_device *device; /* NULL: the built-in h100 */
+    const commsched_costs *measured; /* measured tables (borrowed), or
+                                        NULL */
     commsched_comm_model comm_model;
     commsched_comm_streams comm_streams;
     int verify;          /* check every order after every pass (slower) */

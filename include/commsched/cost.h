@@ -135,11 +135,24 @@ COMMSCHED_EXPORT const char *commsched_nccl_proto_str(commsched_nccl_proto p);
 typedef enum commsched_cost_source {
     COMMSCHED_SOURCE_NONE = 0,  /* nothing to estimate from: costs 0 */
     COMMSCHED_SOURCE_FILE = 1,  /* the node's runtime_ns */
-    COMMSCHED_SOURCE_MODEL = 2  /* the cost model */
+    COMMSCHED_SOURCE_MODEL = 2, /* the cost model */
+    COMMSCHED_SOURCE_MEASURED = 3, /* a measured table: this kernel, or a
+                                      collective of this size */
+    COMMSCHED_SOURCE_FITTED = 4,   /* a fit to measurements: a collective
+                                      between or near measured sizes, a
+                                      kernel on the fitted roofline */
+    COMMSCHED_SOURCE_COUNT
 } commsched_cost_source;
 
-/* "none" / "file" / "model". */
+/* "none" / "file" / "model" / "measured" / "fitted". */
 COMMSCHED_EXPORT const char *commsched_cost_source_str(commsched_cost_source s);
+
+/* "F from the file, M from the model, N with nothing to go on", with
+ * "K measured, J fitted, " before the last when either is nonzero: how
+ * the reports count where a graph's runtimes came from. counts[s]: the
+ * nodes of source s. Into buf (truncated to size); returns buf. */
+COMMSCHED_EXPORT const char *commsched_cost_sources_text(
+    const uint32_t counts[COMMSCHED_SOURCE_COUNT], char *buf, size_t size);
 
 /* tensorcraft's Cost(latency, bandwidth, computation, max_memory_delta).
  * Times in ns. runtime = latency_ns + max(bandwidth_ns, computation_ns):
@@ -192,11 +205,143 @@ COMMSCHED_EXPORT double commsched_cost_compute(const commsched_device *d,
                                                double flops, double bytes,
                                                commsched_cost_tuple *t);
 
+/* ---------------------------------------------------------------------- */
+/* Measured costs: what a profiler trace says a kernel or a collective     */
+/* takes (docs/COST.md, "Measured costs"). Fitted by commsched_calibrate   */
+/* (commsched/import.h) from Kineto traces, saved in a device profile's    */
+/* "measured" member, read back by commsched_costs_load_file.              */
+/* ---------------------------------------------------------------------- */
+
+typedef struct commsched_costs commsched_costs;
+
+/* An empty table (ENOMEM only). Destroy with commsched_costs_destroy. */
+COMMSCHED_EXPORT commsched_status commsched_costs_create(
+    commsched_costs **out, commsched_error *err);
+/* NULL is allowed. */
+COMMSCHED_EXPORT void commsched_costs_destroy(commsched_costs *c);
+
+/* One measured kernel: its name (the key commsched_costs_key makes of it;
+ * copied), its position in its profiler step (the k-th GPU event
+ * launched in it; < 0: unknown) and its duration. One measured
+ * collective of `op` over `ranks` ranks moving `bytes`. EINVAL on a
+ * duration outside 0..COMMSCHED_MAX_RUNTIME_NS, bytes outside 0..2^53,
+ * ranks 0; ENOMEM. A sample added after commsched_costs_fit needs another
+ * fit before it counts. O(1) amortised. */
+COMMSCHED_EXPORT commsched_status commsched_costs_add_kernel(
+    commsched_costs *c, const char *name, long position, double ns,
+    commsched_error *err);
+COMMSCHED_EXPORT commsched_status commsched_costs_add_collective(
+    commsched_costs *c, commsched_coll_op op, uint32_t ranks, double bytes,
+    double ns, commsched_error *err);
+/* The achieved roofline fitted from kernels whose flops or bytes are
+ * known: it prices compute nodes no table has (source FITTED). Rates in
+ * FLOP/s and bytes/s (0: not fitted, the device's is used); counts: the
+ * kernels each came from. */
+typedef struct commsched_costs_roofline {
+    double flops_per_s, bytes_per_s;
+    uint32_t flop_kernels, byte_kernels;
+} commsched_costs_roofline;
+
+/* Sets it (copied). EINVAL on a negative or non-finite rate. */
+COMMSCHED_EXPORT commsched_status commsched_costs_set_roofline(
+    commsched_costs *c, const commsched_costs_roofline *r,
+    commsched_error *err);
+/* 1 with *out when a rate is set, else 0 (*out zeroed). */
+COMMSCHED_EXPORT int commsched_costs_get_roofline(
+    const commsched_costs *c, commsched_costs_roofline *out);
+
+/* Turns the samples into the tables the lookups read: per kernel key the
+ * mean duration and, per position in the step, the median; per (op,
+ * ranks) the median at each size and, with two sizes or more, the
+ * least-squares line time = latency + bytes / bandwidth through those
+ * medians. ENOMEM. O(samples log samples). */
+COMMSCHED_EXPORT commsched_status commsched_costs_fit(commsched_costs *c,
+                                                      commsched_error *err);
+
+/* The table key of a kernel or node name: a leading "<digits>:" (an
+ * imported node's position) and "void " dropped, cut at the argument
+ * list's "(", at most 80 bytes (a whole UTF-8 character). Into buf
+ * (size > 80); returns buf. */
+COMMSCHED_EXPORT const char *commsched_costs_key(const char *name, char *buf,
+                                                 size_t size);
+/* The position a node name's leading "<digits>:" gives (what the Kineto
+ * importer names its nodes with), -1 without one. */
+COMMSCHED_EXPORT long commsched_costs_position(const char *name);
+
+/* Lookups (after a fit or a load). A collective: MEASURED with the
+ * median of a measured size within 1%; FITTED between two measured sizes
+ * (linear between them) or, with a line, below the smallest or up to
+ * twice the largest; NONE (the model's turn) otherwise, or without data
+ * for (op, ranks). A kernel by key: MEASURED with the row of the nearest
+ * measured position within 8 of `position` (>= 0), else the key's mean;
+ * NONE without a row. *ns is set only when the result is not NONE.
+ * O(log table). */
+COMMSCHED_EXPORT commsched_cost_source commsched_costs_price_collective(
+    const commsched_costs *c, commsched_coll_op op, uint32_t ranks,
+    double bytes, double *ns);
+COMMSCHED_EXPORT commsched_cost_source commsched_costs_price_kernel(
+    const commsched_costs *c, const char *key, long position, double *ns);
+
+/* Tables to consult where c's own have nothing (NULL: none; borrowed,
+ * it must outlive c): a trace's measurements layered over a calibrated
+ * profile's (`--costs TRACE --device profile.json`). */
+COMMSCHED_EXPORT void commsched_costs_set_fallback(commsched_costs *c,
+                                                   const commsched_costs *next);
+
+/* One (op, ranks) row, for reports: sizes measured, samples, the fitted
+ * line (has_line 0 with one size) and the spread (the median relative
+ * deviation of the samples from their size's median). */
+typedef struct commsched_costs_collective_row {
+    commsched_coll_op op;
+    uint32_t ranks;
+    uint32_t sizes, samples;
+    double min_bytes, max_bytes;
+    int has_line;
+    double latency_ns, bytes_per_ns; /* the line: GB/s = bytes per ns */
+    double spread;
+    double fit_error; /* median |line - median| / median over the sizes */
+} commsched_costs_collective_row;
+
+COMMSCHED_EXPORT size_t commsched_costs_collective_count(
+    const commsched_costs *c);
+/* Row i < count into *out; EINVAL past the end. */
+COMMSCHED_EXPORT commsched_status commsched_costs_collective_at(
+    const commsched_costs *c, size_t i, commsched_costs_collective_row *out,
+    commsched_error *err);
+/* Kernel rows, and the samples they came from. */
+COMMSCHED_EXPORT size_t commsched_costs_kernel_count(const commsched_costs *c);
+COMMSCHED_EXPORT size_t commsched_costs_kernel_samples(
+    const commsched_costs *c);
+
+/* Reads the "measured" member of a device profile file (the format
+ * docs/COST.md gives): OK with *out NULL when the file has none (a plain
+ * profile, or a built-in's name: nothing is read then). Errors as
+ * commsched_device_load_file's, paths under "measured" ("measured.
+ * kernels[3].ns"). O(file size + rows log rows). */
+COMMSCHED_EXPORT commsched_status commsched_costs_load_file(
+    const char *name_or_path, commsched_costs **out, commsched_error *err);
+
+/* Writes a device profile: d's fields, and, when c is not NULL, c's
+ * tables as "measured" (c must have been fitted). A profile written here
+ * loads back through commsched_device_load_file and
+ * commsched_costs_load_file to the same figures (to 17 digits). EIO or
+ * ENOMEM; bytes may have been written then. O(rows). */
+COMMSCHED_EXPORT commsched_status commsched_profile_save(
+    FILE *out, const commsched_device *d, const commsched_costs *c,
+    commsched_error *err);
+
 /* Options shared by every estimating call. Initialise with
- * commsched_cost_options_init (h100, NCCL model). `device` is borrowed. */
+ * commsched_cost_options_init (h100, NCCL model, no measured costs).
+ * `device` and `measured` are borrowed. With `measured`, a node the
+ * tables know is priced from them (MEASURED / FITTED), before the model;
+ * a node's own runtime_ns still wins, unless `ignore_runtime` is set
+ * (prices every node as if the file gave none: a trace's graph predicted
+ * from another run's measurements). */
 typedef struct commsched_cost_options {
     const commsched_device *device;
     commsched_comm_model comm_model;
+    const commsched_costs *measured;
+    int ignore_runtime;
 } commsched_cost_options;
 
 COMMSCHED_EXPORT void commsched_cost_options_init(commsched_cost_options *o);

@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "commsched/cost.h"
 #include "commsched/export.h"
 #include "commsched/graph.h"
 #include "commsched/status.h"
@@ -101,10 +102,16 @@ typedef struct commsched_import_options {
      * importing thread. NULL: none reported. */
     commsched_progress_fn progress;
     void *progress_arg;
+    /* kineto: keep only the GPU events launched inside this profiler
+     * step (0-based, the distinct ProfilerStep# names in order of their
+     * first start), the last included; -1: Holistic Trace Analysis's
+     * scope (every step but the last) */
+    long step;
 } commsched_import_options;
 
 /* The defaults: 1 cycle per ns, sizes from the file, no rank chosen (-1:
- * the only one), no limit given, no callback. Never fails. */
+ * the only one), no step chosen (-1), no limit given, no callback. Never
+ * fails. */
 COMMSCHED_EXPORT void commsched_import_options_init(
     commsched_import_options *o);
 
@@ -212,6 +219,88 @@ COMMSCHED_EXPORT double commsched_kineto_overlap(const commsched_kineto *k,
 COMMSCHED_EXPORT commsched_status commsched_kineto_graph(
     commsched_kineto *k, const commsched_import_options *opts,
     commsched_graph **out, commsched_error *err);
+
+/* ---------------------------------------------------------------------- */
+/* Calibration: the cost model's tables measured from profiler traces     */
+/* (docs/COST.md, "Measured costs"; `commsched calibrate`).               */
+/* ---------------------------------------------------------------------- */
+
+typedef struct commsched_calibrate_options {
+    /* How each trace is read, as commsched_import_kineto reads it (its
+     * scope, --rank, --ranks, max_memory, the message callback); `step`
+     * is not read here. */
+    commsched_import_options import;
+    /* A profiler step (ordinal, as import.step numbers them) whose events
+     * are left out of the fit: the held-out step of a validation; -1:
+     * none. */
+    long exclude_step;
+} commsched_calibrate_options;
+
+/* The defaults of commsched_import_options_init, no step excluded. */
+COMMSCHED_EXPORT void commsched_calibrate_options_init(
+    commsched_calibrate_options *o);
+
+typedef struct commsched_calibrate_stats {
+    size_t traces;
+    size_t steps;              /* the most profiler steps one trace has */
+    size_t kernel_samples;     /* compute, memcpy and memset events */
+    size_t collective_samples; /* after matching ranks: one per collective */
+    size_t matched;            /* collectives found in every trace given */
+    size_t mismatched;         /* matched by position, but op, size or
+                                  group differ from the first trace's: left
+                                  out */
+    size_t unsized;            /* NCCL kernels the trace gives no size: kept
+                                  by name and position (as kernels), not
+                                  in the size tables */
+} commsched_calibrate_stats;
+
+/* Reads the Kineto traces at paths[0..n) (one or more ranks of one run,
+ * or runs on the same hardware) and fits their measured costs: per
+ * kernel name the median duration, per (collective op, group size) the
+ * median at each size and a latency + bytes/bandwidth line, a
+ * collective's time across ranks from the last rank's arrival (the
+ * shortest of the ranks' durations). OK with *out (fitted;
+ * commsched_costs_destroy it) and *stats (may be NULL); on failure *out
+ * is NULL and err says why, located as the importers locate errors.
+ * O(total file size + samples log samples); every trace is held at once. */
+COMMSCHED_EXPORT commsched_status commsched_calibrate(
+    const char *const *paths, size_t n, const commsched_calibrate_options *o,
+    commsched_costs **out, commsched_calibrate_stats *stats,
+    commsched_error *err);
+
+#define COMMSCHED_CALIBRATE_BASELINES 4
+
+/* One held-out step, predicted. Times in ns. */
+typedef struct commsched_calibrate_result {
+    long step;
+    char step_name[64];
+    uint32_t nodes, waits; /* waits cost nothing and are never priced */
+    double measured_ns;  /* the step's GPU span in the trace: first start
+                            of an event launched in it to the last end */
+    double replay_ns;    /* the step's graph simulated with the trace's
+                            own durations (what the importer and the
+                            simulator make of the run) */
+    double predicted_ns; /* simulated with the cost options (their
+                            measured tables), none of its own durations */
+    uint32_t from_measured, from_fitted, from_model, unpriced; /* nodes */
+    size_t n_baselines;
+    double baseline_ns[COMMSCHED_CALIBRATE_BASELINES]; /* the same, with
+                            each baseline profile's analytical model for
+                            the collectives */
+} commsched_calibrate_result;
+
+/* Predicts profiler step `step` of the Kineto trace at path (its graph
+ * as commsched_import_kineto makes it with io->step = step) in the run's
+ * own order and compares it with what was measured. costs: how it is
+ * predicted (costs->measured the tables fitted without this step;
+ * ignore_runtime is set here). baselines: up to
+ * COMMSCHED_CALIBRATE_BASELINES device profiles (borrowed). Errors as
+ * the importers' and the simulator's. O(file size + nodes log nodes). */
+COMMSCHED_EXPORT commsched_status commsched_calibrate_check(
+    const char *path, long step, const commsched_import_options *io,
+    const commsched_cost_options *costs,
+    const commsched_device *const *baselines, size_t n_baselines,
+    commsched_calibrate_result *out, commsched_error *err);
 
 /* ---------------------------------------------------------------------- */
 /* Chakra export: what ASTRA-sim replays.                                  */

@@ -227,6 +227,7 @@ class ImportOptionsStruct(ctypes.Structure):
         ("message_arg", c_void_p),
         ("progress", PROGRESS_FN),
         ("progress_arg", c_void_p),
+        ("step", ctypes.c_long),
     ]
 
 

@@ -38,6 +38,8 @@
 struct commsched_optimize_options {
     char *passes; /* NULL: the default pipeline */
     commsched_device device;
+    commsched_costs *file_costs;      /* a "device" file's tables (owned) */
+    const commsched_costs *measured;  /* what prices: file_costs or borrowed */
     commsched_comm_model comm_model;
     commsched_comm_streams comm_streams;
     unsigned pipeline_flags;
@@ -82,6 +84,7 @@ void commsched_optimize_options_destroy(commsched_optimize_options *o)
     if (!o)
         return;
     commsched_knobs_destroy(o->knobs);
+    commsched_costs_destroy(o->file_costs);
     free(o->passes);
     free(o);
 }
@@ -157,8 +160,10 @@ commsched_status commsched_optimize_options_set(commsched_optimize_options *o,
     }
     if (strcmp(key, "device") == 0) {
         commsched_device d;
+        commsched_costs *c = NULL;
         commsched_error local = {0};
-        if (commsched_device_lookup(value, &d, &local) != COMMSCHED_OK) {
+        if (commsched_device_lookup(value, &d, &local) != COMMSCHED_OK ||
+            commsched_costs_load_file(value, &c, &local) != COMMSCHED_OK) {
             /* Keep a file's own place (line:column or a field path). */
             if (err && err->status == COMMSCHED_OK) {
                 *err = local;
@@ -168,6 +173,9 @@ commsched_status commsched_optimize_options_set(commsched_optimize_options *o,
             return local.status;
         }
         o->device = d;
+        commsched_costs_destroy(o->file_costs);
+        o->file_costs = c;
+        o->measured = c;
         return COMMSCHED_OK;
     }
     if (strcmp(key, "cost_model") == 0) {
@@ -224,6 +232,14 @@ commsched_status commsched_optimize_options_set_device(
     if (st == COMMSCHED_OK)
         o->device = *device;
     return st;
+}
+
+void commsched_optimize_options_set_costs(commsched_optimize_options *o,
+                                          const commsched_costs *measured)
+{
+    commsched_costs_destroy(o->file_costs);
+    o->file_costs = NULL;
+    o->measured = measured;
 }
 
 /* ---- the result ------------------------------------------------------------ */
@@ -352,6 +368,7 @@ commsched_status cs_optimize_given(const commsched_graph *g,
     commsched_cost_options_init(&cost);
     cost.device = &o->device;
     cost.comm_model = o->comm_model;
+    cost.measured = o->measured;
 
     r = cs_calloc(1, sizeof *r);
     if (!r) {

@@ -84,6 +84,7 @@ void commsched_tune_options_init(commsched_tune_options *o)
     o->threads = 0;
     o->builtin = 1;
     o->device = NULL;
+    o->measured = NULL;
     o->comm_model = COMMSCHED_COMM_MODEL_NCCL;
     o->comm_streams = COMMSCHED_STREAMS_PER_GROUP;
     o->peak_model = COMMSCHED_PEAK_BOTH;
@@ -303,6 +304,7 @@ static commsched_status make_options(const commsched_tune_result *r,
     char *copy = NULL;
     if (st != COMMSCHED_OK)
         goto fail;
+    commsched_optimize_options_set_costs(o, r->o.measured);
     if ((st = commsched_optimize_options_set_device(o, &r->device, &e)) !=
             COMMSCHED_OK ||
         (st = commsched_optimize_options_set(

@@ -1,6 +1,7 @@
 /* commsched — jansson helpers shared by every JSON reader (json_util.h). */
 #include "json_util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *cs_json_type_name(const json_t *v)
@@ -42,4 +43,42 @@ commsched_status cs_json_syntax_error(const json_error_t *je,
         err->column = bom || je->column < 1 ? 1 : je->column;
     }
     return st;
+}
+
+const char *cs_json_join(char *buf, size_t size, const char *path,
+                         const char *key)
+{
+    snprintf(buf, size, "%s%s%s", path, path[0] ? "." : "", key);
+    return buf;
+}
+
+commsched_status cs_json_check_keys(const json_t *obj, const char *path,
+                                    const char *const *allowed,
+                                    commsched_error *err)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)obj, key, val) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = strcmp(*a, key) == 0;
+        if (!ok) {
+            char p[COMMSCHED_ERROR_PATH_LENGTH];
+            return commsched_error_set(err, COMMSCHED_ESCHEMA,
+                                       cs_json_join(p, sizeof p, path, key),
+                                       "unknown field \"%s\"", key);
+        }
+    }
+    return COMMSCHED_OK;
+}
+
+commsched_status cs_json_get_number(const json_t *v, const char *path,
+                                    double *out, commsched_error *err)
+{
+    if (!json_is_number(v))
+        return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
+                                   "expected a number, got %s",
+                                   cs_json_type_name(v));
+    *out = json_number_value(v);
+    return COMMSCHED_OK;
 }

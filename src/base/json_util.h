@@ -21,6 +21,22 @@ const char *cs_json_type_name(const json_t *v);
 commsched_status cs_json_syntax_error(const json_error_t *je,
                                       commsched_error *err);
 
+/* "path.key" into buf (just "key" at the top, path ""); returns buf. */
+const char *cs_json_join(char *buf, size_t size, const char *path,
+                         const char *key);
+
+/* ESCHEMA at "path.key" ("unknown field \"key\"") for the first key of
+ * obj not in `allowed` (NULL-terminated): the strict readers' rule that a
+ * misspelt field never silently keeps a default. O(keys x allowed). */
+commsched_status cs_json_check_keys(const json_t *obj, const char *path,
+                                    const char *const *allowed,
+                                    commsched_error *err);
+
+/* A number at `path` into *out; ESCHEMA "expected a number, got ..."
+ * otherwise. Ranges are the caller's. */
+commsched_status cs_json_get_number(const json_t *v, const char *path,
+                                    double *out, commsched_error *err);
+
 /* The message cs_json_syntax_error gives a text that starts with a byte
  * order mark (the trace readers word it alike). */
 #define CS_JSON_BOM_TEXT                                                       \

@@ -129,6 +129,11 @@ void commsched_kineto_destroy(commsched_kineto *k)
     free(k);
 }
 
+const kineto *kineto_of_handle(const commsched_kineto *t)
+{
+    return t->k;
+}
+
 long commsched_kineto_device(const commsched_kineto *k)
 {
     return kineto_device(k->k);

@@ -24,6 +24,7 @@ void commsched_import_options_init(commsched_import_options *o)
     memset(o, 0, sizeof *o);
     o->clock_ghz = 1.0;
     o->rank = -1;
+    o->step = -1;
 }
 
 const commsched_import_options *import_opts(const commsched_import_options *o,

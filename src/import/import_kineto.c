@@ -38,6 +38,7 @@
 #include <strings.h>
 
 #include "chakra_common.h"
+#include "commsched/cost.h"
 #include "kineto.h"
 #include "pytorch_et.h"
 #include "trace_json.h"
@@ -50,6 +51,8 @@ typedef struct kev {
     int64_t bytes;
     commsched_dtype dtype;
     size_t rec;
+    long group_size; /* NCCL kernels: the kernel's "Group size", 0: none */
+    long step;       /* its profiler step's ordinal, -1: none */
     int waited;
     size_t wait_before; /* position of the node that reads its wait */
 } kev;
@@ -65,6 +68,7 @@ typedef struct kcpu {
 typedef struct kstep {
     double ts, end;
     const char *name;
+    long ordinal; /* distinct names numbered by first start */
 } kstep;
 
 typedef struct krt {
@@ -84,6 +88,7 @@ typedef struct kineto {
     kstep *steps;
     size_t n_steps;
     size_t n_step_names; /* distinct ProfilerStep names, as HTA counts */
+    const char **step_names; /* by ordinal, borrowed from doc */
     long world, rank_in_file;
     int64_t device;
     json_t *doc; /* the names are borrowed from it */
@@ -106,6 +111,7 @@ static void kineto_free(kineto *k)
     free(k->cpu);
     free(k->rt);
     free(k->steps);
+    free(k->step_names);
     memset(k, 0, sizeof *k);
 }
 
@@ -265,7 +271,7 @@ static int read_events(kineto *k, json_t *root)
                 if (grow((void **)&k->steps, k->n_steps, &cap_steps,
                          sizeof *k->steps))
                     return oom(k);
-                k->steps[k->n_steps++] = (kstep){ts, ts + dur, name};
+                k->steps[k->n_steps++] = (kstep){ts, ts + dur, name, -1};
             }
             if (get_i64(json_object_get(e, "tid"), &tid) != 0)
                 continue;
@@ -355,12 +361,40 @@ static int op_bytes(const kineto *k, const kcpu *c, int64_t *best,
  * ops of a thread are sorted by start: look at those that started before
  * the launch, nearest first, a bounded number (hostile traces must not
  * make this quadratic). */
-static int describe_collective(const kineto *k, kev *g)
+/* What newer profilers (PyTorch 2.1+) record on the NCCL kernel itself:
+ * "In msg nelems" / "Out msg nelems" with "dtype" (a ScalarType name),
+ * and "Group size". The size is used only where no CPU op gives one: the
+ * CPU op's is the tensor the collective was asked for. */
+static void kernel_args(const kineto *k, kev *g)
 {
-    const krt *r = find_rt(k, g->corr);
-    g->coll = chakra_coll_from_name(g->name);
-    if (!r)
-        return 0;
+    json_t *args = json_object_get(
+        json_array_get(json_object_get(k->doc, "traceEvents"), g->rec),
+        "args");
+    json_t *gs = json_object_get(args, "Group size");
+    if (json_is_integer(gs) && json_integer_value(gs) >= 1 &&
+        json_integer_value(gs) <= COMMSCHED_MAX_GROUP_SIZE)
+        g->group_size = (long)json_integer_value(gs);
+    if (g->bytes > 0)
+        return;
+    commsched_dtype dt;
+    unsigned es = trace_type_size(
+        json_string_value(json_object_get(args, "dtype")), &dt);
+    const char *keys[] = {"In msg nelems", "Out msg nelems"};
+    for (int i = 0; i < 2 && es; i++) {
+        json_t *v = json_object_get(args, keys[i]);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            (double)json_integer_value(v) * es > (double)COMMSCHED_MAX_SIZE)
+            continue;
+        int64_t b = (int64_t)json_integer_value(v) * es;
+        if (b > g->bytes) {
+            g->bytes = b;
+            g->dtype = dt;
+        }
+    }
+}
+
+static int describe_from_ops(const kineto *k, kev *g, const krt *r)
+{
     size_t lo = 0, hi = k->n_cpu;
     kcpu key = {r->ts, 0, r->tid, NULL, NULL, 0};
     while (lo < hi) { /* first op after (tid, ts) */
@@ -397,6 +431,16 @@ static int describe_collective(const kineto *k, kev *g)
         }
     }
     return 0;
+}
+
+static int describe_collective(const kineto *k, kev *g)
+{
+    const krt *r = find_rt(k, g->corr);
+    g->coll = chakra_coll_from_name(g->name);
+    int rc = r ? describe_from_ops(k, g, r) : 0;
+    if (rc == 0)
+        kernel_args(k, g);
+    return rc;
 }
 
 static int pick_device(kineto *k, const commsched_import_options *o, int64_t *dev)
@@ -479,45 +523,138 @@ static int warn_overlaps(const kineto *k)
 static int cmp_step_name(const void *a, const void *b)
 {
     const kstep *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_step_ts(const void *a, const void *b)
+{
+    const kstep *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
-/* HTA's scope (Trace._filter_irrelevant_gpu_kernels): with two or more
- * distinct ProfilerStep names, the GPU events whose launch (the CPU call
- * with their correlation id) starts before the last step does, on HTA's
- * rounded microseconds; the last step is left out, as the profiler often
- * stops it midway. With one step name or none, every GPU event. */
+typedef struct step_first {
+    double ts;
+    const char *name;
+    size_t id; /* the name's index in name order */
+} step_first;
+
+static int cmp_first(const void *a, const void *b)
+{
+    const step_first *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Numbers the distinct step names by their first start (each row's
+ * ordinal) and leaves the rows sorted by start: sorted by name, a name's
+ * first row is its earliest; those sorted by start give the ordinals.
+ * O(steps log steps). */
+static int number_steps(kineto *k)
+{
+    sort_some(k->steps, k->n_steps, sizeof *k->steps, cmp_step_name);
+    size_t n = 0;
+    for (size_t i = 0; i < k->n_steps; i++)
+        n += i == 0 || strcmp(k->steps[i].name, k->steps[i - 1].name);
+    k->n_step_names = n;
+    step_first *first = malloc((n ? n : 1) * sizeof *first);
+    size_t *ordinal = malloc((n ? n : 1) * sizeof *ordinal);
+    k->step_names = malloc((n ? n : 1) * sizeof *k->step_names);
+    if (!first || !ordinal || !k->step_names) {
+        free(first);
+        free(ordinal);
+        return oom(k);
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < k->n_steps; i++) {
+        if (i == 0 || strcmp(k->steps[i].name, k->steps[i - 1].name)) {
+            first[m] = (step_first){k->steps[i].ts, k->steps[i].name, m};
+            m++;
+        }
+        k->steps[i].ordinal = (long)(m - 1); /* the name id, for now */
+    }
+    sort_some(first, m, sizeof *first, cmp_first);
+    for (size_t i = 0; i < m; i++) {
+        ordinal[first[i].id] = i;
+        k->step_names[i] = first[i].name;
+    }
+    for (size_t i = 0; i < k->n_steps; i++)
+        k->steps[i].ordinal = (long)ordinal[k->steps[i].ordinal];
+    free(first);
+    free(ordinal);
+    sort_some(k->steps, k->n_steps, sizeof *k->steps, cmp_step_ts);
+    return 0;
+}
+
+/* The ordinal of the step whose span holds time t (the latest to start at
+ * or before it), -1 when none does. */
+static long step_at(const kineto *k, double t)
+{
+    size_t lo = 0, hi = k->n_steps;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k->steps[mid].ts <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && t <= k->steps[lo - 1].end ? k->steps[lo - 1].ordinal
+                                               : -1;
+}
+
+/* The events kept. o->step >= 0: those launched inside that step (by
+ * ordinal). Otherwise HTA's scope (Trace._filter_irrelevant_gpu_kernels):
+ * with two or more distinct ProfilerStep names, the GPU events whose
+ * launch (the CPU call with their correlation id) starts before the last
+ * step does, on HTA's rounded microseconds; the last step is left out, as
+ * the profiler often stops it midway. With one step name or none, every
+ * GPU event. */
 static int select_events(kineto *k, const commsched_import_options *o)
 {
     int64_t dev = 0;
     int rc = pick_device(k, o, &dev);
-    if (rc)
+    if (rc || (rc = number_steps(k)) != 0)
         return rc;
     k->device = dev;
-    sort_some(k->steps, k->n_steps, sizeof *k->steps, cmp_step_name);
+    if (o->step >= 0 && (size_t)o->step >= k->n_step_names)
+        return import_fail(k->d, COMMSCHED_EINVAL,
+                           "%s: no profiler step %ld (--step): the trace "
+                           "has %zu (0..%zu, ProfilerStep# annotations in "
+                           "time order)",
+                           k->file, o->step, k->n_step_names,
+                           k->n_step_names ? k->n_step_names - 1 : 0);
     double last_start = -INFINITY;
-    for (size_t i = 0; i < k->n_steps; i++) {
-        k->n_step_names += i == 0 ||
-                           strcmp(k->steps[i].name, k->steps[i - 1].name);
+    for (size_t i = 0; i < k->n_steps; i++)
         if (ceil(k->steps[i].ts) > last_start)
             last_start = ceil(k->steps[i].ts);
-    }
     int scoped = k->n_step_names >= 2;
     size_t m = 0;
     for (size_t i = 0; i < k->n_gpu; i++) {
         if (k->gpu[i].device != dev)
             continue;
         const krt *r = find_rt(k, k->gpu[i].corr);
-        if (scoped && (!r || !(ceil(r->ts) < last_start)))
+        double launch = r ? r->ts : k->gpu[i].ts;
+        long step = step_at(k, launch);
+        if (o->step >= 0 ? step != o->step
+                         : scoped && (!r || !(ceil(r->ts) < last_start)))
             continue;
         kev *g = &k->gpu[m];
         *g = k->gpu[i];
-        g->launch = r ? r->ts : g->ts;
+        g->launch = launch;
+        g->step = step;
         if (g->nccl && (rc = describe_collective(k, g)) != 0)
             return rc;
         m++;
     }
     k->n_gpu = m;
+    if (m == 0 && o->step >= 0)
+        return trace_fail(k->d, k->file, "traceEvents",
+                          "no GPU event of device %lld was launched in "
+                          "profiler step %ld (%s)",
+                          (long long)dev, o->step, k->step_names[o->step]);
     if (m == 0)
         return trace_fail(k->d, k->file, "traceEvents",
                           "no GPU event of device %lld was launched before "
@@ -560,6 +697,30 @@ void kineto_destroy(kineto *k)
 
 long kineto_device(const kineto *k) { return (long)k->device; }
 long kineto_rank(const kineto *k) { return k->rank_in_file; }
+
+long kineto_ranks(const kineto *k, const commsched_import_options *o)
+{
+    return o->ranks > 0 ? o->ranks : k->world > 0 ? k->world : 8;
+}
+
+size_t kineto_event_count(const kineto *k) { return k->n_gpu; }
+
+kineto_event kineto_event_at(const kineto *k, size_t i)
+{
+    const kev *g = &k->gpu[i];
+    return (kineto_event){g->name,  g->ts,         g->dur,
+                          g->nccl ? g->coll : -1,  g->bytes,
+                          g->group_size,           g->step};
+}
+
+size_t kineto_step_count(const kineto *k) { return k->n_step_names; }
+
+const char *kineto_step_name(const kineto *k, long ordinal)
+{
+    return ordinal >= 0 && (size_t)ordinal < k->n_step_names
+               ? k->step_names[ordinal]
+               : NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* HTA's comm/comp overlap                                             */
@@ -694,23 +855,15 @@ done:
 /* The graph                                                           */
 /* ------------------------------------------------------------------ */
 
-/* "12:void at::native::vectorized_elementwise_kernel<4, ...": position,
- * then the name without a leading "void " and cut at its argument list,
- * at most 80 bytes. */
+/* "12:at::native::vectorized_elementwise_kernel<4, ...": position, then
+ * the kernel's key in measured tables (commsched_costs_key: no leading
+ * "void ", cut at its argument list, at most 80 bytes), so a node finds
+ * its kernel's measured row by name. */
 static void kernel_name(const kev *g, size_t pos, char *dst, size_t size)
 {
-    const char *n = g->name;
-    if (strncmp(n, "void ", 5) == 0)
-        n += 5;
-    size_t len = strcspn(n, "(");
-    if (len > 80)
-        len = 80;
-    char buf[81];
-    memcpy(buf, n, len);
-    buf[len] = '\0';
-    len = commsched_utf8_cut(buf, len);
-    buf[len] = '\0';
-    snprintf(dst, size, "%zu:%s", pos, buf);
+    char buf[96];
+    snprintf(dst, size, "%zu:%s", pos,
+             commsched_costs_key(g->name, buf, sizeof buf));
 }
 
 /* First position >= from whose compute kernel started at or after t: a
@@ -965,7 +1118,7 @@ int kineto_build(kineto *k, import_diag *d,
         next[p] = head[q];
         head[q] = p;
     }
-    long ranks = o->ranks > 0 ? o->ranks : k->world > 0 ? k->world : 8;
+    long ranks = kineto_ranks(k, o);
     if (commsched_builder_create("kineto", &b, &err) != COMMSCHED_OK) {
         rc = import_report(d, k->file, &err);
         goto done;
@@ -1055,8 +1208,9 @@ int kineto_build(kineto *k, import_diag *d,
     if (rc == 0) {
         double comm_us;
         double ov = kineto_overlap(k, &comm_us);
-        size_t steps = k->n_step_names > 1 ? k->n_step_names - 1
-                                           : k->n_step_names;
+        size_t steps = o->step >= 0             ? 1
+                       : k->n_step_names > 1 ? k->n_step_names - 1
+                                             : k->n_step_names;
         char overlap[64];
         if (isnan(ov))
             snprintf(overlap, sizeof overlap, "n/a (no NCCL kernel)");

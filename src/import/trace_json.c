@@ -310,6 +310,20 @@ unsigned trace_type_size(const char *name, commsched_dtype *dtype)
         {"c10::Float8_e4m3fn", 1, COMMSCHED_DTYPE_FLOAT8_E4M3FN},
         {"c10::Float8_e5m2", 1, COMMSCHED_DTYPE_FLOAT8_E5M2},
         {"c10::complex<float>", 8, COMMSCHED_DTYPE_NONE},
+        /* ScalarType names, as NCCL kernels' and record_param_comms'
+         * "dtype" give them */
+        {"Float", 4, COMMSCHED_DTYPE_FLOAT32},
+        {"Double", 8, COMMSCHED_DTYPE_FLOAT64},
+        {"Half", 2, COMMSCHED_DTYPE_FLOAT16},
+        {"BFloat16", 2, COMMSCHED_DTYPE_BFLOAT16},
+        {"Long", 8, COMMSCHED_DTYPE_INT64},
+        {"Int", 4, COMMSCHED_DTYPE_INT32},
+        {"Short", 2, COMMSCHED_DTYPE_INT16},
+        {"Char", 1, COMMSCHED_DTYPE_INT8},
+        {"Byte", 1, COMMSCHED_DTYPE_UINT8},
+        {"Bool", 1, COMMSCHED_DTYPE_BOOL},
+        {"Float8_e4m3fn", 1, COMMSCHED_DTYPE_FLOAT8_E4M3FN},
+        {"Float8_e5m2", 1, COMMSCHED_DTYPE_FLOAT8_E5M2},
     };
     if (dtype)
         *dtype = COMMSCHED_DTYPE_NONE;

@@ -74,14 +74,35 @@ const char *commsched_cost_source_str(commsched_cost_source s)
     case COMMSCHED_SOURCE_NONE: return "none";
     case COMMSCHED_SOURCE_FILE: return "file";
     case COMMSCHED_SOURCE_MODEL: return "model";
+    case COMMSCHED_SOURCE_MEASURED: return "measured";
+    case COMMSCHED_SOURCE_FITTED: return "fitted";
+    case COMMSCHED_SOURCE_COUNT: break;
     }
     return NULL;
+}
+
+const char *commsched_cost_sources_text(
+    const uint32_t counts[COMMSCHED_SOURCE_COUNT], char *buf, size_t size)
+{
+    char tables[64] = "";
+    if (counts[COMMSCHED_SOURCE_MEASURED] || counts[COMMSCHED_SOURCE_FITTED])
+        snprintf(tables, sizeof tables, "%u measured, %u fitted, ",
+                 counts[COMMSCHED_SOURCE_MEASURED],
+                 counts[COMMSCHED_SOURCE_FITTED]);
+    snprintf(buf, size,
+             "%u from the file, %u from the model, %s%u with nothing to go "
+             "on",
+             counts[COMMSCHED_SOURCE_FILE], counts[COMMSCHED_SOURCE_MODEL],
+             tables, counts[COMMSCHED_SOURCE_NONE]);
+    return buf;
 }
 
 void commsched_cost_options_init(commsched_cost_options *o)
 {
     o->device = commsched_device_builtin("h100");
     o->comm_model = COMMSCHED_COMM_MODEL_NCCL;
+    o->measured = NULL;
+    o->ignore_runtime = 0;
 }
 
 /* ---- collectives ------------------------------------------------------- */
@@ -383,6 +404,37 @@ double commsched_cost_collective_bytes(const commsched_graph *g,
     return in > out ? in : out;
 }
 
+/* A compute node from the measured tables: its kernel by the key of its
+ * name and the position it gives (an imported trace's kernels), then by
+ * the key of its op; else, with flops or bytes, the fitted roofline (a
+ * rate the fit lacks is the device's). NONE when neither applies. */
+static commsched_cost_source measured_compute(const commsched_costs *c,
+                                              const commsched_device *d,
+                                              const cs_node *n, double *ns)
+{
+    char key[128];
+    if (commsched_costs_price_kernel(
+            c, commsched_costs_key(n->name, key, sizeof key),
+            commsched_costs_position(n->name), ns) != COMMSCHED_SOURCE_NONE)
+        return COMMSCHED_SOURCE_MEASURED;
+    if (n->op &&
+        commsched_costs_price_kernel(c, commsched_costs_key(n->op, key,
+                                                            sizeof key),
+                                     -1, ns) != COMMSCHED_SOURCE_NONE)
+        return COMMSCHED_SOURCE_MEASURED;
+    commsched_costs_roofline roof;
+    if (!(n->flops > 0 || n->bytes > 0) ||
+        !commsched_costs_get_roofline(c, &roof))
+        return COMMSCHED_SOURCE_NONE;
+    commsched_device fitted = *d;
+    if (roof.flops_per_s > 0)
+        fitted.peak_flops = roof.flops_per_s;
+    if (roof.bytes_per_s > 0)
+        fitted.mem_bw = roof.bytes_per_s;
+    *ns = commsched_cost_compute(&fitted, n->flops, n->bytes, NULL);
+    return COMMSCHED_SOURCE_FITTED;
+}
+
 commsched_status commsched_cost_node(const commsched_graph *g, uint32_t node,
                                      const commsched_cost_options *o,
                                      const commsched_memory *mem,
@@ -416,7 +468,29 @@ commsched_status commsched_cost_node(const commsched_graph *g, uint32_t node,
         out->source = COMMSCHED_SOURCE_MODEL;
     }
     out->runtime_ns = out->model_ns;
-    if (n->runtime_ns >= 0) {
+    /* Measurements before the model; outside them the model, by the same
+     * rule on every rank (docs/COST.md, "Measured costs"). */
+    double ns = 0;
+    commsched_cost_source from = COMMSCHED_SOURCE_NONE;
+    if (o->measured && n->kind == COMMSCHED_NODE_COLLECTIVE) {
+        from = commsched_costs_price_collective(
+            o->measured, (commsched_coll_op)n->coll_op,
+            g->groups[n->group].size, out->bytes, &ns);
+        /* one the trace gave no size: by its place in the step */
+        char key[128];
+        if (from == COMMSCHED_SOURCE_NONE &&
+            commsched_costs_position(n->name) >= 0)
+            from = commsched_costs_price_kernel(
+                o->measured, commsched_costs_key(n->name, key, sizeof key),
+                commsched_costs_position(n->name), &ns);
+    } else if (o->measured && n->kind == COMMSCHED_NODE_COMPUTE) {
+        from = measured_compute(o->measured, o->device, n, &ns);
+    }
+    if (from != COMMSCHED_SOURCE_NONE) {
+        out->runtime_ns = ns;
+        out->source = from;
+    }
+    if (n->runtime_ns >= 0 && !o->ignore_runtime) {
         out->runtime_ns = n->runtime_ns;
         out->source = COMMSCHED_SOURCE_FILE;
     }

@@ -183,46 +183,6 @@ commsched_status commsched_device_check(const commsched_device *d,
 
 /* ---- JSON ------------------------------------------------------------- */
 
-static const char *join(char *buf, size_t size, const char *path,
-                        const char *key)
-{
-    snprintf(buf, size, "%s%s%s", path, path[0] ? "." : "", key);
-    return buf;
-}
-
-static commsched_status check_keys(const json_t *obj, const char *path,
-                                   const char *const *allowed,
-                                   commsched_error *err)
-{
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)obj, key, val) {
-        int ok = 0;
-        for (const char *const *a = allowed; *a && !ok; a++)
-            ok = strcmp(*a, key) == 0;
-        if (!ok) {
-            char p[COMMSCHED_ERROR_PATH_LENGTH];
-            return commsched_error_set(err, COMMSCHED_ESCHEMA,
-                                       join(p, sizeof p, path, key),
-                                       "unknown field \"%s\"", key);
-        }
-    }
-    return COMMSCHED_OK;
-}
-
-/* A number at `path` into *out. Type errors are ESCHEMA; the range checks
- * run later in commsched_device_check so hand-built profiles get them too. */
-static commsched_status get_number(const json_t *v, const char *path,
-                                   double *out, commsched_error *err)
-{
-    if (!json_is_number(v))
-        return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
-                                   "expected a number, got %s",
-                                   cs_json_type_name(v));
-    *out = json_number_value(v);
-    return COMMSCHED_OK;
-}
-
 /* obj[key] as a number, when present; *seen counts what was found. */
 static commsched_status opt_number(const json_t *obj, const char *path,
                                    const char *key, double *out, int *seen,
@@ -234,7 +194,7 @@ static commsched_status opt_number(const json_t *obj, const char *path,
         return COMMSCHED_OK;
     if (seen)
         (*seen)++;
-    return get_number(v, join(p, sizeof p, path, key), out, err);
+    return cs_json_get_number(v, cs_json_join(p, sizeof p, path, key), out, err);
 }
 
 static commsched_status opt_count(const json_t *obj, const char *path,
@@ -247,7 +207,7 @@ static commsched_status opt_count(const json_t *obj, const char *path,
         return COMMSCHED_OK;
     if (seen)
         (*seen)++;
-    join(p, sizeof p, path, key);
+    cs_json_join(p, sizeof p, path, key);
     if (!json_is_integer(v) || json_integer_value(v) < 1 ||
         json_integer_value(v) > 1000000)
         return commsched_error_set(err, COMMSCHED_ESCHEMA, p,
@@ -269,7 +229,7 @@ static commsched_status get_numbers(const json_t *v, const char *path,
                                    "expected an array of %zu numbers", n);
     for (size_t i = 0; i < n; i++) {
         snprintf(p, sizeof p, "%s[%zu]", path, i);
-        commsched_status st = get_number(json_array_get(v, i), p, &out[i], err);
+        commsched_status st = cs_json_get_number(json_array_get(v, i), p, &out[i], err);
         if (st != COMMSCHED_OK)
             return st;
     }
@@ -287,11 +247,11 @@ static commsched_status get_algo_table(const json_t *v, const char *path,
     if (!json_is_object(v))
         return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
                                    "expected an object, got %s", cs_json_type_name(v));
-    commsched_status st = check_keys(v, path, keys, err);
+    commsched_status st = cs_json_check_keys(v, path, keys, err);
     for (int a = 0; st == COMMSCHED_OK && a < COMMSCHED_ALGO_COUNT; a++) {
         json_t *row = json_object_get(v, algo_names[a]);
         if (row)
-            st = get_numbers(row, join(p, sizeof p, path, algo_names[a]), t[a],
+            st = get_numbers(row, cs_json_join(p, sizeof p, path, algo_names[a]), t[a],
                              COMMSCHED_PROTO_COUNT, err);
     }
     return st;
@@ -310,7 +270,7 @@ static commsched_status load_nccl(const json_t *v, commsched_device *d,
     if (!json_is_object(v))
         return commsched_error_set(err, COMMSCHED_ESCHEMA, path,
                                    "expected an object, got %s", cs_json_type_name(v));
-    commsched_status st = check_keys(v, path, keys, err);
+    commsched_status st = cs_json_check_keys(v, path, keys, err);
     if (st == COMMSCHED_OK)
         st = opt_count(v, path, "channels", &d->channels, required, err);
     if (st == COMMSCHED_OK)
@@ -337,12 +297,12 @@ static commsched_status load_nccl(const json_t *v, commsched_device *d,
                                        "nccl.hw_latency",
                                        "expected an object, got %s",
                                        cs_json_type_name(hw));
-        st = check_keys(hw, "nccl.hw_latency", link_keys, err);
+        st = cs_json_check_keys(hw, "nccl.hw_latency", link_keys, err);
         for (int l = 0; st == COMMSCHED_OK && l < COMMSCHED_LINK_COUNT; l++) {
             json_t *t = json_object_get(hw, link_names[l]);
             if (t)
                 st = get_algo_table(t,
-                                    join(p, sizeof p, "nccl.hw_latency",
+                                    cs_json_join(p, sizeof p, "nccl.hw_latency",
                                          link_names[l]),
                                     d->hw_lat[l], err);
         }
@@ -360,7 +320,9 @@ static commsched_status from_json(const json_t *root, commsched_device *out,
 {
     static const char *const keys[] = {
         "format", "version", "name", "base", "peak_flops", "mem_bw",
-        "gpus_per_host", "intra_link", "ll_max_bw", "inductor", "nccl", NULL};
+        "gpus_per_host", "intra_link", "ll_max_bw", "inductor", "nccl",
+        /* a calibrated profile's tables (commsched_costs_load_file) */
+        "measured", NULL};
     static const char *const inductor_keys[] = {"intra_node_bw",
                                                 "inter_node_bw", NULL};
     commsched_device d = builtins[0];
@@ -369,7 +331,7 @@ static commsched_status from_json(const json_t *root, commsched_device *out,
         return commsched_error_set(err, COMMSCHED_ESCHEMA, NULL,
                                    "expected a JSON object, got %s",
                                    cs_json_type_name(root));
-    commsched_status st = check_keys(root, "", keys, err);
+    commsched_status st = cs_json_check_keys(root, "", keys, err);
     if (st != COMMSCHED_OK)
         return st;
     json_t *v = json_object_get(root, "format");
@@ -431,7 +393,7 @@ static commsched_status from_json(const json_t *root, commsched_device *out,
             return commsched_error_set(err, COMMSCHED_ESCHEMA, "inductor",
                                        "expected an object, got %s",
                                        cs_json_type_name(v));
-        if ((st = check_keys(v, "inductor", inductor_keys, err)) ||
+        if ((st = cs_json_check_keys(v, "inductor", inductor_keys, err)) ||
             (st = opt_number(v, "inductor", "intra_node_bw",
                              &d.inductor_intra_bw, NULL, err)) ||
             (st = opt_number(v, "inductor", "inter_node_bw",
@@ -458,7 +420,7 @@ static commsched_status from_json(const json_t *root, commsched_device *out,
         for (size_t i = 0; i < REQUIRED_NCCL; i++)
             if (!n || !json_object_get(n, need_nccl[i]))
                 return commsched_error_set(err, COMMSCHED_ESCHEMA,
-                                           join(p, sizeof p, "nccl",
+                                           cs_json_join(p, sizeof p, "nccl",
                                                 need_nccl[i]),
                                            "missing required field (or give "
                                            "\"base\": a built-in to start "

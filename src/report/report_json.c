@@ -148,13 +148,19 @@ static void estimates_json(cs_jw *w, const commsched_sim *sim,
         cs_jw_null(w);
         return;
     }
-    int64_t cnt[3] = {0, 0, 0};
+    int64_t cnt[COMMSCHED_SOURCE_COUNT] = {0};
     for (uint32_t v = 0; v < g->n_nodes; v++)
-        if ((unsigned)ctx->sources[v] < 3)
+        if ((unsigned)ctx->sources[v] < COMMSCHED_SOURCE_COUNT)
             cnt[ctx->sources[v]]++;
     compact_object(w, "estimates");
     cs_jw_key_int(w, "file", cnt[COMMSCHED_SOURCE_FILE]);
     cs_jw_key_int(w, "model", cnt[COMMSCHED_SOURCE_MODEL]);
+    /* measured tables' counts only where they priced a node: reports of
+     * graphs priced without them keep their keys */
+    if (cnt[COMMSCHED_SOURCE_MEASURED] || cnt[COMMSCHED_SOURCE_FITTED]) {
+        cs_jw_key_int(w, "measured", cnt[COMMSCHED_SOURCE_MEASURED]);
+        cs_jw_key_int(w, "fitted", cnt[COMMSCHED_SOURCE_FITTED]);
+    }
     cs_jw_key_int(w, "none", cnt[COMMSCHED_SOURCE_NONE]);
     cs_jw_end(w);
 }

@@ -177,14 +177,13 @@ commsched_status commsched_report_table(FILE *out, const commsched_sim *sim,
                 cs_fmt_bytes((double)t->memory_baseline, d, sizeof d));
     }
     if (ctx->sources) {
-        uint32_t cnt[3] = {0, 0, 0};
+        uint32_t cnt[COMMSCHED_SOURCE_COUNT] = {0};
+        char text[160];
         for (uint32_t v = 0; v < g->n_nodes; v++)
-            if ((unsigned)ctx->sources[v] < 3)
+            if ((unsigned)ctx->sources[v] < COMMSCHED_SOURCE_COUNT)
                 cnt[ctx->sources[v]]++;
-        fprintf(out, "estimates       %u from the file, %u from the model, "
-                     "%u with nothing to go on (cost 0)\n",
-                cnt[COMMSCHED_SOURCE_FILE], cnt[COMMSCHED_SOURCE_MODEL],
-                cnt[COMMSCHED_SOURCE_NONE]);
+        fprintf(out, "estimates       %s (cost 0)\n",
+                commsched_cost_sources_text(cnt, text, sizeof text));
     }
     return io_error(out, err);
 }
@@ -271,7 +270,7 @@ commsched_status commsched_report_estimates_table(
     const commsched_memory *mem, commsched_error *err)
 {
     char a[32], b[32], c[32], d[32], e[48], f[64], name[160];
-    uint32_t cnt[3] = {0, 0, 0};
+    uint32_t cnt[COMMSCHED_SOURCE_COUNT] = {0};
     size_t nw = strlen("node");
     for (uint32_t v = 0; v < g->n_nodes; v++) {
         size_t l = cs_utf8_width(g->nodes[v].name);
@@ -315,6 +314,12 @@ commsched_status commsched_report_estimates_table(
                      nd->kind == COMMSCHED_NODE_WAIT
                          ? "a wait costs 0"
                          : "no runtime_ns, flops or bytes: costs 0");
+        } else if (nc.source == COMMSCHED_SOURCE_MEASURED ||
+                   nc.source == COMMSCHED_SOURCE_FITTED) {
+            snprintf(f, sizeof f, "%s",
+                     nc.source == COMMSCHED_SOURCE_MEASURED
+                         ? "its kernel's measured median"
+                         : "the fitted roofline");
         } else if (nd->kind == COMMSCHED_NODE_COMPUTE &&
                    nc.source == COMMSCHED_SOURCE_MODEL) {
             snprintf(f, sizeof f, "%s-bound",
@@ -322,7 +327,17 @@ commsched_status commsched_report_estimates_table(
                          ? "compute"
                          : "memory");
         }
-        if (nc.source == COMMSCHED_SOURCE_FILE && nc.model_ns > 0) {
+        if (nd->kind == COMMSCHED_NODE_COLLECTIVE &&
+            (nc.source == COMMSCHED_SOURCE_MEASURED ||
+             nc.source == COMMSCHED_SOURCE_FITTED)) {
+            size_t l = strlen(f);
+            snprintf(f + l, sizeof f - l, "; %s",
+                     nc.source == COMMSCHED_SOURCE_MEASURED
+                         ? "measured size"
+                         : "between/near measured sizes");
+        }
+        if (nc.source != COMMSCHED_SOURCE_MODEL &&
+            nc.source != COMMSCHED_SOURCE_NONE && nc.model_ns > 0) {
             size_t l = strlen(f);
             snprintf(f + l, sizeof f - l, "%smodel %s", l ? "; " : "",
                      fmt_time(nc.model_ns, e, sizeof e));
@@ -336,9 +351,7 @@ commsched_status commsched_report_estimates_table(
                 fmt_time(nc.tuple.computation_ns, d, sizeof d),
                 fmt_delta(nc.tuple.memory_delta, e, sizeof e), f);
     }
-    fprintf(out, "\n%u from the file, %u from the model, %u with nothing to "
-                 "go on (cost 0)\n",
-            cnt[COMMSCHED_SOURCE_FILE], cnt[COMMSCHED_SOURCE_MODEL],
-            cnt[COMMSCHED_SOURCE_NONE]);
+    fprintf(out, "\n%s (cost 0)\n",
+            commsched_cost_sources_text(cnt, name, sizeof name));
     return io_error(out, err);
 }

@@ -473,7 +473,7 @@ const char *cli_time_ns(double ns, char *buf, size_t size)
 }
 
 int cli_cost_setup(cli_cost *c, const char *sub, const char *device,
-                   const char *model)
+                   const char *model, const char *costs_trace)
 {
     commsched_error err = {0};
     memset(c, 0, sizeof *c);
@@ -482,15 +482,41 @@ int cli_cost_setup(cli_cost *c, const char *sub, const char *device,
         return cli_usage_error(sub,
                                "unknown cost model \"%s\" (nccl, inductor)",
                                model);
-    if (commsched_device_lookup(device ? device : "h100", &c->device, &err) !=
-        COMMSCHED_OK) {
+    const char *name = device ? device : "h100";
+    if (commsched_device_lookup(name, &c->device, &err) != COMMSCHED_OK ||
+        commsched_costs_load_file(name, &c->measured, &err) != COMMSCHED_OK) {
         /* A located error names the profile file; a bad name does not. */
+        cli_cost_fini(c);
         if (err.line > 0 || err.path[0] || err.status == COMMSCHED_EIO)
             return cli_report(device, &err);
         return cli_report(NULL, &err);
     }
     c->opts.device = &c->device;
+    c->opts.measured = c->measured;
+    if (costs_trace) {
+        commsched_calibrate_options o;
+        commsched_calibrate_options_init(&o);
+        cli_import ci;
+        cli_import_begin(&ci, &o.import, costs_trace);
+        commsched_status st =
+            commsched_calibrate(&costs_trace, 1, &o, &c->trace, NULL, &err);
+        cli_import_end(&ci);
+        if (st != COMMSCHED_OK) {
+            cli_cost_fini(c);
+            return cli_report(NULL, &err);
+        }
+        commsched_costs_set_fallback(c->trace, c->measured);
+        c->opts.measured = c->trace;
+    }
     return 0;
+}
+
+void cli_cost_fini(cli_cost *c)
+{
+    commsched_costs_destroy(c->trace);
+    commsched_costs_destroy(c->measured);
+    c->trace = c->measured = NULL;
+    c->opts.measured = NULL;
 }
 
 int cli_estimate(const commsched_graph *g, const cli_cost *c, double **runtime,

@@ -123,19 +123,25 @@ const char *cli_time_ns(double ns, char *buf, size_t size);
 void cli_print_pass_stats(FILE *f, const commsched_graph *g,
                           const commsched_run *run);
 
-/* The cost model as the CLI configures it: --device NAME|FILE and
- * --cost-model nccl|inductor. `device` holds the profile; opts.device points
- * into it, so a cli_cost must not be copied after cli_cost_setup. */
+/* The cost model as the CLI configures it: --device NAME|FILE,
+ * --cost-model nccl|inductor and --costs TRACE. `device` holds the
+ * profile and `measured` the tables of a calibrated profile file,
+ * `trace` those of --costs (consulted first, the profile's after);
+ * opts points into them, so a cli_cost must not be copied after
+ * cli_cost_setup, and cli_cost_fini frees the tables. */
 typedef struct cli_cost {
     commsched_device device;
+    commsched_costs *measured, *trace;
     commsched_cost_options opts;
 } cli_cost;
 
-/* Fills c from the option values (NULL: h100, nccl). On a bad value prints
- * a located error ("commsched: prof.json: nccl.channels: ...") and returns
- * the exit code (2); 0 on success. */
+/* Fills c from the option values (NULL: h100, nccl, no trace). On a bad
+ * value prints a located error ("commsched: prof.json: nccl.channels:
+ * ...") and returns the exit code (2); 0 on success. Either way c is
+ * ready for cli_cost_fini. */
 int cli_cost_setup(cli_cost *c, const char *sub, const char *device,
-                   const char *model);
+                   const char *model, const char *costs_trace);
+void cli_cost_fini(cli_cost *c);
 
 /* Every node's runtime (malloc'ed arrays the caller frees; sources may be
  * NULL). Returns 0 or an exit code after printing why. */
@@ -148,7 +154,10 @@ int cli_estimate(const commsched_graph *g, const cli_cost *c, double **runtime,
     "                    JSON profile file (docs/COST.md)\n"                   \
     "  --cost-model M    collective model: nccl (default: ring/tree x\n"       \
     "                    LL/LL128/Simple, fastest) or inductor (Inductor's\n"  \
-    "                    canonical ring + LL estimate)\n"
+    "                    canonical ring + LL estimate)\n"                      \
+    "  --costs TRACE     price the nodes a Kineto trace measured from it\n"    \
+    "                    (kernels by name, collectives by op, group and\n"     \
+    "                    size; docs/COST.md), the profile elsewhere\n"
 
 /* The HTML report (cmd_report.c), shared by `report` and `optimize --html`.
  * The memory budget line: the before order's per-step peak x (1 +
@@ -186,6 +195,7 @@ double cli_now(void);
 
 /* Subcommands. */
 int cmd_validate(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
 int cmd_tune(int argc, char **argv);

@@ -31,22 +31,25 @@ static void usage(FILE *f)
 
 int cmd_estimate(int argc, char **argv)
 {
-    enum { O_DEVICE = 256, O_MODEL, O_FORMAT, O_TOPO };
+    enum { O_DEVICE = 256, O_MODEL, O_COSTS, O_FORMAT, O_TOPO };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
+        {"costs", required_argument, 0, O_COSTS},
         {"format", required_argument, 0, O_FORMAT},
         {"output", required_argument, 0, 'o'},
         {"toposort", no_argument, 0, O_TOPO},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *device = NULL, *model = NULL, *format = NULL, *out_path = NULL;
+    const char *costs = NULL;
     unsigned flags = 0;
     int c, rc;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
+        case O_COSTS: costs = optarg; break;
         case O_FORMAT: format = optarg; break;
         case 'o': out_path = optarg; break;
         case O_TOPO: flags |= COMMSCHED_FINISH_TOPOSORT; break;
@@ -62,7 +65,7 @@ int cmd_estimate(int argc, char **argv)
     if (strcmp(format, "table") != 0 && strcmp(format, "json") != 0)
         return cli_usage_error("estimate", "--format takes table or json");
     cli_cost cost;
-    if ((rc = cli_cost_setup(&cost, "estimate", device, model)) != 0)
+    if ((rc = cli_cost_setup(&cost, "estimate", device, model, costs)) != 0)
         return rc;
 
     commsched_graph *g = NULL;
@@ -71,7 +74,7 @@ int cmd_estimate(int argc, char **argv)
     commsched_error err = {0};
     cli_out out = {0};
     if ((rc = cli_load(argv[optind], flags, &g)) != 0)
-        return rc;
+        goto done;
     if (commsched_schedule_create(g, NULL, &s, &err) != COMMSCHED_OK ||
         commsched_memory_create(s, &m, &err) != COMMSCHED_OK) {
         rc = cli_report(NULL, &err);
@@ -93,5 +96,6 @@ done:
     commsched_memory_destroy(m);
     commsched_schedule_destroy(s);
     commsched_graph_destroy(g);
+    cli_cost_fini(&cost);
     return rc;
 }

@@ -175,16 +175,17 @@ static void usage(FILE *f)
 
 int cmd_export(int argc, char **argv)
 {
-    enum { O_RANKS = 256, O_DEVICE, O_MODEL, O_FIELDS };
+    enum { O_RANKS = 256, O_DEVICE, O_MODEL, O_COSTS, O_FIELDS };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"ranks", required_argument, 0, O_RANKS},
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
+        {"costs", required_argument, 0, O_COSTS},
         {"chakra-fields-only", no_argument, 0, O_FIELDS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    const char *prefix = NULL, *device = NULL, *model = NULL;
+    const char *prefix = NULL, *device = NULL, *model = NULL, *costs = NULL;
     long ranks = 0;
     int c, exact = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -201,6 +202,7 @@ int cmd_export(int argc, char **argv)
         }
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
+        case O_COSTS: costs = optarg; break;
         case O_FIELDS: exact = 0; break;
         case 'h': usage(stdout); return EXIT_OK;
         default: return cli_bad_option("export", argc, argv, "o:h", opts);
@@ -218,16 +220,16 @@ int cmd_export(int argc, char **argv)
                                "(PREFIX.0.et, PREFIX.1.et, ...), not standard "
                                "output: give a PREFIX");
     cli_cost cost;
-    int rc = cli_cost_setup(&cost, "export", device, model);
+    int rc = cli_cost_setup(&cost, "export", device, model, costs);
     if (rc)
         return rc;
     commsched_graph *g = NULL;
-    if ((rc = cli_load(argv[optind + 1], 0, &g)) != 0)
-        return rc;
     double *runtime = NULL;
-    if ((rc = cli_estimate(g, &cost, &runtime, NULL)) == 0)
+    if ((rc = cli_load(argv[optind + 1], 0, &g)) == 0 &&
+        (rc = cli_estimate(g, &cost, &runtime, NULL)) == 0)
         rc = export_files(g, runtime, prefix, ranks, exact);
     free(runtime);
     commsched_graph_destroy(g);
+    cli_cost_fini(&cost);
     return rc;
 }

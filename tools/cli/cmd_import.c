@@ -95,6 +95,9 @@ static void usage(FILE *f)
             "                    (default: the only one in the trace); its\n"
             "                    group size is --ranks, else the trace's\n"
             "                    distributedInfo.world_size, else 8\n"
+            "  --step N          kineto: only the events launched in profiler\n"
+            "                    step N (0: the first ProfilerStep# by start;\n"
+            "                    default: every step but the last, as HTA)\n"
             "\n"
             "Errors are located (FILE:LINE[:COL] for ASTRA-sim text and HLO,\n"
             "a JSON path or \"record N (byte B)\" for Chakra) and exit with\n"
@@ -149,7 +152,7 @@ int cmd_import(int argc, char **argv)
 static int run_import(int argc, char **argv, commsched_import_group_size *sizes)
 {
     enum { O_CLOCK = 256, O_NPUS, O_MP, O_GPU, O_RANKS, O_FIELDS, O_RANK,
-           O_ET, O_GROUP_SIZE, O_COMM_GROUP, O_MAX_MEMORY };
+           O_ET, O_GROUP_SIZE, O_COMM_GROUP, O_MAX_MEMORY, O_STEP };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"clock-ghz", required_argument, 0, O_CLOCK},
@@ -163,6 +166,7 @@ static int run_import(int argc, char **argv, commsched_import_group_size *sizes)
         {"group-size", required_argument, 0, O_GROUP_SIZE},
         {"comm-group", required_argument, 0, O_COMM_GROUP},
         {"max-memory", required_argument, 0, O_MAX_MEMORY},
+        {"step", required_argument, 0, O_STEP},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     commsched_import_options io;
@@ -220,6 +224,16 @@ static int run_import(int argc, char **argv, commsched_import_group_size *sizes)
                 return cli_usage_error("import",
                                        "--rank expects a device number, got "
                                        "\"%s\"",
+                                       optarg);
+            break;
+        }
+        case O_STEP: {
+            char *end = NULL;
+            io.step = strtol(optarg, &end, 10);
+            if (!*optarg || *end || io.step < 0 || io.step > 1L << 30)
+                return cli_usage_error("import",
+                                       "--step expects a step number (0 is "
+                                       "the first), got \"%s\"",
                                        optarg);
             break;
         }

@@ -169,14 +169,19 @@ static int print_info(const commsched_graph *g, const cli_cost *cost)
         rc = cli_report(NULL, &err);
         goto cleanup;
     }
-    uint32_t from_file = 0, from_model = 0;
-    for (uint32_t i = 0; i < n_nodes; i++) {
-        from_file += src[i] == COMMSCHED_SOURCE_FILE;
-        from_model += src[i] == COMMSCHED_SOURCE_MODEL;
-    }
+    uint32_t cnt[COMMSCHED_SOURCE_COUNT] = {0};
+    for (uint32_t i = 0; i < n_nodes; i++)
+        cnt[src[i]]++;
     free(src);
-    char how[160];
-    if (from_model == 0)
+    uint32_t from_file = cnt[COMMSCHED_SOURCE_FILE],
+             from_model = cnt[COMMSCHED_SOURCE_MODEL];
+    char how[240], counted[160];
+    if (cnt[COMMSCHED_SOURCE_MEASURED] || cnt[COMMSCHED_SOURCE_FITTED])
+        snprintf(how, sizeof how, "runtimes: %s (%s, %s)",
+                 commsched_cost_sources_text(cnt, counted, sizeof counted),
+                 cost->device.name,
+                 commsched_comm_model_str(cost->opts.comm_model));
+    else if (from_model == 0)
         snprintf(how, sizeof how, "runtimes from the file");
     else if (from_file == 0)
         snprintf(how, sizeof how, "runtimes from the cost model (%s, %s)",
@@ -213,12 +218,14 @@ int cmd_info(int argc, char **argv)
     static const struct option opts[] = {{"toposort", no_argument, 0, 't'},
                                          {"device", required_argument, 0, 'd'},
                                          {"cost-model", required_argument, 0, 'm'},
+                                         {"costs", required_argument, 0, 'c'},
                                          {"measured", required_argument, 0, 'M'},
                                          {"rank", required_argument, 0, 'r'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     unsigned flags = 0;
     const char *device = NULL, *model = NULL, *measured = NULL;
+    const char *costs = NULL;
     long rank = -1;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -226,6 +233,7 @@ int cmd_info(int argc, char **argv)
         case 't': flags |= COMMSCHED_FINISH_TOPOSORT; break;
         case 'd': device = optarg; break;
         case 'm': model = optarg; break;
+        case 'c': costs = optarg; break;
         case 'M': measured = optarg; break;
         case 'r': {
             char *end = NULL;
@@ -243,20 +251,19 @@ int cmd_info(int argc, char **argv)
     if (optind != argc - 1 && !(measured && optind == argc))
         return cli_usage_error("info", "expected exactly one FILE");
     cli_cost cost;
-    int rc = cli_cost_setup(&cost, "info", device, model);
+    int rc = cli_cost_setup(&cost, "info", device, model, costs);
     if (rc != 0)
         return rc;
     if (measured) {
         rc = cli_measured_overlap(measured, rank, &cost, stdout, NULL, NULL,
                                   NULL);
-        if (rc != 0 || optind == argc)
-            return rc;
-        printf("\n");
+        if (rc == 0 && optind < argc)
+            printf("\n");
     }
     commsched_graph *g = NULL;
-    rc = cli_load(argv[optind], flags, &g);
-    if (rc == 0)
+    if (rc == 0 && optind < argc && (rc = cli_load(argv[optind], flags, &g)) == 0)
         rc = print_info(g, &cost);
     commsched_graph_destroy(g);
+    cli_cost_fini(&cost);
     return rc;
 }

@@ -44,6 +44,9 @@ static void usage(FILE *f)
             "  --device D           device profile for the runtimes: h100\n"
             "                       (default), a100, b200 or a JSON profile file\n"
             "  --cost-model M       nccl (default) or inductor (docs/COST.md)\n"
+            "  --costs TRACE        price what a Kineto trace measured from it\n"
+            "                       (kernels by name, collectives by op, group\n"
+            "                       and size), the profile elsewhere\n"
             "  --verify-memory      recompute memory after every move and stop at\n"
             "                       the first difference; check every pass\n"
             "  --list-passes        list passes and knobs with their defaults\n"
@@ -200,7 +203,7 @@ static commsched_status run_passes(commsched_graph **g, commsched_schedule **s,
 int cmd_optimize(int argc, char **argv)
 {
     enum { O_PASSES = 256, O_SET, O_STATS, O_REPORT, O_VERIFY, O_LIST,
-           O_TOPO, O_DEVICE, O_MODEL, O_HTML, O_VERBOSE };
+           O_TOPO, O_DEVICE, O_MODEL, O_COSTS, O_HTML, O_VERBOSE };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"passes", required_argument, 0, O_PASSES},
@@ -210,6 +213,7 @@ int cmd_optimize(int argc, char **argv)
         {"html", required_argument, 0, O_HTML},
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
+        {"costs", required_argument, 0, O_COSTS},
         {"verify-memory", no_argument, 0, O_VERIFY},
         {"list-passes", no_argument, 0, O_LIST},
         {"toposort", no_argument, 0, O_TOPO},
@@ -217,7 +221,7 @@ int cmd_optimize(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *out_path = NULL, *passes = commsched_default_pipeline();
-    const char *stats = NULL, *device = NULL, *model = NULL;
+    const char *stats = NULL, *device = NULL, *model = NULL, *costs = NULL;
     const char *html = NULL;
     /* The HTML page's budget line uses the knob the RCPPM passes obey. */
     double budget_fraction = 0.2;
@@ -261,6 +265,7 @@ int cmd_optimize(int argc, char **argv)
         case O_HTML: html = optarg; break;
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
+        case O_COSTS: costs = optarg; break;
         case O_VERIFY: pipe_flags |= COMMSCHED_PIPELINE_VERIFY; break;
         case O_LIST:
             commsched_knobs_destroy(knobs);
@@ -317,7 +322,7 @@ int cmd_optimize(int argc, char **argv)
     commsched_sim_options_init(&curve);
     curve.flags |= COMMSCHED_SIM_MEMORY_CURVE | COMMSCHED_SIM_BOUND;
     cli_cost cost;
-    if ((rc = cli_cost_setup(&cost, "optimize", device, model)) != 0)
+    if ((rc = cli_cost_setup(&cost, "optimize", device, model, costs)) != 0)
         goto done;
     double t_load = cli_now();
     if ((rc = cli_load(in_path, flags, &g)) != 0)
@@ -467,5 +472,6 @@ done:
     commsched_schedule_destroy(g_in ? s_in : s);
     commsched_graph_destroy(g_in ? g_in : g);
     commsched_knobs_destroy(knobs);
+    cli_cost_fini(&cost);
     return rc;
 }

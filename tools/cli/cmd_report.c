@@ -372,7 +372,7 @@ done:
 int cmd_report(int argc, char **argv)
 {
     enum { O_BEFORE = 256, O_MEASURED, O_FORMAT, O_BUDGET, O_TITLE,
-           O_MAXBARS, O_ROWS, O_DEVICE, O_MODEL, O_STREAMS, O_TOPO,
+           O_MAXBARS, O_ROWS, O_DEVICE, O_MODEL, O_COSTS, O_STREAMS, O_TOPO,
            O_RANK };
     static const struct option opts[] = {
         {"before", required_argument, 0, O_BEFORE},
@@ -385,6 +385,7 @@ int cmd_report(int argc, char **argv)
         {"rows", required_argument, 0, O_ROWS},
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
+        {"costs", required_argument, 0, O_COSTS},
         {"comm-streams", required_argument, 0, O_STREAMS},
         {"toposort", no_argument, 0, O_TOPO},
         {"rank", required_argument, 0, O_RANK},
@@ -394,7 +395,7 @@ int cmd_report(int argc, char **argv)
     const char *traces[MAX_TRACES];
     int n_traces = 0;
     long rank = -1;
-    const char *device = NULL, *model = NULL;
+    const char *device = NULL, *model = NULL, *costs = NULL;
     int svg = 0, c, rc;
     double fraction = 0.2;
     int budget_given = 0;
@@ -458,6 +459,7 @@ int cmd_report(int argc, char **argv)
             break;
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
+        case O_COSTS: costs = optarg; break;
         case O_STREAMS:
             if (strcmp(optarg, "per-group") == 0)
                 streams = COMMSCHED_STREAMS_PER_GROUP;
@@ -479,10 +481,12 @@ int cmd_report(int argc, char **argv)
                                              "with traces alone the run's "
                                              "order is the before");
         cli_cost tcost;
-        if ((rc = cli_cost_setup(&tcost, "report", device, model)) != 0)
+        if ((rc = cli_cost_setup(&tcost, "report", device, model, costs)) != 0)
             return rc;
-        return report_traces(traces, n_traces, rank, &tcost, streams,
-                             out_path, svg, budget_given, fraction, &ho);
+        rc = report_traces(traces, n_traces, rank, &tcost, streams, out_path,
+                           svg, budget_given, fraction, &ho);
+        cli_cost_fini(&tcost);
+        return rc;
     }
     if (optind != argc - 1)
         return cli_usage_error("report", "expected exactly one AFTER.json");
@@ -504,7 +508,7 @@ int cmd_report(int argc, char **argv)
         return cli_usage_error("report", "only one input can be standard "
                                          "input");
     cli_cost cost;
-    if ((rc = cli_cost_setup(&cost, "report", device, model)) != 0)
+    if ((rc = cli_cost_setup(&cost, "report", device, model, costs)) != 0)
         return rc;
 
     const char *after_name = strcmp(after_path, "-") == 0 ? "<stdin>"
@@ -624,5 +628,6 @@ done:
     commsched_sim_destroy(sb);
     commsched_graph_destroy(ga);
     commsched_graph_destroy(gb);
+    cli_cost_fini(&cost);
     return rc;
 }

@@ -165,7 +165,7 @@ int cmd_run(int argc, char **argv)
     enum { O_RUNTIME = 256, O_COMPUTE, O_TSCALE, O_SSCALE, O_ALLREDUCE,
            O_RING_TH, O_CHECK, O_ITERS, O_WARMUP, O_CALIB, O_TIMEOUT, O_POLL,
            O_NO_PRE, O_FORMAT, O_TRACE, O_PROGRESS, O_NO_PROGRESS, O_DEVICE,
-           O_MODEL, O_TOPO, O_KILL, O_CORRUPT, O_STREAMS, O_GPUS };
+           O_MODEL, O_COSTS, O_TOPO, O_KILL, O_CORRUPT, O_STREAMS, O_GPUS };
     static const struct option opts[] = {
         {"runtime", required_argument, 0, O_RUNTIME},
         {"compute", required_argument, 0, O_COMPUTE},
@@ -189,13 +189,15 @@ int cmd_run(int argc, char **argv)
         {"no-progress", no_argument, 0, O_NO_PROGRESS},
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
+        {"costs", required_argument, 0, O_COSTS},
         {"toposort", no_argument, 0, O_TOPO},
         {"debug-kill-rank", required_argument, 0, O_KILL},
         {"debug-corrupt-rank", required_argument, 0, O_CORRUPT},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *runtime_name = "mpi", *format = "table", *out_path = NULL,
-               *trace_path = NULL, *device = NULL, *model = NULL;
+               *trace_path = NULL, *device = NULL, *model = NULL,
+               *costs = NULL;
     commsched_run_options ro;
     commsched_run_options_init(&ro);
     int progress = -1, c, rc = 0;
@@ -267,6 +269,7 @@ int cmd_run(int argc, char **argv)
         case O_NO_PROGRESS: progress = 0; break;
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
+        case O_COSTS: costs = optarg; break;
         case O_TOPO: flags |= COMMSCHED_FINISH_TOPOSORT; break;
         case O_KILL:
             if ((rc = parse_u32("run", "--debug-kill-rank", optarg, 0, &u)))
@@ -308,7 +311,7 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "unknown runtime \"%s\"", runtime_name);
     }
     cli_cost cost;
-    if ((rc = cli_cost_setup(&cost, "run", device, model)) != 0)
+    if ((rc = cli_cost_setup(&cost, "run", device, model, costs)) != 0)
         return rc;
 
     commsched_runtime *rt = NULL;
@@ -326,6 +329,7 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "commsched run: %s\n",
                     commsched_error_format(&err, NULL, buf, sizeof buf));
         ops->fini(rt); /* after the message: see runtime.h */
+        cli_cost_fini(&cost);
         return EXIT_RUNTIME;
     }
     int rank = ops->rank(rt);
@@ -410,5 +414,6 @@ done:
     commsched_graph_destroy(g);
     free(path);
     ops->fini(rt);
+    cli_cost_fini(&cost);
     return rc;
 }

@@ -56,11 +56,12 @@ static int write_trace(const char *path, const commsched_sim *sim,
 
 int cmd_simulate(int argc, char **argv)
 {
-    enum { O_DEVICE = 256, O_MODEL, O_STREAMS, O_FORMAT, O_TRACE, O_ROWS,
+    enum { O_DEVICE = 256, O_MODEL, O_COSTS, O_STREAMS, O_FORMAT, O_TRACE, O_ROWS,
            O_SUMMARY, O_VERBOSE, O_TOPO };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
+        {"costs", required_argument, 0, O_COSTS},
         {"comm-streams", required_argument, 0, O_STREAMS},
         {"format", required_argument, 0, O_FORMAT},
         {"output", required_argument, 0, 'o'},
@@ -71,7 +72,7 @@ int cmd_simulate(int argc, char **argv)
         {"toposort", no_argument, 0, O_TOPO},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
-    const char *device = NULL, *model = NULL, *format = NULL;
+    const char *device = NULL, *model = NULL, *format = NULL, *costs = NULL;
     const char *out_path = NULL, *trace_path = NULL;
     commsched_sim_options so;
     commsched_sim_options_init(&so);
@@ -83,6 +84,7 @@ int cmd_simulate(int argc, char **argv)
         switch (c) {
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
+        case O_COSTS: costs = optarg; break;
         case O_STREAMS:
             if (strcmp(optarg, "per-group") == 0)
                 so.comm_streams = COMMSCHED_STREAMS_PER_GROUP;
@@ -140,7 +142,7 @@ int cmd_simulate(int argc, char **argv)
     if (trace_path)
         so.flags |= COMMSCHED_SIM_MEMORY_CURVE;
     cli_cost cost;
-    if ((rc = cli_cost_setup(&cost, "simulate", device, model)) != 0)
+    if ((rc = cli_cost_setup(&cost, "simulate", device, model, costs)) != 0)
         return rc;
 
     commsched_graph *g = NULL;
@@ -153,7 +155,7 @@ int cmd_simulate(int argc, char **argv)
     const char *in_name = strcmp(in_path, "-") == 0 ? "<stdin>" : in_path;
     double t0 = cli_now();
     if ((rc = cli_load(in_path, flags, &g)) != 0)
-        return rc;
+        goto done;
     double t1 = cli_now();
     if ((rc = cli_estimate(g, &cost, &runtime, &sources)) != 0)
         goto done;
@@ -199,5 +201,6 @@ done:
     free(sources);
     commsched_sim_destroy(sim);
     commsched_graph_destroy(g);
+    cli_cost_fini(&cost);
     return rc;
 }

@@ -409,7 +409,7 @@ static int parse_rank(const char *opt, const char *arg, int *out)
 int cmd_tune(int argc, char **argv)
 {
     enum { O_BUDGET = 256, O_THREADS, O_CAND, O_NOBUILTIN, O_TOP, O_FORMAT,
-           O_DEVICE, O_MODEL, O_STREAMS, O_VERIFY, O_VERBOSE, O_PEAK,
+           O_DEVICE, O_MODEL, O_COSTS, O_STREAMS, O_VERIFY, O_VERBOSE, O_PEAK,
            O_TIMEOUT, O_DFAIL, O_DHANG, O_DKILL };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
@@ -422,6 +422,7 @@ int cmd_tune(int argc, char **argv)
         {"format", required_argument, 0, O_FORMAT},
         {"device", required_argument, 0, O_DEVICE},
         {"cost-model", required_argument, 0, O_MODEL},
+        {"costs", required_argument, 0, O_COSTS},
         {"comm-streams", required_argument, 0, O_STREAMS},
         {"verify-memory", no_argument, 0, O_VERIFY},
         {"verbose", no_argument, 0, O_VERBOSE},
@@ -435,7 +436,7 @@ int cmd_tune(int argc, char **argv)
     memset(&t, 0, sizeof t);
     commsched_tune_options_init(&t.to);
     t.top = 10;
-    const char *device = NULL, *model = NULL;
+    const char *device = NULL, *model = NULL, *costs = NULL;
     const char **cands = NULL;
     size_t n_cands = 0;
     double rank_timeout = 0;
@@ -513,6 +514,7 @@ int cmd_tune(int argc, char **argv)
             break;
         case O_DEVICE: device = optarg; break;
         case O_MODEL: model = optarg; break;
+        case O_COSTS: costs = optarg; break;
         case O_STREAMS:
             if (strcmp(optarg, "per-group") == 0)
                 t.to.comm_streams = COMMSCHED_STREAMS_PER_GROUP;
@@ -564,11 +566,11 @@ int cmd_tune(int argc, char **argv)
                                        "folder)");
     }
     tune_inputs in;
-    cli_cost cost;
+    cli_cost cost = {0};
     int mpi = tune_launched_by_mpi();
     if ((rc = tune_inputs_expand(&in, argc, argv, optind)) != 0 ||
         (in.many && (rc = tune_stems_clash(&in)) != 0) ||
-        (rc = cli_cost_setup(&cost, "tune", device, model)) != 0)
+        (rc = cli_cost_setup(&cost, "tune", device, model, costs)) != 0)
         goto done;
     if (mpi && in.n == 1 && strcmp(in.path[0], "-") == 0) {
         rc = cli_usage_error("tune", "under mpirun every rank reads the "
@@ -578,6 +580,7 @@ int cmd_tune(int argc, char **argv)
     if (in.many && t.out_path && (rc = tune_make_outdir(t.out_path, !mpi)) != 0)
         goto done;
     t.to.device = &cost.device;
+    t.to.measured = cost.opts.measured;
     t.to.comm_model = cost.opts.comm_model;
     t.to.candidates = cands;
     t.to.n_candidates = n_cands;
@@ -627,5 +630,6 @@ int cmd_tune(int argc, char **argv)
 done:
     tune_inputs_free(&in);
     free(cands);
+    cli_cost_fini(&cost);
     return rc;
 }

@@ -17,6 +17,7 @@ static const cli_command commands[] = {
     {"run", cmd_run, "execute the schedule on MPI ranks, measured against the prediction"},
     {"generate", cmd_generate, "write a synthetic graph: chain, or a transformer step (fsdp, ddp, tp, moe, 2d)"},
     {"import", cmd_import, "convert an ASTRA-sim text workload or a Chakra trace (.et or JSON)"},
+    {"calibrate", cmd_calibrate, "fit measured costs from profiler traces into a device profile"},
     {"export", cmd_export, "write a graph as Chakra .et traces, one per rank, for ASTRA-sim"},
 };
 

@@ -258,15 +258,13 @@ static void header_section(cs_html_page *p)
         cs_html_esc(w, o->passes[0] ? o->passes : "none");
     }
     if (p->ctx->sources) {
-        uint32_t cnt[3] = {0, 0, 0};
+        uint32_t cnt[COMMSCHED_SOURCE_COUNT] = {0};
+        char text[160];
         for (uint32_t v = 0; v < g->n_nodes; v++)
-            if ((unsigned)p->ctx->sources[v] < 3)
+            if ((unsigned)p->ctx->sources[v] < COMMSCHED_SOURCE_COUNT)
                 cnt[p->ctx->sources[v]]++;
-        cs_html_putf(w,
-             " \xC2\xB7 runtimes: %u from the file, %u from the model, "
-             "%u with nothing to go on",
-             cnt[COMMSCHED_SOURCE_FILE], cnt[COMMSCHED_SOURCE_MODEL],
-             cnt[COMMSCHED_SOURCE_NONE]);
+        cs_html_putf(w, " \xC2\xB7 runtimes: %s",
+                     commsched_cost_sources_text(cnt, text, sizeof text));
     }
     cs_html_put(w, "</p></header>\n");
 }
