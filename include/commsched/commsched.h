@@ -134,11 +134,13 @@ COMMSCHED_EXPORT commsched_status commsched_optimize_options_set_device(
     commsched_optimize_options *o, const commsched_device *device,
     commsched_error *err);
 
-/* Prices nodes from measured tables first (commsched/cost.h; borrowed:
- * they must outlive every optimize call with o; NULL: none). Replaces
- * the tables a "device" file brought. Never fails. */
+/* Prices nodes from measured tables before the model (commsched/cost.h;
+ * borrowed: they must outlive every optimize call with o; NULL: none),
+ * and before a node's runtime_ns too when `first` is set (the CLI's
+ * --costs). Replaces the tables a "device" file brought. Never fails. */
 COMMSCHED_EXPORT void commsched_optimize_options_set_costs(
-    commsched_optimize_options *o, const commsched_costs *measured);
+    commsched_optimize_options *o, const commsched_costs *measured,
+    int first);
 
 /* ---------------------------------------------------------------------- */
 /* The one call                                                            */
@@ -282,6 +284,7 @@ typedef struct commsched_tune_options {
     const commsched_device *device; /* NULL: the built-in h100 */
     const commsched_costs *measured; /* measured tables (borrowed), or
                                         NULL */
+    int measured_first;  /* they win over nodes' runtime_ns too */
     commsched_comm_model comm_model;
     commsched_comm_streams comm_streams;
     int verify;          /* check every order after every pass (slower) */

@@ -334,13 +334,15 @@ COMMSCHED_EXPORT commsched_status commsched_profile_save(
  * commsched_cost_options_init (h100, NCCL model, no measured costs).
  * `device` and `measured` are borrowed. With `measured`, a node the
  * tables know is priced from them (MEASURED / FITTED), before the model;
- * a node's own runtime_ns still wins, unless `ignore_runtime` is set
- * (prices every node as if the file gave none: a trace's graph predicted
- * from another run's measurements). */
+ * a node's own runtime_ns still wins, unless `measured_first` is set (the
+ * tables win where they know the node, the runtime_ns elsewhere: `--costs
+ * TRACE`) or `ignore_runtime` (every node priced as if the file gave
+ * none: a trace's graph predicted from another run's measurements). */
 typedef struct commsched_cost_options {
     const commsched_device *device;
     commsched_comm_model comm_model;
     const commsched_costs *measured;
+    int measured_first;
     int ignore_runtime;
 } commsched_cost_options;
 

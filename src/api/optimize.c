@@ -40,6 +40,7 @@ struct commsched_optimize_options {
     commsched_device device;
     commsched_costs *file_costs;      /* a "device" file's tables (owned) */
     const commsched_costs *measured;  /* what prices: file_costs or borrowed */
+    int measured_first;
     commsched_comm_model comm_model;
     commsched_comm_streams comm_streams;
     unsigned pipeline_flags;
@@ -176,6 +177,7 @@ commsched_status commsched_optimize_options_set(commsched_optimize_options *o,
         commsched_costs_destroy(o->file_costs);
         o->file_costs = c;
         o->measured = c;
+        o->measured_first = 0;
         return COMMSCHED_OK;
     }
     if (strcmp(key, "cost_model") == 0) {
@@ -235,11 +237,13 @@ commsched_status commsched_optimize_options_set_device(
 }
 
 void commsched_optimize_options_set_costs(commsched_optimize_options *o,
-                                          const commsched_costs *measured)
+                                          const commsched_costs *measured,
+                                          int first)
 {
     commsched_costs_destroy(o->file_costs);
     o->file_costs = NULL;
     o->measured = measured;
+    o->measured_first = first;
 }
 
 /* ---- the result ------------------------------------------------------------ */
@@ -369,6 +373,7 @@ commsched_status cs_optimize_given(const commsched_graph *g,
     cost.device = &o->device;
     cost.comm_model = o->comm_model;
     cost.measured = o->measured;
+    cost.measured_first = o->measured_first;
 
     r = cs_calloc(1, sizeof *r);
     if (!r) {

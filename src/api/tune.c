@@ -304,7 +304,8 @@ static commsched_status make_options(const commsched_tune_result *r,
     char *copy = NULL;
     if (st != COMMSCHED_OK)
         goto fail;
-    commsched_optimize_options_set_costs(o, r->o.measured);
+    commsched_optimize_options_set_costs(o, r->o.measured,
+                                         r->o.measured_first);
     if ((st = commsched_optimize_options_set_device(o, &r->device, &e)) !=
             COMMSCHED_OK ||
         (st = commsched_optimize_options_set(

@@ -102,6 +102,7 @@ void commsched_cost_options_init(commsched_cost_options *o)
     o->device = commsched_device_builtin("h100");
     o->comm_model = COMMSCHED_COMM_MODEL_NCCL;
     o->measured = NULL;
+    o->measured_first = 0;
     o->ignore_runtime = 0;
 }
 
@@ -490,7 +491,8 @@ commsched_status commsched_cost_node(const commsched_graph *g, uint32_t node,
         out->runtime_ns = ns;
         out->source = from;
     }
-    if (n->runtime_ns >= 0 && !o->ignore_runtime) {
+    if (n->runtime_ns >= 0 && !o->ignore_runtime &&
+        !(o->measured_first && from != COMMSCHED_SOURCE_NONE)) {
         out->runtime_ns = n->runtime_ns;
         out->source = COMMSCHED_SOURCE_FILE;
     }

@@ -134,9 +134,10 @@ const char *commsched_costs_key(const char *name, char *buf, size_t size)
         len = KEY_MAX;
     if (len >= size)
         len = size - 1;
+    /* cut on the whole name, where a character cut short still shows */
+    len = cs_utf8_cut(n, len);
     memcpy(buf, n, len);
     buf[len] = '\0';
-    buf[cs_utf8_cut(buf, len)] = '\0';
     return buf;
 }
 
@@ -583,7 +584,8 @@ size_t commsched_costs_kernel_samples(const commsched_costs *c)
 {
     size_t n = 0;
     for (size_t i = 0; c && i < c->n_kern; i++)
-        n += c->kern[i].samples;
+        if (c->kern[i].pos < 0) /* a key's row counts all its samples */
+            n += c->kern[i].samples;
     return n;
 }
 

@@ -507,6 +507,8 @@ int cli_cost_setup(cli_cost *c, const char *sub, const char *device,
         }
         commsched_costs_set_fallback(c->trace, c->measured);
         c->opts.measured = c->trace;
+        /* asked for by name: over the graph's own runtime_ns too */
+        c->opts.measured_first = 1;
     }
     return 0;
 }

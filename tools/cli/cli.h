@@ -155,9 +155,10 @@ int cli_estimate(const commsched_graph *g, const cli_cost *c, double **runtime,
     "  --cost-model M    collective model: nccl (default: ring/tree x\n"       \
     "                    LL/LL128/Simple, fastest) or inductor (Inductor's\n"  \
     "                    canonical ring + LL estimate)\n"                      \
-    "  --costs TRACE     price the nodes a Kineto trace measured from it\n"    \
-    "                    (kernels by name, collectives by op, group and\n"     \
-    "                    size; docs/COST.md), the profile elsewhere\n"
+    "  --costs TRACE     price the nodes a Kineto trace measured from it,\n"   \
+    "                    over their runtime_ns (kernels by name and place\n"   \
+    "                    in the step, collectives by op, group and size;\n"    \
+    "                    docs/COST.md), the file and profile elsewhere\n"
 
 /* The HTML report (cmd_report.c), shared by `report` and `optimize --html`.
  * The memory budget line: the before order's per-step peak x (1 +

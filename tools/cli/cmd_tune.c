@@ -581,6 +581,7 @@ int cmd_tune(int argc, char **argv)
         goto done;
     t.to.device = &cost.device;
     t.to.measured = cost.opts.measured;
+    t.to.measured_first = cost.opts.measured_first;
     t.to.comm_model = cost.opts.comm_model;
     t.to.candidates = cands;
     t.to.n_candidates = n_cands;
