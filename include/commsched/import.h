@@ -283,6 +283,11 @@ typedef struct commsched_calibrate_result {
     double predicted_ns; /* simulated with the cost options (their
                             measured tables), none of its own durations */
     uint32_t from_measured, from_fitted, from_model, unpriced; /* nodes */
+    /* The roofline alone on the step's matmul kernels (those whose shapes
+     * the trace recorded): their summed durations, and their flops at
+     * the fitted flop/s (0 without either). */
+    uint32_t matmuls;
+    double matmul_ns, matmul_roofline_ns;
     size_t n_baselines;
     double baseline_ns[COMMSCHED_CALIBRATE_BASELINES]; /* the same, with
                             each baseline profile's analytical model for

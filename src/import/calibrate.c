@@ -13,7 +13,15 @@
  * early waits inside the kernel for the last one; every rank leaves
  * together. So the time the collective itself takes, without the wait
  * for peers, is the shortest of the ranks' durations: the last arrival's.
- * A sample is taken for each matched collective, not one per rank. */
+ * A sample is taken for each matched collective, not one per rank.
+ *
+ * The roofline. Where the trace recorded shapes (record_shapes=True), a
+ * matmul kernel's flops come from the op that launched it; their flops
+ * over their time, and device-to-device copies' bytes over theirs, price
+ * the compute nodes no table knows (a compiled graph's, by their flops and
+ * bytes). Sums, not a median of rates: a kernel too small to fill the GPU
+ * is as common as one that does, and what a step's time is made of is
+ * the total work at the rate the total ran. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,15 +66,41 @@ static commsched_status oom(commsched_error *err)
     return commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
 }
 
-/* One trace's samples: kernels straight into c, collectives into *cs
- * (grown), with their position in their step. */
+/* Achieved rates (flop/s of matmuls, bytes/s of device copies), for the
+ * roofline: the work over the time, summed. */
+typedef struct rates {
+    double work, ns;
+    uint32_t n;
+} rates;
+
+static void rate_add(rates *r, double work, double ns)
+{
+    r->work += work;
+    r->ns += ns;
+    r->n++;
+}
+
+static double rate_of(const rates *r)
+{
+    return r->ns > 0 ? r->work / r->ns * 1e9 : 0;
+}
+
+typedef struct samples {
+    coll_sample *cs;
+    size_t n_cs, cap_cs;
+    rates flops, bytes;
+} samples;
+
+/* One trace's samples: kernels straight into c, collectives and rates
+ * into *sm, each kernel with its position in its step. */
 static commsched_status read_trace(const commsched_kineto *t, size_t trace,
                                    const commsched_calibrate_options *o,
-                                   commsched_costs *c, coll_sample **cs,
-                                   size_t *n_cs, size_t *cap_cs,
+                                   commsched_costs *c, samples *sm,
                                    commsched_calibrate_stats *st,
                                    commsched_error *err)
 {
+    coll_sample **cs = &sm->cs;
+    size_t *n_cs = &sm->n_cs, *cap_cs = &sm->cap_cs;
     const kineto *k = kineto_of_handle(t);
     size_t n = kineto_event_count(k), steps = kineto_step_count(k);
     /* per step ([steps]: outside every step): collectives so far, and
@@ -90,6 +124,10 @@ static commsched_status read_trace(const commsched_kineto *t, size_t trace,
                                            e.step >= 0 ? (long)at : -1, ns,
                                            err);
             st->kernel_samples += s == COMMSCHED_OK;
+            if (s == COMMSCHED_OK && e.flops > 0)
+                rate_add(&sm->flops, e.flops, ns);
+            if (s == COMMSCHED_OK && e.mem_bytes > 0)
+                rate_add(&sm->bytes, e.mem_bytes, ns);
             continue;
         }
         size_t nth = seq[slot]++;
@@ -181,24 +219,29 @@ commsched_status commsched_calibrate(const char *const *paths, size_t n,
     *out = NULL;
     commsched_costs *c = NULL;
     commsched_kineto **t = calloc(n, sizeof *t);
-    coll_sample *cs = NULL;
-    size_t n_cs = 0, cap_cs = 0;
+    samples sm = {0};
     commsched_status s = t ? commsched_costs_create(&c, err) : oom(err);
     /* All traces stay open while their collectives are matched: the step
      * names are borrowed from them. */
     for (size_t i = 0; i < n && s == COMMSCHED_OK; i++)
         if ((s = commsched_kineto_open(paths[i], &o->import, &t[i], err)) ==
             COMMSCHED_OK)
-            s = read_trace(t[i], i, o, c, &cs, &n_cs, &cap_cs, &st, err);
+            s = read_trace(t[i], i, o, c, &sm, &st, err);
     st.traces = n;
     if (s == COMMSCHED_OK)
-        s = add_collectives(c, cs, n_cs, n, &st, err);
+        s = add_collectives(c, sm.cs, sm.n_cs, n, &st, err);
+    if (s == COMMSCHED_OK) {
+        commsched_costs_roofline roof = {rate_of(&sm.flops),
+                                         rate_of(&sm.bytes), sm.flops.n,
+                                         sm.bytes.n};
+        s = commsched_costs_set_roofline(c, &roof, err);
+    }
     if (s == COMMSCHED_OK)
         s = commsched_costs_fit(c, err);
     for (size_t i = 0; t && i < n; i++)
         commsched_kineto_destroy(t[i]);
     free(t);
-    free(cs);
+    free(sm.cs);
     if (s != COMMSCHED_OK) {
         commsched_costs_destroy(c);
         return s;
@@ -279,12 +322,21 @@ commsched_status commsched_calibrate_check(
         s = oom(err);
     if (s == COMMSCHED_OK) {
         const kineto *k = kineto_of_handle(t);
-        double lo = INFINITY, hi = -INFINITY;
+        double lo = INFINITY, hi = -INFINITY, flops = 0;
+        commsched_costs_roofline roof;
+        commsched_costs_get_roofline(costs->measured, &roof);
         for (size_t i = 0; i < kineto_event_count(k); i++) {
             kineto_event e = kineto_event_at(k, i);
             lo = fmin(lo, e.ts_us);
             hi = fmax(hi, e.ts_us + e.dur_us);
+            if (e.flops > 0 && roof.flops_per_s > 0) {
+                out->matmuls++;
+                out->matmul_ns += e.dur_us * 1e3;
+                flops += e.flops;
+            }
         }
+        out->matmul_roofline_ns =
+            roof.flops_per_s > 0 ? flops / roof.flops_per_s * 1e9 : 0;
         out->step = step;
         out->nodes = n;
         for (uint32_t i = 0; i < n; i++)

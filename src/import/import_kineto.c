@@ -705,12 +705,29 @@ long kineto_ranks(const kineto *k, const commsched_import_options *o)
 
 size_t kineto_event_count(const kineto *k) { return k->n_gpu; }
 
+static double matmul_flops(const kineto *k, const kev *g);
+
 kineto_event kineto_event_at(const kineto *k, size_t i)
 {
     const kev *g = &k->gpu[i];
-    return (kineto_event){g->name,  g->ts,         g->dur,
-                          g->nccl ? g->coll : -1,  g->bytes,
-                          g->group_size,           g->step};
+    kineto_event e = {g->name, g->ts,         g->dur,  g->nccl ? g->coll : -1,
+                      g->bytes, g->group_size, g->step, 0, 0};
+    if (!g->nccl && g->is_kernel) {
+        e.flops = matmul_flops(k, g);
+    } else if (!g->nccl && strncmp(g->name, "Memcpy DtoD", 11) == 0) {
+        /* a device-to-device copy reads and writes its bytes: the memory
+         * traffic a compute node's bytes count */
+        json_t *b = json_object_get(
+            json_object_get(json_array_get(json_object_get(k->doc,
+                                                            "traceEvents"),
+                                           g->rec),
+                            "args"),
+            "bytes");
+        if (json_is_integer(b) && json_integer_value(b) > 0 &&
+            json_integer_value(b) < (1LL << 52))
+            e.mem_bytes = 2.0 * (double)json_integer_value(b);
+    }
+    return e;
 }
 
 size_t kineto_step_count(const kineto *k) { return k->n_step_names; }
@@ -928,6 +945,50 @@ static const kcpu *launching_op(const kineto *k, const kev *g)
             return c;
     }
     return NULL;
+}
+
+/* One "Input Dims" entry as a list of n dimensions (each a count), into
+ * d; 0 when it is not one. */
+static int dims_of(json_t *dims, size_t i, size_t n, double *d)
+{
+    json_t *a = json_array_get(dims, i);
+    if (!json_is_array(a) || json_array_size(a) != n)
+        return 0;
+    for (size_t j = 0; j < n; j++) {
+        double v = trace_number(json_array_get(a, j));
+        if (!(v >= 0) || v > 1e9 || v != floor(v))
+            return 0;
+        d[j] = v;
+    }
+    return 1;
+}
+
+/* The flops of a matmul kernel, from the op that launched it (recorded
+ * with record_shapes): aten::mm [M,K]x[K,N] and aten::addmm (bias first)
+ * 2MKN, aten::bmm [B,M,K]x[B,K,N] and aten::baddbmm 2BMKN; 0 for any other
+ * kernel, or shapes that do not multiply. What calibration fits its
+ * achieved flop/s to. */
+static double matmul_flops(const kineto *k, const kev *g)
+{
+    const kcpu *c = launching_op(k, g);
+    if (!c)
+        return 0;
+    json_t *dims = json_object_get(c->args, "Input Dims");
+    double a[3], b[3];
+    size_t first = strcmp(c->name, "aten::addmm") == 0 ||
+                   strcmp(c->name, "aten::baddbmm") == 0;
+    if (strcmp(c->name, "aten::mm") == 0 ||
+        strcmp(c->name, "aten::addmm") == 0) {
+        if (dims_of(dims, first, 2, a) && dims_of(dims, first + 1, 2, b) &&
+            a[1] == b[0])
+            return 2 * a[0] * a[1] * b[1];
+    } else if (strcmp(c->name, "aten::bmm") == 0 ||
+               strcmp(c->name, "aten::baddbmm") == 0) {
+        if (dims_of(dims, first, 3, a) && dims_of(dims, first + 1, 3, b) &&
+            a[0] == b[0] && a[2] == b[1])
+            return 2 * a[0] * a[1] * a[2] * b[2];
+    }
+    return 0;
 }
 
 /* The op's record-function id: "Record function id" (what Chakra's linker

@@ -33,6 +33,8 @@ typedef struct kineto_event {
     int64_t bytes;    /* collectives: 0 when the trace gives no size */
     long group_size;  /* the NCCL kernel's own "Group size", 0: none */
     long step;        /* profiler step ordinal, -1: outside every step */
+    double flops;     /* a matmul kernel's, from its op's shapes; else 0 */
+    double mem_bytes; /* a device-to-device copy's traffic; else 0 */
 } kineto_event;
 
 size_t kineto_event_count(const kineto *k);

@@ -75,6 +75,16 @@ static void print_fit(FILE *f, const commsched_costs *c,
                    "the step",
                 st->unsized, COMMSCHED_PLURAL(st->unsized));
     fprintf(f, "\n");
+    commsched_costs_roofline roof;
+    if (commsched_costs_get_roofline(c, &roof))
+        fprintf(f,
+                "roofline for nodes no table knows: %.2f TFLOP/s achieved "
+                "by %u matmul kernel%s, %.1f GB/s by %u device copies%s\n",
+                roof.flops_per_s / 1e12, roof.flop_kernels,
+                COMMSCHED_PLURAL(roof.flop_kernels), roof.bytes_per_s / 1e9,
+                roof.byte_kernels,
+                roof.flop_kernels ? ""
+                                  : " (no shapes recorded: the base's flop/s)");
     size_t n = commsched_costs_collective_count(c);
     if (n == 0)
         return;
@@ -179,6 +189,13 @@ static int check_trace(const char *path, const commsched_calibrate_options *o,
                res.nodes > res.waits
                    ? 100.0 * priced / (res.nodes - res.waits)
                    : 0.0);
+        if (res.matmuls)
+            printf("%-18s %u matmul kernels by the roofline alone: %s "
+                   "measured, %s predicted (%s)\n",
+                   "", res.matmuls, cli_time_ns(res.matmul_ns, m, sizeof m),
+                   cli_time_ns(res.matmul_roofline_ns, p, sizeof p),
+                   error_pct(res.matmul_roofline_ns, res.matmul_ns, e1,
+                             sizeof e1));
         if (res.measured_ns > 0 && res.replay_ns > 0) {
             trace_sum += fabs(res.predicted_ns - res.measured_ns) /
                          res.measured_ns;
