@@ -836,7 +836,8 @@ def import_trace(fmt, path, **options):
     Options, as the CLI's: ``clock_ghz``, ``npus``, ``mp`` (astra);
     ``gpu_only``, ``chakra_fields_only``, ``comm_groups`` (chakra);
     ``ranks`` (chakra, kineto, pytorch-et); ``group_sizes`` (a dict
-    name -> ranks; chakra, pytorch-et); ``rank``, ``et`` (kineto);
+    name -> ranks; chakra, pytorch-et); ``rank``, ``et``, ``step`` (the
+    profiler step to keep, 0 the first; kineto);
     ``max_memory`` (bytes; kineto, pytorch-et). The importer's notes are
     ``graph.import_notes`` (:class:`ImportMessage`); its warnings are also
     issued as :class:`TraceWarning`. Raises :class:`Error` with the

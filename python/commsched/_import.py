@@ -45,6 +45,7 @@ _OPTIONS = {
     "et": ("et", lambda v: str(v).encode()),
     "comm_groups": ("comm_groups", lambda v: str(v).encode()),
     "max_memory": ("max_memory", int),
+    "step": ("step", int),
 }
 
 

@@ -164,6 +164,7 @@ int main(void)
     FIELD(commsched_import_options, message_arg, "message_arg")
     FIELD(commsched_import_options, progress, "progress")
     FIELD(commsched_import_options, progress_arg, "progress_arg")
+    FIELD(commsched_import_options, step, "step")
     END()
     printf("}\n");
     return 0;

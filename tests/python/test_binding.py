@@ -449,6 +449,47 @@ class Optimize(unittest.TestCase):
                                     cost_model="inductor")
         self.assertEqual(single.n_collectives, 3)
 
+    def test_calibrated_profile(self):
+        # a profile with measured tables (as `commsched calibrate` writes
+        # it): all-gathers over dp's 8 ranks at 8 MiB measured at 500 us,
+        # the others by the line through the points; a fitted roofline of
+        # 1e14 flop/s for the matmuls, which no kernel table knows
+        import tempfile
+        prof = {"format": "commsched-device", "version": 1,
+                "base": "h100",
+                "measured": {
+                    "roofline": {"peak_flops": 1e14, "mem_bw": 0,
+                                 "flop_kernels": 3, "byte_kernels": 0},
+                    "collectives": [{
+                        "op": "all_gather", "ranks": 8,
+                        "latency_ns": 100000,
+                        "bytes_per_ns": 8 * MiB / 400000,
+                        "points": [{"bytes": 8 * MiB, "ns": 500000},
+                                   {"bytes": 16 * MiB, "ns": 900000}]}]}}
+        with tempfile.NamedTemporaryFile("w", suffix=".json",
+                                         delete=False) as f:
+            json.dump(prof, f)
+        try:
+            g = fsdp_like(3, 1)  # shards of 2, 3, 1 MiB: 16, 24, 8 MiB
+            r = commsched.optimize(g, "none", device=f.name)
+            self.assertEqual(r.runtime_ns["ag2"], 500000)  # measured
+            self.assertEqual(r.runtime_ns["ag0"], 900000)
+            # 24 MiB: past the largest point, up to twice it: the line
+            self.assertAlmostEqual(r.runtime_ns["ag1"],
+                                   100000 + 24 * MiB / (8 * MiB / 400000))
+            # mm1: 2e11 * (1 + 8 % 5) flop at 1e14 flop/s
+            self.assertAlmostEqual(r.runtime_ns["mm1"], 8e11 / 1e14 * 1e9)
+            plain = commsched.optimize(g, "none", device="h100")
+            self.assertNotEqual(plain.runtime_ns["ag2"], 500000)
+            prof["measured"]["collectives"][0]["ranks"] = 0
+            with open(f.name, "w") as out:
+                json.dump(prof, out)
+            with self.assertRaises(commsched.Error) as e:
+                commsched.optimize(g, "none", device=f.name)
+            self.assertIn("measured.collectives[0].ranks", str(e.exception))
+        finally:
+            os.unlink(f.name)
+
     def test_check_order(self):
         # an in-place all_reduce of x after a reader of x: the loader's
         # write-after-read edge (docs/FORMAT.md, "In-place writes") puts
