@@ -122,6 +122,19 @@ COMMSCHED_EXPORT size_t commsched_utf8_cut(const char *s, size_t max);
  * Never fails; O(strlen(s)). */
 COMMSCHED_EXPORT int commsched_utf8_valid(const char *s);
 
+/* Reads the whole file `path` ("-": standard input, read to its end and
+ * left open) by the one rule every commsched reader follows: *text is
+ * the content with a NUL after it (which the content may hold too: *len,
+ * when len is not NULL, counts the bytes without the final NUL); free it
+ * with commsched_free. A directory is refused (EISDIR). On failure *text
+ * is NULL and err says why, worded alike for every input:
+ * COMMSCHED_EIO "cannot open: <strerror>" or "cannot read: <strerror>",
+ * COMMSCHED_ENOMEM "out of memory". O(file size). */
+COMMSCHED_EXPORT commsched_status commsched_read_file(const char *path,
+                                                      char **text,
+                                                      size_t *len,
+                                                      commsched_error *err);
+
 /* Where writing the file `path` must put its bytes, by the one rule every
  * commsched writer follows (the CLI's -o, export's files, the Python
  * binding's Graph.save; docs/FORMAT.md "Writing files"): a symlink is

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "utf8.h"
+#include "util.h"
 
 const char *commsched_status_str(commsched_status status)
 {
@@ -85,6 +87,66 @@ size_t commsched_utf8_cut(const char *s, size_t max)
 }
 
 int commsched_utf8_valid(const char *s) { return cs_utf8_valid(s); }
+
+/* All of f, doubling the buffer (with room for the NUL); NULL with *oom
+ * set when memory ran out, or with errno set on a read error. */
+static char *read_stream(FILE *f, size_t *len, int *oom)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    *oom = !buf;
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *bigger = cap > SIZE_MAX / 2 - 1 ? NULL
+                                              : realloc(buf, 2 * cap + 1);
+        if (!bigger) {
+            free(buf);
+            *oom = 1;
+            return NULL;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        return NULL;
+    }
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}
+
+commsched_status commsched_read_file(const char *path, char **text,
+                                     size_t *len, commsched_error *err)
+{
+    *text = NULL;
+    if (len)
+        *len = 0;
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : cs_fopen_input(path);
+    if (!f)
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "cannot open: %s", strerror(errno));
+    size_t n = 0;
+    int oom;
+    char *buf = read_stream(f, &n, &oom);
+    int saved = errno;
+    if (!is_stdin)
+        fclose(f);
+    if (!buf)
+        return oom ? commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                         "out of memory")
+                   : commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                         "cannot read: %s", strerror(saved));
+    *text = buf;
+    if (len)
+        *len = n;
+    return COMMSCHED_OK;
+}
 
 /* Names that stand for an already open descriptor: writing them must
  * reach that descriptor, whatever kind of file it is (even a regular file,

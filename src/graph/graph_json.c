@@ -10,7 +10,6 @@
  * diff well. */
 #include "graph_internal.h"
 
-#include <errno.h>
 #include <jansson.h>
 
 #include "fmt_g.h"
@@ -643,32 +642,6 @@ static commsched_status from_json(json_t *root, unsigned flags,
  * time with getc, several times slower than parsing from memory. */
 /* The whole stream; NULL with *oom set when memory ran out, NULL with
  * *oom clear on a read error. */
-static char *read_all(FILE *f, size_t *len, int *oom)
-{
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    *oom = !buf;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *bigger = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            *oom = 1;
-            return NULL;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 /* jansson reports an allocation failure inside its lexer as a syntax error
  * at that spot ("string or '}' expected"). A syntax error is a property of
  * the text, so one that parsing the same text again does not reproduce was
@@ -695,23 +668,12 @@ commsched_status commsched_graph_load_file(const char *path, unsigned flags,
 {
     json_error_t je;
     *out = NULL;
-    int is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : cs_fopen_input(path);
-    if (!f)
-        return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                   "cannot open: %s", strerror(errno));
     size_t len = 0;
+    char *text;
+    commsched_status st = commsched_read_file(path, &text, &len, err);
+    if (st != COMMSCHED_OK)
+        return st;
     int oom;
-    char *text = read_all(f, &len, &oom);
-    int read_failed = !text;
-    if (!is_stdin)
-        fclose(f);
-    if (read_failed && oom)
-        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
-                                   "out of memory");
-    if (read_failed)
-        return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                   "cannot read: %s", strerror(errno));
     json_t *root = parse(text, len, &je, &oom);
     free(text);
     if (!root)

@@ -138,42 +138,15 @@ FILE *import_open_input(import_diag *d, const char *path)
 
 char *import_read_file(import_diag *d, const char *path, size_t *len)
 {
-    FILE *f = import_open_input(d, path);
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, 2 * cap + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f), saved = errno;
-    if (f != stdin)
-        fclose(f);
-    if (!buf) {
+    char *text;
+    commsched_error e = {0};
+    if (commsched_read_file(path, &text, len, &e) == COMMSCHED_OK)
+        return text;
+    if (e.status == COMMSCHED_ENOMEM)
         import_oom(d);
-        return NULL;
-    }
-    if (bad) {
-        import_fail(d, COMMSCHED_EIO, "%s: cannot read: %s",
-                    import_file_name(path), strerror(saved));
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    if (len)
-        *len = n;
-    return buf;
+    else /* "-" never fails to open: the name is the path then */
+        import_fail(d, e.status, "%s: %s", import_file_name(path), e.text);
+    return NULL;
 }
 
 uint64_t import_file_size(int fd)

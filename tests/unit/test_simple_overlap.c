@@ -69,15 +69,7 @@ static void expect_order(const char *json, const char *want)
     commsched_graph *g = tu_graph_from_json(json);
     commsched_schedule *s = NULL;
     commsched_run *run = run_pass(g, &s);
-    char got[512];
-    size_t len = 0;
-    got[0] = '\0';
-    for (uint32_t v = commsched_schedule_first(s); v != COMMSCHED_NONE;
-         v = commsched_schedule_next(s, v))
-        len += (size_t)snprintf(got + len, sizeof got - len, "%s%s",
-                                len ? " " : "", commsched_graph_node_name(g, v));
-    if (strcmp(got, want) != 0)
-        fail_msg("order\n  got:  %s\n  want: %s", got, want);
+    tu_expect_order(g, s, want);
     const commsched_pass_stats *p = commsched_run_pass(run, 0);
     assert_non_null(p);
     assert_true(p->peak_after <= p->peak_before);

@@ -135,64 +135,19 @@ int cli_bad_option(const char *sub, int argc, char **argv,
     return EXIT_INPUT;
 }
 
-/* Opens an input file for reading ("-": stdin), refusing a directory;
- * prints why on failure. */
-static FILE *cli_open_input(const char *path)
-{
-    if (strcmp(path, "-") == 0)
-        return stdin;
-    FILE *f = fopen(path, "rb");
-    struct stat st;
-    if (f && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        f = NULL;
-        errno = EISDIR; /* fopen opens a directory; reading it fails */
-    }
-    if (!f)
-        fprintf(stderr, "commsched: %s: cannot open: %s\n", path,
-                strerror(errno));
-    return f;
-}
-
 char *cli_read_file(const char *path, size_t *len)
 {
-    FILE *f = cli_open_input(path);
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        char *nb = realloc(buf, 2 * cap + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = ferror(f), saved = errno;
-    if (f != stdin)
-        fclose(f);
-    const char *file = strcmp(path, "-") == 0 ? "<stdin>" : path;
-    if (!buf) {
-        fprintf(stderr, "commsched: out of memory\n");
-        return NULL;
-    }
-    if (bad) {
-        fprintf(stderr, "commsched: %s: cannot read: %s\n", file,
-                strerror(saved));
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    if (len)
-        *len = n;
-    return buf;
+    char *text;
+    commsched_error err = {0};
+    if (commsched_read_file(path, &text, len, &err) == COMMSCHED_OK)
+        return text;
+    /* "commsched: out of memory", as every subcommand words it; "-" never
+     * fails to open, so the file is named as given then. */
+    cli_report(err.status == COMMSCHED_ENOMEM ? NULL
+               : strcmp(path, "-") == 0       ? "<stdin>"
+                                              : path,
+               &err);
+    return NULL;
 }
 
 /* What a Chakra import frees (its record arenas, the importer's and the

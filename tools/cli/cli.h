@@ -208,15 +208,6 @@ int cmd_run(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 
-/* `generate fsdp|ddp|tp|moe|2d`: argv[0] is "generate" (tools/gen_transformer.c). */
-int gen_transformer_main(int argc, char **argv);
-/* The transformer families' names (i-th, NULL past the last), and for
- * --help: the families with what each communicates, and the model presets
- * with their shapes -- printed from the generator's own tables. */
-const char *gen_family_name(size_t i);
-void gen_print_families(FILE *f);
-void gen_print_presets(FILE *f);
-
 /* The importers (include/commsched/import.h) as the CLI runs them: the
  * options' callbacks print notes and warnings as "commsched import:
  * note: FILE: text" and draw "commsched import: reading FILE" on a

@@ -1,6 +1,10 @@
-/* commsched generate chain — synthetic FSDP-like graphs of any size, built
- * through the public builder API (so it is also the builder's largest
- * user). Deterministic: the same options give the same bytes.
+/* commsched generate — the command line of the generators: chain (here)
+ * and the transformer families (tools/gen, through gen.h: this file turns
+ * the options into a gen_options, prints the help and the errors).
+ *
+ * chain: synthetic FSDP-like graphs of any size, built through the public
+ * builder API (so it is also the builder's largest user). Deterministic:
+ * the same options give the same bytes.
  *
  * Per layer L, forward:  all_gather of w<L>_shard -> wait -> mm
  * and backward (layers in reverse): all_gather again -> wait -> dx, dw
@@ -12,7 +16,53 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gen.h"
 #include "progress.h"
+
+/* What each family communicates, by enum gen_family (gen_family_names). */
+static const char *const family_about[FAM_COUNT] = {
+    "per-layer all-gather of the parameter shard in forward and\n"
+    "         again in backward, reduce-scatter of gradients (group dp)",
+    "replicated parameters, one gradient all-reduce per\n"
+    "         parameter in backward (group dp)",
+    "Megatron tensor parallelism: all-reduce of activations\n"
+    "         per block (group tp); --sp: sequence parallel\n"
+    "         (all-gather + reduce-scatter)",
+    "FSDP for dense parameters (dp) and expert parallelism\n"
+    "         with all-to-all dispatch and combine (ep)",
+    "FSDP (dp) x tensor parallelism (tp)",
+};
+
+static void print_families(FILE *f)
+{
+    for (size_t i = 0; i < FAM_COUNT; i++)
+        fprintf(f, "  %-6s %s\n", gen_family_names[i], family_about[i]);
+}
+
+/* The model presets with their shapes, from the generator's table. */
+static void print_presets(FILE *f)
+{
+    fprintf(f, "  %-13s %6s %6s %9s %6s %7s %5s %8s  %s\n", "preset",
+            "layers", "hidden", "heads/kv", "ffn", "vocab", "seq",
+            "experts", "recipe");
+    for (size_t i = 0; i < gen_preset_count; i++) {
+        const gen_shape *s = &gen_presets[i];
+        char heads[32], experts[32];
+        snprintf(heads, sizeof heads, "%lld/%lld", (long long)s->heads,
+                 (long long)s->kv_heads);
+        if (s->experts > 0)
+            snprintf(experts, sizeof experts, "%lld top%lld",
+                     (long long)s->experts, (long long)s->topk);
+        else
+            snprintf(experts, sizeof experts, "-");
+        fprintf(f, "  %-13s %6lld %6lld %9s %6lld %7lld %5lld %8s  %s\n",
+                s->name, (long long)s->layers, (long long)s->hidden, heads,
+                (long long)s->ffn, (long long)s->vocab, (long long)s->seq,
+                experts, s->ac ? "full AC" : "-");
+    }
+    fprintf(f, "  default: %s (moe: %s); sources: docs/WORKLOADS.md\n",
+            GEN_DEFAULT_PRESET, GEN_DEFAULT_MOE_PRESET);
+}
 
 static void usage(FILE *f)
 {
@@ -22,13 +72,13 @@ static void usage(FILE *f)
             "Writes a synthetic graph. KIND is one of:\n"
             "  chain  an FSDP-like chain of layers, 9 nodes a layer + 1, of\n"
             "         any size (its options are below)\n");
-    gen_print_families(f);
+    print_families(f);
     fprintf(f,
             "The transformer families write one training step of a model\n"
             "preset; 'commsched generate fsdp --help' lists their options.\n"
             "\n"
             "model presets (published shapes; --preset NAME):\n");
-    gen_print_presets(f);
+    print_presets(f);
     fprintf(f,
             "\n"
             "chain options:\n"
@@ -40,17 +90,17 @@ static void usage(FILE *f)
             "  -o, --output OUT  write here (default: standard output)\n");
 }
 
-typedef struct gen {
+typedef struct chain {
     commsched_builder *b;
     commsched_error err;
     cli_progress *progress;
     int64_t world, hidden, tokens;
     char n[6][96]; /* scratch names */
-} gen;
+} chain;
 
 #define NAME(g, i, ...) (snprintf((g)->n[i], sizeof (g)->n[i], __VA_ARGS__), (g)->n[i])
 
-static commsched_status add_collective(gen *g, const char *name,
+static commsched_status add_collective(chain *g, const char *name,
                                        const char *op, const char *in,
                                        const char *out, int64_t size)
 {
@@ -72,7 +122,7 @@ static commsched_status add_collective(gen *g, const char *name,
     return commsched_builder_add_node(g->b, &s, &g->err);
 }
 
-static commsched_status add_wait(gen *g, const char *name, const char *in,
+static commsched_status add_wait(chain *g, const char *name, const char *in,
                                  const char *alias)
 {
     const char *inputs[] = {in};
@@ -90,7 +140,7 @@ static commsched_status add_wait(gen *g, const char *name, const char *in,
 }
 
 /* A matmul-shaped compute node reading two buffers. */
-static commsched_status add_mm(gen *g, const char *name, const char *a,
+static commsched_status add_mm(chain *g, const char *name, const char *a,
                                const char *bname, const char *out,
                                int64_t size)
 {
@@ -111,7 +161,7 @@ static commsched_status add_mm(gen *g, const char *name, const char *a,
     return commsched_builder_add_node(g->b, &s, &g->err);
 }
 
-static commsched_status build_chain(gen *g, long layers)
+static commsched_status build_chain(chain *g, long layers)
 {
     /* A layer's bf16 weight, padded to a multiple of the world size as
      * FSDP pads its flat parameter, so each rank's shard is exact: the
@@ -178,7 +228,211 @@ static commsched_status build_chain(gen *g, long layers)
     return st;
 }
 
-/* The transformer families live in gen_transformer.c; the shape word may
+/* ---------------------------------------------------------------------- */
+/* generate fsdp|ddp|tp|moe|2d                                             */
+/* ---------------------------------------------------------------------- */
+
+static void transformer_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: commsched generate FAMILY [--preset NAME] [options]\n"
+            "\n"
+            "Writes one training step (forward, backward, AdamW update) of a\n"
+            "decoder-only transformer as one rank sees it (docs/WORKLOADS.md).\n"
+            "\n"
+            "families:\n");
+    print_families(f);
+    fprintf(f, "\nmodel presets (published shapes; --preset NAME):\n");
+    print_presets(f);
+    fprintf(f,
+            "\n"
+            "  --layers N        transformer layers (default: the preset's)\n"
+            "  --fine            one node per aten op of the post-grad graph\n"
+            "                    (views, casts, elementwise ops; per-parameter\n"
+            "                    FSDP collectives as SimpleFSDP issues them)\n"
+            "  --hidden N --heads N --kv-heads N --ffn N --vocab N\n"
+            "  --seq N --batch N --experts N --topk N\n"
+            "                    shape overrides\n"
+            "  --dtype T         compute dtype (default bfloat16); parameters\n"
+            "                    and AdamW states are float32\n"
+            "  --reduce-dtype T  gradient reduction dtype (default float32)\n"
+            "  --dp N --tp N --ep N  group sizes (default 8 each, as used)\n"
+            "  --sp              sequence parallelism (tp, 2d)\n"
+            "  --ac none|full    activation checkpointing of every layer\n"
+            "                    (default: the preset's recipe, above)\n"
+            "  --no-clip         no gradient-norm clipping (default: clip, as\n"
+            "                    torchtitan does)\n"
+            "  -o, --output OUT  write here (default: standard output)\n");
+}
+
+static int parse_dtype(const char *s, commsched_dtype *out)
+{
+    for (int d = 1; d < COMMSCHED_DTYPE_COUNT; d++)
+        if (strcmp(s, commsched_dtype_str((commsched_dtype)d)) == 0) {
+            *out = (commsched_dtype)d;
+            return 0;
+        }
+    return -1;
+}
+
+/* `generate FAMILY ...`: argv[0] is "generate". */
+static int generate_transformer(int argc, char **argv)
+{
+    enum { O_PRESET = 256, O_LAYERS, O_FINE, O_HIDDEN, O_HEADS, O_KV, O_FFN,
+           O_VOCAB, O_SEQ, O_BATCH, O_EXPERTS, O_TOPK, O_DTYPE, O_RDTYPE,
+           O_DP, O_TP, O_EP, O_SP, O_AC, O_NOCLIP };
+    static const struct option opts[] = {
+        {"preset", required_argument, 0, O_PRESET},
+        {"layers", required_argument, 0, O_LAYERS},
+        {"fine", no_argument, 0, O_FINE},
+        {"hidden", required_argument, 0, O_HIDDEN},
+        {"heads", required_argument, 0, O_HEADS},
+        {"kv-heads", required_argument, 0, O_KV},
+        {"ffn", required_argument, 0, O_FFN},
+        {"vocab", required_argument, 0, O_VOCAB},
+        {"seq", required_argument, 0, O_SEQ},
+        {"batch", required_argument, 0, O_BATCH},
+        {"experts", required_argument, 0, O_EXPERTS},
+        {"topk", required_argument, 0, O_TOPK},
+        {"dtype", required_argument, 0, O_DTYPE},
+        {"reduce-dtype", required_argument, 0, O_RDTYPE},
+        {"dp", required_argument, 0, O_DP},
+        {"tp", required_argument, 0, O_TP},
+        {"ep", required_argument, 0, O_EP},
+        {"sp", no_argument, 0, O_SP},
+        {"ac", required_argument, 0, O_AC},
+        {"no-clip", no_argument, 0, O_NOCLIP},
+        {"output", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *preset = NULL, *out_path = NULL;
+    int64_t ov[O_SP + 1];
+    int have[O_SP + 1];
+    int fine = 0, sp = 0, c, family = -1, ac = -1, clip = 1;
+    commsched_dtype dtype = COMMSCHED_DTYPE_BFLOAT16;
+    commsched_dtype rdtype = COMMSCHED_DTYPE_FLOAT32;
+    memset(have, 0, sizeof have);
+    memset(ov, 0, sizeof ov);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_PRESET: preset = optarg; break;
+        case O_FINE: fine = 1; break;
+        case O_SP: sp = 1; break;
+        case O_NOCLIP: clip = 0; break;
+        case O_AC:
+            if (strcmp(optarg, "none") == 0)
+                ac = 0;
+            else if (strcmp(optarg, "full") == 0)
+                ac = 1;
+            else
+                return cli_usage_error("generate",
+                                       "--ac takes none or full, got \"%s\"",
+                                       optarg);
+            break;
+        case O_DTYPE:
+        case O_RDTYPE:
+            if (parse_dtype(optarg, c == O_DTYPE ? &dtype : &rdtype) != 0 ||
+                commsched_dtype_size(c == O_DTYPE ? dtype : rdtype) == 0)
+                return cli_usage_error("generate", "unknown dtype \"%s\"",
+                                       optarg);
+            break;
+        case 'o': out_path = optarg; break;
+        case 'h': transformer_usage(stdout); return EXIT_OK;
+        case '?': return cli_bad_option("generate", argc, argv, "o:h", opts);
+        default: {
+            char *end = NULL;
+            long long v = strtoll(optarg, &end, 10);
+            if (*end != '\0' || v < 1 || v > (1LL << 31))
+                return cli_usage_error(
+                    "generate", "--%s expects a positive integer, got \"%s\"",
+                    opts[c - O_PRESET].name, optarg);
+            ov[c] = (int64_t)v;
+            have[c] = 1;
+            break;
+        }
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("generate", "expected one FAMILY");
+    for (int f = 0; f < FAM_COUNT; f++)
+        if (strcmp(argv[optind], gen_family_names[f]) == 0)
+            family = f;
+    if (family < 0)
+        return cli_usage_error("generate", "unknown family \"%s\"",
+                               argv[optind]);
+    if (!preset)
+        preset = family == FAM_MOE ? GEN_DEFAULT_MOE_PRESET
+                                   : GEN_DEFAULT_PRESET;
+    const gen_shape *base = NULL;
+    for (size_t i = 0; i < gen_preset_count; i++)
+        if (strcmp(preset, gen_presets[i].name) == 0)
+            base = &gen_presets[i];
+    if (!base) {
+        fprintf(stderr, "commsched generate: unknown preset \"%s\"", preset);
+        if (!cli_did_you_mean(stderr, "", preset, strlen(preset),
+                              &gen_presets[0].name, gen_preset_count,
+                              sizeof gen_presets[0]))
+            fprintf(stderr, " (see 'commsched generate fsdp --help')");
+        fprintf(stderr, "\n");
+        return EXIT_INPUT;
+    }
+
+    gen_options o;
+    gen_options_init(&o, family, base);
+    o.fine = fine;
+    o.sp = sp;
+    if (ac >= 0)
+        o.ac = ac;
+    o.clip = clip;
+    int64_t *fields[] = {[O_LAYERS] = &o.shape.layers,
+                         [O_HIDDEN] = &o.shape.hidden,
+                         [O_HEADS] = &o.shape.heads,
+                         [O_KV] = &o.shape.kv_heads, [O_FFN] = &o.shape.ffn,
+                         [O_VOCAB] = &o.shape.vocab, [O_SEQ] = &o.shape.seq,
+                         [O_BATCH] = &o.shape.batch,
+                         [O_EXPERTS] = &o.shape.experts,
+                         [O_TOPK] = &o.shape.topk, [O_DP] = &o.dp,
+                         [O_TP] = &o.tp, [O_EP] = &o.ep};
+    for (int k = O_LAYERS; k <= O_EP; k++)
+        if (have[k] && fields[k])
+            *fields[k] = ov[k];
+    o.asked_experts = have[O_EXPERTS] || have[O_TOPK];
+    o.dtype = dtype;
+    o.reduce_dtype = rdtype;
+
+    /* The size, before anything is allocated for it (a --layers 100000000
+     * once took 7 GB before failing); a size the generator could not
+     * tell leaves the error to the build. */
+    commsched_error err = {0};
+    double nodes;
+    if (gen_transformer_size(&o, &nodes, &err) != COMMSCHED_OK)
+        return err.status == COMMSCHED_EINVAL
+                   ? cli_usage_error("generate", "%s", err.text)
+                   : cli_report(NULL, &err);
+    int rc;
+    if (nodes >= 0 &&
+        (rc = cli_check_graph_size("generate",
+                                   have[O_LAYERS] ? "--layers" : "--preset",
+                                   nodes)))
+        return rc;
+
+    commsched_graph *graph = NULL;
+    cli_progress progress;
+    o.progress = cli_progress_fn;
+    o.progress_arg = &progress;
+    cli_progress_begin(&progress, "nodes", nodes > 0 ? (uint64_t)nodes : 0,
+                       "commsched generate: building");
+    commsched_status st = gen_transformer(&o, &graph, &err);
+    cli_progress_end(&progress);
+    if (st != COMMSCHED_OK)
+        return cli_report("generate", &err);
+    rc = cli_write_graph(graph, NULL, NULL, out_path, "generate");
+    commsched_graph_destroy(graph);
+    return rc;
+}
+
+/* The transformer families have options of their own; the family word may
  * come anywhere among the options (getopt permutes), but never as the value
  * of -o / --output. */
 static int is_transformer_family(int argc, char **argv)
@@ -196,8 +450,8 @@ static int is_transformer_family(int argc, char **argv)
                 takes_value = 0;
         if (takes_value)
             continue; /* the value of an option, e.g. -o fsdp */
-        for (size_t f = 0; gen_family_name(f); f++)
-            if (strcmp(argv[i], gen_family_name(f)) == 0)
+        for (size_t f = 0; f < FAM_COUNT; f++)
+            if (strcmp(argv[i], gen_family_names[f]) == 0)
                 return 1;
     }
     return 0;
@@ -206,7 +460,7 @@ static int is_transformer_family(int argc, char **argv)
 int cmd_generate(int argc, char **argv)
 {
     if (is_transformer_family(argc, argv))
-        return gen_transformer_main(argc, argv);
+        return generate_transformer(argc, argv);
     static const struct option opts[] = {
         {"layers", required_argument, 0, 'l'},
         {"nodes", required_argument, 0, 'n'},
@@ -244,12 +498,10 @@ int cmd_generate(int argc, char **argv)
         return cli_usage_error("generate", "expected one KIND: chain or a "
                                            "transformer family");
     if (strcmp(argv[optind], "chain") != 0) {
-        const char *kinds[8] = {"chain"};
+        const char *kinds[1 + FAM_COUNT] = {"chain"};
         size_t n = 1;
-        while (n < 8 && gen_family_name(n - 1)) {
-            kinds[n] = gen_family_name(n - 1);
-            n++;
-        }
+        for (size_t f = 0; f < FAM_COUNT; f++)
+            kinds[n++] = gen_family_names[f];
         fprintf(stderr, "commsched generate: unknown kind \"%s\"",
                 argv[optind]);
         if (!cli_did_you_mean(stderr, "", argv[optind], strlen(argv[optind]),
@@ -280,7 +532,7 @@ int cmd_generate(int argc, char **argv)
                                "(2 x tokens x hidden) must each fit the "
                                "format's limit of 2^53 bytes per buffer");
 
-    gen g;
+    chain g;
     memset(&g, 0, sizeof g);
     g.world = world;
     g.hidden = hidden;

@@ -1,8 +1,8 @@
 /* commsched generate fsdp|ddp|tp|moe|2d — what the generator's files
- * share: the shapes, the generator's state, the tape and the node emitter
- * (gen_tape.c), the model and the optimizer (gen_model.c) and the command
- * line (gen_transformer.c). The map of how it works is at the top of
- * gen_transformer.c. */
+ * share: the groups, the generator's state, the tape and the node emitter
+ * (gen_tape.c), the model and the optimizer (gen_model.c) and the entry
+ * points of gen.h (gen_transformer.c). The map of how it works is at the
+ * top of gen_transformer.c. */
 #ifndef COMMSCHED_GEN_INTERNAL_H
 #define COMMSCHED_GEN_INTERNAL_H
 
@@ -10,25 +10,14 @@
 #include <stdint.h>
 
 #include "commsched/graph.h"
+#include "gen.h"
 
 #define NAME_LEN 64
 #define MAX_IO 48
 
 /* ---------------------------------------------------------------------- */
-/* Shapes and presets                                                      */
+/* Groups                                                                  */
 /* ---------------------------------------------------------------------- */
-
-typedef struct shape {
-    const char *name;
-    int64_t hidden, heads, kv_heads, ffn, layers, seq, batch, vocab;
-    int64_t experts, topk;
-    int swiglu;      /* 1: SwiGLU MLP (w1, w3, w2); 0: GELU MLP (w1, w2) */
-    int rope;        /* 1: rotary positions; 0: a learned position table */
-    int rmsnorm;     /* 1: RMSNorm (weight); 0: LayerNorm (weight, bias) */
-    int ac;          /* the training recipe checkpoints every layer */
-} shape;
-
-enum family { FAM_FSDP, FAM_DDP, FAM_TP, FAM_MOE, FAM_2D };
 
 /* Process groups, in the order they are added to the graph. */
 enum { GRP_DP = 0, GRP_TP = 1, GRP_EP = 2, GRP_COUNT };
@@ -36,12 +25,7 @@ enum { GRP_DP = 0, GRP_TP = 1, GRP_EP = 2, GRP_COUNT };
 /* GPUs per host assumed when placing groups on hosts (TP innermost). */
 #define GPUS_PER_HOST 8
 
-/* The published shapes (gen_transformer.c); docs/WORKLOADS.md cites each
- * source. */
-extern const shape gen_presets[];
-extern const size_t gen_preset_count;
-/* "fsdp", "ddp", ... by enum family, and "dp", "tp", "ep" by GRP_*. */
-extern const char *const gen_family_names[];
+/* "dp", "tp", "ep" by GRP_*. */
 extern const char *const gen_group_names[];
 
 /* ---------------------------------------------------------------------- */
@@ -142,13 +126,16 @@ typedef struct gen {
     commsched_builder *b;
     commsched_error err;
     commsched_status st; /* first failure of our own (OOM, overflow) */
+    commsched_progress_fn progress; /* gen_options' */
+    void *progress_arg;
+    uint64_t emitted, total; /* nodes so far, of the step's (progress) */
 
     int family, fine, sp, bwd;
     int ac;        /* full activation checkpointing of every layer */
     int clip;      /* clip the gradient norm before the update */
     int recompute; /* emitting a checkpointed layer's forward again */
     double bytes_override; /* >= 0: the next f_ew's bytes (gathers) */
-    shape s;
+    gen_shape s;
     int64_t dp, tp, ep;
     commsched_dtype dtype, reduce_dtype;
     int64_t e, re;            /* bytes per element: compute, reduce */

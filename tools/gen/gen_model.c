@@ -487,7 +487,7 @@ int32_t gen_layer(gen *g, int32_t x, long l)
 
 void gen_build(gen *g)
 {
-    const shape *s = &g->s;
+    const gen_shape *s = &g->s;
     int64_t T = g->T, H = s->hidden, e = g->e;
     int64_t M = g->sp ? g->Ts : T;
     int fsdp = g->family == FAM_FSDP || g->family == FAM_MOE ||

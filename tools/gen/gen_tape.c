@@ -157,6 +157,8 @@ void gen_node_end(gen *g, double flops, double bytes, int gemm)
     c->s.gemm_like = gemm;
     /* The builder's failures are sticky: finish reports the first one. */
     (void)commsched_builder_add_node(g->b, &c->s, &g->err);
+    if (g->progress && g->emitted < g->total)
+        g->progress(g->progress_arg, ++g->emitted, g->total);
 }
 
 /* A collective and its wait, issued back to back (the naive order). The

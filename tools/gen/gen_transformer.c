@@ -6,8 +6,8 @@
  * files: gen_tape.c (the generator's state, node emission, parameters, the
  * forward ops and the backward pass derived from the tape), gen_model.c
  * (the layers, gradient clipping, the optimizer, the whole step) and this
- * one (the presets and the command line); gen_internal.h holds what they
- * share.
+ * one (the presets and gen.h's entry points; the command line is the
+ * CLI's, tools/cli/cmd_generate.c); gen_internal.h holds what they share.
  *
  * How it works: the forward pass is written out op by op (attention,
  * MLP / SwiGLU / MoE, norms, embedding, loss) and every op is also
@@ -34,20 +34,16 @@
  *
  * Deterministic: no clocks, hashes or randomness; the same options give the
  * same bytes. */
-#include <getopt.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "progress.h"
 #include "gen_internal.h"
 
 /* Published configurations; docs/WORKLOADS.md cites each source. seq is
  * the training sequence length used by default (overridable). */
-const shape gen_presets[] = {
+const gen_shape gen_presets[] = {
     {"llama3-8b", 4096, 32, 8, 14336, 32, 8192, 1, 128256, 0, 0, 1, 1, 1, 0},
     {"llama2-70b", 8192, 64, 8, 28672, 80, 4096, 1, 32000, 0, 0, 1, 1, 1, 1},
     {"mixtral-8x7b", 4096, 32, 8, 14336, 32, 4096, 1, 32000, 8, 2, 1, 1, 1,
@@ -56,12 +52,10 @@ const shape gen_presets[] = {
 };
 const size_t gen_preset_count = sizeof gen_presets / sizeof gen_presets[0];
 const char *const gen_family_names[] = {"fsdp", "ddp", "tp", "moe", "2d"};
-#define DEFAULT_PRESET "llama3-8b"
-#define DEFAULT_MOE_PRESET "mixtral-8x7b"
 const char *const gen_group_names[] = {"dp", "tp", "ep"};
 
 /* ---------------------------------------------------------------------- */
-/* Command line                                                            */
+/* Options                                                                 */
 /* ---------------------------------------------------------------------- */
 
 /* Checks the shape and derives the per-rank sizes. Returns NULL, or what
@@ -109,102 +103,20 @@ static const char *configure(gen *g, int asked_experts)
     return NULL;
 }
 
-/* What each family communicates, by enum family (gen_family_names). */
-static const char *const family_about[] = {
-    "per-layer all-gather of the parameter shard in forward and\n"
-    "         again in backward, reduce-scatter of gradients (group dp)",
-    "replicated parameters, one gradient all-reduce per\n"
-    "         parameter in backward (group dp)",
-    "Megatron tensor parallelism: all-reduce of activations\n"
-    "         per block (group tp); --sp: sequence parallel\n"
-    "         (all-gather + reduce-scatter)",
-    "FSDP for dense parameters (dp) and expert parallelism\n"
-    "         with all-to-all dispatch and combine (ep)",
-    "FSDP (dp) x tensor parallelism (tp)",
-};
-
-const char *gen_family_name(size_t i)
+static void gen_free(gen *g)
 {
-    return i < sizeof family_about / sizeof family_about[0]
-               ? gen_family_names[i]
-               : NULL;
-}
-
-void gen_print_families(FILE *f)
-{
-    for (size_t i = 0; gen_family_name(i); i++)
-        fprintf(f, "  %-6s %s\n", gen_family_names[i], family_about[i]);
-}
-
-void gen_print_presets(FILE *f)
-{
-    fprintf(f, "  %-13s %6s %6s %9s %6s %7s %5s %8s  %s\n", "preset",
-            "layers", "hidden", "heads/kv", "ffn", "vocab", "seq",
-            "experts", "recipe");
-    for (size_t i = 0; i < gen_preset_count; i++) {
-        const shape *s = &gen_presets[i];
-        char heads[32], experts[32];
-        snprintf(heads, sizeof heads, "%lld/%lld", (long long)s->heads,
-                 (long long)s->kv_heads);
-        if (s->experts > 0)
-            snprintf(experts, sizeof experts, "%lld top%lld",
-                     (long long)s->experts, (long long)s->topk);
-        else
-            snprintf(experts, sizeof experts, "-");
-        fprintf(f, "  %-13s %6lld %6lld %9s %6lld %7lld %5lld %8s  %s\n",
-                s->name, (long long)s->layers, (long long)s->hidden, heads,
-                (long long)s->ffn, (long long)s->vocab, (long long)s->seq,
-                experts, s->ac ? "full AC" : "-");
-    }
-    fprintf(f, "  default: %s (moe: %s); sources: docs/WORKLOADS.md\n",
-            DEFAULT_PRESET, DEFAULT_MOE_PRESET);
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: commsched generate FAMILY [--preset NAME] [options]\n"
-            "\n"
-            "Writes one training step (forward, backward, AdamW update) of a\n"
-            "decoder-only transformer as one rank sees it (docs/WORKLOADS.md).\n"
-            "\n"
-            "families:\n");
-    gen_print_families(f);
-    fprintf(f, "\nmodel presets (published shapes; --preset NAME):\n");
-    gen_print_presets(f);
-    fprintf(f,
-            "\n"
-            "  --layers N        transformer layers (default: the preset's)\n"
-            "  --fine            one node per aten op of the post-grad graph\n"
-            "                    (views, casts, elementwise ops; per-parameter\n"
-            "                    FSDP collectives as SimpleFSDP issues them)\n"
-            "  --hidden N --heads N --kv-heads N --ffn N --vocab N\n"
-            "  --seq N --batch N --experts N --topk N\n"
-            "                    shape overrides\n"
-            "  --dtype T         compute dtype (default bfloat16); parameters\n"
-            "                    and AdamW states are float32\n"
-            "  --reduce-dtype T  gradient reduction dtype (default float32)\n"
-            "  --dp N --tp N --ep N  group sizes (default 8 each, as used)\n"
-            "  --sp              sequence parallelism (tp, 2d)\n"
-            "  --ac none|full    activation checkpointing of every layer\n"
-            "                    (default: the preset's recipe, above)\n"
-            "  --no-clip         no gradient-norm clipping (default: clip, as\n"
-            "                    torchtitan does)\n"
-            "  -o, --output OUT  write here (default: standard output)\n");
-}
-
-static int parse_dtype(const char *s, commsched_dtype *out)
-{
-    for (int d = 1; d < COMMSCHED_DTYPE_COUNT; d++)
-        if (strcmp(s, commsched_dtype_str((commsched_dtype)d)) == 0) {
-            *out = (commsched_dtype)d;
-            return 0;
-        }
-    return -1;
+    free(g->t);
+    free(g->ops);
+    free(g->p);
+    free(g->u);
+    free(g->seg);
+    free(g->cur.in);
+    free(g->cur.inp);
+    free(g);
 }
 
 /* The node count of g's step with `layers` layers (a build of its own,
- * thrown away), -1 when that build fails. */
+ * thrown away, reporting no progress), -1 when that build fails. */
 static long probe_nodes(const gen *tmpl, int64_t layers)
 {
     gen *p = calloc(1, sizeof *p);
@@ -215,6 +127,7 @@ static long probe_nodes(const gen *tmpl, int64_t layers)
     p->b = NULL;
     p->st = COMMSCHED_OK;
     memset(&p->err, 0, sizeof p->err);
+    p->progress = NULL;
     p->t = NULL, p->nt = p->cap_t = 0;
     p->ops = NULL, p->nops = p->cap_ops = 0;
     p->p = NULL, p->np = p->cap_p = 0;
@@ -234,191 +147,101 @@ static long probe_nodes(const gen *tmpl, int64_t layers)
             commsched_builder_destroy(p->b);
     }
     commsched_graph_destroy(graph);
-    free(p->t);
-    free(p->ops);
-    free(p->p);
-    free(p->u);
-    free(p->seg);
-    free(p->cur.in);
-    free(p->cur.inp);
-    free(p);
+    gen_free(p);
     return n;
 }
 
-int gen_transformer_main(int argc, char **argv)
+void gen_options_init(gen_options *o, int family, const gen_shape *preset)
 {
-    enum { O_PRESET = 256, O_LAYERS, O_FINE, O_HIDDEN, O_HEADS, O_KV, O_FFN,
-           O_VOCAB, O_SEQ, O_BATCH, O_EXPERTS, O_TOPK, O_DTYPE, O_RDTYPE,
-           O_DP, O_TP, O_EP, O_SP, O_AC, O_NOCLIP };
-    static const struct option opts[] = {
-        {"preset", required_argument, 0, O_PRESET},
-        {"layers", required_argument, 0, O_LAYERS},
-        {"fine", no_argument, 0, O_FINE},
-        {"hidden", required_argument, 0, O_HIDDEN},
-        {"heads", required_argument, 0, O_HEADS},
-        {"kv-heads", required_argument, 0, O_KV},
-        {"ffn", required_argument, 0, O_FFN},
-        {"vocab", required_argument, 0, O_VOCAB},
-        {"seq", required_argument, 0, O_SEQ},
-        {"batch", required_argument, 0, O_BATCH},
-        {"experts", required_argument, 0, O_EXPERTS},
-        {"topk", required_argument, 0, O_TOPK},
-        {"dtype", required_argument, 0, O_DTYPE},
-        {"reduce-dtype", required_argument, 0, O_RDTYPE},
-        {"dp", required_argument, 0, O_DP},
-        {"tp", required_argument, 0, O_TP},
-        {"ep", required_argument, 0, O_EP},
-        {"sp", no_argument, 0, O_SP},
-        {"ac", required_argument, 0, O_AC},
-        {"no-clip", no_argument, 0, O_NOCLIP},
-        {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    gen *g = NULL; /* large (the pending node): on the heap */
-    const char *preset = NULL, *out_path = NULL;
-    int64_t ov[O_SP + 1];
-    int have[O_SP + 1];
-    int fine = 0, sp = 0, c, family = -1, ac = -1, clip = 1;
-    commsched_dtype dtype = COMMSCHED_DTYPE_BFLOAT16;
-    commsched_dtype rdtype = COMMSCHED_DTYPE_FLOAT32;
-    memset(have, 0, sizeof have);
-    memset(ov, 0, sizeof ov);
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_PRESET: preset = optarg; break;
-        case O_FINE: fine = 1; break;
-        case O_SP: sp = 1; break;
-        case O_NOCLIP: clip = 0; break;
-        case O_AC:
-            if (strcmp(optarg, "none") == 0)
-                ac = 0;
-            else if (strcmp(optarg, "full") == 0)
-                ac = 1;
-            else
-                return cli_usage_error("generate",
-                                       "--ac takes none or full, got \"%s\"",
-                                       optarg);
-            break;
-        case O_DTYPE:
-        case O_RDTYPE:
-            if (parse_dtype(optarg, c == O_DTYPE ? &dtype : &rdtype) != 0 ||
-                commsched_dtype_size(c == O_DTYPE ? dtype : rdtype) == 0)
-                return cli_usage_error("generate", "unknown dtype \"%s\"",
-                                       optarg);
-            break;
-        case 'o': out_path = optarg; break;
-        case 'h': usage(stdout); return EXIT_OK;
-        case '?': return cli_bad_option("generate", argc, argv, "o:h", opts);
-        default: {
-            char *end = NULL;
-            long long v = strtoll(optarg, &end, 10);
-            if (*end != '\0' || v < 1 || v > (1LL << 31))
-                return cli_usage_error(
-                    "generate", "--%s expects a positive integer, got \"%s\"",
-                    opts[c - O_PRESET].name, optarg);
-            ov[c] = (int64_t)v;
-            have[c] = 1;
-            break;
-        }
-        }
-    }
-    if (optind != argc - 1)
-        return cli_usage_error("generate", "expected one FAMILY");
-    for (int f = 0; f < 5; f++)
-        if (strcmp(argv[optind], gen_family_names[f]) == 0)
-            family = f;
-    if (family < 0)
-        return cli_usage_error("generate", "unknown family \"%s\"",
-                               argv[optind]);
-    if (!preset)
-        preset = family == FAM_MOE ? DEFAULT_MOE_PRESET : DEFAULT_PRESET;
-    const shape *base = NULL;
-    for (size_t i = 0; i < gen_preset_count; i++)
-        if (strcmp(preset, gen_presets[i].name) == 0)
-            base = &gen_presets[i];
-    if (!base) {
-        fprintf(stderr, "commsched generate: unknown preset \"%s\"", preset);
-        if (!cli_did_you_mean(stderr, "", preset, strlen(preset),
-                              &gen_presets[0].name, gen_preset_count,
-                              sizeof gen_presets[0]))
-            fprintf(stderr, " (see 'commsched generate fsdp --help')");
-        fprintf(stderr, "\n");
-        return EXIT_INPUT;
-    }
+    memset(o, 0, sizeof *o);
+    o->family = family;
+    o->shape = *preset;
+    o->ac = preset->ac;
+    o->clip = 1;
+    o->dp = o->tp = o->ep = 8;
+    o->dtype = COMMSCHED_DTYPE_BFLOAT16;
+    o->reduce_dtype = COMMSCHED_DTYPE_FLOAT32;
+}
 
-    commsched_graph *graph = NULL;
-    int rc = 0;
-    const char *bad;
-    g = calloc(1, sizeof *g);
-    if (!g) {
-        fprintf(stderr, "commsched: out of memory\n");
-        return EXIT_RUNTIME;
-    }
-    g->s = *base;
-    g->family = family;
-    g->fine = fine;
-    g->sp = sp;
-    g->ac = ac >= 0 ? ac : base->ac;
-    g->clip = clip;
-    g->dp = g->tp = g->ep = 8;
+/* A generator for the options, checked and sized (configure), on the heap
+ * (the pending node is large): *out, or a status with err set. */
+static commsched_status gen_new(const gen_options *o, gen **out,
+                                commsched_error *err)
+{
+    gen *g = *out = calloc(1, sizeof *g);
+    if (!g)
+        return commsched_error_set(err, COMMSCHED_ENOMEM, NULL,
+                                   "out of memory");
+    g->s = o->shape;
+    g->family = o->family;
+    g->fine = o->fine;
+    g->sp = o->sp;
+    g->ac = o->ac;
+    g->clip = o->clip;
+    g->dp = o->dp;
+    g->tp = o->tp;
+    g->ep = o->ep;
+    g->dtype = o->dtype;
+    g->reduce_dtype = o->reduce_dtype;
     g->bytes_override = -1;
-    int64_t *fields[] = {[O_LAYERS] = &g->s.layers, [O_HIDDEN] = &g->s.hidden,
-                         [O_HEADS] = &g->s.heads, [O_KV] = &g->s.kv_heads,
-                         [O_FFN] = &g->s.ffn, [O_VOCAB] = &g->s.vocab,
-                         [O_SEQ] = &g->s.seq, [O_BATCH] = &g->s.batch,
-                         [O_EXPERTS] = &g->s.experts, [O_TOPK] = &g->s.topk,
-                         [O_DP] = &g->dp, [O_TP] = &g->tp, [O_EP] = &g->ep};
-    for (int k = O_LAYERS; k <= O_EP; k++)
-        if (have[k] && fields[k])
-            *fields[k] = ov[k];
-    g->dtype = dtype;
-    g->reduce_dtype = rdtype;
-    if ((bad = configure(g, have[O_EXPERTS] || have[O_TOPK])) != NULL) {
-        rc = cli_usage_error("generate", "%s", bad);
-        goto cleanup;
-    }
+    const char *bad = configure(g, o->asked_experts);
+    if (!bad)
+        return COMMSCHED_OK;
+    free(g);
+    *out = NULL;
+    return commsched_error_set(err, COMMSCHED_EINVAL, NULL, "%s", bad);
+}
 
-    /* The size, before anything is allocated for it: a step's nodes grow
-     * linearly with its layers, so two small builds give the count (a
-     * --layers 100000000 once took 7 GB before failing). */
+/* The step's node count from builds of one and two layers; -1 when one
+ * of them fails. */
+static double step_nodes(const gen *g)
+{
     long n1 = probe_nodes(g, 1), n2 = probe_nodes(g, 2);
-    /* (a probe that fails leaves the error to the build below) */
-    if (n1 >= 0 && n2 >= 0 &&
-        (rc = cli_check_graph_size("generate",
-                                   have[O_LAYERS] ? "--layers" : "--preset",
-                                   (double)n1 + (double)(g->s.layers - 1) *
-                                                    (double)(n2 - n1))))
-        goto cleanup;
+    if (n1 < 0 || n2 < 0)
+        return -1;
+    return (double)n1 + (double)(g->s.layers - 1) * (double)(n2 - n1);
+}
 
+commsched_status gen_transformer_size(const gen_options *o, double *nodes,
+                                      commsched_error *err)
+{
+    gen *g;
+    commsched_status st = gen_new(o, &g, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    *nodes = step_nodes(g);
+    gen_free(g);
+    return st;
+}
+
+commsched_status gen_transformer(const gen_options *o, commsched_graph **out,
+                                 commsched_error *err)
+{
+    *out = NULL;
+    gen *g;
+    commsched_status st = gen_new(o, &g, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    if (o->progress) {
+        double total = step_nodes(g);
+        g->progress = o->progress;
+        g->progress_arg = o->progress_arg;
+        g->total = total > 0 ? (uint64_t)total : 0;
+    }
     char name[128];
     snprintf(name, sizeof name, "%s-%s%s%s%s-%ldL", g->s.name,
-             gen_family_names[family], g->sp ? "-sp" : "", fine ? "-fine" : "",
-             g->ac ? "-ac" : "", (long)g->s.layers);
-    if (commsched_builder_create(name, &g->b, &g->err) != COMMSCHED_OK) {
-        rc = cli_report("generate", &g->err);
-        goto cleanup;
+             gen_family_names[g->family], g->sp ? "-sp" : "",
+             g->fine ? "-fine" : "", g->ac ? "-ac" : "", (long)g->s.layers);
+    st = commsched_builder_create(name, &g->b, &g->err);
+    if (st == COMMSCHED_OK) {
+        gen_build(g);
+        if ((st = g->st) != COMMSCHED_OK)
+            commsched_builder_destroy(g->b);
+        else
+            st = commsched_builder_finish(g->b, 0, out, &g->err);
     }
-    gen_build(g);
-    if (g->st != COMMSCHED_OK) {
-        commsched_builder_destroy(g->b);
-        rc = cli_report("generate", &g->err);
-        goto cleanup;
-    }
-    if (commsched_builder_finish(g->b, 0, &graph, &g->err) != COMMSCHED_OK) {
-        rc = cli_report("generate", &g->err);
-        goto cleanup;
-    }
-    rc = cli_write_graph(graph, NULL, NULL, out_path, "generate");
-cleanup:
-    commsched_graph_destroy(graph);
-    free(g->t);
-    free(g->ops);
-    free(g->p);
-    free(g->u);
-    free(g->seg);
-    free(g->cur.in);
-    free(g->cur.inp);
-    free(g);
-    return rc;
+    if (st != COMMSCHED_OK && err && err->status == COMMSCHED_OK)
+        *err = g->err;
+    gen_free(g);
+    return st;
 }
