@@ -115,6 +115,9 @@ COMMSCHED_EXPORT void commsched_optimize_options_destroy(
  *                   calibrated profile's measured tables (`commsched
  *                   calibrate`) price the nodes they know.
  *   "cost_model"    "nccl" or "inductor" (commsched/cost.h).
+ *   "measured_first" "true"/"false" (default): the measured tables price
+ *                   the nodes they know before the nodes' own runtime_ns
+ *                   (a compiler's estimates, not measurements).
  *   "comm_streams"  "per_group" or "single" (the simulator's comm streams).
  *   "verify"        "true"/"false": check the order after every pass and
  *                   recompute memory after every move (the CLI's

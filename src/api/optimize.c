@@ -177,7 +177,6 @@ commsched_status commsched_optimize_options_set(commsched_optimize_options *o,
         commsched_costs_destroy(o->file_costs);
         o->file_costs = c;
         o->measured = c;
-        o->measured_first = 0;
         return COMMSCHED_OK;
     }
     if (strcmp(key, "cost_model") == 0) {
@@ -200,6 +199,16 @@ commsched_status commsched_optimize_options_set(commsched_optimize_options *o,
                                        value);
         return COMMSCHED_OK;
     }
+    if (strcmp(key, "measured_first") == 0) {
+        int on;
+        if (parse_bool(value, &on) != 0)
+            return commsched_error_set(err, COMMSCHED_EINVAL, key,
+                                       "bad value \"%s\" (expected true or "
+                                       "false)",
+                                       value);
+        o->measured_first = on;
+        return COMMSCHED_OK;
+    }
     if (strcmp(key, "verify") == 0) {
         int on;
         if (parse_bool(value, &on) != 0)
@@ -218,7 +227,8 @@ commsched_status commsched_optimize_options_set(commsched_optimize_options *o,
         return set_knob(o, k, key, value, err);
     return commsched_error_set(err, COMMSCHED_EINVAL, key,
                                "unknown option (expected passes, device, "
-                               "cost_model, comm_streams, verify or a knob; "
+                               "cost_model, comm_streams, measured_first, "
+                               "verify or a knob; "
                                "commsched optimize --list-passes lists the "
                                "knobs)");
 }

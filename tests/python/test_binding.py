@@ -479,6 +479,18 @@ class Optimize(unittest.TestCase):
                                    100000 + 24 * MiB / (8 * MiB / 400000))
             # mm1: 2e11 * (1 + 8 % 5) flop at 1e14 flop/s
             self.assertAlmostEqual(r.runtime_ns["mm1"], 8e11 / 1e14 * 1e9)
+            # a node's own runtime_ns wins unless measured_first
+            g2 = fsdp_like(3, 1)
+            g2.collective("ag9", "all_gather", "dp", inputs=["act3"],
+                          outputs=[("ag9_out", 8 * MiB)], runtime_ns=7)
+            g2.wait("ag9_wait", inputs=["ag9_out"],
+                    outputs=[commsched.alias("w9", "ag9_out")])
+            g2.add_output("w9")
+            r = commsched.optimize(g2, "none", device=f.name)
+            self.assertEqual(r.runtime_ns["ag9"], 7)
+            r = commsched.optimize(g2, "none", device=f.name,
+                                   measured_first=True)
+            self.assertEqual(r.runtime_ns["ag9"], 500000)
             plain = commsched.optimize(g, "none", device="h100")
             self.assertNotEqual(plain.runtime_ns["ag2"], 500000)
             prof["measured"]["collectives"][0]["ranks"] = 0
