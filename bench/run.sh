@@ -15,6 +15,8 @@
 # (docs/PERFORMANCE.md, "The Inductor plugin at real size").
 # bench/optimum_bench.py the distance of overlap, tune and the anchors to
 # the optimum CP-SAT proves on the small graphs (issue 42).
+# bench/calibrate_bench.py commsched calibrate --check on real multi-step
+# Kineto traces (docs/COST.md, "Validation on held-out steps"; issue 47).
 # bench/tune_ranks_bench.py tune on 1 and 2 MPI ranks and a model of 8 and
 # 64 from measured candidate times (docs/PERFORMANCE.md, "tune over MPI
 # ranks"; issue 48).
@@ -28,6 +30,7 @@ python3 "$here/tune_ranks_bench.py" --cli "$build/tools/commsched" --json "$buil
     --update-doc "$here/../docs/PERFORMANCE.md" || echo "bench/run.sh: the tune-over-ranks benchmark failed" >&2
 python3 "$here/io_bench.py" --build "$build" || echo "bench/run.sh: the load/save benchmark failed" >&2
 python3 "$here/et_bench.py" --build "$build" || echo "bench/run.sh: the Chakra .et import benchmark failed" >&2
+python3 "$here/calibrate_bench.py" --cli "$build/tools/commsched" || echo "bench/run.sh: the calibration benchmark failed" >&2
 python3 "$here/growth.py" --cli "$build/tools/commsched" --json "$build/growth.json" \
     --tune-max 1000000 --tune-cap 300 --repeat 3 --update-doc "$here/../docs/PERFORMANCE.md" || echo "bench/run.sh: the growth benchmark failed" >&2
 # The Inductor plugin at real size against torch's own schedulers
