@@ -219,6 +219,57 @@ class TorchCompile(unittest.TestCase):
         self.check_call(["all_gather", "all_gather", "reduce_scatter"],
                         [WORLD])
 
+    def test_calibrated_profile(self):
+        # the plugin with a profile `commsched calibrate` writes: the
+        # all-gathers over 8 ranks priced by the measured line (10 us +
+        # bytes at 1 GB/s), over Inductor's estimates with measured_first,
+        # and the order still a valid permutation of the real nodes
+        pg = self.world
+        prof = {"format": "commsched-device", "version": 1, "base": "h100",
+                "measured": {"collectives": [{
+                    "op": "all_gather", "ranks": WORLD,
+                    "latency_ns": 10000, "bytes_per_ns": 1.0,
+                    "points": [{"bytes": 1, "ns": 10001},
+                               {"bytes": 1 << 30, "ns": 10000 + (1 << 30)}]}]}}
+        seen = []
+
+        def calibrated_pass(snodes):
+            snodes = list(snodes)
+            r = commsched.optimize(ci.to_graph(snodes), "none", device=path,
+                                   measured_first=True)
+            plain = commsched.optimize(ci.to_graph(snodes), "none")
+            out = ci.reorder(snodes, device=path, measured_first=True)
+            seen.append((snodes, out, r.runtime_ns, plain.runtime_ns))
+            return out
+
+        def step(x, w0, w1):
+            g0 = funcol.all_gather_tensor(w0, 0, pg).view(64, 64)
+            h = torch.relu(x @ g0)
+            g1 = funcol.all_gather_tensor(w1, 0, pg).view(64, 64)
+            return (h @ g1).sum()
+        with tempfile.NamedTemporaryFile("w", suffix=".json",
+                                         delete=False) as f:
+            json.dump(prof, f)
+            path = f.name
+        try:
+            with icfg.patch(reorder_for_compute_comm_overlap_passes=[
+                    calibrated_pass]):
+                compile_and_run(step, torch.randn(64, 64),
+                                torch.randn(8, 64), torch.randn(8, 64))
+        finally:
+            os.unlink(path)
+        self.assertEqual(len(seen), 1)
+        snodes, out, priced, plain = seen[0]
+        self.assertEqual(sorted(sn.get_name() for sn in out),
+                         sorted(sn.get_name() for sn in snodes))
+        ags = [sn.get_name() for sn in snodes
+               if iutils.contains_collective(sn)]
+        self.assertEqual(len(ags), 2)
+        for name in ags:
+            # 8 shards of 8x64 float32 gathered: 16 KiB
+            self.assertEqual(priced[name], 10000 + 64 * 64 * 4, name)
+            self.assertNotEqual(plain[name], priced[name], name)
+
     def test_tp_like(self):
         pg = self.world
 
