@@ -101,6 +101,14 @@ static commsched_status check_passes(const char *list, commsched_error *err)
     return COMMSCHED_OK;
 }
 
+static commsched_status bad_bool(const char *key, const char *value,
+                                 commsched_error *err)
+{
+    return commsched_error_set(err, COMMSCHED_EINVAL, key,
+                               "bad value \"%s\" (expected true or false)",
+                               value);
+}
+
 static int parse_bool(const char *v, int *out)
 {
     if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
@@ -199,23 +207,16 @@ commsched_status commsched_optimize_options_set(commsched_optimize_options *o,
                                        value);
         return COMMSCHED_OK;
     }
+    int on;
     if (strcmp(key, "measured_first") == 0) {
-        int on;
         if (parse_bool(value, &on) != 0)
-            return commsched_error_set(err, COMMSCHED_EINVAL, key,
-                                       "bad value \"%s\" (expected true or "
-                                       "false)",
-                                       value);
+            return bad_bool(key, value, err);
         o->measured_first = on;
         return COMMSCHED_OK;
     }
     if (strcmp(key, "verify") == 0) {
-        int on;
         if (parse_bool(value, &on) != 0)
-            return commsched_error_set(err, COMMSCHED_EINVAL, key,
-                                       "bad value \"%s\" (expected true or "
-                                       "false)",
-                                       value);
+            return bad_bool(key, value, err);
         if (on)
             o->pipeline_flags |= COMMSCHED_PIPELINE_VERIFY;
         else

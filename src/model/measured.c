@@ -621,6 +621,19 @@ static commsched_status member(const json_t *obj, const char *path,
     return st;
 }
 
+/* arr[i], a row of a table at `base` (path[size] gets "base[i]"): an
+ * object with only the given keys. */
+static commsched_status row(const json_t *arr, const char *base, size_t i,
+                            const char *const *keys, json_t **e, char *path,
+                            size_t size, commsched_error *err)
+{
+    *e = json_array_get(arr, i);
+    snprintf(path, size, "%s[%zu]", base, i);
+    if (!json_is_object(*e))
+        return schema(err, path, "expected an object");
+    return cs_json_check_keys(*e, path, keys, err);
+}
+
 static commsched_status load_kernels(commsched_costs *c, const json_t *arr,
                                      commsched_error *err)
 {
@@ -634,11 +647,9 @@ static commsched_status load_kernels(commsched_costs *c, const json_t *arr,
     if (!c->kern)
         return oom(err);
     for (size_t i = 0; i < n; i++) {
-        json_t *e = json_array_get(arr, i);
-        snprintf(path, sizeof path, "measured.kernels[%zu]", i);
-        if (!json_is_object(e))
-            return schema(err, path, "expected an object");
-        commsched_status st = cs_json_check_keys(e, path, keys, err);
+        json_t *e;
+        commsched_status st = row(arr, "measured.kernels", i, keys, &e, path,
+                                  sizeof path, err);
         if (st != COMMSCHED_OK)
             return st;
         json_t *nm = json_object_get(e, "name");
@@ -694,13 +705,10 @@ static commsched_status load_points(commsched_costs *c, crow *r,
     c->points = np;
     r->first = c->n_points;
     for (size_t i = 0; i < n; i++) {
-        json_t *e = json_array_get(arr, i);
-        snprintf(p, sizeof p, "%s[%zu]", path, i);
-        if (!json_is_object(e))
-            return schema(err, p, "expected an object");
+        json_t *e;
         cpoint *pt = &c->points[c->n_points];
         double samples = 1;
-        commsched_status st = cs_json_check_keys(e, p, keys, err);
+        commsched_status st = row(arr, path, i, keys, &e, p, sizeof p, err);
         if (st || (st = member(e, p, "bytes", (double)COMMSCHED_MAX_SIZE, NAN,
                                &pt->bytes, err)) ||
             (st = member(e, p, "ns", COMMSCHED_MAX_RUNTIME_NS, NAN, &pt->ns,
@@ -734,11 +742,9 @@ static commsched_status load_collectives(commsched_costs *c,
     if (!c->coll)
         return oom(err);
     for (size_t i = 0; i < n; i++) {
-        json_t *e = json_array_get(arr, i);
-        snprintf(path, sizeof path, "measured.collectives[%zu]", i);
-        if (!json_is_object(e))
-            return schema(err, path, "expected an object");
-        commsched_status st = cs_json_check_keys(e, path, keys, err);
+        json_t *e;
+        commsched_status st = row(arr, "measured.collectives", i, keys, &e,
+                                  path, sizeof path, err);
         if (st != COMMSCHED_OK)
             return st;
         crow *r = &c->coll[i];
