@@ -297,7 +297,8 @@ typedef struct commsched_costs_collective_row {
     uint32_t sizes, samples;
     double min_bytes, max_bytes;
     int has_line;
-    double latency_ns, bytes_per_ns; /* the line: GB/s = bytes per ns */
+    double latency_ns, bytes_per_ns; /* the line (GB/s = bytes per ns; 0:
+                                        the time does not grow with size) */
     double spread;
     double fit_error; /* median |line - median| / median over the sizes */
 } commsched_costs_collective_row;

@@ -72,7 +72,10 @@ typedef struct crow {
     size_t first, n; /* its points in points[] */
     uint32_t samples;
     int has_line;
-    double latency_ns, ns_per_byte, spread, fit_error;
+    /* the line: bytes_per_ns 0 when the time does not grow with size
+     * (kept as a bandwidth, as the file holds it, so a profile read back
+     * prices to the bit what the fit did) */
+    double latency_ns, bytes_per_ns, spread, fit_error;
 } crow;
 
 struct commsched_costs {
@@ -292,7 +295,7 @@ static void fit_line(crow *r, const cpoint *p, double *tmp)
         a = st / n;
     }
     r->latency_ns = a;
-    r->ns_per_byte = b;
+    r->bytes_per_ns = b > 0 ? 1 / b : 0;
     for (size_t i = 0; i < r->n; i++) {
         double line = a + b * p[i].bytes;
         tmp[i] = p[i].ns > 0 ? fabs(line - p[i].ns) / p[i].ns : 0;
@@ -468,7 +471,8 @@ static commsched_cost_source own_collective(const commsched_costs *c,
         return COMMSCHED_SOURCE_FITTED;
     }
     if (r->has_line && bytes <= 2 * p[r->n - 1].bytes) {
-        double t = r->latency_ns + r->ns_per_byte * bytes;
+        double t = r->latency_ns +
+                   (r->bytes_per_ns > 0 ? bytes / r->bytes_per_ns : 0);
         *ns = t > 0 ? t : 0;
         return COMMSCHED_SOURCE_FITTED;
     }
@@ -570,7 +574,7 @@ commsched_status commsched_costs_collective_at(
         r->op,          r->ranks,          (uint32_t)r->n,
         r->samples,     p[0].bytes,        p[r->n - 1].bytes,
         r->has_line,    r->latency_ns,
-        r->ns_per_byte > 0 ? 1 / r->ns_per_byte : INFINITY,
+        r->bytes_per_ns,
         r->spread,      r->fit_error};
     return COMMSCHED_OK;
 }
@@ -777,10 +781,8 @@ static commsched_status load_collectives(commsched_costs *c,
             ((st = member(e, path, "latency_ns", COMMSCHED_MAX_RUNTIME_NS,
                           NAN, &r->latency_ns, err)) ||
              (st = member(e, path, "bytes_per_ns", 1e30, NAN,
-                          &r->ns_per_byte, err))))
+                          &r->bytes_per_ns, err))))
             return st;
-        if (r->has_line)
-            r->ns_per_byte = r->ns_per_byte > 0 ? 1 / r->ns_per_byte : 0;
         c->n_coll = i + 1;
         if (i > 0 && !(c->coll[i - 1].op < r->op ||
                        (c->coll[i - 1].op == r->op &&
@@ -964,7 +966,7 @@ static void write_measured(cs_jw *w, const commsched_costs *c)
             cs_jw_key(w, "latency_ns");
             cs_jw_number(w, r->latency_ns, 0);
             cs_jw_key(w, "bytes_per_ns");
-            cs_jw_number(w, r->ns_per_byte > 0 ? 1 / r->ns_per_byte : 1e30, 0);
+            cs_jw_number(w, r->bytes_per_ns, 0);
             cs_jw_key(w, "fit_error");
             cs_jw_number(w, r->fit_error, 0);
         }
