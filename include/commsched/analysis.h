@@ -21,12 +21,14 @@ typedef enum commsched_edges {
 
 /* The nodes from which `node` is reachable (its ancestors, excluding
  * itself), ascending. *out is malloc'ed: the caller frees it with
- * commsched_free(). On failure *out is NULL and *count 0. O(V + E). */
+ * commsched_free(). On failure *out is NULL and *count 0. O(V + E + k log k)
+ * for the k nodes found: igraph builds the whole graph on each call. */
 COMMSCHED_EXPORT commsched_status commsched_graph_ancestors(
     const commsched_graph *g, uint32_t node, commsched_edges edges,
     uint32_t **out, uint32_t *count, commsched_error *err);
 
-/* The nodes reachable from `node` (descendants, excluding itself). */
+/* The nodes reachable from `node` (descendants, excluding itself). The
+ * same cost. */
 COMMSCHED_EXPORT commsched_status commsched_graph_descendants(
     const commsched_graph *g, uint32_t node, commsched_edges edges,
     uint32_t **out, uint32_t *count, commsched_error *err);

@@ -126,7 +126,9 @@ COMMSCHED_EXPORT void commsched_optimize_options_destroy(
  *                   takes it ("reorder_iterative_peak_memory_budget" =
  *                   "0.1"); commsched_knob_name lists them.
  * EINVAL, with the key as the error's path, for an unknown key or a bad
- * value; the option keeps its previous value then. */
+ * value; the option keeps its previous value then. O(strlen(value)) for
+ * "passes"; a "device" file costs reading it (commsched_costs_load_file's
+ * O(file size + rows log rows)); O(1) otherwise. */
 COMMSCHED_EXPORT commsched_status commsched_optimize_options_set(
     commsched_optimize_options *o, const char *key, const char *value,
     commsched_error *err);
@@ -173,8 +175,10 @@ typedef struct commsched_result commsched_result;
  * that a pass adds (decide_global_ordering_of_comms) live in the result's
  * graph view, not in g.
  *
- * Cost: the passes' own cost plus O(V + E) for the estimates and each
- * simulation; no igraph call. */
+ * Cost: the pipeline's (commsched_pipeline_apply: its passes',
+ * docs/PASSES.md) plus one pricing (commsched_cost_graph, O(V + reads))
+ * and two simulations (simulate.h's cost, the first with the stream
+ * bound); no igraph call. */
 COMMSCHED_EXPORT commsched_status commsched_optimize(
     const commsched_graph *g, const commsched_optimize_options *o,
     commsched_result **out, commsched_error *err);
@@ -341,7 +345,9 @@ typedef struct commsched_tune_result commsched_tune_result;
  * built-in set a candidate always fits and the best is never slower than
  * the input. A candidate that fails (a bad knob, ...) is recorded with its
  * status and does not stop the search; a malformed candidate text is
- * EINVAL before anything runs. *out: caller destroys. No igraph call. */
+ * EINVAL before anything runs. *out: caller destroys. No igraph call.
+ * Cost: commsched_tune_prepare's, one commsched_optimize per candidate over
+ * the threads, and commsched_tune_finish's ranking. */
 COMMSCHED_EXPORT commsched_status commsched_tune(
     const commsched_graph *g, const commsched_tune_options *o,
     commsched_tune_result **out, commsched_error *err);
@@ -386,9 +392,10 @@ COMMSCHED_EXPORT commsched_status commsched_tune_candidate_options(
  *
  * prepare: the candidate set, every candidate's options (a malformed one
  * is EINVAL before anything runs), the input order's figures and runtimes
- * (one pricing and one simulation of g, O(graph)) and the budgets; no
- * candidate is judged yet. The result keeps no pointer into g or o (the
- * progress callback excepted). *out: caller destroys; on failure NULL. */
+ * (commsched_optimize of g with no pass: one pricing and two simulations,
+ * O(graph)) and the budgets; no candidate is judged yet. The result keeps
+ * no pointer into g or o (the progress callback excepted). *out: caller
+ * destroys; on failure NULL. */
 COMMSCHED_EXPORT commsched_status commsched_tune_prepare(
     const commsched_graph *g, const commsched_tune_options *o,
     commsched_tune_result **out, commsched_error *err);
@@ -411,7 +418,8 @@ COMMSCHED_EXPORT commsched_status commsched_tune_record(
 /* Ranks the candidates (the rule of commsched_tune_ranked); EINVAL while a
  * candidate is neither evaluated nor recorded. Until it has succeeded,
  * commsched_tune_ranked and _best answer SIZE_MAX. A second call does
- * nothing. */
+ * nothing. O(K^2) for K candidates (an insertion sort: the built-in set is
+ * a few dozen, but every candidate given counts). */
 COMMSCHED_EXPORT commsched_status commsched_tune_finish(
     commsched_tune_result *r, commsched_error *err);
 /* How heavy candidate i is likely to be (1: Inductor's iterative passes,

@@ -13,6 +13,10 @@
  *
  * Thread safety: a finished graph may be read from many threads at once.
  * A builder belongs to one thread at a time.
+ *
+ * Costs in this and the other headers: V nodes, B buffers, R reads (every
+ * node's inputs, summed), E dependency edges (data, `after`, `after_fake`
+ * and the in-place ones derived), C collectives, d a node's dependencies.
  */
 #ifndef COMMSCHED_GRAPH_H
 #define COMMSCHED_GRAPH_H
@@ -175,7 +179,8 @@ COMMSCHED_EXPORT commsched_status commsched_builder_add_output(
     commsched_builder *b, const char *buffer, commsched_error *err);
 
 /* Appends a node; nodes run in the order they are added. References to
- * buffers, groups and nodes are resolved by commsched_builder_finish. */
+ * buffers, groups and nodes are resolved by commsched_builder_finish.
+ * O(the spec's inputs + outputs + after + after_fake) amortised. */
 COMMSCHED_EXPORT commsched_status commsched_builder_add_node(
     commsched_builder *b, const commsched_node_spec *spec,
     commsched_error *err);
@@ -205,7 +210,12 @@ COMMSCHED_EXPORT commsched_status commsched_builder_set_output_from(
  * On failure *out is NULL and err names the first problem by JSON path.
  * If any earlier add_* call failed, finish fails with that call's status:
  * a failed add leaves nothing half-added but marks the builder, so an
- * ignored error can never yield a graph that silently lacks a node. */
+ * ignored error can never yield a graph that silently lacks a node.
+ * Cost: O(V + B + R + E) expected (names are hashed), plus O(d^2) for a
+ * node with d dependencies (its row is insertion-sorted) and O(a x r) for
+ * one with a alias outputs and r inputs (each alias base is searched among
+ * its inputs). A cycle to report, or COMMSCHED_FINISH_TOPOSORT repairing
+ * the order, adds an O(V + E) igraph pass; a repair builds twice. */
 COMMSCHED_EXPORT commsched_status commsched_builder_finish(
     commsched_builder *b, unsigned flags, commsched_graph **out,
     commsched_error *err);
@@ -219,12 +229,14 @@ COMMSCHED_EXPORT void commsched_builder_destroy(commsched_builder *b);
 
 /* Loads and validates a graph file; path "-" reads standard input.
  * flags as for commsched_builder_finish. On failure *out is NULL and err
- * holds line:column (syntax) or a JSON path (semantics). Caller destroys. */
+ * holds line:column (syntax) or a JSON path (semantics). Caller destroys.
+ * Cost: O(file size) to parse (twice on a syntax error, to tell it from
+ * running out of memory), then commsched_builder_finish's. */
 COMMSCHED_EXPORT commsched_status commsched_graph_load_file(
     const char *path, unsigned flags, commsched_graph **out,
     commsched_error *err);
 
-/* The same from a NUL-terminated string. */
+/* The same from a NUL-terminated string, at the same cost. */
 COMMSCHED_EXPORT commsched_status commsched_graph_load_string(
     const char *text, unsigned flags, commsched_graph **out,
     commsched_error *err);
@@ -238,7 +250,8 @@ COMMSCHED_EXPORT commsched_status commsched_graph_load_string(
  * OMP_NUM_THREADS=1 keeps the call on the caller's thread) and written in
  * order from whichever thread holds the turn: the bytes are the same, but
  * a stream with callbacks (fopencookie) may be called from another thread
- * than the caller's, one call at a time. */
+ * than the caller's, one call at a time. O(V + B + R + E) plus parsing
+ * schedule_json. */
 COMMSCHED_EXPORT commsched_status commsched_graph_save_stream(
     const commsched_graph *g, const uint32_t *order, const char *schedule_json,
     FILE *out, commsched_error *err);
@@ -259,7 +272,8 @@ typedef commsched_status (*commsched_schedule_writer)(FILE *out, void *ctx,
  * held in between and nothing parsed. ctx is handed to write_schedule;
  * neither is kept after the call. Fails as commsched_graph_save_stream
  * does, or with write_schedule's status; a failed save has written part of
- * the graph (the CLI writes through a temporary file for that reason). */
+ * the graph (the CLI writes through a temporary file for that reason).
+ * O(V + B + R + E) plus write_schedule's own. */
 COMMSCHED_EXPORT commsched_status commsched_graph_save_stream_with(
     const commsched_graph *g, const uint32_t *order,
     commsched_schedule_writer write_schedule, void *ctx, FILE *out,
@@ -270,6 +284,7 @@ COMMSCHED_EXPORT void commsched_graph_destroy(commsched_graph *g);
 
 /* Structural equality (names, kinds, fields, edges, order). Returns 1 when
  * equal; otherwise 0 and, when why is not NULL, a short description of the
+ * first difference. O(V + B + R + E) and the names' lengths, up to the
  * first difference. */
 COMMSCHED_EXPORT int commsched_graph_equal(const commsched_graph *a,
                                            const commsched_graph *b,

@@ -41,7 +41,7 @@ typedef struct commsched_node_memory {
 } commsched_node_memory;
 
 /* Full estimate for the schedule's current order. Borrows the schedule's
- * graph (it must outlive the tracker). Caller destroys. O(V + reads).
+ * graph (it must outlive the tracker). Caller destroys. O(V + B + reads).
  * EGRAPH when the sizes add up beyond int64_t (no graph the builder
  * accepts does: docs/FORMAT.md "Limits"). */
 COMMSCHED_EXPORT commsched_status commsched_memory_create(
@@ -49,7 +49,9 @@ COMMSCHED_EXPORT commsched_status commsched_memory_create(
 
 COMMSCHED_EXPORT void commsched_memory_destroy(commsched_memory *m);
 
-/* Recomputes everything from scratch for the schedule's order. */
+/* Recomputes everything from scratch for the schedule's order.
+ * O(V + B + reads), plus rebuilding the order tree (O(n)) and its times
+ * (O(16 n)) when the tracker has them. */
 COMMSCHED_EXPORT commsched_status commsched_memory_recompute(
     commsched_memory *m, const commsched_schedule *s, commsched_error *err);
 
@@ -57,11 +59,13 @@ COMMSCHED_EXPORT commsched_status commsched_memory_recompute(
 COMMSCHED_EXPORT int64_t commsched_memory_baseline(const commsched_memory *m);
 
 /* The peak over the current levels and the first node (in schedule order)
- * where it is reached. O(n): it walks the schedule. */
+ * where it is reached. O(n): it walks the schedule (O(n log n) with
+ * commsched_memory_use_tree: each level is read from the tree). */
 COMMSCHED_EXPORT int64_t commsched_memory_peak(const commsched_memory *m,
                                                const commsched_schedule *s,
                                                uint32_t *at_node);
 
+/* Node `node`'s figures. O(1); O(log n) with commsched_memory_use_tree. */
 COMMSCHED_EXPORT commsched_node_memory
 commsched_memory_node(const commsched_memory *m, uint32_t node);
 
@@ -96,7 +100,9 @@ COMMSCHED_EXPORT commsched_status commsched_memory_plan_move(
 
 /* Performs the last planned move: relinks the schedule and updates levels,
  * frees and last uses. Must follow commsched_memory_plan_move with no other
- * change to the schedule in between. */
+ * change to the schedule in between. O(group + buffers whose last use
+ * moves); with commsched_memory_use_tree O(log n) per group node whose
+ * frees change, plus O(log n). */
 COMMSCHED_EXPORT void commsched_memory_commit_move(commsched_memory *m,
                                                    commsched_schedule *s);
 
@@ -205,7 +211,8 @@ COMMSCHED_EXPORT commsched_status commsched_memory_far_run(
     commsched_error *err);
 
 /* Recomputes from scratch and compares node by node and buffer by buffer.
- * Returns EINTERNAL naming the first difference, or OK. */
+ * Returns EINTERNAL naming the first difference, or OK. O(V + B + reads)
+ * (O(n log n) more with commsched_memory_use_tree). */
 COMMSCHED_EXPORT commsched_status commsched_memory_verify(
     const commsched_memory *m, const commsched_schedule *s,
     commsched_error *err);

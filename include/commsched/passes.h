@@ -213,7 +213,13 @@ commsched_run_pass(const commsched_run *r, size_t i);
  * an order a pass breaks gives EINTERNAL naming the pass. Unknown pass
  * names give EINVAL before anything
  * runs, and so do passes that rewrite the graph (commsched_pass_rewrites):
- * run those with commsched_pipeline_apply. */
+ * run those with commsched_pipeline_apply.
+ * Cost: its passes' (docs/PASSES.md, "Cost" and each pass's section;
+ * docs/PERFORMANCE.md measures each one's growth), plus per pass two peaks
+ * of the memory model (O(V + B + R), graph.h's terms) and, with the
+ * invariant check on, commsched_schedule_check and _check_races
+ * (O(V + E + R + B)); a pipeline with overlap after its first pass also
+ * simulates the input order once. */
 COMMSCHED_EXPORT commsched_status commsched_pipeline_run(
     commsched_graph *g, commsched_schedule *s, const double *runtime_ns,
     const char *passes, const commsched_knobs *k, unsigned flags,
@@ -224,7 +230,7 @@ COMMSCHED_EXPORT commsched_status commsched_pipeline_run(
  * is no pass, with the closest pass when it looks like a misspelling of
  * one ("did you mean") and else the list of passes -- the same message
  * commsched_pipeline_run and commsched_optimize give. NULL is the empty
- * pipeline. */
+ * pipeline. O(strlen(passes)) (the pass table is fixed). */
 COMMSCHED_EXPORT commsched_status commsched_pipeline_check(const char *passes,
                                                            commsched_error *err);
 
@@ -251,7 +257,10 @@ COMMSCHED_EXPORT int commsched_pass_rewrites(size_t i);
  * value. commsched_run_runtime_ns gives the runtimes of the final graph.
  *
  * On failure *out is NULL and *g, *s are the ones passed in again (s may
- * hold a partially optimized order, valid except after EINTERNAL). */
+ * hold a partially optimized order, valid except after EINTERNAL).
+ * Cost: as commsched_pipeline_run; a rewriting pass's own cost includes
+ * building its graph (commsched_builder_finish; docs/PASSES.md,
+ * "Bucketing"). */
 COMMSCHED_EXPORT commsched_status commsched_pipeline_apply(
     commsched_graph **g, commsched_schedule **s, const double *runtime_ns,
     const commsched_cost_options *cost, const char *passes,
@@ -268,7 +277,8 @@ COMMSCHED_EXPORT const double *commsched_run_runtime_ns(const commsched_run *r);
  * break them) are removed from g; *dropped receives how many. Call before
  * saving, so the output loads again. The pairs removed are listed in
  * (*names)[2k] -> (*names)[2k+1] when names is not NULL (caller frees the
- * array with commsched_free; the strings are borrowed from g). */
+ * array with commsched_free; the strings are borrowed from g).
+ * O(V + F) for F `after_fake` edges. */
 COMMSCHED_EXPORT commsched_status commsched_graph_drop_violated_fake_edges(
     commsched_graph *g, const commsched_schedule *s, uint32_t *dropped,
     const char ***names, commsched_error *err);

@@ -54,14 +54,15 @@ typedef struct commsched_report_context {
 /* The per-collective table (name, op, group, bytes, comm time and its
  * source, queue delay, compute overlapped, exposed, issue and wait
  * positions) followed by the totals, the lower bound and peak memory.
- * Fits 120 columns. EIO when the stream fails. */
+ * Fits 120 columns. EIO when the stream fails. O(V + R) (graph.h's
+ * terms), each collective's bytes as commsched_cost_collective_bytes. */
 COMMSCHED_EXPORT commsched_status commsched_report_table(
     FILE *out, const commsched_sim *sim, const commsched_report_context *ctx,
     commsched_error *err);
 
 /* The same figures as JSON (format "commsched-simulation", version 1; keys
  * in docs/REPORTS.md). One top-level key per line, one collective per line.
- * ENOMEM / EIO on failure. */
+ * ENOMEM / EIO on failure. O(V + R), as the table. */
 COMMSCHED_EXPORT commsched_status commsched_report_json(
     FILE *out, const commsched_sim *sim, const commsched_report_context *ctx,
     commsched_error *err);
@@ -70,7 +71,9 @@ COMMSCHED_EXPORT commsched_status commsched_report_json(
  * order), complete events (ph "X", µs) for every node, a "memory" counter
  * track (ph "C") when the run kept the memory curve
  * (COMMSCHED_SIM_MEMORY_CURVE), flow arrows (ph "s" / "f") from each
- * collective to its wait, and process/thread name metadata. */
+ * collective to its wait, and process/thread name metadata. O(V + R +
+ * curve points), and O(r^2) for a wait with r inputs (each input's
+ * collective is searched for among the earlier inputs, one arrow each). */
 COMMSCHED_EXPORT commsched_status commsched_report_trace(
     FILE *out, const commsched_sim *sim, const commsched_report_context *ctx,
     commsched_error *err);
@@ -92,7 +95,7 @@ COMMSCHED_EXPORT commsched_status commsched_report_trace(
  * are made on OpenMP's threads, as the save's node lines are
  * (commsched_graph_save_stream). Borrows everything for the call. ENOMEM,
  * EIO when the stream fails, EINVAL for a non-finite figure (the output is
- * then incomplete). */
+ * then incomplete). O(the statistics' rows + bucket members). */
 COMMSCHED_EXPORT commsched_status commsched_run_stats_write_json(
     FILE *out, const commsched_graph *g, const commsched_run *run,
     unsigned flags, commsched_error *err);
@@ -141,7 +144,8 @@ COMMSCHED_EXPORT commsched_status commsched_report_compare(
  * and, for collectives, ranks, hosts and the NCCL algorithm and protocol
  * priced. mem may be NULL (memory deltas print as 0); when given it tracks
  * some order of g (normally the file's). One row / one JSON line per node,
- * in node order. EINVAL for an unusable profile, EIO / ENOMEM on output. */
+ * in node order. EINVAL for an unusable profile, EIO / ENOMEM on output.
+ * O(V + R): commsched_cost_node per node (cost.h). */
 COMMSCHED_EXPORT commsched_status commsched_report_estimates_table(
     FILE *out, const commsched_graph *g, const commsched_cost_options *o,
     const struct commsched_memory *mem, commsched_error *err);
@@ -196,18 +200,20 @@ typedef struct commsched_measured_run {
     char *options_note;
 } commsched_measured_run;
 
-/* An empty measured run of g (every figure absent). Caller destroys. */
+/* An empty measured run of g (every figure absent). Caller destroys.
+ * O(V). */
 COMMSCHED_EXPORT commsched_status commsched_measured_run_create(
     const commsched_graph *g, commsched_measured_run **out, commsched_error *err);
 
 /* Loads a measured run ("-": standard input) whose node names resolve in g
  * (borrowed; it must outlive the result). Syntax errors carry line:column,
  * field errors a JSON path ("nodes[3].end_ns: ..."): EPARSE / ESCHEMA, bad
- * input both; EIO when the file cannot be read. Caller destroys. */
+ * input both; EIO when the file cannot be read. Caller destroys.
+ * O(file size + V) expected (node names are hashed). */
 COMMSCHED_EXPORT commsched_status commsched_measured_run_load_file(
     const char *path, const commsched_graph *g, commsched_measured_run **out,
     commsched_error *err);
-/* The same from a NUL-terminated JSON text. */
+/* The same from a NUL-terminated JSON text, at the same cost. */
 COMMSCHED_EXPORT commsched_status commsched_measured_run_load_string(
     const char *text, const commsched_graph *g, commsched_measured_run **out,
     commsched_error *err);
@@ -264,14 +270,16 @@ COMMSCHED_EXPORT void commsched_html_options_init(commsched_html_options *o);
  * COMMSCHED_SIM_MEMORY_CURVE for the memory chart (the page says when a
  * curve is missing). Streams the page: memory is O(V) for the chosen nodes
  * plus O(lanes x bins), never the page itself. EINVAL for a measured run of
- * another graph, EIO / ENOMEM on failure. */
+ * another graph, EIO / ENOMEM on failure. Time: O(V log V + R + curve
+ * points) per run drawn (the longest nodes are chosen by sorting), plus
+ * O(C log C) for the table (the most exposed collectives). */
 COMMSCHED_EXPORT commsched_status commsched_report_html(
     FILE *out, const commsched_sim *after, const commsched_html_options *o,
     commsched_error *err);
 
 /* The timeline alone as a standalone SVG document (for docs and papers):
  * the same lanes, bars and aggregated bins as the page's first view, with a
- * <title> tooltip per bar. */
+ * <title> tooltip per bar. The page's cost, without the table. */
 COMMSCHED_EXPORT commsched_status commsched_report_svg(
     FILE *out, const commsched_sim *after, const commsched_html_options *o,
     commsched_error *err);

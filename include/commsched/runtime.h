@@ -23,6 +23,9 @@
  *
  * Thread safety: a runtime context belongs to one thread. The report
  * writers only read their arguments.
+ *
+ * Costs: graph.h's terms, and T = iters x ranks x V timestamps of a
+ * measurement.
  */
 #ifndef COMMSCHED_RUNTIME_H
 #define COMMSCHED_RUNTIME_H
@@ -224,7 +227,7 @@ COMMSCHED_EXPORT void commsched_measurement_destroy(commsched_measurement *m);
  * calibrated time when there is one (in sleep mode that includes how late
  * this machine wakes a sleeping rank; in touch mode what streaming costs
  * here), else model_ns x time_scale; waits 0. sources
- * (may be NULL) receives, per node, 1 when the figure was measured. */
+ * (may be NULL) receives, per node, 1 when the figure was measured. O(V). */
 COMMSCHED_EXPORT void commsched_measurement_predict(
     const commsched_measurement *m, const double *model_ns,
     double *runtime_ns, uint8_t *sources);
@@ -297,13 +300,15 @@ typedef struct commsched_run_prediction {
 /* Measured step (median, min, max over iterations of the slowest rank),
  * compute, comm, time blocked in waits (exposed), overlap and peak memory;
  * then predicted vs measured per collective and in total with the error.
- * EIO when the stream fails. */
+ * EIO when the stream fails. O(T + iters x ranks x R + V iters log iters):
+ * every timestamp is read, each wait's collectives found from its inputs,
+ * and each node's median over iterations taken by sorting. */
 COMMSCHED_EXPORT commsched_status commsched_run_report_table(
     FILE *out, const commsched_measurement *m,
     const commsched_run_prediction *p, commsched_error *err);
 
 /* The same as JSON (format "commsched-run", version 1; keys in
- * docs/RUNTIME.md). */
+ * docs/RUNTIME.md), at the same cost. */
 COMMSCHED_EXPORT commsched_status commsched_run_report_json(
     FILE *out, const commsched_measurement *m,
     const commsched_run_prediction *p, commsched_error *err);
@@ -311,7 +316,8 @@ COMMSCHED_EXPORT commsched_status commsched_run_report_json(
 /* Chrome trace: one process per rank (one track per stream: compute, then
  * one per process group), every measured iteration laid end to end, flow
  * arrows from collectives to their waits; plus a "predicted" process with
- * the simulated timeline when p->sim is given. */
+ * the simulated timeline when p->sim is given. The table's cost, plus
+ * O(V + R) for the predicted process. */
 COMMSCHED_EXPORT commsched_status commsched_run_report_trace(
     FILE *out, const commsched_measurement *m,
     const commsched_run_prediction *p, commsched_error *err);

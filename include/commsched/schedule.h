@@ -3,10 +3,11 @@
  * (libuv's queue.h shape, with indices instead of pointers so it costs two
  * uint32 per node and copies with memcpy).
  *
- * Every operation is O(1) except create, to_array and check (O(n), or
- * O(n + edges) for check). Mutations during a walk: a node returned by
- * first/next/prev may be unlinked or moved, but the walk must then continue
- * from a node whose neighbours the caller knows (redis listNext's rule). */
+ * Every operation is O(1) except create, clone, to_array and check (O(n),
+ * or O(n + edges) for check) and check_races (below). Mutations during a
+ * walk: a node returned by first/next/prev may be unlinked or moved, but
+ * the walk must then continue from a node whose neighbours the caller
+ * knows (redis listNext's rule). */
 #ifndef COMMSCHED_SCHEDULE_H
 #define COMMSCHED_SCHEDULE_H
 
@@ -22,12 +23,12 @@ typedef struct commsched_schedule commsched_schedule;
 
 /* A schedule in the graph's node order (order NULL) or in the given order, a
  * permutation of 0..n-1 (EINVAL otherwise). The graph is borrowed and must
- * outlive the schedule. Caller destroys. */
+ * outlive the schedule. Caller destroys. O(n). */
 COMMSCHED_EXPORT commsched_status commsched_schedule_create(
     const commsched_graph *g, const uint32_t *order, commsched_schedule **out,
     commsched_error *err);
 
-/* An independent copy. Caller destroys. */
+/* An independent copy. Caller destroys. O(n). */
 COMMSCHED_EXPORT commsched_status commsched_schedule_clone(
     const commsched_schedule *s, commsched_schedule **out,
     commsched_error *err);
@@ -73,7 +74,7 @@ COMMSCHED_EXPORT void commsched_schedule_move_run_before(commsched_schedule *s,
                                                          uint32_t pos);
 
 /* Writes the order into order[0 .. node count). EINTERNAL if the list does
- * not hold every node exactly once. */
+ * not hold every node exactly once. O(n). */
 COMMSCHED_EXPORT commsched_status commsched_schedule_to_array(
     const commsched_schedule *s, uint32_t *order, commsched_error *err);
 
@@ -81,7 +82,7 @@ COMMSCHED_EXPORT commsched_status commsched_schedule_to_array(
  * permutation of all nodes and every data and `after` edge — and, when
  * with_fake is set, every `after_fake` edge — runs forward. On failure
  * returns EORDER (or EINTERNAL for a broken list) with a message naming the
- * nodes. */
+ * nodes. O(n + edges checked). */
 COMMSCHED_EXPORT commsched_status commsched_schedule_check(
     const commsched_schedule *s, int with_fake, commsched_error *err);
 

@@ -18,8 +18,11 @@
  * at a node's start, free at the end of the buffer's last reader in time)
  * beside the per-step peak of §3.
  *
- * Cost: O(V + E) per run plus O(C log V) for the overlapped-compute figures
- * (C collectives) and O(V log S) for the memory curve (S streams). A
+ * Cost (graph.h's terms): O(V + E + R + B) per run plus O(C log V) for
+ * the overlapped-compute figures (C collectives) and O(V log S) for the
+ * memory curve (S streams); a wait that completes k collectives costs
+ * O(k^2) more when its inputs are not listed in the order those end (they
+ * are insertion-sorted by end time). A
  * commsched_sim owns its result buffers, so a caller estimates runtimes
  * once (commsched_cost_graph) and simulates many orders into one sim with
  * no allocation after the first run. Distinct sims may run concurrently
@@ -48,7 +51,9 @@ typedef enum commsched_comm_streams {
 #define COMMSCHED_SIM_MEMORY 1u       /* compute both memory peaks */
 #define COMMSCHED_SIM_MEMORY_CURVE 2u /* keep the curve too (implies MEMORY) */
 #define COMMSCHED_SIM_BOUND 4u  /* also the stream bound (bound_stream_ns):
-                                   O(n log n) more per run */
+                                   O(V + E + V log V) more per run, and up
+                                   to 8,192 nodes O((V + E) V / 64) for
+                                   the ancestor bit sets */
 
 typedef struct commsched_sim_options {
     commsched_comm_streams comm_streams;
@@ -117,7 +122,7 @@ typedef struct commsched_sim_memory_point {
 } commsched_sim_memory_point;
 
 /* A simulator for graph g (borrowed: it must outlive the sim). Allocates
- * the per-node result buffers once. Caller destroys. */
+ * the per-node result buffers once. Caller destroys. O(V + groups). */
 COMMSCHED_EXPORT commsched_status commsched_sim_create(const commsched_graph *g,
                                                        commsched_sim **out,
                                                        commsched_error *err);
@@ -130,12 +135,14 @@ COMMSCHED_EXPORT void commsched_sim_destroy(commsched_sim *sim);
  * for node i (>= 0, finite; borrowed for the call). opts NULL means
  * commsched_sim_options_init's defaults. Replaces the previous results.
  * EINVAL for a bad permutation or runtime, EORDER when a node precedes a
- * dependency; after an error the results are unspecified. */
+ * dependency; after an error the results are unspecified. Cost: as above,
+ * with the options' flags. */
 COMMSCHED_EXPORT commsched_status commsched_sim_run(
     commsched_sim *sim, const uint32_t *order, const double *runtime_ns,
     const commsched_sim_options *opts, commsched_error *err);
 
-/* The same for a schedule of the same graph (its current order). */
+/* The same for a schedule of the same graph (its current order), plus
+ * O(V) to read the order. */
 COMMSCHED_EXPORT commsched_status commsched_sim_run_schedule(
     commsched_sim *sim, const commsched_schedule *s, const double *runtime_ns,
     const commsched_sim_options *opts, commsched_error *err);

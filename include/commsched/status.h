@@ -104,7 +104,8 @@ COMMSCHED_EXPORT char *commsched_error_format(const commsched_error *err,
  * entries are `stride` bytes apart, so a plain array of strings (stride
  * sizeof(char *)) or one field of an array of structs
  * (&table[0].name, sizeof table[0]) both work. NULL names are skipped.
- * Never fails; borrows everything for the call only. */
+ * Never fails; borrows everything for the call only. O(count x len x 64):
+ * one edit-distance table per name. */
 COMMSCHED_EXPORT size_t commsched_name_suggest(const char *word, size_t len,
                                                const char *const *names,
                                                size_t count, size_t stride);

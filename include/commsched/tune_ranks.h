@@ -86,7 +86,11 @@ typedef struct commsched_tune_ranks commsched_tune_ranks;
  * failure when MPI was joined. Fails on every rank alike (EINVAL: the
  * ranks disagree on the job; ELIBRARY: MPI) or with ENOMEM. Cost: the
  * candidates' commsched_optimize calls over the ranks' threads, plus per
- * rank one load and one commsched_tune_prepare per graph it works on. */
+ * rank one load and one commsched_tune_prepare per graph it works on. For
+ * P (graph, candidate) pairs over G graphs, rank 0 orders them in
+ * O(P log P) and, with a progress callback, recounts every graph's
+ * candidates for each pair it records (O(P x G)); a rank evicting a graph
+ * scans the G graphs for the least recently used. */
 COMMSCHED_EXPORT commsched_status commsched_tune_ranks_run(
     const commsched_tune_ranks_options *o, commsched_tune_result **results,
     const commsched_graph **graphs, commsched_error *errors,
