@@ -574,10 +574,20 @@ static const char *alias_path(char *buf, size_t size, uint32_t node,
     return buf;
 }
 
-/* Sorts a short row ascending and drops repeats; returns the new length. */
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts a row ascending and drops repeats; returns the new length. Rows
+ * are short (a node's dependencies), so insertion; a long one (a hostile
+ * node with 10^5 inputs) goes to qsort rather than O(n^2). */
 static uint32_t sort_unique(uint32_t *v, uint32_t n)
 {
-    for (uint32_t i = 1; i < n; i++) {
+    if (n > 32)
+        qsort(v, n, sizeof *v, cmp_u32);
+    for (uint32_t i = 1; i < n && n <= 32; i++) {
         uint32_t x = v[i], j = i;
         while (j > 0 && v[j - 1] > x) {
             v[j] = v[j - 1];

@@ -63,6 +63,8 @@ struct commsched_sim {
     /* Collectives a wait reads (scratch, grown on demand). */
     uint32_t *wcoll;
     size_t cap_wcoll;
+    struct wait_key *wkey; /* sort_by_end's keys */
+    size_t cap_wkey;
     /* Memory. */
     int64_t *alloc, *free_step, *free_sim;
     cs_heap events;     /* sequence cursors by their next event */
@@ -99,6 +101,7 @@ void commsched_sim_destroy(commsched_sim *sim)
     free(sim->seq_head);
     free(sim->seq_tail);
     free(sim->wcoll);
+    free(sim->wkey);
     free(sim->alloc);
     free(sim->free_step);
     free(sim->free_sim);
@@ -224,6 +227,34 @@ static inline int edge_counts(const commsched_sim *sim, uint32_t d,
            stream_of(sim, nd) == v_stream;
 }
 
+struct wait_key {
+    double end;
+    uint32_t seq, node;
+};
+
+static int cmp_wait_key(const void *a, const void *b)
+{
+    const struct wait_key *x = a, *y = b;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* sim->wcoll[0..k) by end time, ties in their present order (what the
+ * insertion below gives), in O(k log k). Returns k, or -1 on OOM. */
+static long sort_by_end(commsched_sim *sim, size_t k)
+{
+    if (cs_grow((void **)&sim->wkey, &sim->cap_wkey, k, sizeof *sim->wkey))
+        return -1;
+    for (size_t i = 0; i < k; i++)
+        sim->wkey[i] = (struct wait_key){sim->nodes[sim->wcoll[i]].end_ns,
+                                         (uint32_t)i, sim->wcoll[i]};
+    qsort(sim->wkey, k, sizeof *sim->wkey, cmp_wait_key);
+    for (size_t i = 0; i < k; i++)
+        sim->wcoll[i] = sim->wkey[i].node;
+    return (long)k;
+}
+
 /* The collectives whose outputs wait v reads (its direct producers), in
  * sim->wcoll sorted by end time. Returns the count, or -1 on OOM. */
 static long wait_collectives(commsched_sim *sim, uint32_t v)
@@ -239,9 +270,17 @@ static long wait_collectives(commsched_sim *sim, uint32_t v)
         if (p == COMMSCHED_NONE ||
             g->nodes[p].kind != COMMSCHED_NODE_COLLECTIVE)
             continue;
-        /* Insertion by end time: a wait reads one collective, or a few. */
+        sim->wcoll[k++] = p;
+    }
+    /* By end time, ties in read order. A wait reads one collective, or a
+     * few: insertion; one that reads thousands (a hostile graph) is
+     * sorted by key instead of in O(k^2). */
+    if (k > 32)
+        return sort_by_end(sim, k);
+    for (size_t j = 1; j < k; j++) {
+        uint32_t p = sim->wcoll[j];
         double end = sim->nodes[p].end_ns;
-        size_t i = k++;
+        size_t i = j;
         while (i > 0 && sim->nodes[sim->wcoll[i - 1]].end_ns > end) {
             sim->wcoll[i] = sim->wcoll[i - 1];
             i--;
