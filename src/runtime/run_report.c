@@ -83,6 +83,8 @@ typedef struct summary {
     uint32_t n_coll;
     double *rank_tot;     /* [rank * 5 + f]: medians over iterations of the
                              rank's step, compute, comm, exposed, overlap */
+    uint32_t *wc_off, *wc; /* each wait's collectives (CSR by node) */
+    size_t wc_max;         /* the most one wait has */
 } summary;
 
 static int cmp_double(const void *a, const void *b)
@@ -116,23 +118,86 @@ static void summary_free(summary *s)
     free(s->exposed_node);
     free(s->issue);
     free(s->rank_tot);
+    free(s->wc_off);
+    free(s->wc);
 }
 
-/* The collectives a wait completes: its direct producers that are
- * collectives (the simulator's rule). */
-static size_t wait_colls(const commsched_graph *g, uint32_t w, uint32_t *out,
-                         size_t cap)
+/* The collectives each wait completes: its direct producers that are
+ * collectives (the simulator's rule), each once, in read order, as CSR
+ * rows of s->wc. O(V + reads): a stamp per collective, not a scan of the
+ * row (a wait may complete thousands). Returns 0 or -1 on OOM. */
+static int wait_lists(const commsched_graph *g, summary *s)
 {
-    size_t k = 0;
-    for (uint32_t e = g->reads.off[w]; e < g->reads.off[w + 1]; e++) {
-        uint32_t p = g->buffers[g->reads.idx[e]].producer;
-        if (p == COMMSCHED_NONE || g->nodes[p].kind != COMMSCHED_NODE_COLLECTIVE)
+    uint32_t n = g->n_nodes;
+    s->wc_off = calloc((size_t)n + 1, sizeof *s->wc_off);
+    uint32_t *stamp = calloc(n ? n : 1, sizeof *stamp);
+    size_t total = 0;
+    for (uint32_t w = 0; w < n; w++)
+        if (g->nodes[w].kind == COMMSCHED_NODE_WAIT)
+            total += g->reads.off[w + 1] - g->reads.off[w];
+    s->wc = malloc((total ? total : 1) * sizeof *s->wc);
+    if (!s->wc_off || !stamp || !s->wc) {
+        free(stamp);
+        return -1;
+    }
+    uint32_t k = 0;
+    for (uint32_t w = 0; w < n; w++) {
+        s->wc_off[w] = k;
+        if (g->nodes[w].kind != COMMSCHED_NODE_WAIT)
             continue;
-        int seen = 0;
+        for (uint32_t e = g->reads.off[w]; e < g->reads.off[w + 1]; e++) {
+            uint32_t p = g->buffers[g->reads.idx[e]].producer;
+            if (p == COMMSCHED_NONE ||
+                g->nodes[p].kind != COMMSCHED_NODE_COLLECTIVE ||
+                stamp[p] == w + 1)
+                continue;
+            stamp[p] = w + 1;
+            s->wc[k++] = p;
+        }
+        if (k - s->wc_off[w] > s->wc_max)
+            s->wc_max = k - s->wc_off[w];
+    }
+    s->wc_off[n] = k;
+    free(stamp);
+    return 0;
+}
+
+typedef struct done_key {
+    double end;
+    uint32_t seq, node;
+} done_key;
+
+static int cmp_done(const void *a, const void *b)
+{
+    const done_key *x = a, *y = b;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Wait w's collectives into out, by completion time t1 (ties in read
+ * order): insertion for the usual few, keys and qsort (keys: wc_max
+ * entries) for many. Returns the count. */
+static size_t by_completion(const summary *s, uint32_t w, const double *t1,
+                            uint32_t *out, done_key *keys)
+{
+    size_t k = s->wc_off[w + 1] - s->wc_off[w];
+    const uint32_t *row = s->wc + s->wc_off[w];
+    if (k > 32) {
         for (size_t i = 0; i < k; i++)
-            seen |= out[i] == p;
-        if (!seen && k < cap)
-            out[k++] = p;
+            keys[i] = (done_key){t1[row[i]], (uint32_t)i, row[i]};
+        qsort(keys, k, sizeof *keys, cmp_done);
+        for (size_t i = 0; i < k; i++)
+            out[i] = keys[i].node;
+        return k;
+    }
+    for (size_t i = 0; i < k; i++) {
+        size_t j = i;
+        while (j > 0 && t1[out[j - 1]] > t1[row[i]]) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = row[i];
     }
     return k;
 }
@@ -157,9 +222,14 @@ static int summarize(const commsched_measurement *m, summary *s)
     double *col = malloc(((size_t)I + 1) * sizeof *col);
     double *tot_ir = calloc((size_t)I * R * 5 + 1, sizeof *tot_ir);
     s->rank_tot = calloc((size_t)R * 5 + 1, sizeof *s->rank_tot);
-    uint32_t wc[64];
     int ok = s->step_it && s->dur && s->exposed_node && s->issue && exp_ir &&
-             acc_d && acc_e && acc_s && tot && col && tot_ir && s->rank_tot;
+             acc_d && acc_e && acc_s && tot && col && tot_ir && s->rank_tot &&
+             wait_lists(g, s) == 0;
+    uint32_t *wc = ok ? malloc((s->wc_max ? s->wc_max : 1) * sizeof *wc)
+                      : NULL;
+    done_key *keys = ok ? malloc((s->wc_max ? s->wc_max : 1) * sizeof *keys)
+                        : NULL;
+    ok = ok && wc && keys;
     if (!ok)
         goto done;
     for (uint32_t v = 0; v < n; v++)
@@ -188,14 +258,7 @@ static int summarize(const commsched_measurement *m, summary *s)
                     }
                 } else {
                     exposed += d;
-                    size_t k = wait_colls(g, v, wc, sizeof wc / sizeof wc[0]);
-                    /* by completion time (insertion sort: k is small) */
-                    for (size_t i = 1; i < k; i++)
-                        for (size_t j = i; j > 0 && t1[wc[j - 1]] > t1[wc[j]]; j--) {
-                            uint32_t tmp = wc[j];
-                            wc[j] = wc[j - 1];
-                            wc[j - 1] = tmp;
-                        }
+                    size_t k = by_completion(s, v, t1, wc, keys);
                     double cur = t0[v];
                     for (size_t i = 0; i < k; i++) {
                         double e = fmin(t1[wc[i]], t1[v]);
@@ -269,6 +332,8 @@ static int summarize(const commsched_measurement *m, summary *s)
         }
     }
 done:
+    free(wc);
+    free(keys);
     free(tot_ir);
     free(exp_ir);
     free(acc_d);
@@ -755,7 +820,6 @@ commsched_status commsched_run_report_trace(FILE *out,
     /* Iterations end to end, a small gap apart, whatever the ranks' clocks
      * say (each iteration's times are relative to its own start). */
     double gap = s.step_med * 0.02, offset = 0;
-    uint32_t wc[64];
     for (uint32_t it = 0; it < m->iters && !w->error; it++) {
         for (uint32_t r = 0; r < R; r++) {
             size_t base = ((size_t)it * R + r) * n;
@@ -775,9 +839,8 @@ commsched_status commsched_run_report_trace(FILE *out,
                     tr_slice(w, pid, 0, nd->name, cat_of(nd), t0, d, nd, g, it);
                 if (nd->kind != COMMSCHED_NODE_WAIT)
                     continue;
-                size_t k = wait_colls(g, v, wc, sizeof wc / sizeof wc[0]);
-                for (size_t i = 0; i < k; i++) {
-                    uint32_t c = wc[i];
+                for (uint32_t i = s.wc_off[v]; i < s.wc_off[v + 1]; i++) {
+                    uint32_t c = s.wc[i];
                     uint64_t id = ((uint64_t)(it * R + r) * n + c) + 1;
                     double cs = offset + (m->post_ns ? m->post_ns[base + c]
                                                      : m->start_ns[base + c]),
