@@ -900,15 +900,41 @@ static commsched_status resolve_node_refs(commsched_graph *g,
     return st;
 }
 
-/* alias_of must name a buffer the node reads or one of its own outputs;
- * chains are followed to their root with a cycle check. */
+/* Marks the in-place aliases whose root an earlier output of the same
+ * node aliases too (root_again), so that a collective's bytes count each
+ * root once in O(outputs) (commsched_cost_collective_bytes). mark: one
+ * entry per buffer, zeroed. */
+static void mark_repeated_roots(commsched_graph *g, uint32_t *mark)
+{
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const cs_node *n = &g->nodes[i];
+        uint32_t first = n->out_first, end = n->out_first + n->n_out;
+        for (uint32_t bi = first; bi < end; bi++) {
+            cs_buffer *buf = &g->buffers[bi];
+            if (buf->alias_of == COMMSCHED_NONE ||
+                (buf->root >= first && buf->root < end))
+                continue;
+            buf->root_again = mark[buf->root] == i + 1;
+            mark[buf->root] = i + 1;
+        }
+    }
+}
+
+/* alias_of must name a buffer the node reads or one of its own outputs
+ * (a stamp per buffer marks the node's inputs, so a node with many alias
+ * outputs costs its inputs plus its outputs); chains are followed to
+ * their root with a cycle check. */
 static commsched_status resolve_aliases(commsched_graph *g,
                                         const commsched_builder *b,
                                         commsched_error *err)
 {
     char path[96];
+    uint32_t *mark = calloc(g->n_buffers ? g->n_buffers : 1, sizeof *mark);
+    if (!mark)
+        return oom(err);
     cs_strmap_pipe p; /* the alias_of names, b->outs in order */
     size_t ahead = 0, q = 0; /* the next out to queue; the name's index */
+    uint32_t marked = 0;     /* the node whose inputs mark holds, + 1 */
     p.n = 0;
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const bnode *bn = &b->nodes[i];
@@ -923,20 +949,26 @@ static commsched_status resolve_aliases(commsched_graph *g,
                                         b->outs[ahead].alias_of);
             uint32_t bi = cs_strmap_get_h(&g->buffer_by_name, base,
                                           cs_strmap_pipe_hash(&p, q++));
-            if (bi == UINT32_MAX)
+            if (bi == UINT32_MAX) {
+                free(mark);
                 return failf(err, COMMSCHED_EGRAPH,
                              alias_path(path, sizeof path, i, k),
                              "alias of unknown buffer \"%s\"", base);
-            int ok = g->buffers[bi].producer == i;
+            }
             const uint32_t *in = CS_ROW_BEGIN(g->reads, i);
-            for (uint32_t r = 0; !ok && r < CS_ROW_LEN(g->reads, i); r++)
-                ok = in[r] == bi;
-            if (!ok)
+            if (marked != i + 1) { /* the node's first alias: its inputs */
+                for (uint32_t r = 0; r < CS_ROW_LEN(g->reads, i); r++)
+                    mark[in[r]] = i + 1;
+                marked = i + 1;
+            }
+            if (g->buffers[bi].producer != i && mark[bi] != i + 1) {
+                free(mark);
                 return failf(err, COMMSCHED_EGRAPH,
                              alias_path(path, sizeof path, i, k),
                              "\"%s\" is neither read by node \"%s\" nor one "
                              "of its outputs",
                              base, n->name);
+            }
             g->buffers[n->out_first + k].alias_of = bi;
         }
     }
@@ -946,8 +978,10 @@ static commsched_status resolve_aliases(commsched_graph *g,
      * chain may cross any number of nodes: a view of a wait's alias of an
      * in-place all_reduce is three steps long.) */
     uint8_t *state = cs_calloc(g->n_buffers, sizeof *state);
-    if (!state)
+    if (!state) {
+        free(mark);
         return oom(err);
+    }
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const cs_node *n = &g->nodes[i];
         for (uint32_t k = 0; k < n->n_out; k++) {
@@ -973,6 +1007,7 @@ static commsched_status resolve_aliases(commsched_graph *g,
                         break;
                 }
                 free(state);
+                free(mark);
                 snprintf(path, sizeof path, "nodes[%u].outputs[%u].alias_of",
                          i, k);
                 return failf(err, COMMSCHED_EGRAPH, path, "alias cycle %s",
@@ -987,6 +1022,9 @@ static commsched_status resolve_aliases(commsched_graph *g,
         }
     }
     free(state);
+    memset(mark, 0, (g->n_buffers ? g->n_buffers : 1) * sizeof *mark);
+    mark_repeated_roots(g, mark);
+    free(mark);
     return COMMSCHED_OK;
 }
 

@@ -43,6 +43,8 @@ typedef struct cs_buffer {
     uint8_t is_output; /* listed in the graph's outputs */
     uint8_t keep;      /* root of an output's alias chain: never freed */
     uint8_t has_from;  /* a node output with a "from": its row of `from` */
+    uint8_t root_again; /* an in-place alias whose root an earlier output
+                           of its node aliases too (builder.c) */
 } cs_buffer;
 
 typedef struct cs_node {
@@ -144,10 +146,6 @@ commsched_status cs_graph_check_wait_rules(const commsched_graph *g,
 commsched_status cs_graph_check_collective_sizes(const commsched_graph *g,
                                                  commsched_error *err);
 
-/* 1 when node v is a collective that writes buffer `root` in place (one of
- * its outputs aliases, through its chain, a root it did not create). */
-int cs_node_writes_in_place(const commsched_graph *g, uint32_t v,
-                            uint32_t root);
 /* Derives the in-place write edges (write-after-read and read-after-write,
  * docs/FORMAT.md "In-place writes") from the node order, which must already
  * be topological, and merges them into deps/users. EGRAPH, naming both

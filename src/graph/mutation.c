@@ -58,30 +58,29 @@ static int chain_through(const commsched_graph *g, uint32_t b, uint32_t w)
 }
 
 /* The input index (into node r's reads) of r's first read of root `root`
- * that does not go through node w's outputs, or UINT32_MAX. */
-static uint32_t own_name_read(const commsched_graph *g, uint32_t r,
+ * that does not go through node w's outputs, or UINT32_MAX. root_reads:
+ * each written root's reads, as indices into g->reads.idx in file order,
+ * so r's are found by a binary search, not a scan of r's reads (a node
+ * may read thousands of roots). */
+static uint32_t own_name_read(const commsched_graph *g,
+                              const cs_csr *root_reads, uint32_t r,
                               uint32_t root, uint32_t w)
 {
-    const uint32_t *in = CS_ROW_BEGIN(g->reads, r);
-    for (uint32_t k = 0; k < CS_ROW_LEN(g->reads, r); k++)
-        if (g->buffers[in[k]].root == root && !chain_through(g, in[k], w))
-            return k;
-    return UINT32_MAX;
-}
-
-int cs_node_writes_in_place(const commsched_graph *g, uint32_t v,
-                            uint32_t root)
-{
-    const cs_node *n = &g->nodes[v];
-    if (n->kind != COMMSCHED_NODE_COLLECTIVE)
-        return 0;
-    for (uint32_t k = 0; k < n->n_out; k++) {
-        const cs_buffer *b = &g->buffers[n->out_first + k];
-        if (b->alias_of != COMMSCHED_NONE && b->root == root &&
-            g->buffers[root].producer != v)
-            return 1;
+    const uint32_t *e = CS_ROW_BEGIN(*root_reads, root);
+    uint32_t lo = 0, hi = CS_ROW_LEN(*root_reads, root);
+    uint32_t first = g->reads.off[r], end = g->reads.off[r + 1];
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e[mid] < first)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return 0;
+    for (uint32_t i = lo; i < CS_ROW_LEN(*root_reads, root) && e[i] < end;
+         i++)
+        if (!chain_through(g, g->reads.idx[e[i]], w))
+            return e[i] - first;
+    return UINT32_MAX;
 }
 
 /* complete[v]: the node whose position ends v's use of its buffers in file
@@ -110,10 +109,11 @@ static uint32_t *completions(const commsched_graph *g)
 /* Read-after-write: reader r (after writer w in file order) reads the root
  * by its own name, so it must come after w's completion. */
 static commsched_status raw_edge(const commsched_graph *g, const uint32_t *c,
-                                 uint32_t root, uint32_t w, uint32_t r,
-                                 mut_pairs *out, commsched_error *err)
+                                 const cs_csr *root_reads, uint32_t root,
+                                 uint32_t w, uint32_t r, mut_pairs *out,
+                                 commsched_error *err)
 {
-    uint32_t k = own_name_read(g, r, root, w);
+    uint32_t k = own_name_read(g, root_reads, r, root, w);
     if (k == UINT32_MAX)
         return COMMSCHED_OK;
     if (c[w] != COMMSCHED_NONE && c[w] < r)
@@ -173,6 +173,8 @@ static commsched_status war_edge(const commsched_graph *g, const uint32_t *c,
  * output aliases something they read). */
 static commsched_status derive_root(const commsched_graph *g,
                                     const uint32_t *c, uint32_t root,
+                                    const cs_csr *writers,
+                                    const cs_csr *root_reads, uint32_t *stamp,
                                     uint32_t *version, mut_pairs *out,
                                     commsched_error *err)
 {
@@ -180,12 +182,16 @@ static commsched_status derive_root(const commsched_graph *g,
     uint32_t n = CS_ROW_LEN(g->readers, root), n_version = 0;
     uint32_t writer = COMMSCHED_NONE;
     commsched_status st;
+    /* the collectives that write root in place, stamped */
+    for (uint32_t k = writers->off[root]; k < writers->off[root + 1]; k++)
+        stamp[writers->idx[k]] = root + 1;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t r = rd[i];
         if (writer != COMMSCHED_NONE &&
-            (st = raw_edge(g, c, root, writer, r, out, err)) != COMMSCHED_OK)
+            (st = raw_edge(g, c, root_reads, root, writer, r, out, err)) !=
+                COMMSCHED_OK)
             return st;
-        if (!cs_node_writes_in_place(g, r, root)) {
+        if (stamp[r] != root + 1) {
             version[n_version++] = r;
             continue;
         }
@@ -278,7 +284,40 @@ commsched_status cs_graph_derive_mutation_edges(commsched_graph *g,
     uint32_t *c = completions(g);
     uint32_t *version = cs_malloc_array(n, sizeof *version);
     uint8_t *walked = cs_calloc(g->n_buffers, sizeof *walked);
-    if (!c || !version || !walked) {
+    uint32_t *stamp = cs_calloc(n ? n : 1, sizeof *stamp);
+    /* Each root's in-place writers (a collective whose output aliases a
+     * root it did not make), gathered once: asking each reader whether it
+     * writes the root would scan its outputs for every root it reads, and
+     * an in-place collective over many buffers would make that quadratic. */
+    cs_csr writers = {0};
+    mut_pairs wp = {0};
+    for (uint32_t v = 0; v < n && c && version && walked && stamp; v++) {
+        const cs_node *nd = &g->nodes[v];
+        for (uint32_t k = 0; nd->kind == COMMSCHED_NODE_COLLECTIVE &&
+                             k < nd->n_out;
+             k++) {
+            const cs_buffer *b = &g->buffers[nd->out_first + k];
+            if (b->alias_of != COMMSCHED_NONE &&
+                g->buffers[b->root].producer != v &&
+                push_pair(&wp, b->root, v) != 0) {
+                free(stamp);
+                stamp = NULL;
+            }
+        }
+    }
+    /* ... and the reads of those roots (the others have no versions) */
+    cs_csr root_reads = {0};
+    mut_pairs rp = {0};
+    int ok = c && version && walked && stamp &&
+             cs_csr_from_pairs(&writers, g->n_buffers, wp.rows, wp.vals,
+                               wp.n) == 0;
+    for (uint32_t e = 0; ok && e < g->reads.off[n]; e++) {
+        uint32_t root = g->buffers[g->reads.idx[e]].root;
+        if (CS_ROW_LEN(writers, root) > 0 && push_pair(&rp, root, e) != 0)
+            ok = 0;
+    }
+    if (!ok || cs_csr_from_pairs(&root_reads, g->n_buffers, rp.rows, rp.vals,
+                                 rp.n) != 0) {
         st = commsched_error_set(err, COMMSCHED_ENOMEM, NULL, "out of memory");
         goto done;
     }
@@ -295,7 +334,8 @@ commsched_status cs_graph_derive_mutation_edges(commsched_graph *g,
                 g->buffers[root].producer == v || walked[root])
                 continue;
             walked[root] = 1;
-            st = derive_root(g, c, root, version, &pairs, err);
+            st = derive_root(g, c, root, &writers, &root_reads, stamp,
+                             version, &pairs, err);
         }
     }
     if (st == COMMSCHED_OK && pairs.n > 0 && merge(g, &pairs) != 0)
@@ -311,6 +351,13 @@ done:
     free(c);
     free(version);
     free(walked);
+    free(stamp);
+    cs_csr_free(&writers);
+    cs_csr_free(&root_reads);
+    free(wp.rows);
+    free(wp.vals);
+    free(rp.rows);
+    free(rp.vals);
     free(pairs.rows);
     free(pairs.vals);
     return st;

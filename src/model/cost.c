@@ -385,21 +385,14 @@ double commsched_cost_collective_bytes(const commsched_graph *g,
      * aliases of the one buffer it reduces (the kernel and its
      * MultiOutput), and moves that buffer once. A real output is its own
      * root; an alias of one of the node's outputs adds nothing; an in-place
-     * alias counts unless an earlier one has the same root (a scan only
-     * over in-place outputs, which are few). */
+     * alias counts unless an earlier one has the same root (root_again,
+     * which the builder marks). */
     uint32_t first = n->out_first, end = n->out_first + n->n_out;
     for (uint32_t b = first; b < end; b++) {
         uint32_t r = g->buffers[b].root;
-        if (g->buffers[b].alias_of == COMMSCHED_NONE) {
+        if (g->buffers[b].alias_of == COMMSCHED_NONE)
             out += (double)g->buffers[b].size;
-            continue;
-        }
-        if (r >= first && r < end)
-            continue;
-        uint32_t j = first;
-        while (j < b && g->buffers[j].root != r)
-            j++;
-        if (j == b)
+        else if (!(r >= first && r < end) && !g->buffers[b].root_again)
             out += (double)g->buffers[r].size;
     }
     return in > out ? in : out;
