@@ -68,7 +68,8 @@ typedef struct cs_gen_op {
     uint8_t group;    /* CS_GEN_COLL: CS_GEN_DP, _TP or _EP */
     int32_t in[4];
     int32_t out;
-    int32_t aux;      /* CS_GEN_SDPA: logsumexp tensor; CS_GEN_PARAM: param index */
+    int32_t aux;      /* CS_GEN_SDPA: logsumexp tensor; CS_GEN_PARAM: param
+                         index */
     double flops;     /* forward flops */
     const char *op;   /* CS_GEN_EW: aten-style op name */
     char name[CS_GEN_NAME];
@@ -86,7 +87,8 @@ typedef struct cs_gen_param {
     int64_t numel;   /* local elements (after TP / EP slicing) */
     int32_t unit;
     uint8_t fsdp;    /* sharded over dp (otherwise held whole locally) */
-    uint8_t marked;  /* used again by a recompute: a CS_GEN_PARAM marker exists */
+    uint8_t marked;  /* used again by a recompute: a CS_GEN_PARAM marker
+                        exists */
     int32_t weight;  /* forward tensor; -1 before first use */
     int32_t wgrad;   /* accumulated compute-dtype gradient (tensor) */
     char grad[CS_GEN_NAME]; /* final gradient buffer the optimizer reads */
@@ -169,12 +171,19 @@ typedef struct cs_gen {
     char scratch[4][CS_GEN_NAME];
 } cs_gen;
 
-static inline int64_t cs_gen_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline int64_t cs_gen_ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
 /* Bytes of tensor t. */
-static inline double cs_gen_tb(const cs_gen *g, int32_t t) { return (double)g->t[t].bytes; }
+static inline double cs_gen_tb(const cs_gen *g, int32_t t)
+{
+    return (double)g->t[t].bytes;
+}
 
-/* generate_tape.c: state, node emission, parameters, forward ops (each emits its
- * node and records the tape) and the backward pass derived from the tape. */
+/* generate_tape.c: state, node emission, parameters, forward ops (each
+ * emits its node and records the tape) and the backward pass derived from
+ * the tape. */
 void cs_gen_backward(cs_gen *g);
 void cs_gen_emit_collective(cs_gen *g, const char *name, commsched_coll_op op,
                             int group, const char *const *in, size_t n_in,
@@ -198,7 +207,8 @@ void cs_gen_node_begin(cs_gen *g, commsched_node_kind kind, const char *name,
                        const char *op);
 void cs_gen_node_end(cs_gen *g, double flops, double bytes, int gemm);
 void cs_gen_node_in(cs_gen *g, const char *buf);
-void cs_gen_node_out(cs_gen *g, const char *name, int64_t size, const char *alias);
+void cs_gen_node_out(cs_gen *g, const char *name, int64_t size,
+                     const char *alias);
 int32_t cs_gen_param_get(cs_gen *g, int32_t pi);
 int32_t cs_gen_param_new(cs_gen *g, int32_t unit_idx, const char *tag,
                          int64_t numel, int fsdp);

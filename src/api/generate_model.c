@@ -29,7 +29,7 @@ static void clip_grads(cs_gen *g)
         int64_t numel = 0;
         cs_gen_fmt_name(g, name, u->name, "grad_norm");
         cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, name,
-                   g->fine ? "linalg_vector_norm" : "_foreach_norm");
+                          g->fine ? "linalg_vector_norm" : "_foreach_norm");
         if (u->n_fsdp && u->grad[0])
             cs_gen_node_in(g, u->grad);
         for (int32_t i = u->p0; i < u->p0 + u->np; i++) {
@@ -41,9 +41,11 @@ static void clip_grads(cs_gen *g)
                 cs_gen_node_in(g, p->grad);
         }
         cs_gen_node_out(g, name, 4, NULL);
-        cs_gen_node_end(g, 2.0 * (double)numel, (double)numel * (double)g->re, 0);
+        cs_gen_node_end(g, 2.0 * (double)numel, (double)numel * (double)g->re,
+                        0);
     }
-    cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, "clip.total_norm", "stack_norm");
+    cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, "clip.total_norm",
+                      "stack_norm");
     for (size_t ui = 0; ui < g->nu; ui++)
         if (g->u[ui].np > 0) {
             cs_gen_fmt_name(g, name, g->u[ui].name, "grad_norm");
@@ -62,8 +64,9 @@ static void clip_grads(cs_gen *g)
         memcpy(src, prev, CS_GEN_NAME);
         in[0] = src;
         snprintf(name, sizeof name, "clip.ar_%s", cs_gen_group_name(groups[k]));
-        cs_gen_emit_collective(g, name, COMMSCHED_COLL_ALL_REDUCE, groups[k], in, 1,
-                        4, COMMSCHED_DTYPE_FLOAT32, COMMSCHED_REDUCE_SUM);
+        cs_gen_emit_collective(g, name, COMMSCHED_COLL_ALL_REDUCE, groups[k],
+                               in, 1, 4, COMMSCHED_DTYPE_FLOAT32,
+                               COMMSCHED_REDUCE_SUM);
         cs_gen_fmt_name(g, prev, name, "wait");
     }
     cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, "clip.coef", "clamp");
@@ -96,7 +99,8 @@ static void clip_grads(cs_gen *g)
  * the denominator, the step): eight elementwise ops, one temporary. */
 static void optimizer(cs_gen *g)
 {
-    char name[CS_GEN_NAME], a[CS_GEN_NAME], b[CS_GEN_NAME], c[CS_GEN_NAME], d[CS_GEN_NAME];
+    char name[CS_GEN_NAME], a[CS_GEN_NAME], b[CS_GEN_NAME], c[CS_GEN_NAME],
+        d[CS_GEN_NAME];
     for (size_t ui = 0; ui < g->nu && g->st == COMMSCHED_OK; ui++) {
         cs_gen_unit *u = &g->u[ui];
         if (u->np == 0) /* fine mode: the per-layer units stay empty */
@@ -248,13 +252,13 @@ static int32_t norm(cs_gen *g, const char *tag, int32_t x, int32_t pw,
         int32_t p2 = cs_gen_f_ew1(g, T("pow"), "pow", xf, M * H * 4, n, 1);
         int32_t m = cs_gen_f_ew1(g, T("mean"), "mean", p2, M * 4, n, 0);
         int32_t a = cs_gen_f_ew(g, T("add_eps"), "add", 1, &m, 0, 0, 1, M * 4,
-                         (double)M);
+                                (double)M);
         r = cs_gen_f_ew1(g, T("rsqrt"), "rsqrt", a, M * 4, (double)M, 1);
     } else {
-        int32_t vm = cs_gen_f_ew1(g, T("var_mean"), "var_mean", xf, M * 8, 2.0 * n,
-                           1);
+        int32_t vm = cs_gen_f_ew1(g, T("var_mean"), "var_mean", xf, M * 8,
+                                  2.0 * n, 1);
         int32_t a = cs_gen_f_ew(g, T("add_eps"), "add", 1, &vm, 0, 0, 1, M * 8,
-                         (double)M);
+                                (double)M);
         r = cs_gen_f_ew1(g, T("rsqrt"), "rsqrt", a, M * 8, (double)M, 1);
         int32_t in[2] = {xf, r};
         xc = cs_gen_f_ew(g, T("sub"), "sub", 2, in, 3, 0, 0, M * H * 4, n);
@@ -284,15 +288,16 @@ static int32_t rope(cs_gen *g, const char *tag, int32_t x, int64_t M,
     char t[CS_GEN_NAME];
     if (!g->fine) {
         int32_t in[2] = {x, g->freqs};
-        return cs_gen_f_ew(g, tag, "rotary_emb", 2, in, 1, 2, 0, M * width * g->e,
-                    3.0 * n);
+        return cs_gen_f_ew(g, tag, "rotary_emb", 2, in, 1, 2, 0,
+                           M * width * g->e, 3.0 * n);
     }
 #define T(s) (snprintf(t, sizeof t, "%s.%s", tag, s), t)
-    int32_t xf = cs_gen_f_ew1(g, T("to_fp32"), "_to_copy", x, M * width * 4, n, 0);
+    int32_t xf = cs_gen_f_ew1(g, T("to_fp32"), "_to_copy", x, M * width * 4, n,
+                              0);
     xf = cs_gen_f_view(g, T("as_complex"), "view_as_complex", xf);
     int32_t in[2] = {xf, g->freqs};
     int32_t y = cs_gen_f_ew(g, T("mul"), "mul", 2, in, 1, 2, 0, M * width * 4,
-                     3.0 * n);
+                            3.0 * n);
     y = cs_gen_f_view(g, T("as_real"), "view_as_real", y);
     y = cs_gen_f_view(g, T("flatten"), "view", y);
     return cs_gen_f_ew1(g, T("type_as"), "_to_copy", y, M * width * g->e, n, 0);
@@ -309,8 +314,8 @@ static int32_t attention(cs_gen *g, int32_t x, const cs_gen_layer_params *lp)
     int64_t q_w = g->nh_l * hd, kv_w = g->nkv_l * hd;
     int32_t xn = norm(g, "attn_norm", x, lp->norm1, lp->norm1_b, M);
     if (g->use_tp && g->sp)
-        xn = cs_gen_f_coll(g, "sp_ag_attn", COMMSCHED_COLL_ALL_GATHER, CS_GEN_TP, xn,
-                    T * H * e, COMMSCHED_REDUCE_NONE);
+        xn = cs_gen_f_coll(g, "sp_ag_attn", COMMSCHED_COLL_ALL_GATHER,
+                           CS_GEN_TP, xn, T * H * e, COMMSCHED_REDUCE_NONE);
     else if (g->use_tp)
         xn = cs_gen_f_identity_ar(g, "tp_f_attn", xn);
     double Td = (double)T, Hd = (double)H;
@@ -327,12 +332,12 @@ static int32_t attention(cs_gen *g, int32_t x, const cs_gen_layer_params *lp)
     if (g->fine && g->nkv_l < g->nh_l) {
         /* repeat_kv for grouped-query attention: expand, copy, reshape */
         k = cs_gen_f_view(g, "k.expand", "expand", k);
-        k = cs_gen_f_ew1(g, "k.repeat", "clone", k, T * q_w * e, (double)(T * q_w),
-                  0);
+        k = cs_gen_f_ew1(g, "k.repeat", "clone", k, T * q_w * e,
+                         (double)(T * q_w), 0);
         k = cs_gen_f_view(g, "k.reshape", "view", k);
         v = cs_gen_f_view(g, "v.expand", "expand", v);
-        v = cs_gen_f_ew1(g, "v.repeat", "clone", v, T * q_w * e, (double)(T * q_w),
-                  0);
+        v = cs_gen_f_ew1(g, "v.repeat", "clone", v, T * q_w * e,
+                         (double)(T * q_w), 0);
         v = cs_gen_f_view(g, "v.reshape", "view", v);
     }
     q = cs_gen_f_view(g, "q.transpose", "transpose", q);
@@ -347,14 +352,16 @@ static int32_t attention(cs_gen *g, int32_t x, const cs_gen_layer_params *lp)
     cs_gen_fmt_name(g, lse, name, "lse");
     int64_t lse_b = (int64_t)(B * S) * g->nh_l * 4;
     cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, name,
-               "_scaled_dot_product_flash_attention");
+                      "_scaled_dot_product_flash_attention");
     cs_gen_node_in(g, g->t[q].name);
     cs_gen_node_in(g, g->t[k].name);
     cs_gen_node_in(g, g->t[v].name);
     cs_gen_node_out(g, name, T * q_w * e, NULL);
     cs_gen_node_out(g, lse, lse_b, NULL);
     cs_gen_node_end(g, flops,
-             cs_gen_tb(g, q) + cs_gen_tb(g, k) + cs_gen_tb(g, v) + (double)(T * q_w * e), 1);
+                    cs_gen_tb(g, q) + cs_gen_tb(g, k) + cs_gen_tb(g, v) +
+                        (double)(T * q_w * e),
+                    1);
     int32_t o = cs_gen_tensor_new(g, name, T * q_w * e, 1);
     int32_t ol = cs_gen_tensor_new(g, lse, lse_b, 0);
     cs_gen_op *op = cs_gen_tape_push(g, CS_GEN_SDPA, name);
@@ -370,15 +377,15 @@ static int32_t attention(cs_gen *g, int32_t x, const cs_gen_layer_params *lp)
     o = cs_gen_f_view(g, "o.transpose", "transpose", o);
     if (g->fine)
         o = cs_gen_f_ew1(g, "o.contiguous", "clone", o, T * q_w * e,
-                  (double)(T * q_w), 0);
+                         (double)(T * q_w), 0);
     o = cs_gen_f_view(g, "o.view", "view", o);
     int32_t a = linear(g, "wo", o, lp->wo, Td, (double)q_w, Hd);
     if (g->use_tp && g->sp)
-        a = cs_gen_f_coll(g, "sp_rs_attn", COMMSCHED_COLL_REDUCE_SCATTER, CS_GEN_TP, a,
-                   M * H * e, COMMSCHED_REDUCE_SUM);
+        a = cs_gen_f_coll(g, "sp_rs_attn", COMMSCHED_COLL_REDUCE_SCATTER,
+                          CS_GEN_TP, a, M * H * e, COMMSCHED_REDUCE_SUM);
     else if (g->use_tp)
-        a = cs_gen_f_coll(g, "tp_ar_attn", COMMSCHED_COLL_ALL_REDUCE, CS_GEN_TP, a,
-                   T * H * e, COMMSCHED_REDUCE_SUM);
+        a = cs_gen_f_coll(g, "tp_ar_attn", COMMSCHED_COLL_ALL_REDUCE, CS_GEN_TP,
+                          a, T * H * e, COMMSCHED_REDUCE_SUM);
     return cs_gen_f_add(g, "attn_residual", x, a);
 }
 
@@ -390,8 +397,8 @@ static int32_t mlp(cs_gen *g, int32_t h, const cs_gen_layer_params *lp)
     double Td = (double)T, Hd = (double)H, Fd = (double)F;
     int32_t hn = norm(g, "mlp_norm", h, lp->norm2, lp->norm2_b, M);
     if (g->use_tp && g->sp)
-        hn = cs_gen_f_coll(g, "sp_ag_mlp", COMMSCHED_COLL_ALL_GATHER, CS_GEN_TP, hn,
-                    T * H * e, COMMSCHED_REDUCE_NONE);
+        hn = cs_gen_f_coll(g, "sp_ag_mlp", COMMSCHED_COLL_ALL_GATHER, CS_GEN_TP,
+                           hn, T * H * e, COMMSCHED_REDUCE_NONE);
     else if (g->use_tp)
         hn = cs_gen_f_identity_ar(g, "tp_f_mlp", hn);
     int32_t gate = linear(g, "w1", hn, lp->w1, Td, Hd, Fd);
@@ -400,24 +407,26 @@ static int32_t mlp(cs_gen *g, int32_t h, const cs_gen_layer_params *lp)
         int32_t up = linear(g, "w3", hn, lp->w3, Td, Hd, Fd);
         if (g->fine) {
             int32_t s = cs_gen_f_ew1(g, "silu", "silu", gate, T * F * e,
-                              4.0 * Td * Fd, 1);
+                                     4.0 * Td * Fd, 1);
             int32_t in[2] = {s, up};
-            act = cs_gen_f_ew(g, "mul", "mul", 2, in, 3, 3, 0, T * F * e, Td * Fd);
+            act = cs_gen_f_ew(g, "mul", "mul", 2, in, 3, 3, 0, T * F * e,
+                              Td * Fd);
         } else {
             int32_t in[2] = {gate, up};
-            act = cs_gen_f_ew(g, "silu_mul", "silu_mul", 2, in, 3, 3, 0, T * F * e,
-                       5.0 * Td * Fd);
+            act = cs_gen_f_ew(g, "silu_mul", "silu_mul", 2, in, 3, 3, 0,
+                              T * F * e, 5.0 * Td * Fd);
         }
     } else {
-        act = cs_gen_f_ew1(g, "gelu", "gelu", gate, T * F * e, 8.0 * Td * Fd, 1);
+        act = cs_gen_f_ew1(g, "gelu", "gelu", gate, T * F * e, 8.0 * Td * Fd,
+                           1);
     }
     int32_t d = linear(g, "w2", act, lp->w2, Td, Fd, Hd);
     if (g->use_tp && g->sp)
-        d = cs_gen_f_coll(g, "sp_rs_mlp", COMMSCHED_COLL_REDUCE_SCATTER, CS_GEN_TP, d,
-                   M * H * e, COMMSCHED_REDUCE_SUM);
+        d = cs_gen_f_coll(g, "sp_rs_mlp", COMMSCHED_COLL_REDUCE_SCATTER,
+                          CS_GEN_TP, d, M * H * e, COMMSCHED_REDUCE_SUM);
     else if (g->use_tp)
-        d = cs_gen_f_coll(g, "tp_ar_mlp", COMMSCHED_COLL_ALL_REDUCE, CS_GEN_TP, d,
-                   T * H * e, COMMSCHED_REDUCE_SUM);
+        d = cs_gen_f_coll(g, "tp_ar_mlp", COMMSCHED_COLL_ALL_REDUCE, CS_GEN_TP,
+                          d, T * H * e, COMMSCHED_REDUCE_SUM);
     return cs_gen_f_add(g, "mlp_residual", h, d);
 }
 
@@ -425,8 +434,8 @@ static int32_t mlp(cs_gen *g, int32_t h, const cs_gen_layer_params *lp)
  * dispatch over ep, local experts (grouped GEMMs), all-to-all combine,
  * un-permute with the routing weights. Tokens are assumed balanced: every
  * rank receives T x topk tokens. */
-static int32_t moe(cs_gen *g, int32_t h, const cs_gen_layer_params *lp, int32_t w1,
-                   int32_t w3, int32_t w2)
+static int32_t moe(cs_gen *g, int32_t h, const cs_gen_layer_params *lp,
+                   int32_t w1, int32_t w3, int32_t w2)
 {
     int64_t T = g->T, H = g->s.hidden, e = g->e, F = g->s.ffn;
     int64_t E = g->s.experts, K = g->s.topk, TK = T * K;
@@ -435,43 +444,46 @@ static int32_t moe(cs_gen *g, int32_t h, const cs_gen_layer_params *lp, int32_t 
     int32_t logits = linear(g, "router", hn, lp->router, Td, Hd, (double)E);
     int32_t routing;
     if (g->fine) {
-        int32_t lf = cs_gen_f_ew1(g, "router.to_fp32", "_to_copy", logits, T * E * 4,
-                           Td * (double)E, 0);
-        int32_t sm = cs_gen_f_ew1(g, "router.softmax", "_softmax", lf, T * E * 4,
-                           5.0 * Td * (double)E, 1);
+        int32_t lf = cs_gen_f_ew1(g, "router.to_fp32", "_to_copy", logits,
+                                  T * E * 4, Td * (double)E, 0);
+        int32_t sm = cs_gen_f_ew1(g, "router.softmax", "_softmax", lf,
+                                  T * E * 4, 5.0 * Td * (double)E, 1);
         int32_t tk = cs_gen_f_ew1(g, "router.topk", "topk", sm, TK * 12,
-                           Td * (double)E, 1);
+                                  Td * (double)E, 1);
         routing = cs_gen_f_ew1(g, "router.renorm", "div", tk, TK * 12, TKd, 1);
     } else {
-        routing = cs_gen_f_ew1(g, "router.topk", "softmax_topk", logits, TK * 12,
-                        6.0 * Td * (double)E, 1);
+        routing = cs_gen_f_ew1(g, "router.topk", "softmax_topk", logits,
+                               TK * 12, 6.0 * Td * (double)E, 1);
     }
     int32_t in[2] = {hn, routing};
     int32_t xp = cs_gen_f_ew(g, "moe.permute", "index_select", 2, in, 1, 2, 0,
-                      TK * H * e, TKd * Hd);
-    int32_t xr = cs_gen_f_coll(g, "a2a_dispatch", COMMSCHED_COLL_ALL_TO_ALL, CS_GEN_EP,
-                        xp, TK * H * e, COMMSCHED_REDUCE_NONE);
-    int32_t a1 = cs_gen_f_mm(g, "experts.w1", xr, cs_gen_param_get(g, w1), TKd, Hd, Fd);
-    int32_t a3 = cs_gen_f_mm(g, "experts.w3", xr, cs_gen_param_get(g, w3), TKd, Hd, Fd);
+                             TK * H * e, TKd * Hd);
+    int32_t xr = cs_gen_f_coll(g, "a2a_dispatch", COMMSCHED_COLL_ALL_TO_ALL,
+                               CS_GEN_EP, xp, TK * H * e,
+                               COMMSCHED_REDUCE_NONE);
+    int32_t a1 = cs_gen_f_mm(g, "experts.w1", xr, cs_gen_param_get(g, w1), TKd,
+                             Hd, Fd);
+    int32_t a3 = cs_gen_f_mm(g, "experts.w3", xr, cs_gen_param_get(g, w3), TKd,
+                             Hd, Fd);
     int32_t act;
     if (g->fine) {
         int32_t s = cs_gen_f_ew1(g, "experts.silu", "silu", a1, TK * F * e,
-                          4.0 * TKd * Fd, 1);
+                                 4.0 * TKd * Fd, 1);
         int32_t in2[2] = {s, a3};
         act = cs_gen_f_ew(g, "experts.mul", "mul", 2, in2, 3, 3, 0, TK * F * e,
-                   TKd * Fd);
+                          TKd * Fd);
     } else {
         int32_t in2[2] = {a1, a3};
         act = cs_gen_f_ew(g, "experts.silu_mul", "silu_mul", 2, in2, 3, 3, 0,
-                   TK * F * e,
-                   5.0 * TKd * Fd);
+                          TK * F * e, 5.0 * TKd * Fd);
     }
-    int32_t y = cs_gen_f_mm(g, "experts.w2", act, cs_gen_param_get(g, w2), TKd, Fd, Hd);
-    int32_t yc = cs_gen_f_coll(g, "a2a_combine", COMMSCHED_COLL_ALL_TO_ALL, CS_GEN_EP, y,
-                        TK * H * e, COMMSCHED_REDUCE_NONE);
+    int32_t y = cs_gen_f_mm(g, "experts.w2", act, cs_gen_param_get(g, w2), TKd,
+                            Fd, Hd);
+    int32_t yc = cs_gen_f_coll(g, "a2a_combine", COMMSCHED_COLL_ALL_TO_ALL,
+                               CS_GEN_EP, y, TK * H * e, COMMSCHED_REDUCE_NONE);
     int32_t in3[2] = {yc, routing};
-    int32_t out = cs_gen_f_ew(g, "moe.unpermute", "index_add_weighted", 2, in3, 3, 3, 0,
-                       T * H * e, 2.0 * TKd * Hd);
+    int32_t out = cs_gen_f_ew(g, "moe.unpermute", "index_add_weighted", 2, in3,
+                              3, 3, 0, T * H * e, 2.0 * TKd * Hd);
     return cs_gen_f_add(g, "mlp_residual", h, out);
 }
 
@@ -490,7 +502,8 @@ void cs_gen_build(cs_gen *g)
     const commsched_generate_shape *s = &g->s;
     int64_t T = g->T, H = s->hidden, e = g->e;
     int64_t M = g->sp ? g->Ts : T;
-    int fsdp = g->family == COMMSCHED_GENERATE_FSDP || g->family == COMMSCHED_GENERATE_MOE ||
+    int fsdp = g->family == COMMSCHED_GENERATE_FSDP ||
+               g->family == COMMSCHED_GENERATE_MOE ||
                g->family == COMMSCHED_GENERATE_2D;
     int32_t emb_unit, head_unit, wte, wpe = -1;
     int32_t fnorm, fnorm_b = -1, wout;
@@ -505,22 +518,24 @@ void cs_gen_build(cs_gen *g)
         return;
     }
 
-    /* Groups. Ranks: TP innermost, then dp; hosts follow CS_GEN_GPUS_PER_HOST. */
+    /* Groups. Ranks: TP innermost, then dp; hosts follow
+     * CS_GEN_GPUS_PER_HOST. */
     if (g->family != COMMSCHED_GENERATE_TP) {
         int64_t ranks_below = g->use_tp ? g->tp : 1;
-        int64_t hosts = cs_gen_ceil_div(g->dp * ranks_below, CS_GEN_GPUS_PER_HOST);
-        (void)commsched_builder_add_group(g->b, cs_gen_group_name(CS_GEN_DP), g->dp,
-                                          hosts < g->dp ? hosts : g->dp,
+        int64_t hosts = cs_gen_ceil_div(g->dp * ranks_below,
+                                        CS_GEN_GPUS_PER_HOST);
+        (void)commsched_builder_add_group(g->b, cs_gen_group_name(CS_GEN_DP),
+                                          g->dp, hosts < g->dp ? hosts : g->dp,
                                           &g->err);
     }
     if (g->use_tp)
-        (void)commsched_builder_add_group(g->b, cs_gen_group_name(CS_GEN_TP), g->tp,
-                                          cs_gen_ceil_div(g->tp, CS_GEN_GPUS_PER_HOST),
-                                          &g->err);
+        (void)commsched_builder_add_group(
+            g->b, cs_gen_group_name(CS_GEN_TP), g->tp,
+            cs_gen_ceil_div(g->tp, CS_GEN_GPUS_PER_HOST), &g->err);
     if (g->use_ep)
-        (void)commsched_builder_add_group(g->b, cs_gen_group_name(CS_GEN_EP), g->ep,
-                                          cs_gen_ceil_div(g->ep, CS_GEN_GPUS_PER_HOST),
-                                          &g->err);
+        (void)commsched_builder_add_group(
+            g->b, cs_gen_group_name(CS_GEN_EP), g->ep,
+            cs_gen_ceil_div(g->ep, CS_GEN_GPUS_PER_HOST), &g->err);
 
     /* The batch and constant buffers. */
     (void)commsched_builder_add_input(g->b, "tokens", T * 8, 1, &g->err);
@@ -560,7 +575,8 @@ void cs_gen_build(cs_gen *g)
             lp->norm2_b = cs_gen_param_new(g, un, "mlp_norm.b", H, fsdp);
         if (g->family == COMMSCHED_GENERATE_MOE) {
             int64_t el = g->experts_l * H * s->ffn;
-            lp->router = cs_gen_param_new(g, un, "router", H * s->experts, fsdp);
+            lp->router = cs_gen_param_new(g, un, "router", H * s->experts,
+                                          fsdp);
             experts[l][0] = cs_gen_param_new(g, un, "experts.w1", el, 0);
             experts[l][1] = cs_gen_param_new(g, un, "experts.w3", el, 0);
             experts[l][2] = cs_gen_param_new(g, un, "experts.w2", el, 0);
@@ -586,19 +602,19 @@ void cs_gen_build(cs_gen *g)
     /* a gather touches T rows of the table, not all of it */
     g->bytes_override = (double)(T * 8 + 2 * T * H * e);
     int32_t x = cs_gen_f_ew(g, "lookup", "embedding", 2, in, 2, 1, 0, T * H * e,
-                     (double)(T * H));
+                            (double)(T * H));
     if (wpe >= 0) {
         in[0] = x;
         in[1] = cs_gen_param_get(g, wpe);
         x = cs_gen_f_ew(g, "add_pos", "add", 2, in, 3, 0, 0, T * H * e,
-                 (double)(T * H));
+                        (double)(T * H));
     }
     if (g->use_tp && g->sp)
-        x = cs_gen_f_coll(g, "sp_rs", COMMSCHED_COLL_REDUCE_SCATTER, CS_GEN_TP, x,
-                   M * H * e, COMMSCHED_REDUCE_SUM);
+        x = cs_gen_f_coll(g, "sp_rs", COMMSCHED_COLL_REDUCE_SCATTER, CS_GEN_TP,
+                          x, M * H * e, COMMSCHED_REDUCE_SUM);
     else if (g->use_tp)
-        x = cs_gen_f_coll(g, "tp_ar", COMMSCHED_COLL_ALL_REDUCE, CS_GEN_TP, x, T * H * e,
-                   COMMSCHED_REDUCE_SUM);
+        x = cs_gen_f_coll(g, "tp_ar", COMMSCHED_COLL_ALL_REDUCE, CS_GEN_TP, x,
+                          T * H * e, COMMSCHED_REDUCE_SUM);
     g->lps = lps;
     g->experts = experts;
     for (size_t l = 0; l < nl && g->st == COMMSCHED_OK; l++) {
@@ -608,14 +624,15 @@ void cs_gen_build(cs_gen *g)
         x = cs_gen_layer(g, x, (long)l);
         if (g->ac &&
             cs_gen_grow(g, (void **)&g->seg, &g->cap_seg, g->nseg + 1,
-                 sizeof *g->seg) == 0)
-            g->seg[g->nseg++] = (cs_gen_segment){start, g->nops, x0, x, (long)l};
+                        sizeof *g->seg) == 0)
+            g->seg[g->nseg++] =
+                (cs_gen_segment){start, g->nops, x0, x, (long)l};
     }
     cs_gen_set_prefix(g, "head", 0);
     x = norm(g, "norm", x, fnorm, fnorm_b, M);
     if (g->use_tp && g->sp)
-        x = cs_gen_f_coll(g, "sp_ag", COMMSCHED_COLL_ALL_GATHER, CS_GEN_TP, x, T * H * e,
-                   COMMSCHED_REDUCE_NONE);
+        x = cs_gen_f_coll(g, "sp_ag", COMMSCHED_COLL_ALL_GATHER, CS_GEN_TP, x,
+                          T * H * e, COMMSCHED_REDUCE_NONE);
     else if (g->use_tp)
         x = cs_gen_f_identity_ar(g, "tp_f", x);
     int32_t logits = linear(g, "output", x, wout, (double)T, (double)H,
@@ -627,27 +644,26 @@ void cs_gen_build(cs_gen *g)
         /* Vocabulary-parallel cross-entropy (loss_parallel): local max and
          * sum of exponentials, one all-reduce of the statistics, then the
          * loss. The statistics need no gradient. */
-        int32_t st_ = cs_gen_f_ew(g, "ce.stats", "ce_local_stats", 1, &logits, 0, 0, 0,
-                           T * 12, 3.0 * TV);
+        int32_t st_ = cs_gen_f_ew(g, "ce.stats", "ce_local_stats", 1, &logits,
+                                  0, 0, 0, T * 12, 3.0 * TV);
         g->t[st_].rg = 0;
-        st_ = cs_gen_f_coll(g, "ce.ar", COMMSCHED_COLL_ALL_REDUCE, CS_GEN_TP, st_,
-                     T * 12, COMMSCHED_REDUCE_SUM);
+        st_ = cs_gen_f_coll(g, "ce.ar", COMMSCHED_COLL_ALL_REDUCE, CS_GEN_TP,
+                            st_, T * 12, COMMSCHED_REDUCE_SUM);
         int32_t in2[3] = {logits, st_, g->labels};
-        loss = cs_gen_f_ew(g, "loss", "vocab_parallel_cross_entropy", 3, in2, 1, 7, 0,
-                    4,
-                    3.0 * TV);
+        loss = cs_gen_f_ew(g, "loss", "vocab_parallel_cross_entropy", 3, in2, 1,
+                           7, 0, 4, 3.0 * TV);
     } else if (g->fine) {
-        int32_t lf = cs_gen_f_ew1(g, "ce.to_fp32", "_to_copy", logits, T * V * 4, TV,
-                           0);
-        int32_t ls = cs_gen_f_ew1(g, "ce.log_softmax", "_log_softmax", lf, T * V * 4,
-                           4.0 * TV, 1);
+        int32_t lf = cs_gen_f_ew1(g, "ce.to_fp32", "_to_copy", logits,
+                                  T * V * 4, TV, 0);
+        int32_t ls = cs_gen_f_ew1(g, "ce.log_softmax", "_log_softmax", lf,
+                                  T * V * 4, 4.0 * TV, 1);
         int32_t in2[2] = {ls, g->labels};
         loss = cs_gen_f_ew(g, "loss", "nll_loss_forward", 2, in2, 1, 3, 0, 4,
-                    (double)T);
+                           (double)T);
     } else {
         int32_t in2[2] = {logits, g->labels};
         loss = cs_gen_f_ew(g, "loss", "cross_entropy", 2, in2, 1, 3, 0, 4,
-                    5.0 * TV);
+                           5.0 * TV);
     }
     (void)commsched_builder_add_output(g->b, g->t[loss].name, &g->err);
     g->loss = loss;

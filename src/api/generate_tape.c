@@ -69,7 +69,8 @@ int32_t cs_gen_tensor_new(cs_gen *g, const char *name, int64_t bytes, int rg)
 
 cs_gen_op *cs_gen_tape_push(cs_gen *g, int type, const char *name)
 {
-    if (cs_gen_grow(g, (void **)&g->ops, &g->cap_ops, g->nops + 1, sizeof *g->ops))
+    if (cs_gen_grow(g, (void **)&g->ops, &g->cap_ops, g->nops + 1,
+                    sizeof *g->ops))
         return NULL;
     cs_gen_op *o = &g->ops[g->nops++];
     memset(o, 0, sizeof *o);
@@ -118,7 +119,8 @@ void cs_gen_node_in(cs_gen *g, const char *buf)
     cs_gen_fmt_name(g, c->in[c->n_in++], buf, NULL);
 }
 
-void cs_gen_node_out(cs_gen *g, const char *name, int64_t size, const char *alias)
+void cs_gen_node_out(cs_gen *g, const char *name, int64_t size,
+                     const char *alias)
 {
     cs_gen_pending *c = &g->cur;
     if (c->n_out == CS_GEN_MAX_IO) {
@@ -170,7 +172,8 @@ void cs_gen_emit_collective(cs_gen *g, const char *name, commsched_coll_op op,
                             commsched_reduce_op rop)
 {
     char wait[CS_GEN_NAME];
-    cs_gen_node_begin(g, COMMSCHED_NODE_COLLECTIVE, name, commsched_coll_op_str(op));
+    cs_gen_node_begin(g, COMMSCHED_NODE_COLLECTIVE, name,
+                      commsched_coll_op_str(op));
     g->cur.s.group = cs_gen_group_name(group);
     g->cur.s.dtype = dtype;
     g->cur.s.reduce_op = rop;
@@ -272,11 +275,13 @@ static void gather_unit(cs_gen *g, int32_t ui, const char *phase)
                 k++;
             }
         /* reads the fp32 shards, writes the packed compute-dtype copy */
-        cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, n_in, "all_gather_copy_in");
+        cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, n_in,
+                          "all_gather_copy_in");
         for (size_t i = 0; i < k; i++)
             cs_gen_node_in(g, in[i]);
         cs_gen_node_out(g, n_in, shard * g->e, NULL);
-        cs_gen_node_end(g, (double)shard, (double)shard * (double)(4 + g->e), 0);
+        cs_gen_node_end(g, (double)shard, (double)shard * (double)(4 + g->e),
+                        0);
     } else {
         snprintf(tag, sizeof tag, "cast_%s", phase);
         cs_gen_fmt_name(g, n_in, u->name, tag);
@@ -285,18 +290,21 @@ static void gather_unit(cs_gen *g, int32_t ui, const char *phase)
         cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, n_in, "_to_copy");
         cs_gen_node_in(g, src);
         cs_gen_node_out(g, n_in, shard * g->e, NULL);
-        cs_gen_node_end(g, (double)shard, (double)shard * (double)(4 + g->e), 0);
+        cs_gen_node_end(g, (double)shard, (double)shard * (double)(4 + g->e),
+                        0);
     }
     in[0] = n_in;
     cs_gen_emit_collective(g, n_ag, COMMSCHED_COLL_ALL_GATHER, CS_GEN_DP, in, 1,
-                    shard * g->dp * g->e, g->dtype, COMMSCHED_REDUCE_NONE);
+                           shard * g->dp * g->e, g->dtype,
+                           COMMSCHED_REDUCE_NONE);
     char wait[CS_GEN_NAME];
     cs_gen_fmt_name(g, wait, n_ag, "wait");
     if (!g->fine) {
         snprintf(tag, sizeof tag, "ag_%s_copy_out", phase);
         cs_gen_fmt_name(g, n_out, u->name, tag);
         in[0] = wait;
-        cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, n_out, "split_with_sizes_copy");
+        cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, n_out,
+                          "split_with_sizes_copy");
         cs_gen_node_in(g, wait);
         cs_gen_node_out(g, n_out, u->fsdp_numel * g->e, NULL);
         cs_gen_node_end(g, 0, 2.0 * (double)(u->fsdp_numel * g->e), 0);
@@ -340,7 +348,7 @@ int32_t cs_gen_param_get(cs_gen *g, int32_t pi)
         cs_gen_node_in(g, src);
         cs_gen_node_out(g, buf, p->numel * g->e, NULL);
         cs_gen_node_end(g, (double)p->numel,
-                 (double)p->numel * (double)(4 + g->e), 0);
+                        (double)p->numel * (double)(4 + g->e), 0);
     }
     int32_t w = cs_gen_tensor_new(g, buf, p->numel * g->e, 1);
     if (g->st != COMMSCHED_OK)
@@ -395,7 +403,8 @@ int32_t cs_gen_f_mm(cs_gen *g, const char *tag, int32_t a, int32_t b, double M,
     cs_gen_node_in(g, ra);
     cs_gen_node_in(g, rb);
     cs_gen_node_out(g, name, out, NULL);
-    cs_gen_node_end(g, 2.0 * M * K * N, cs_gen_tb(g, a) + cs_gen_tb(g, b) + (double)out, 1);
+    cs_gen_node_end(g, 2.0 * M * K * N,
+                    cs_gen_tb(g, a) + cs_gen_tb(g, b) + (double)out, 1);
     int32_t c = cs_gen_tensor_new(g, name, out, g->t[a].rg || g->t[b].rg);
     cs_gen_op *o = cs_gen_tape_push(g, CS_GEN_MM, name);
     if (o) {
@@ -567,8 +576,8 @@ static void grad_share(cs_gen *g, int32_t ti, int32_t gt)
     cs_gen_node_in(g, g->t[prev].name);
     cs_gen_node_in(g, g->t[gt].name);
     cs_gen_node_out(g, name, g->t[ti].bytes, NULL);
-    cs_gen_node_end(g, (double)(g->t[ti].bytes / g->e), 3.0 * (double)g->t[ti].bytes,
-             0);
+    cs_gen_node_end(g, (double)(g->t[ti].bytes / g->e),
+                    3.0 * (double)g->t[ti].bytes, 0);
     int32_t sum = cs_gen_tensor_new(g, name, g->t[ti].bytes, 1);
     g->t[ti].grad = sum; /* not in one statement: tensor_new moves g->t */
 }
@@ -640,13 +649,15 @@ static void param_grad_final(cs_gen *g, int32_t pi)
             cs_gen_node_in(g, g->t[wg].name);
             cs_gen_node_out(g, name, shard * g->dp * g->re, NULL);
             cs_gen_node_end(g, (double)(shard * g->dp),
-                     (double)(shard * g->dp) * (double)(g->e + g->re), 0);
+                            (double)(shard * g->dp) * (double)(g->e + g->re),
+                            0);
         }
         memcpy(src, name, CS_GEN_NAME);
         in[0] = src;
         cs_gen_fmt_name(g, name, u->name, "rs");
-        cs_gen_emit_collective(g, name, COMMSCHED_COLL_REDUCE_SCATTER, CS_GEN_DP, in, 1,
-                        shard * g->re, g->reduce_dtype, COMMSCHED_REDUCE_AVG);
+        cs_gen_emit_collective(g, name, COMMSCHED_COLL_REDUCE_SCATTER,
+                               CS_GEN_DP, in, 1, shard * g->re, g->reduce_dtype,
+                               COMMSCHED_REDUCE_AVG);
         cs_gen_fmt_name(g, u->grad, name, "wait");
         (void)commsched_builder_add_output(g->b, u->grad, &g->err);
         for (int32_t i = u->p0; i < u->p0 + u->np; i++)
@@ -659,15 +670,15 @@ static void param_grad_final(cs_gen *g, int32_t pi)
     cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, name, "_to_copy");
     cs_gen_node_in(g, g->t[wg].name);
     cs_gen_node_out(g, name, p->numel * g->re, NULL);
-    cs_gen_node_end(g, (double)p->numel, (double)p->numel * (double)(g->e + g->re),
-             0);
+    cs_gen_node_end(g, (double)p->numel,
+                    (double)p->numel * (double)(g->e + g->re), 0);
     if (g->family == COMMSCHED_GENERATE_DDP) {
         memcpy(src, name, CS_GEN_NAME);
         in[0] = src;
         cs_gen_fmt_name(g, name, p->name, "ar");
-        cs_gen_emit_collective(g, name, COMMSCHED_COLL_ALL_REDUCE, CS_GEN_DP, in, 1,
-                        p->numel * g->re, g->reduce_dtype,
-                        COMMSCHED_REDUCE_AVG);
+        cs_gen_emit_collective(g, name, COMMSCHED_COLL_ALL_REDUCE, CS_GEN_DP,
+                               in, 1, p->numel * g->re, g->reduce_dtype,
+                               COMMSCHED_REDUCE_AVG);
         cs_gen_fmt_name(g, p->grad, name, "wait");
     } else {
         memcpy(p->grad, name, CS_GEN_NAME);
@@ -689,7 +700,8 @@ static void bwd_mm(cs_gen *g, const cs_gen_op *o)
         cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, name, "mm");
         cs_gen_node_in(g, g->t[dy].name);
         cs_gen_node_in(g, wcopy);
-        grad_emit(g, a, o->flops, cs_gen_tb(g, dy) + cs_gen_tb(g, b) + cs_gen_tb(g, a), 1);
+        grad_emit(g, a, o->flops,
+                  cs_gen_tb(g, dy) + cs_gen_tb(g, b) + cs_gen_tb(g, a), 1);
     }
     if (g->t[b].rg) {
         char acopy[CS_GEN_NAME];
@@ -698,7 +710,8 @@ static void bwd_mm(cs_gen *g, const cs_gen_op *o)
         cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, name, "mm");
         cs_gen_node_in(g, acopy);
         cs_gen_node_in(g, g->t[dy].name);
-        grad_emit(g, b, o->flops, cs_gen_tb(g, dy) + cs_gen_tb(g, a) + cs_gen_tb(g, b), 1);
+        grad_emit(g, b, o->flops,
+                  cs_gen_tb(g, dy) + cs_gen_tb(g, a) + cs_gen_tb(g, b), 1);
     }
 }
 
@@ -753,7 +766,8 @@ static void bwd_view(cs_gen *g, const cs_gen_op *o)
     cs_gen_node_in(g, g->t[dy].name);
     cs_gen_node_out(g, name, 0, g->t[dy].name);
     cs_gen_node_end(g, 0, 0, 0);
-    grad_share(g, o->in[0], cs_gen_tensor_new(g, name, g->t[o->in[0]].bytes, 1));
+    grad_share(g, o->in[0],
+               cs_gen_tensor_new(g, name, g->t[o->in[0]].bytes, 1));
 }
 
 static void bwd_sdpa(cs_gen *g, const cs_gen_op *o)
@@ -765,7 +779,7 @@ static void bwd_sdpa(cs_gen *g, const cs_gen_op *o)
     static const char *const tags[3] = {"dq", "dk", "dv"};
     cs_gen_fmt_name(g, name, o->name, "bwd");
     cs_gen_node_begin(g, COMMSCHED_NODE_COMPUTE, name,
-               "_scaled_dot_product_flash_attention_backward");
+                      "_scaled_dot_product_flash_attention_backward");
     cs_gen_node_in(g, g->t[dy].name);
     double bytes = cs_gen_tb(g, dy);
     for (int i = 0; i < 3; i++) {
@@ -816,8 +830,9 @@ static void bwd_coll(cs_gen *g, const cs_gen_op *o)
     const char *in[1] = {src};
     memcpy(src, g->t[dy].name, CS_GEN_NAME);
     cs_gen_fmt_name(g, name, o->name, "bwd");
-    cs_gen_emit_collective(g, name, op, o->type == CS_GEN_F ? CS_GEN_TP : o->group, in, 1,
-                    g->t[x].bytes, g->dtype, rop);
+    cs_gen_emit_collective(g, name, op,
+                           o->type == CS_GEN_F ? CS_GEN_TP : o->group, in, 1,
+                           g->t[x].bytes, g->dtype, rop);
     cs_gen_fmt_name(g, wait, name, "wait");
     grad_share(g, x, cs_gen_tensor_new(g, wait, g->t[x].bytes, 1));
 }
