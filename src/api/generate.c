@@ -106,7 +106,7 @@ static const char *configure(cs_gen *g, int asked_experts)
     /* What only a caller of the library can get wrong (the CLI's options
      * take names and integers from 1 to 2^31), checked before anything
      * divides by a size or indexes by the family. */
-    if (!commsched_generate_family_name(g->family))
+    if (!commsched_generate_family_name((commsched_generate_family)fam))
         return "unknown family";
     if (!g->s.name)
         return "the shape has no name";
@@ -297,7 +297,7 @@ commsched_generate_transformer(const commsched_generate_options *o,
     }
     char name[128];
     snprintf(name, sizeof name, "%s-%s%s%s%s-%ldL", g->s.name,
-             commsched_generate_family_name(g->family), g->sp ? "-sp" : "",
+             commsched_generate_family_name(o->family), g->sp ? "-sp" : "",
              g->fine ? "-fine" : "", g->ac ? "-ac" : "", (long)g->s.layers);
     st = commsched_builder_create(name, &g->b, &g->err);
     if (st == COMMSCHED_OK) {
