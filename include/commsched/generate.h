@@ -111,21 +111,24 @@ COMMSCHED_EXPORT void commsched_generate_options_init(
  * and two layers give it). *nodes is -1 when one of those builds fails:
  * commsched_generate_transformer then says why. Checks the options
  * first: EINVAL, with what is wrong in words, for options that do not
- * make a step (a family outside the enum, shapes that do not divide by
- * the groups, experts outside moe); ENOMEM. *nodes is unset on failure.
+ * make a step (a family outside the enum, a size outside 1 to 2^31, a
+ * NULL shape name, shapes that do not divide by the groups, experts
+ * outside moe); ENOMEM. *nodes is unset on failure.
  * Cost: O(nodes of two layers). */
 COMMSCHED_EXPORT commsched_status commsched_generate_size(
     const commsched_generate_options *o, double *nodes,
     commsched_error *err);
 
-/* The step of o, named "<preset>-<family>[-sp][-fine][-ac]-<N>L", in *out
- * (the caller destroys it with commsched_graph_destroy). o's progress
- * callback, when set, is called as nodes are built (the total from
+/* The step of o, named "<shape.name>-<family>[-sp][-fine][-ac]-<N>L"
+ * (cut to 127 bytes), in *out (the caller destroys it with
+ * commsched_graph_destroy). o's progress callback, when set, is called
+ * once per node built, from the caller's thread (the total is
  * commsched_generate_size's count). Fails as commsched_generate_size
- * does, with ENOMEM, or with the builder's error (a generated name too
- * long, a size past the format's limits); *out is NULL then and nothing
- * is left to free. Cost: O(nodes) time and memory, plus
- * commsched_generate_size's when progress is set. */
+ * does, with EINVAL "generated name too long" (a node name past 63
+ * bytes; no preset's step has one), ENOMEM, or with the builder's error
+ * (a size past the format's limits, docs/FORMAT.md "Limits"); *out is
+ * NULL then and nothing is left to free. Cost: O(nodes) time and
+ * memory, plus commsched_generate_size's when progress is set. */
 COMMSCHED_EXPORT commsched_status commsched_generate_transformer(
     const commsched_generate_options *o, commsched_graph **out,
     commsched_error *err);
