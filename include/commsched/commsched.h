@@ -12,6 +12,9 @@
  *                             _add_output, _finish -> commsched_graph
  *   or load one               commsched_graph_load_file / _load_string
  *                             (format v1, docs/FORMAT.md)
+ *   or generate one           commsched/generate.h: a transformer's
+ *                             training step (FSDP, DDP, TP, MoE, 2-D)
+ *                             from a preset, commsched_generate_transformer
  *   optimize it (one call)    commsched_optimize below: cost model ->
  *                             schedule -> pass pipeline -> simulator
  *                             before and after -> commsched_result
@@ -67,6 +70,7 @@
 #include "commsched/analysis.h"
 #include "commsched/cost.h"
 #include "commsched/export.h"
+#include "commsched/generate.h"
 #include "commsched/graph.h"
 #include "commsched/memory.h"
 #include "commsched/passes.h"

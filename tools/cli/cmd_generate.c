@@ -1,6 +1,7 @@
 /* commsched generate — the command line of the generators: chain (here)
- * and the transformer families (tools/gen, through gen.h: this file turns
- * the options into a gen_options, prints the help and the errors).
+ * and the transformer families (the library's, commsched/generate.h: this
+ * file turns the options into a commsched_generate_options, prints the
+ * help and the errors).
  *
  * chain: synthetic FSDP-like graphs of any size, built through the public
  * builder API (so it is also the builder's largest user). Deterministic:
@@ -16,11 +17,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gen.h"
+#include "commsched/generate.h"
 #include "progress.h"
 
-/* What each family communicates, by enum gen_family (gen_family_names). */
-static const char *const family_about[FAM_COUNT] = {
+/* What each family communicates, by commsched_generate_family. */
+static const char *const family_about[COMMSCHED_GENERATE_FAMILY_COUNT] = {
     "per-layer all-gather of the parameter shard in forward and\n"
     "         again in backward, reduce-scatter of gradients (group dp)",
     "replicated parameters, one gradient all-reduce per\n"
@@ -35,18 +36,20 @@ static const char *const family_about[FAM_COUNT] = {
 
 static void print_families(FILE *f)
 {
-    for (size_t i = 0; i < FAM_COUNT; i++)
-        fprintf(f, "  %-6s %s\n", gen_family_names[i], family_about[i]);
+    for (int i = 0; i < COMMSCHED_GENERATE_FAMILY_COUNT; i++)
+        fprintf(f, "  %-6s %s\n",
+                commsched_generate_family_name((commsched_generate_family)i),
+                family_about[i]);
 }
 
-/* The model presets with their shapes, from the generator's table. */
+/* The model presets with their shapes, from the library's table. */
 static void print_presets(FILE *f)
 {
     fprintf(f, "  %-13s %6s %6s %9s %6s %7s %5s %8s  %s\n", "preset",
             "layers", "hidden", "heads/kv", "ffn", "vocab", "seq",
             "experts", "recipe");
-    for (size_t i = 0; i < gen_preset_count; i++) {
-        const gen_shape *s = &gen_presets[i];
+    const commsched_generate_shape *s;
+    for (size_t i = 0; (s = commsched_generate_preset(i)); i++) {
         char heads[32], experts[32];
         snprintf(heads, sizeof heads, "%lld/%lld", (long long)s->heads,
                  (long long)s->kv_heads);
@@ -61,7 +64,8 @@ static void print_presets(FILE *f)
                 experts, s->ac ? "full AC" : "-");
     }
     fprintf(f, "  default: %s (moe: %s); sources: docs/WORKLOADS.md\n",
-            GEN_DEFAULT_PRESET, GEN_DEFAULT_MOE_PRESET);
+            commsched_generate_preset_default(COMMSCHED_GENERATE_FSDP)->name,
+            commsched_generate_preset_default(COMMSCHED_GENERATE_MOE)->name);
 }
 
 static void usage(FILE *f)
@@ -275,6 +279,25 @@ static int parse_dtype(const char *s, commsched_dtype *out)
     return -1;
 }
 
+/* The error for --preset NAME naming no preset, with the nearest name
+ * when one is close; EXIT_INPUT. */
+static int unknown_preset(const char *preset)
+{
+    size_t n = 0;
+    while (commsched_generate_preset(n))
+        n++;
+    const char **names = malloc(n * sizeof *names);
+    for (size_t i = 0; names && i < n; i++)
+        names[i] = commsched_generate_preset(i)->name;
+    fprintf(stderr, "commsched generate: unknown preset \"%s\"", preset);
+    if (!names || !cli_did_you_mean(stderr, "", preset, strlen(preset),
+                                    names, n, sizeof names[0]))
+        fprintf(stderr, " (see 'commsched generate fsdp --help')");
+    fprintf(stderr, "\n");
+    free(names);
+    return EXIT_INPUT;
+}
+
 /* `generate FAMILY ...`: argv[0] is "generate". */
 static int generate_transformer(int argc, char **argv)
 {
@@ -355,31 +378,23 @@ static int generate_transformer(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("generate", "expected one FAMILY");
-    for (int f = 0; f < FAM_COUNT; f++)
-        if (strcmp(argv[optind], gen_family_names[f]) == 0)
+    for (int f = 0; f < COMMSCHED_GENERATE_FAMILY_COUNT; f++)
+        if (strcmp(argv[optind], commsched_generate_family_name(
+                                     (commsched_generate_family)f)) == 0)
             family = f;
     if (family < 0)
         return cli_usage_error("generate", "unknown family \"%s\"",
                                argv[optind]);
-    if (!preset)
-        preset = family == FAM_MOE ? GEN_DEFAULT_MOE_PRESET
-                                   : GEN_DEFAULT_PRESET;
-    const gen_shape *base = NULL;
-    for (size_t i = 0; i < gen_preset_count; i++)
-        if (strcmp(preset, gen_presets[i].name) == 0)
-            base = &gen_presets[i];
-    if (!base) {
-        fprintf(stderr, "commsched generate: unknown preset \"%s\"", preset);
-        if (!cli_did_you_mean(stderr, "", preset, strlen(preset),
-                              &gen_presets[0].name, gen_preset_count,
-                              sizeof gen_presets[0]))
-            fprintf(stderr, " (see 'commsched generate fsdp --help')");
-        fprintf(stderr, "\n");
-        return EXIT_INPUT;
-    }
+    const commsched_generate_shape *base =
+        preset ? commsched_generate_preset_find(preset)
+               : commsched_generate_preset_default(
+                     (commsched_generate_family)family);
+    if (!base)
+        return unknown_preset(preset);
 
-    gen_options o;
-    gen_options_init(&o, family, base);
+    commsched_generate_options o;
+    commsched_generate_options_init(&o, (commsched_generate_family)family,
+                                    base);
     o.fine = fine;
     o.sp = sp;
     if (ac >= 0)
@@ -406,7 +421,7 @@ static int generate_transformer(int argc, char **argv)
      * tell leaves the error to the build. */
     commsched_error err = {0};
     double nodes;
-    if (gen_transformer_size(&o, &nodes, &err) != COMMSCHED_OK)
+    if (commsched_generate_size(&o, &nodes, &err) != COMMSCHED_OK)
         return err.status == COMMSCHED_EINVAL
                    ? cli_usage_error("generate", "%s", err.text)
                    : cli_report(NULL, &err);
@@ -423,7 +438,7 @@ static int generate_transformer(int argc, char **argv)
     o.progress_arg = &progress;
     cli_progress_begin(&progress, "nodes", nodes > 0 ? (uint64_t)nodes : 0,
                        "commsched generate: building");
-    commsched_status st = gen_transformer(&o, &graph, &err);
+    commsched_status st = commsched_generate_transformer(&o, &graph, &err);
     cli_progress_end(&progress);
     if (st != COMMSCHED_OK)
         return cli_report("generate", &err);
@@ -450,8 +465,9 @@ static int is_transformer_family(int argc, char **argv)
                 takes_value = 0;
         if (takes_value)
             continue; /* the value of an option, e.g. -o fsdp */
-        for (size_t f = 0; f < FAM_COUNT; f++)
-            if (strcmp(argv[i], gen_family_names[f]) == 0)
+        for (int f = 0; f < COMMSCHED_GENERATE_FAMILY_COUNT; f++)
+            if (strcmp(argv[i], commsched_generate_family_name(
+                                    (commsched_generate_family)f)) == 0)
                 return 1;
     }
     return 0;
@@ -498,10 +514,11 @@ int cmd_generate(int argc, char **argv)
         return cli_usage_error("generate", "expected one KIND: chain or a "
                                            "transformer family");
     if (strcmp(argv[optind], "chain") != 0) {
-        const char *kinds[1 + FAM_COUNT] = {"chain"};
+        const char *kinds[1 + COMMSCHED_GENERATE_FAMILY_COUNT] = {"chain"};
         size_t n = 1;
-        for (size_t f = 0; f < FAM_COUNT; f++)
-            kinds[n++] = gen_family_names[f];
+        for (int f = 0; f < COMMSCHED_GENERATE_FAMILY_COUNT; f++)
+            kinds[n++] = commsched_generate_family_name(
+                (commsched_generate_family)f);
         fprintf(stderr, "commsched generate: unknown kind \"%s\"",
                 argv[optind]);
         if (!cli_did_you_mean(stderr, "", argv[optind], strlen(argv[optind]),
