@@ -13,6 +13,7 @@
  * never changes. */
 #include "analysis.h"
 #include "graph_internal.h"
+#include "graph_rules.h"
 #include "utf8.h"
 
 #include <math.h>

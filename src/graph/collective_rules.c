@@ -3,6 +3,7 @@
  * commsched_builder_finish once names and aliases are resolved. Apart from
  * builder.c because they read only the resolved graph. */
 #include "graph_internal.h"
+#include "graph_rules.h"
 
 #include <inttypes.h>
 #include <math.h>

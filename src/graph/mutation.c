@@ -18,6 +18,7 @@
  * "Done with it" and "complete" mean: for an async collective, its first
  * wait in file order; for every other node, the node itself. */
 #include "graph_internal.h"
+#include "graph_rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>

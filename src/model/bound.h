@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "graph_internal.h"
+#include "graph_layout.h"
 
 /* The largest, over the compute stream and the comm streams (one per
  * group, or one shared when `single`), of Jackson's preemptive schedule of

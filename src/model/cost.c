@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "commsched/memory.h"
-#include "graph_internal.h"
+#include "graph_layout.h"
 
 const char *commsched_comm_model_str(commsched_comm_model m)
 {

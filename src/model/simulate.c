@@ -40,7 +40,7 @@
 #include <string.h>
 
 #include "bound.h"
-#include "graph_internal.h"
+#include "graph_layout.h"
 #include "heap.h"
 #include "kernel.h"
 

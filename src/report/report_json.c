@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph_layout.h"
 #include "report_writer.h"
 #include "utf8.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph_layout.h"
 #include "utf8.h"
 #include "util.h"
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph_layout.h"
 #include "util.h"
 
 /* Bytes of a pattern: 7 elements of 1, 2, 4 and 8 bytes all divide it. */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "commsched/cost.h"
+#include "graph_internal.h"
 
 #define END_POS UINT32_MAX
 

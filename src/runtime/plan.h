@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "commsched/graph.h"
-#include "graph_internal.h"
+#include "graph_layout.h"
 
 /* A collective as an adaptor runs it. Buffers are root buffers. */
 typedef struct cs_plan_coll {

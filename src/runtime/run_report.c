@@ -23,7 +23,7 @@
 
 #include "commsched/cost.h"
 #include "commsched/report.h"
-#include "graph_internal.h"
+#include "graph_layout.h"
 #include "utf8.h"
 #include "report_writer.h"
 

@@ -16,7 +16,7 @@
 #include <stdio.h>
 
 #include "commsched/report.h"
-#include "graph_internal.h"
+#include "graph_layout.h"
 
 /* Geometry of the SVG viewBox, in user units (1 unit = 1 px at 100%). */
 #define CS_HTML_PLOT_W 1200.0 /* the time axis */

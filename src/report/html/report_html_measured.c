@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph_layout.h"
 #include "json_util.h"
 #include "util.h"
 

@@ -52,7 +52,7 @@
 #include "check_ref.h"
 #include "driver.h"
 #include "cuda_kernels.h"
-#include "graph_internal.h"
+#include "graph_layout.h"
 #include "plan.h"
 #include "runtime_internal.h"
 #include "stream_program.h"

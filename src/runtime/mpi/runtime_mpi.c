@@ -65,7 +65,7 @@
 #include "commsched/runtime.h"
 #include "driver.h"
 #include "commsched/report.h"
-#include "graph_internal.h"
+#include "graph_layout.h"
 #include "layout.h"
 #include "plan.h"
 #include "ring_allreduce.h"
