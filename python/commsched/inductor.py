@@ -417,25 +417,31 @@ def _mutations(buf):
         return []
 
 
-@functools.lru_cache(maxsize=None)
-def _estimate_op_runtime():
-    """torch._inductor.comms.estimate_op_runtime (imported once), or None
-    without torch."""
+def _runtime_estimator():
+    """A function snode -> Inductor's estimate in milliseconds, as
+    ``torch._inductor.comms.estimate_op_runtime`` gives it:
+    ``config.estimate_op_runtime`` when a hook is set, else
+    ``snode.get_estimated_runtime()`` (also without torch). The config is
+    read once for all the nodes of a call rather than once a node: its
+    module's ``__getattr__`` was most of the 2.5-2.8 µs a node the
+    estimate took on the TP 29-layer graphs."""
     try:
-        from torch._inductor import comms
+        from torch._inductor import config
+        hook = config.estimate_op_runtime
     except ImportError:
-        return None
-    return comms.estimate_op_runtime
+        hook = "default"
+    if hook == "default":
+        return lambda snode: snode.get_estimated_runtime()
+    return hook
 
 
-def _runtime_ns(snode, exact=False):
-    """Inductor's estimate (comms.estimate_op_runtime, milliseconds) in
-    nanoseconds; None where it says 0 (its "no estimate", e.g. every node
-    on CPU), so that commsched's cost model prices the node, unless
-    ``exact`` (``runtimes="inductor"``): then 0 stays 0."""
-    estimate = _estimate_op_runtime()
-    ms = float(estimate(snode) if estimate else
-               snode.get_estimated_runtime())
+def _runtime_ns(snode, estimate, exact=False):
+    """Inductor's estimate (``estimate``: :func:`_runtime_estimator`'s,
+    milliseconds) in nanoseconds; None where it says 0 (its "no
+    estimate", e.g. every node on CPU), so that commsched's cost model
+    prices the node, unless ``exact`` (``runtimes="inductor"``): then 0
+    stays 0."""
+    ms = float(estimate(snode))
     return ms * 1e6 if ms > 0 or exact else None
 
 
@@ -880,6 +886,7 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
             inputs_known[dep.name] = (int(size), freeable)
 
     # Pass 1: names, outputs and producers.
+    estimate = _runtime_estimator()
     nodes = []
     producer = {}   # buffer name -> node index
     op_owner = {}   # operation name -> node index
@@ -908,8 +915,9 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
                       "muts": muts,
                       "kernels": _kernel_names(sn),
-                      "runtime": _runtime_ns(sn, True) if exact else
-                      0.0 if kind == "wait" else _runtime_ns(sn)})
+                      "runtime": _runtime_ns(sn, estimate, True) if exact
+                      else 0.0 if kind == "wait" else
+                      _runtime_ns(sn, estimate)})
 
     # Pass 1b: multi-output kernels. The part a MultiOutput extraction node
     # names (buf2 = buf1[0]) is its kernel's own output, of the part's
