@@ -6,8 +6,12 @@ CPU seconds (the process's: on a shared machine the wall clock counts the
 time others held the cores):
 
 - commsched.inductor.document() with Python's cyclic collector on and
-  off (the plugin pauses it: a full collection over the compile's
-  millions of tracked objects costs more than the adapter);
+  off, called in the hook's own thread (the plugin pauses the collector:
+  a full collection over the compile's millions of tracked objects costs
+  more than the adapter), then as the plugin calls it, in a thread of its
+  own (CPython 3.11's frame-chunk faults at the hook's depth, see
+  _on_fresh_stack in python/commsched/inductor.py), with the page faults
+  of each call;
 - three commsched.inductor.reorder() calls in a row (the default
   pipeline), with their phases;
 - with --profile, cProfile of one document() call (process-time timer),
@@ -27,12 +31,18 @@ import gc
 import io
 import os
 import pstats
+import resource
 import sys
 import time
 import warnings
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "graphs", "torch"))
+
+
+def faults():
+    """The process's minor page faults so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def per_node(seconds, n):
@@ -90,18 +100,25 @@ def main():
               "collector" % (len(seen), n, len(gc.get_objects())),
               flush=True)
         seen.append(n)
-        for mode in ("on", "off", "on", "off"):
+        for mode in ("on", "off", "on", "off", "own thread", "own thread"):
             was = gc.isenabled()
             if mode == "off":
                 gc.disable()
+            f0 = faults()
             c0 = time.process_time()
-            # the undecorated function: the collector as `mode` says
-            ci.document.__wrapped__(snodes)
+            if mode == "own thread":
+                ci.document(snodes)     # as the plugin calls it
+            else:
+                # the undecorated function, in this thread: the collector
+                # as `mode` says
+                ci.document.__wrapped__(snodes)
             dt = time.process_time() - c0
             if was:
                 gc.enable()
-            print("  document(), collector %-3s: %s us of CPU a node"
-                  % (mode, per_node(dt, n)), flush=True)
+            print("  document(), %-14s: %s us of CPU a node, %d page "
+                  "faults" % ("own thread" if mode == "own thread" else
+                              "collector " + mode, per_node(dt, n),
+                              faults() - f0), flush=True)
         for i in range(3):
             split = {}
             c0 = time.process_time()

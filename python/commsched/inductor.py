@@ -168,6 +168,7 @@ import functools
 import gc
 import math
 import os
+import threading
 import time
 
 from . import (Error, Graph, _lib, _optimized_order, _s, default_pipeline,
@@ -416,25 +417,31 @@ def _mutations(buf):
         return []
 
 
-@functools.lru_cache(maxsize=None)
-def _estimate_op_runtime():
-    """torch._inductor.comms.estimate_op_runtime (imported once), or None
-    without torch."""
+def _runtime_estimator():
+    """A function snode -> Inductor's estimate in milliseconds, as
+    ``torch._inductor.comms.estimate_op_runtime`` gives it:
+    ``config.estimate_op_runtime`` when a hook is set, else
+    ``snode.get_estimated_runtime()`` (also without torch). The config is
+    read once for all the nodes of a call rather than once a node: its
+    module's ``__getattr__`` was most of the 2.5-2.8 µs a node the
+    estimate took on the TP 29-layer graphs."""
     try:
-        from torch._inductor import comms
+        from torch._inductor import config
+        hook = config.estimate_op_runtime
     except ImportError:
-        return None
-    return comms.estimate_op_runtime
+        hook = "default"
+    if hook == "default":
+        return lambda snode: snode.get_estimated_runtime()
+    return hook
 
 
-def _runtime_ns(snode, exact=False):
-    """Inductor's estimate (comms.estimate_op_runtime, milliseconds) in
-    nanoseconds; None where it says 0 (its "no estimate", e.g. every node
-    on CPU), so that commsched's cost model prices the node, unless
-    ``exact`` (``runtimes="inductor"``): then 0 stays 0."""
-    estimate = _estimate_op_runtime()
-    ms = float(estimate(snode) if estimate else
-               snode.get_estimated_runtime())
+def _runtime_ns(snode, estimate, exact=False):
+    """Inductor's estimate (``estimate``: :func:`_runtime_estimator`'s,
+    milliseconds) in nanoseconds; None where it says 0 (its "no
+    estimate", e.g. every node on CPU), so that commsched's cost model
+    prices the node, unless ``exact`` (``runtimes="inductor"``): then 0
+    stays 0."""
+    ms = float(estimate(snode))
     return ms * 1e6 if ms > 0 or exact else None
 
 
@@ -777,7 +784,60 @@ def _without_gc(fn):
     return call
 
 
-@_without_gc
+def _inductor_thread_state():
+    """A function that gives the calling thread the values Inductor's
+    virtualized globals (``V.graph``, ``V.fake_mode``, ...) hold in this
+    one: they live in a ``threading.local``. Nothing to copy without
+    torch."""
+    try:
+        from torch._inductor import virtualized
+        local = virtualized.threadlocal
+        values = dict(vars(local))
+    except (ImportError, AttributeError, TypeError):
+        return lambda: None
+
+    def adopt():
+        for key, value in values.items():
+            setattr(local, key, value)
+    return adopt
+
+
+def _on_fresh_stack(fn):
+    """``fn`` run in a new thread (this one waits for it; its result or
+    exception comes back), with Inductor's thread-local globals carried
+    over and the collector paused (:func:`_without_gc`). Why: CPython 3.11
+    keeps frames in 16 KiB chunks it maps and unmaps as the stack crosses
+    them, and Inductor hands its nodes over some 60 frames deep, at a depth
+    that varies with the program; where the adapter's loop sits just below
+    a chunk's end, each call it makes maps a chunk and unmaps it on return,
+    a page fault each (3-10 µs on the measuring machine). ``document`` on
+    the TP 29-layer backward (1,014 nodes) made 13,400 faults and took
+    204 µs of CPU a node called directly, 2 faults and 89 µs in a thread
+    (docs/PERFORMANCE.md, "The plugin's cost"). A new thread's stack starts
+    empty, so the adapter's few frames stay in one chunk."""
+    paused = _without_gc(fn)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        adopt = _inductor_thread_state()
+        box = {}
+
+        def run():
+            adopt()
+            try:
+                box["result"] = paused(*args, **kwargs)
+            except BaseException as e:  # re-raised in the caller's thread
+                box["error"] = e
+        worker = threading.Thread(target=run, name="commsched-adapter")
+        worker.start()
+        worker.join()
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+    return call
+
+
+@_on_fresh_stack
 def document(snodes, *, graph_inputs=None, graph_outputs=None,
              buffer_size=None, group_of=None, group_sizes=None,
              contains_collective=None, contains_wait=None, name="inductor",
@@ -826,6 +886,7 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
             inputs_known[dep.name] = (int(size), freeable)
 
     # Pass 1: names, outputs and producers.
+    estimate = _runtime_estimator()
     nodes = []
     producer = {}   # buffer name -> node index
     op_owner = {}   # operation name -> node index
@@ -854,8 +915,9 @@ def document(snodes, *, graph_inputs=None, graph_outputs=None,
         nodes.append({"sn": sn, "name": nname, "kind": kind, "outs": outs,
                       "muts": muts,
                       "kernels": _kernel_names(sn),
-                      "runtime": _runtime_ns(sn, True) if exact else
-                      0.0 if kind == "wait" else _runtime_ns(sn)})
+                      "runtime": _runtime_ns(sn, estimate, True) if exact
+                      else 0.0 if kind == "wait" else
+                      _runtime_ns(sn, estimate)})
 
     # Pass 1b: multi-output kernels. The part a MultiOutput extraction node
     # names (buf2 = buf1[0]) is its kernel's own output, of the part's
