@@ -164,6 +164,7 @@ Tested on stand-in objects exposing exactly the attributes above
 ``torch.compile`` runs (tests/python/test_torch_compile.py).
 """
 
+import contextvars
 import functools
 import gc
 import math
@@ -805,7 +806,8 @@ def _inductor_thread_state():
 def _on_fresh_stack(fn):
     """``fn`` run in a new thread (this one waits for it; its result or
     exception comes back), with Inductor's thread-local globals carried
-    over and the collector paused (:func:`_without_gc`). Why: CPython 3.11
+    over, the caller's context variables (torch's config patches) run in,
+    and the collector paused (:func:`_without_gc`). Why: CPython 3.11
     keeps frames in 16 KiB chunks it maps and unmaps as the stack crosses
     them, and Inductor hands its nodes over some 60 frames deep, at a depth
     that varies with the program; where the adapter's loop sits just below
@@ -828,7 +830,12 @@ def _on_fresh_stack(fn):
                 box["result"] = paused(*args, **kwargs)
             except BaseException as e:  # re-raised in the caller's thread
                 box["error"] = e
-        worker = threading.Thread(target=run, name="commsched-adapter")
+        # the caller's context variables too: torch's config patches
+        # (config.patch(estimate_op_runtime=...), as PyTorch's own tests
+        # set their cost models) are per thread through a ContextVar
+        context = contextvars.copy_context()
+        worker = threading.Thread(target=context.run, args=(run,),
+                                  name="commsched-adapter")
         worker.start()
         worker.join()
         if "error" in box:
