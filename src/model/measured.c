@@ -939,6 +939,18 @@ static void write_device(cs_jw *w, const commsched_device *d)
     cs_jw_end(w);
 }
 
+/* The figures every row ends with: its median (or mean), its samples and
+ * their spread; then the row is closed. */
+static void end_row(cs_jw *w, double ns, uint32_t samples, double spread)
+{
+    cs_jw_key(w, "ns");
+    cs_jw_number(w, ns, 0);
+    cs_jw_key_int(w, "samples", samples);
+    cs_jw_key(w, "spread");
+    cs_jw_number(w, spread, 0);
+    cs_jw_end(w);
+}
+
 static void write_measured(cs_jw *w, const commsched_costs *c)
 {
     cs_jw_key(w, "measured");
@@ -980,12 +992,7 @@ static void write_measured(cs_jw *w, const commsched_costs *c)
             cs_jw_layout(w, " ", ": ");
             cs_jw_key(w, "bytes");
             cs_jw_number(w, p->bytes, 0);
-            cs_jw_key(w, "ns");
-            cs_jw_number(w, p->ns, 0);
-            cs_jw_key_int(w, "samples", p->samples);
-            cs_jw_key(w, "spread");
-            cs_jw_number(w, p->spread, 0);
-            cs_jw_end(w);
+            end_row(w, p->ns, p->samples, p->spread);
         }
         cs_jw_end(w);
         cs_jw_end(w);
@@ -1002,12 +1009,7 @@ static void write_measured(cs_jw *w, const commsched_costs *c)
             cs_jw_key(w, "position");
             cs_jw_number(w, r->pos, 0);
         }
-        cs_jw_key(w, "ns");
-        cs_jw_number(w, r->ns, 0);
-        cs_jw_key_int(w, "samples", r->samples);
-        cs_jw_key(w, "spread");
-        cs_jw_number(w, r->spread, 0);
-        cs_jw_end(w);
+        end_row(w, r->ns, r->samples, r->spread);
     }
     cs_jw_end(w);
     cs_jw_end(w);
