@@ -1,6 +1,8 @@
 /* commsched — jansson helpers shared by every JSON reader (json_util.h). */
 #include "json_util.h"
+#include "util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +45,27 @@ commsched_status cs_json_syntax_error(const json_error_t *je,
         err->column = bom || je->column < 1 ? 1 : je->column;
     }
     return st;
+}
+
+commsched_status cs_json_load_file(const char *path, json_t **root,
+                                   commsched_error *err)
+{
+    json_error_t je;
+    /* Opened here, not by json_load_file, so an unopenable file reads
+     * like every other unopenable input ("cannot open: ..."). */
+    FILE *f = cs_fopen_input(path);
+    *root = NULL;
+    if (!f)
+        return commsched_error_set(err, COMMSCHED_EIO, NULL,
+                                   "cannot open: %s", strerror(errno));
+    *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (*root)
+        return COMMSCHED_OK;
+    /* A read error is a line-less error. */
+    if (je.line <= 0)
+        return commsched_error_set(err, COMMSCHED_EIO, NULL, "%s", je.text);
+    return cs_json_syntax_error(&je, err);
 }
 
 const char *cs_json_join(char *buf, size_t size, const char *path,

@@ -22,6 +22,13 @@ commsched_status cs_json_syntax_error(const json_error_t *je,
                                       commsched_error *err);
 
 /* "path.key" into buf (just "key" at the top, path ""); returns buf. */
+/* Parses the JSON file at path ("-": standard input) into *root (the
+ * caller's to json_decref), duplicate keys refused. EIO "cannot open:
+ * ..." or a read error without a line; the syntax error located as
+ * cs_json_syntax_error locates it. O(file size). */
+commsched_status cs_json_load_file(const char *path, json_t **root,
+                                   commsched_error *err);
+
 const char *cs_json_join(char *buf, size_t size, const char *path,
                          const char *key);
 

@@ -18,7 +18,6 @@
 
 #include "json_util.h"
 #include "util.h"
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -457,23 +456,11 @@ commsched_status commsched_device_load_file(const char *path,
                                             commsched_device *out,
                                             commsched_error *err)
 {
-    json_error_t je;
-    /* Opened here, not by json_load_file, so an unopenable profile reads
-     * like every other unopenable input ("cannot open: ..."). */
-    FILE *f = cs_fopen_input(path);
-    if (!f)
-        return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                   "cannot open: %s", strerror(errno));
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
-    fclose(f);
-    if (!root) {
-        /* A read error is a line-less error. */
-        if (je.line <= 0)
-            return commsched_error_set(err, COMMSCHED_EIO, NULL, "%s",
-                                       je.text);
-        return cs_json_syntax_error(&je, err);
-    }
-    commsched_status st = from_json(root, out, err);
+    json_t *root;
+    commsched_status st = cs_json_load_file(path, &root, err);
+    if (st != COMMSCHED_OK)
+        return st;
+    st = from_json(root, out, err);
     json_decref(root);
     return st;
 }

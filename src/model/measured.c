@@ -840,20 +840,12 @@ commsched_status commsched_costs_load_file(const char *name_or_path,
     *out = NULL;
     if (commsched_device_builtin(name_or_path))
         return COMMSCHED_OK;
-    FILE *f = cs_fopen_input(name_or_path);
-    if (!f)
-        return commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                   "cannot open: %s", strerror(errno));
-    json_error_t je;
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
-    fclose(f);
-    if (!root)
-        return je.line <= 0 ? commsched_error_set(err, COMMSCHED_EIO, NULL,
-                                                  "%s", je.text)
-                            : cs_json_syntax_error(&je, err);
+    json_t *root;
+    commsched_status st = cs_json_load_file(name_or_path, &root, err);
+    if (st != COMMSCHED_OK)
+        return st;
     json_t *m = json_is_object(root) ? json_object_get(root, "measured")
                                      : NULL;
-    commsched_status st = COMMSCHED_OK;
     if (m) {
         commsched_costs *c = NULL;
         if ((st = commsched_costs_create(&c, err)) == COMMSCHED_OK &&
