@@ -36,6 +36,7 @@ Usage (bench/run.sh runs it with the release library):
   COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
     build/venv/bin/python bench/torch_scale.py [--sizes 1k,10k,36k]
     [--kinds fsdp,tp,2d,moe] [--big-kinds tp] [--cap 600]
+    [--over-cap fsdp:reorder_communication_preserving_peak_memory,...]
     [--json build/release/torch_scale.json] [--update-doc docs/PERFORMANCE.md]
   ... bench/torch_scale.py --from-json A.json,B.json --cap 300 \
     --made-by "..." --update-doc docs/PERFORMANCE.md   (tables of runs
@@ -317,6 +318,11 @@ def main():
     ap.add_argument("--layers", type=int,
                     help="every program at this layer count instead (a "
                     "quick look; one size)")
+    ap.add_argument("--over-cap", default="",
+                    help="comma-separated KIND:PASS pairs an earlier run "
+                    "found past the cap at a smaller size of the program "
+                    "(e.g. fsdp:reorder_communication_preserving_peak_memory"
+                    "): not run, reported as such, as within one run")
     ap.add_argument("--json")
     ap.add_argument("--update-doc")
     ap.add_argument("--from-json",
@@ -336,6 +342,12 @@ def main():
         __import__("benchdoc").cpu_name(), os.cpu_count(),
         platform.python_version(), torch.__version__.split("+")[0])
     results, timed_out = [], set()
+    for pair in (x for x in args.over_cap.split(",") if x):
+        kind, _, p = pair.partition(":")
+        if kind not in ts.KINDS or p not in PASSES:
+            ap.error("--over-cap: %r is not KIND:PASS (kinds %s; passes %s)"
+                     % (pair, ",".join(ts.KINDS), ",".join(PASSES)))
+        timed_out.add((kind, p))
 
     def log(line):
         print(line, flush=True)
