@@ -17,8 +17,9 @@ time others held the cores):
 - with --profile, cProfile of one document() call (process-time timer),
   the functions that take the most time;
 - with --fx, the same program compiled again with commsched's FX pass
-  (commsched.fx.post_grad_pass): each FX graph's size and the pass's CPU
-  time (and, with --profile, its cProfile).
+  (commsched.fx.post_grad_pass): each FX graph's size, from_fx() in the
+  pass's thread and in its own (as the pass calls it) with their page
+  faults, and the pass's CPU time (and, with --profile, its cProfile).
 
   COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
     build/venv/bin/python bench/plugin_profile.py tp 29 [--profile] [--fx]
@@ -71,6 +72,19 @@ def fx_level(ts, kind, layers, profile):
         if profile:
             print(profiled(inner, self, graph), flush=True)
             return
+        for mode in ("hook's thread", "own thread"):
+            # from_fx as it ran before (in the pass's thread, collector
+            # paused) and as the pass calls it (a thread of its own)
+            f0, c0 = faults(), time.process_time()
+            if mode == "own thread":
+                cfx.from_fx(graph)
+            else:
+                gc.disable()
+                cfx.from_fx.__wrapped__(graph)
+                gc.enable()
+            dt = time.process_time() - c0
+            print("  from_fx(), %s: %s us of CPU an FX node, %d page faults"
+                  % (mode, per_node(dt, n), faults() - f0), flush=True)
         c0 = time.process_time()
         inner(self, graph)
         dt = time.process_time() - c0

@@ -417,7 +417,7 @@ def fx_dependencies(graph):
     return deps
 
 
-@_inductor._without_gc
+@_inductor._on_fresh_stack
 def from_fx(graph, *, group_sizes=None, name="fx"):
     """Builds the commsched :class:`~commsched.Graph` of an FX graph (a
     ``torch.fx.Graph`` or ``GraphModule`` whose nodes carry

@@ -239,18 +239,29 @@ def _kind_of(contains_collective, contains_wait):
     grouped = None
     if contains_collective is None and contains_wait is None:
         try:
+            from torch._inductor.ir import FallbackKernel
             from torch._inductor.scheduler import GroupedSchedulerNode
             grouped = GroupedSchedulerNode
             ir_coll, ir_wait = _utils.is_collective, _utils.is_wait
         except (ImportError, AttributeError):  # stand-ins without them
             grouped = None
+    # torch's is_collective/is_wait decide by the IR node's type alone
+    # (isinstance checks), except for a FallbackKernel, which may be one of
+    # torchrec's collectives (an op check): one answer per type, asked once
+    # (the call imports ir and, for fallbacks, probes torch.ops.torchrec)
+    by_type = {}
 
     def kind(sn):
         if grouped is not None and not isinstance(sn, grouped):
             node = sn.node
-            if ir_coll(node):
-                return "collective"
-            return "wait" if ir_wait(node) else "compute"
+            t = type(node)
+            got = by_type.get(t)
+            if got is None:
+                got = "collective" if ir_coll(node) else \
+                    "wait" if ir_wait(node) else "compute"
+                if t is not FallbackKernel:
+                    by_type[t] = got
+            return got
         if is_coll(sn):
             return "collective"
         return "wait" if is_wait(sn) else "compute"
@@ -610,8 +621,10 @@ class _BufferBytes:
             for mut in buf.get_mutation_names():
                 parts.extend(self._buf_parts(self._graph.get_buffer(mut)))
             return tuple(parts)
-        return ((_numel(buf.get_size(), self._hint),
-                 self._dtype_size(buf.get_dtype())),)
+        # the layout's own fields: what get_size()/get_dtype() return
+        # through two or three calls each (Buffer.get_layout's checks)
+        return ((_numel(layout.size, self._hint),
+                 self._dtype_size(layout.dtype)),)
 
     def _parts_of(self, name):
         got = self._parts.get(name)
