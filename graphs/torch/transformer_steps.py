@@ -46,6 +46,7 @@ Deterministic: torch.manual_seed(SEED) before every program; Inductor's
 node names and order depend only on the program and torch's version.
 """
 import functools
+import sys
 
 import torch
 import torch.distributed as dist
@@ -290,6 +291,15 @@ def compile_step(kind, layers, hook, *, run=False, config=None):
     torch._dynamo.reset()
     backend = "inductor" if run else functools.partial(
         compile_fx, inner_compile=inner)
+    # Inductor's reorder_for_peak_memory (on by default) first tries
+    # topological_sort_dfs, which recurses once a node along the longest
+    # dependency chain, and compile_fx raises Python's limit to 2,000 only:
+    # the FSDP step at 10K nodes (159 layers) fails there with a
+    # RecursionError (measured, torch 2.13.0), as TP at 36K would. The
+    # recursion is Python calling Python (no C stack in 3.11), so a higher
+    # limit for the compile lets torch finish as it is.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 100000))
     with icfg.patch(settings), \
             fcfg.patch(force_non_lazy_backward_lowering=not run):
         try:
@@ -299,6 +309,8 @@ def compile_step(kind, layers, hook, *, run=False, config=None):
         except Exception as e:  # Stop, wrapped by dynamo as a backend error
             if not _is_stop(e):
                 raise
+        finally:
+            sys.setrecursionlimit(limit)
     return seen
 
 
