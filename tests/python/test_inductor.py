@@ -259,6 +259,41 @@ class Mapping(unittest.TestCase):
         finally:
             gc.enable()
 
+    def test_nodes_read_in_a_thread_of_their_own(self):
+        # document() reads the nodes in a new thread (a fresh stack: see
+        # _on_fresh_stack) in the caller's contextvars context; what it
+        # raises reaches the caller as itself
+        import contextvars
+        import threading
+        patch = contextvars.ContextVar("patch", default="unset")
+        seen = []
+
+        def size(buf):
+            seen.append((threading.current_thread(), patch.get()))
+            return 8
+        st = s2(True)
+        kw = dict(graph_inputs={"a": 64, "primals_1": 8},
+                  graph_outputs=["buf5"], **PRED)
+        token = patch.set("caller's")
+        try:
+            ci.document(st.snodes, buffer_size=size, **kw)
+        finally:
+            patch.reset(token)
+        self.assertTrue(seen)
+        self.assertEqual({v for _, v in seen}, {"caller's"})
+        workers = {t for t, _ in seen}
+        self.assertEqual(len(workers), 1)
+        self.assertIsNot(workers.pop(), threading.current_thread())
+
+        class Odd(Exception):
+            pass
+
+        def fails(buf):
+            raise Odd("from the reader")
+        with self.assertRaises(Odd) as raised:
+            ci.document(st.snodes, buffer_size=fails, **kw)
+        self.assertEqual(str(raised.exception), "from the reader")
+
     def test_runtimes_inductor_keeps_zero_estimates(self):
         # every node estimated 0 (Inductor on CPU): by default commsched's
         # cost model prices them (a collective from its bytes; the

@@ -27,6 +27,7 @@ import operator
 import os
 import sys
 import tempfile
+import threading
 import unittest
 
 try:
@@ -86,7 +87,19 @@ class Recording(type(cfx.post_grad_pass())):
 
     def __call__(self, graph):
         before = record_graph(graph)
-        g_in = cfx.from_fx(graph)
+        # the threads from_fx reads the FX nodes in (a thread of its own,
+        # as the scheduler-node adapter's: commsched.inductor's
+        # _on_fresh_stack)
+        readers, kind_of = set(), cfx._fx_kind
+
+        def recorded_kind(node):
+            readers.add(threading.current_thread())
+            return kind_of(node)
+        cfx._fx_kind = recorded_kind
+        try:
+            g_in = cfx.from_fx(graph)
+        finally:
+            cfx._fx_kind = kind_of
         super().__call__(graph)
         after = [n.name for n in graph.nodes if n.op == "call_function"]
         stable_topological_sort(graph)
@@ -100,6 +113,8 @@ class Recording(type(cfx.post_grad_pass())):
         SEEN.append({"before": before, "after": after,
                      "sorted_after": sorted_after, "result": self.last,
                      "graph": graph, "colls": colls,
+                     "readers": readers,
+                     "caller": threading.current_thread(),
                      "input_ns": commsched.simulate(g_in).makespan_ns,
                      "nbytes": {n.name: [t.untyped_storage().nbytes()
                                          for t in cfx._leaves(
@@ -150,6 +165,8 @@ class TorchFxPass(unittest.TestCase):
         self.assertEqual(rec["sorted_after"], after)
         self.assertEqual(sorted(after), sorted(b["order"]))
         rec["graph"].lint()
+        self.assertEqual(len(rec["readers"]), 1)
+        self.assertNotIn(rec["caller"], rec["readers"])
         pos = {n: k for k, n in enumerate(after)}
         old = {n: k for k, n in enumerate(b["order"])}
         for n in rec["graph"].nodes:
