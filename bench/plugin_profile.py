@@ -14,6 +14,10 @@ time others held the cores):
   of each call;
 - three commsched.inductor.reorder() calls in a row (the default
   pipeline), with their phases;
+- with --plugin-only, only the calls the plugin makes (document() in its
+  own thread, reorder()): at 36K nodes the hook's-thread calls with the
+  collector on cost minutes over a compile's tens of millions of tracked
+  objects;
 - with --profile, cProfile of one document() call (process-time timer),
   the functions that take the most time;
 - with --fx, the same program compiled again with commsched's FX pass
@@ -23,6 +27,7 @@ time others held the cores):
 
   COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
     build/venv/bin/python bench/plugin_profile.py tp 29 [--profile] [--fx]
+    [--plugin-only]
 
 docs/PERFORMANCE.md, "The Inductor plugin at real size", quotes it.
 """
@@ -101,6 +106,7 @@ def main():
     ap.add_argument("layers", type=int)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--fx", action="store_true")
+    ap.add_argument("--plugin-only", action="store_true")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
     import transformer_steps as ts
@@ -110,11 +116,18 @@ def main():
 
     def hook(snodes):
         n = len(snodes)
-        print("graph %d: %d scheduler nodes, %d objects tracked by the "
-              "collector" % (len(seen), n, len(gc.get_objects())),
+        # (the tracked objects' count walks them all: not with
+        # --plugin-only, where the compile may be partly in swap)
+        print("graph %d: %d scheduler nodes, %s objects tracked by the "
+              "collector, peak RSS so far %.1f GiB"
+              % (len(seen), n, "?" if a.plugin_only else
+                 len(gc.get_objects()),
+                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20),
               flush=True)
         seen.append(n)
-        for mode in ("on", "off", "on", "off", "own thread", "own thread"):
+        modes = ("own thread", "own thread") if a.plugin_only else \
+            ("on", "off", "on", "off", "own thread", "own thread")
+        for mode in modes:
             was = gc.isenabled()
             if mode == "off":
                 gc.disable()
