@@ -14,6 +14,8 @@ time others held the cores):
   of each call;
 - three commsched.inductor.reorder() calls in a row (the default
   pipeline), with their phases;
+- at each hook, the graph's size and the process's peak resident memory
+  so far;
 - with --plugin-only, only the calls the plugin makes (document() in its
   own thread, reorder()): at 36K nodes the hook's-thread calls with the
   collector on cost minutes over a compile's tens of millions of tracked
@@ -120,7 +122,7 @@ def main():
         # --plugin-only, where the compile may be partly in swap)
         print("graph %d: %d scheduler nodes, %s objects tracked by the "
               "collector, peak RSS so far %.1f GiB"
-              % (len(seen), n, "?" if a.plugin_only else
+              % (len(seen), n, "(not counted)" if a.plugin_only else
                  len(gc.get_objects()),
                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20),
               flush=True)
