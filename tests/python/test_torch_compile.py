@@ -343,6 +343,55 @@ class TorchCompile(unittest.TestCase):
         self.assertEqual(real, 2 * 16384 + 16384 + 4)
         self.assertEqual(ours, real)
 
+    def test_kernels_reading_a_slice_are_priced_for_the_slice(self):
+        """Kernels that read a slice of a flat buffer, as every matmul and
+        norm does after torch's FX bucketing (each weight a slice of its
+        bucket's all-gathered output): a matmul (an extern kernel, whose
+        accesses Inductor bounds by nothing) reading its weight through a
+        view, and a pointwise kernel reading a broadcast row. Inductor
+        counts the whole bucket for the first and the kernel's iteration
+        space for the second; commsched the elements the view or the
+        index covers; every other buffer as torch counts it."""
+        seen = {}
+
+        def probe(snodes):
+            snodes = list(snodes)
+            doc = {n["name"]: n for n in ci.document(snodes)["nodes"]}
+            for sn in snodes:
+                kind = "mm" if "extern_kernels.mm" in str(getattr(
+                    getattr(sn, "node", None), "python_kernel_name", "")) \
+                    else "pointwise"
+                seen.setdefault(kind, []).append((
+                    sn.get_read_write_buffer_accesses(include_reads=True,
+                                                      include_writes=True),
+                    doc[sn.get_name()].get("bytes")))
+            return snodes
+
+        rows, cols, flat = 32, 64, 64 * 64 * 16
+
+        def step(x, bucket):
+            w = bucket[4096:4096 + cols * cols].view(cols, cols)
+            return (torch.relu(x) * bucket[:cols]) @ w
+        with icfg.patch(reorder_for_compute_comm_overlap_passes=[probe],
+                        estimate_op_runtime=lambda sn: 0.0):
+            compile_and_run(step, torch.randn(rows, cols),
+                            torch.randn(flat))
+        self.assertEqual(sorted(seen), ["mm", "pointwise"])
+        self.assertEqual(len(seen["mm"]), 1)
+        self.assertEqual(len(seen["pointwise"]), 1)
+        act = rows * cols * 4
+        # the matmul: torch counts the activation, the whole bucket and
+        # the product; commsched the bucket for the 64 x 64 weight
+        theirs, ours = seen["mm"][0]
+        self.assertEqual(sorted(theirs.values()),
+                         sorted([act, flat * 4, act]))
+        self.assertEqual(ours, 2 * act + cols * cols * 4)
+        # relu(x) * row: torch counts x, the bucket for the kernel's
+        # rows x cols iteration space and the output; commsched the row
+        theirs, ours = seen["pointwise"][0]
+        self.assertEqual(sorted(theirs.values()), [act, act, act])
+        self.assertEqual(ours, 2 * act + cols * 4)
+
     def test_fsdp2_transformer_block(self):
         """A transformer block under FSDP2's fully_shard compiles on CPU
         under the fake process group, but torch 2.13 runs FSDP2's hooks
