@@ -712,7 +712,8 @@ class _BufferBytes:
             numel = _numel(r[0], self._hint) * _numel(r[1], self._hint)
         else:
             numel = int(1e9)
-            views = self._view_extents(snode.node)
+            if isinstance(snode, sch.ExternKernelSchedulerNode):
+                views = self._view_extents(snode.node)
         rw = snode.read_writes
         # per buffer: its accesses, and the elements their indices cover
         # (-1: not bounded, a StarDep or an indirect index)
@@ -743,12 +744,16 @@ class _BufferBytes:
                 if all(u.node in inside for u in users):
                     del count[name]
         total = 0
+        known = self._parts
         for name, k in count.items():
             accessed = numel * k
             c = cover[name]
             if 0 <= c < accessed:
                 accessed = c
-            for elems, itemsize in self._parts_of(name):
+            parts = known.get(name)
+            if parts is None:
+                parts = self._parts_of(name)
+            for elems, itemsize in parts:
                 total += itemsize if elems is None else \
                     itemsize * min(accessed, elems)
         return total
