@@ -74,11 +74,13 @@ What is read, exactly (nothing else is touched):
   ``node.origins``); the bytes are ``snode.get_read_write_buffers_sizes()``'s
   figure, worked out as torch does from ``read_writes.reads/writes``, the
   node's ranges, the buffers' layouts in ``V.graph`` and, for a fused
-  node, its buffers' users in ``snode.scheduler``. Both are computed by
-  the adapter rather than asked of torch, because torch's own calls cost
-  about 1 ms a node (a FlopCounterMode dispatch, sympy sizes redone for
-  every reader); tests/python/test_torch_scale.py checks they equal
-  torch's figures on every node of the real programs.
+  node, its buffers' users in ``snode.scheduler``, but without the bytes
+  no kernel moves (a WeakDep counted as a read; a slice counted as its
+  whole buffer: :class:`_BufferBytes`). Both are computed by the adapter
+  rather than asked of torch, because torch's own calls cost about 1 ms
+  a node (a FlopCounterMode dispatch, sympy sizes redone for every
+  reader); tests/python/test_torch_scale.py checks them against torch's
+  figures on every node of the real programs.
   ``runtimes="inductor"`` gives every node (waits included) exactly
   Inductor's estimate, zeros kept: what torch's passes of the same names
   see, so their orders can be asked of commsched's.
