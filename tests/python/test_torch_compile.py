@@ -16,7 +16,9 @@ buffer sizes), and that commsched's peak for the input order is exactly
 torch._inductor.memory.estimate_peak_memory on the same nodes (both leave
 the non-freeable graph inputs, parameters and saved activations, out).
 Also: a multi-output kernel (MultiOutputLayout) counted as Inductor counts
-it, and a transformer block under FSDP2's fully_shard, whose collectives
+it; the bytes of kernels reading a slice of a flat buffer and of one with
+a WeakDep, counted for what they move where torch's count is larger;
+and a transformer block under FSDP2's fully_shard, whose collectives
 torch 2.13 keeps out of the compiled graph.
 
 Run by the `python` tier with the virtual environment `make test` makes
@@ -391,6 +393,43 @@ class TorchCompile(unittest.TestCase):
         theirs, ours = seen["pointwise"][0]
         self.assertEqual(sorted(theirs.values()), [act, act, act])
         self.assertEqual(ours, 2 * act + cols * 4)
+
+    def test_a_weak_dependency_reads_nothing(self):
+        """An in-place update of a graph input after a kernel read it:
+        Inductor orders the mutation after the reader with a WeakDep on
+        the reader's buffer, which torch's byte count takes as a read of
+        that buffer; commsched counts what the kernel moves, without it."""
+        from torch._inductor.dependencies import WeakDep
+        seen = []
+
+        def probe(snodes):
+            snodes = list(snodes)
+            doc = {n["name"]: n for n in ci.document(snodes)["nodes"]}
+            for sn in snodes:
+                weak = {d.name for d in sn.read_writes.reads
+                        if isinstance(d, WeakDep)}
+                if weak:
+                    seen.append((sn.get_read_write_buffer_accesses(
+                        include_reads=True, include_writes=True), weak,
+                        doc[sn.get_name()].get("bytes")))
+            return snodes
+
+        def step(x, y):
+            doubled = torch.relu(x @ y)     # reads x before it changes
+            x.add_(y)
+            return doubled
+        with icfg.patch(reorder_for_compute_comm_overlap_passes=[probe],
+                        estimate_op_runtime=lambda sn: 0.0):
+            compile_and_run(step, torch.randn(64, 64), torch.randn(64, 64))
+        self.assertEqual(len(seen), 1)
+        theirs, weak, ours = seen[0]
+        self.assertTrue(weak <= set(theirs), (weak, theirs))
+        # x and y read, the new x written: 16 KiB each; torch counts the
+        # matmul's output too, which the update only runs after
+        self.assertEqual(ours, 3 * 64 * 64 * 4)
+        self.assertEqual(sum(theirs.values()), 4 * 64 * 64 * 4)
+        self.assertEqual(ours, sum(b for name, b in theirs.items()
+                                   if name not in weak))
 
     def test_fsdp2_transformer_block(self):
         """A transformer block under FSDP2's fully_shard compiles on CPU
