@@ -6,9 +6,8 @@ of 8 ranks, compile only) at 2 layers:
 - the flops and bytes the adapter computes for every compute node equal
   torch's own ``snode.estimate_flops()`` and
   ``snode.get_read_write_buffers_sizes()`` (the adapter works them out
-  itself, docs/API.md says why), with WeakDeps not counted as reads and
-  a buffer an extern kernel reads only through views counted for the
-  views (``torch_bytes``);
+  itself, docs/API.md says why), with WeakDeps not counted as reads
+  (``torch_bytes``);
 - the document the adapter builds loads, and the plugin's default
   pipeline returns a permutation of the same node objects that respects
   every dependency Inductor knows;
@@ -149,34 +148,22 @@ def order_differences(snodes, doc):
 
 def torch_bytes(snode):
     """torch's ``get_read_write_buffers_sizes`` from its per-buffer
-    figures (``get_read_write_buffer_accesses``) with the node's WeakDeps
-    taken out of its reads (they read nothing: docs/COST.md), and a buffer
-    that an extern kernel reads only through views (ReinterpretView
-    inputs) counted for the views' bytes when they are fewer (Inductor
-    bounds an extern kernel's accesses by nothing)."""
-    from torch._inductor import dependencies, ir
+    figures (``get_read_write_buffer_accesses``), the node's WeakDeps
+    taken out of its reads: they read nothing (docs/API.md, "Exactly what
+    it reads"). The adapter's other bound, the elements a dependency's
+    index or an extern kernel's views cover, changes nothing on these
+    unbucketed programs, which read no slices (test_torch_compile.py's
+    slice test checks it)."""
+    from torch._inductor import dependencies
     from torch.utils._ordered_set import OrderedSet
     rw = snode.read_writes
     snode.read_writes = rw.remove_reads(OrderedSet(
         d for d in rw.reads if isinstance(d, dependencies.WeakDep)))
     try:
-        per = snode.get_read_write_buffer_accesses(include_reads=True,
-                                                   include_writes=True)
+        return sum(snode.get_read_write_buffer_accesses(
+            include_reads=True, include_writes=True).values())
     finally:
         snode.read_writes = rw
-    node = getattr(snode, "node", None)
-    if not snode.is_extern() or node is None:
-        return sum(per.values())
-    views, whole = {}, set()
-    for x in node.inputs:
-        for leaf in x if isinstance(x, (list, tuple)) else (x,):
-            if isinstance(leaf, ir.ReinterpretView):
-                views[leaf.get_name()] = views.get(leaf.get_name(), 0) + \
-                    leaf.get_numel() * leaf.get_dtype().itemsize
-            elif isinstance(leaf, ir.IRNode) and leaf.maybe_get_name():
-                whole.add(leaf.get_name())
-    return sum(min(b, views[name]) if name in views and name not in whole
-               else b for name, b in per.items())
 
 
 def check(kind):
