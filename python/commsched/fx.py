@@ -255,7 +255,10 @@ def torch_overlap_order(gm, snodes, **overrides):
 #   everything else is compute;
 # - outputs: the tensors of ``meta["val"]`` (FakeTensors). A tensor whose
 #   storage is that of a tensor the node reads (a view, an in-place op,
-#   getitem) is an alias of that input, a wait's result an alias of the
+#   getitem) is an alias of that input, else one the schema returns as
+#   an argument's alias (an ``out=`` variant: torch's bucketed
+#   ``all_gather_into_tensor_out``, whose traced value has a storage of
+#   its own) an alias of that argument, a wait's result an alias of the
 #   collective's output it completes (the same tensor at run time), and
 #   any other tensor a new buffer of its storage's bytes (the rule
 #   torch's own FX memory estimate, fx_passes/memory_estimator.py, uses);
@@ -352,6 +355,32 @@ def _fx_collective(node, group_sizes):
         "shard_dim_alltoall"
 
 
+def _arg_value(node, i, arg):
+    """The value ``node`` passes for its schema's argument ``arg`` (the
+    i-th), positional or keyword."""
+    return node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+
+
+def _returned_args(node):
+    """For each return of ``node``'s schema, the FX node argument it
+    aliases (the same alias set: ``out=`` variants return ``Tensor(a!)``,
+    views ``Tensor(a)``), else None; [] without a schema. The schema says
+    it where ``meta["val"]`` may not: a traced ``_out`` collective's fake
+    result (torch's bucketing: ``all_gather_into_tensor_out(slice,
+    out=flat)``) has a storage of its own."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return []
+    by_set = {}
+    for i, arg in enumerate(schema.arguments):
+        if arg.alias_info is not None:
+            val = _arg_value(node, i, arg)
+            if hasattr(val, "meta") and hasattr(val, "op"):
+                by_set[frozenset(arg.alias_info.before_set)] = val
+    return [by_set.get(frozenset(r.alias_info.before_set))
+            if r.alias_info is not None else None for r in schema.returns]
+
+
 def _written_args(node):
     """The FX nodes whose tensors ``node`` writes (schema ``(a!)``)."""
     schema = getattr(node.target, "_schema", None)
@@ -361,9 +390,7 @@ def _written_args(node):
     for i, arg in enumerate(schema.arguments):
         if arg.alias_info is None or not arg.alias_info.is_write:
             continue
-        val = node.args[i] if i < len(node.args) else \
-            node.kwargs.get(arg.name)
-        stack = [val]
+        stack = [_arg_value(node, i, arg)]
         while stack:   # a Tensor(a!)[] argument is a list of nodes
             v = stack.pop()
             if isinstance(v, (list, tuple)):
@@ -485,13 +512,17 @@ def from_fx(graph, *, group_sizes=None, name="fx"):
         after = [a.name for a in deps[n]
                  if not bufs[a] or a not in n.all_input_nodes or a in views]
         outputs, out_bufs, fresh = [], [], False
+        returned = _returned_args(n)
         for k, (bname, t) in enumerate(zip(names, tensors)):
             s = _storage(t)
+            base = returned[k] if len(returned) == len(tensors) else None
             if kind == "wait" and k < len(reads):
                 outputs.append({"name": bname, "alias_of": reads[k]})
             elif s in read_by_storage:
                 outputs.append({"name": bname,
                                 "alias_of": read_by_storage[s]})
+            elif base is not None and bufs.get(base):
+                outputs.append({"name": bname, "alias_of": bufs[base][0][0]})
             else:
                 fresh = True
                 outputs.append({"name": bname, "size": _nbytes(t)})

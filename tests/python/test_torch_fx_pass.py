@@ -4,8 +4,9 @@ a fake process group of 8 ranks in one process (as test_torch_compile.py
 runs the scheduler-node plugin).
 
 On every post-grad FX graph Inductor hands the pass (FSDP-like forward
-and backward, TP-like, 2D with two groups, MoE, and a program with
-mutations: two inputs updated in place):
+and backward, TP-like, 2D with two groups, MoE, a program with
+mutations: two inputs updated in place, a coalesced collective, and one
+torch's own FX all-gather bucketing rewrote first):
 - the compiled program runs (outputs shaped as eager's);
 - the graph's node order after the hook is commsched's order, and stays
   so through what post_grad_passes does next (stable_topological_sort);
@@ -269,6 +270,63 @@ class TorchFxPass(unittest.TestCase):
         self.assertEqual(len(SEEN[0]["before"]["writes"]), 2,
                          "the graph holds two writing nodes")
         self.check_collectives([("all_reduce", WORLD, "sum", "float32")])
+    def test_after_torchs_bucketing(self):
+        """torch's own FX all-gather bucketing (fx_passes/bucketing.py's
+        bucket_all_gather, in the "custom_ops" mode its overlap bucketer
+        uses) run on the graph before commsched's pass, as a user's pass
+        chained ahead of it would: the bucket's
+        all_gather_into_tensor_out(flat[slice], out=flat) returns its
+        ``out=`` argument (the schema's Tensor(a!)), whose traced fake
+        value has a storage of its own, so the collective writes no new
+        buffer: it aliases the bucket's flat buffer, which it fills, and
+        the graph obeys the all-gather's size rule (without the schema's
+        alias the flat buffer was written twice, 8x what it reads)."""
+        from torch._inductor.fx_passes.bucketing import bucket_all_gather
+        pg = self.world
+        recording = icfg.post_grad_custom_post_pass
+        test = self
+
+        class BucketFirst(Recording):
+            def __call__(self, graph):
+                bucket_all_gather(graph.owning_module, lambda _: 2000.0,
+                                  "custom_ops")
+                test.bucketed = [n for n in graph.nodes
+                                 if n.op == "call_function" and
+                                 "all_gather_into_tensor_out" in
+                                 str(n.target)]
+                super().__call__(graph)
+
+        def step(x, w0, w1, w2):
+            fulls = [funcol.all_gather_tensor(w, 0, pg).view(64, 64)
+                     for w in (w0, w1, w2)]
+            h = x
+            for full in fulls:
+                h = torch.relu(h @ full)
+            return h
+        icfg.post_grad_custom_post_pass = BucketFirst()
+        try:
+            self.compile_and_run(step, torch.randn(64, 64),
+                                 *(torch.randn(8, 64) for _ in range(3)))
+        finally:
+            icfg.post_grad_custom_post_pass = recording
+        self.assertEqual(len(self.bucketed), 1, "torch made one bucket")
+        self.check_collectives([("all_gather", WORLD, None, "float32")])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "g.json")
+            cfx.from_fx(SEEN[0]["graph"]).save(path)
+            with open(path) as fh:
+                doc = json.load(fh)
+        nodes = {n["name"]: n for n in doc["nodes"]}
+        out = self.bucketed[0].kwargs["out"]
+        coll = nodes[self.bucketed[0].name]
+        self.assertEqual(coll["outputs"],
+                         [{"name": coll["name"], "alias_of": out.name}])
+        self.assertIn(out.name, coll["inputs"])
+        # the flat buffer holds the three gathered weights
+        flat = [o for o in nodes[out.name]["outputs"]
+                if o["name"] == out.name]
+        self.assertEqual(flat[0]["size"], 3 * 64 * 64 * 4)
+
     def test_coalesced_collective(self):
         """all_gather_into_tensor_coalesced returns a list; its getitems
         run before the waits. Each getitem names the collective's output
