@@ -5,7 +5,7 @@ plugin at real size").
 Each program of graphs/torch/transformer_steps.py (FSDP, TP+SP, 2D, MoE
 transformer training steps) is compiled by a real torch.compile (torch
 2.13.0, CPU, fake process group of 8 ranks, compile only) at the layer
-counts whose scheduler-node lists reach about 1K, 10K and 36K nodes, three
+counts whose scheduler-node lists reach about 1K, 10K and 36K nodes, four
 times:
 
 1. plain Inductor with a hook as its comm reordering pass, and in the
@@ -27,7 +27,11 @@ times:
    hands over judged in Inductor's order, and again after commsched's
    plugin (default pipeline) reordered them;
 3. commsched at the FX level (``commsched.fx.post_grad_pass``), timed, the
-   scheduler nodes judged the same way.
+   scheduler nodes judged the same way;
+4. commsched's bucketing at the FX level in front of it
+   (``post_grad_pass(bucket=FX_BUCKETING)``: commsched's bucket plan
+   merged by torch's bucketing helpers), timed, the scheduler nodes judged
+   as Inductor hands them and after commsched's plugin.
 
 Every order is judged by commsched's simulator with the same cost model
 (h100): makespan, exposed communication, the per-step peak and the peak
@@ -59,6 +63,9 @@ sys.path.insert(0, HERE)
 PASSES = ("raise_comms", "sink_waits", "reorder_compute_for_overlap",
           "reorder_communication_preserving_peak_memory",
           "sink_waits_iterative")
+# commsched's bucketing at the FX level: DDP's 25 MiB cap (Inductor's
+# 2000 MB default makes a few huge buckets that overlap nothing)
+FX_BUCKETING = {"bucket_cap_mb": 25}
 SHORT = {"reorder_communication_preserving_peak_memory": "RCPPM",
          "reorder_compute_for_overlap": "reorder_compute_for_overlap"}
 BEGIN = "<!-- BEGIN torch_scale.py -->"
@@ -101,7 +108,7 @@ def names(order):
 
 
 def measure(kind, size, layers, cap, timed_out, log):
-    """The three compiles of one program at one size; returns its
+    """The four compiles of one program at one size; returns its
     record."""
     import torch._inductor.config as icfg
     from torch._inductor import comms
@@ -211,30 +218,48 @@ def measure(kind, size, layers, cap, timed_out, log):
     finally:
         osch.schedule_overlap_bucketing_from_inductor_configs = real
 
-    # commsched at the FX level, timed
-    fx_pass = cfx.post_grad_pass()
-    ours = []
-    inner = fx_pass.__class__.__call__
+    # commsched at the FX level, timed: reordering only, then with
+    # commsched's bucketing in front (its bucket plan, merged by torch's
+    # helpers) and commsched's plugin after it, as a user gets both
+    def fx_compile(key, label, fx_pass, plugin):
+        took = []
+        inner = fx_pass.__class__.__call__
 
-    def timed_ours(self, graph):
-        t0 = time.perf_counter()
+        def timed(self, graph):
+            t0 = time.perf_counter()
+            try:
+                return inner(self, graph)
+            finally:
+                took.append(time.perf_counter() - t0)
+        fx_pass.__class__.__call__ = timed
+
+        secs_key = key.replace("-", "_") + "_s"
+
+        def fx_level(snodes):
+            g = rec["graphs"][len(took) - 1]
+            g[secs_key] = took[-1]
+            g["orders"][key] = judge(snodes)
+            line = "  %s: %s %.3f s (%d scheduler nodes after)" % (
+                g["graph"], label, took[-1], len(snodes))
+            if plugin:
+                t0 = time.perf_counter()
+                snodes = ci.reorder(snodes)
+                g[secs_key[:-2] + "_commsched_s"] = \
+                    time.perf_counter() - t0
+                g["orders"][key + "+commsched"] = judge(snodes)
+                line += ", commsched's plugin on them %.3f s" % (
+                    g[secs_key[:-2] + "_commsched_s"])
+            log(line)
+            return snodes
         try:
-            return inner(self, graph)
+            ts.compile_step(kind, layers, fx_level,
+                            config={"post_grad_custom_post_pass": fx_pass})
         finally:
-            ours.append(time.perf_counter() - t0)
-    fx_pass.__class__.__call__ = timed_ours
-
-    def fx_level(snodes):
-        g = rec["graphs"][len(ours) - 1]
-        g["commsched_fx_s"] = ours[-1]
-        g["orders"]["commsched-fx"] = judge(snodes)
-        log("  %s: commsched FX pass %.3f s" % (g["graph"], ours[-1]))
-        return snodes
-    try:
-        ts.compile_step(kind, layers, fx_level,
-                        config={"post_grad_custom_post_pass": fx_pass})
-    finally:
-        fx_pass.__class__.__call__ = inner
+            fx_pass.__class__.__call__ = inner
+    fx_compile("commsched-fx", "commsched FX pass", cfx.post_grad_pass(),
+               False)
+    fx_compile("commsched-fx-bucketed", "commsched FX bucketing + FX pass",
+               cfx.post_grad_pass(bucket=FX_BUCKETING), True)
     return rec
 
 
@@ -321,6 +346,14 @@ def tables(results, cap, machine, command):
             if "commsched-fx" in o:
                 row("commsched FX pass", secs(g.get("commsched_fx_s")), "",
                     o["commsched-fx"])
+            if "commsched-fx-bucketed" in o:
+                row("commsched FX bucketing (%s) + FX pass" % ", ".join(
+                    "%s=%s" % kv for kv in sorted(FX_BUCKETING.items())),
+                    secs(g.get("commsched_fx_bucketed_s")), "",
+                    o["commsched-fx-bucketed"])
+                row("commsched FX bucketing + FX pass, then the commsched "
+                    "plugin", secs(g.get("commsched_fx_bucketed_commsched_s")),
+                    "", o["commsched-fx-bucketed+commsched"])
             out.append("")
     out.append(END)
     return out

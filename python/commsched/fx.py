@@ -85,7 +85,8 @@ from unittest import mock
 from . import Error, optimize
 from . import inductor as _inductor
 
-__all__ = ["post_grad_pass", "reorder_fx", "from_fx", "fx_dependencies",
+__all__ = ["post_grad_pass", "reorder_fx", "bucket_fx", "BUCKET_PASSES",
+           "from_fx", "fx_dependencies",
            "capture_overlap_input", "origins", "fx_runtimes_ms",
            "collective_ms", "torch_bucketing",
            "map_fx_order", "run_overlap_scheduler", "torch_overlap_order"]
@@ -589,32 +590,121 @@ def reorder_fx(graph, *, passes=None, group_sizes=None, **knobs):
     if sorted(result.order) != sorted(calls):
         raise Error("commsched.fx: the pipeline %r created or removed nodes"
                     % result.passes)
-    head = [n for n in graph.nodes if n.op == "placeholder"]
-    cursor = head[-1] if head else None
-    for n in [n for n in graph.nodes if n.op == "get_attr"]:
-        if cursor is None:
-            next(iter(graph.nodes)).prepend(n)
-        else:
-            cursor.append(n)
-        cursor = n
-    for nname in result.order:
-        n = calls[nname]
-        if cursor is None:
-            next(iter(graph.nodes)).prepend(n)
-        else:
-            cursor.append(n)
-        cursor = n
+    _relink(graph, [calls[nname] for nname in result.order])
     graph.lint()
     return result
 
 
-def post_grad_pass(**kwargs):
+def _relink(graph, order):
+    """Moves the get_attr nodes after the placeholders, then the
+    call_function nodes ``order`` lists in that order after them."""
+    head = [n for n in graph.nodes if n.op == "placeholder"]
+    cursor = head[-1] if head else None
+    for n in [n for n in graph.nodes if n.op == "get_attr"] + list(order):
+        if cursor is None:
+            next(iter(graph.nodes)).prepend(n)
+        else:
+            cursor.append(n)
+        cursor = n
+
+
+BUCKET_PASSES = ("bucket_all_gather", "bucket_reduce_scatter",
+                 "bucket_all_reduce")
+
+
+def bucket_fx(graph, *, passes=BUCKET_PASSES, group_sizes=None, **knobs):
+    """Buckets the collectives of the FX graph ``graph`` in place, as
+    commsched's bucketing passes choose (``passes``: bucketing passes
+    only, by default all-gathers, reduce-scatters and all-reduces; knobs
+    as :func:`commsched.optimize` takes them: ``bucket_cap_mb``,
+    ``bucket_mode``, ``bucket_peak_memory_budget``, ...), the merges made
+    by torch's own helpers (``torch._inductor.fx_passes.bucketing``'s
+    ``merge_*_bucket``, in the "custom_ops" mode its overlap bucketer
+    uses). Returns the :class:`commsched.Result` of the bucketing
+    pipeline (``.stats[k].buckets``: each bucket's members).
+
+    First the call_function nodes take the bucketed schedule's order, a
+    bucket's members at its merged collective and their waits at its
+    wait: every member's input is then before the members (the bucket's
+    copy-in reads them all), and every reader of a member's wait after
+    the waits (it reads the merged wait's view). torch's helper then
+    replaces the adjacent members by its copy-in, merged collective and
+    wait before the node after the last member, and moves the wait and
+    the copies out before the node after the last member's wait. Raises
+    :class:`commsched.Error` for a pass that does not bucket, or a member
+    torch's helpers cannot merge (a collective another node than its
+    wait reads); the graph is then as it was only if no bucket was
+    merged yet (the order is not restored). Cost: the bucketing passes'
+    own, plus a relink of every node and torch's trace of each bucket.
+    """
+    import torch._inductor.fx_passes.bucketing as tb
+    names = passes.split(",") if isinstance(passes, str) else list(passes)
+    rewriting = set(_inductor._rewriting_passes(names))
+    other = [n for n in names if n not in rewriting]
+    if other:
+        raise Error("commsched.fx: bucket_fx runs bucketing passes only, "
+                    "not %s (reorder_fx reorders)" % ", ".join(other),
+                    path="passes")
+    graph = getattr(graph, "graph", graph)
+    result = optimize(from_fx(graph, group_sizes=group_sizes), names,
+                      **knobs)
+    buckets = [b for ps in result.stats for b in (ps.buckets or ())]
+    if not buckets:
+        return result
+    calls = {n.name: n for n in _fx_calls(graph)}
+    pos = {name: k for k, name in enumerate(result.order)}
+    key = {calls[name]: (k, 0) for name, k in pos.items() if name in calls}
+    merges = []
+    for b in buckets:
+        members = [calls.get(m) for m in b.members]
+        if None in members or b.node not in pos or b.wait not in pos:
+            raise Error("commsched.fx: bucket %s merges a bucket or was "
+                        "merged again; run each bucketing pass once"
+                        % b.node, path="passes")
+        waits = []
+        for k, c in enumerate(members):
+            if len(c.users) != 1 or _fx_kind(next(iter(c.users))) != "wait":
+                raise Error("commsched.fx: bucket %s: %s is read by %s, "
+                            "not by its wait alone; torch's bucketing "
+                            "cannot merge it" % (b.node, c.name, ", ".join(
+                                u.name for u in c.users)))
+            waits.append(next(iter(c.users)))
+            key[c] = (pos[b.node], k + 1)
+            key[waits[-1]] = (pos[b.wait], k + 1)
+        if tb.is_all_gather_into_tensor(members[0]):
+            merge = tb.merge_all_gather_bucket
+        elif tb.is_reduce_scatter_tensor(members[0]):
+            merge = tb.merge_reduce_scatter_bucket
+        elif tb.is_all_reduce_tensor(members[0]):
+            merge = tb.merge_all_reduce_bucket
+        else:
+            raise Error("commsched.fx: bucket %s: torch's bucketing merges "
+                        "all_gather_into_tensor, reduce_scatter_tensor and "
+                        "all_reduce, not %s" % (b.node, members[0].target))
+        merges.append((merge, members, waits))
+    missing = [n.name for n in calls.values() if n not in key]
+    if missing:
+        raise Error("commsched.fx: the bucketed order lacks %s"
+                    % ", ".join(missing[:5]))
+    _relink(graph, sorted(calls.values(), key=key.__getitem__))
+    for merge, members, waits in merges:
+        merge(graph, members, mode="custom_ops",
+              insert_before=members[-1].next,
+              wait_insertion_point=waits[-1].next)
+    graph.lint()
+    return result
+
+
+def post_grad_pass(*, bucket=None, **kwargs):
     """An entry for ``torch._inductor.config.post_grad_custom_post_pass``
     (a ``CustomGraphPass``): every post-grad FX graph goes through
-    :func:`reorder_fx` with ``kwargs``. Its ``uuid()`` covers commsched's
-    version, this package's source and ``kwargs``, so Inductor's FX graph
-    cache keys on them. ``.last`` is the :class:`commsched.Result` of the
-    latest graph."""
+    :func:`reorder_fx` with ``kwargs``; with ``bucket`` (a dict of
+    :func:`bucket_fx`'s keywords, ``{}`` for its defaults) through
+    :func:`bucket_fx` first. Its ``uuid()`` covers commsched's version,
+    this package's source and the arguments, so Inductor's FX graph cache
+    keys on them. ``.last`` is the :class:`commsched.Result` of the
+    latest graph's reordering, ``.last_bucketing`` that of its
+    bucketing (None without ``bucket``)."""
     import hashlib
     from torch._inductor.custom_graph_pass import (CustomGraphPass,
                                                    get_hash_for_files)
@@ -623,15 +713,22 @@ def post_grad_pass(**kwargs):
     files = tuple(sorted(os.path.join(here, f) for f in os.listdir(here)
                          if f.endswith(".py")))
 
+    if bucket is not None:
+        bucket = dict(bucket)
+
     class CommschedPostGradPass(CustomGraphPass):
         last = None
+        last_bucketing = None
 
         def __call__(self, graph):
+            if bucket is not None:
+                self.last_bucketing = bucket_fx(graph, **bucket)
             self.last = reorder_fx(graph, **kwargs)
 
         def uuid(self):
             h = hashlib.sha256(get_hash_for_files(files))
-            h.update(("%s %r" % (version(), sorted(kwargs.items())))
+            h.update(("%s %r %r" % (version(), sorted(kwargs.items()),
+                                    sorted((bucket or {}).items())))
                      .encode())
             return h.hexdigest()
     return CommschedPostGradPass()
