@@ -327,6 +327,67 @@ class TorchFxPass(unittest.TestCase):
                 if o["name"] == out.name]
         self.assertEqual(flat[0]["size"], 3 * 64 * 64 * 4)
 
+    def test_commscheds_bucketing(self):
+        """post_grad_pass(bucket=...): commsched's bucket plan merged by
+        torch's helpers, then reordered. Every bucket of the plan is one
+        all_gather_into_tensor_out (reduce-scatters: one
+        reduce_scatter_tensor of the flat buffer) whose members are gone;
+        the graph's order is the reordering's; a reordering pass is
+        refused before the graph is touched."""
+        pg = self.world
+        graphs = []
+
+        class Bucketed(type(cfx.post_grad_pass())):
+            def __call__(self, graph):
+                before = [n.name for n in graph.nodes]
+                with self.test.assertRaises(commsched.Error):
+                    cfx.bucket_fx(graph, passes="bucket_all_gather,overlap")
+                self.test.assertEqual([n.name for n in graph.nodes], before)
+                res = cfx.bucket_fx(graph, bucket_cap_mb=25,
+                                    bucket_peak_memory_budget=float("inf"))
+                after_bucketing = {n.name for n in graph.nodes}
+                self.last = cfx.reorder_fx(graph)
+                graphs.append((graph, res, after_bucketing, self.last.order,
+                               [n.name for n in graph.nodes
+                                if n.op == "call_function"]))
+        Bucketed.test = self
+
+        def step(x, w0, w1, w2):
+            h = x
+            for w in (w0, w1, w2):
+                full = funcol.all_gather_tensor_autograd(w, 0, pg)
+                h = torch.tanh(h @ full.view(64, 64))
+            return h.square().mean()
+        recording = icfg.post_grad_custom_post_pass
+        icfg.post_grad_custom_post_pass = Bucketed()
+        try:
+            torch._dynamo.reset()
+            ws = [torch.randn(8, 64, requires_grad=True) for _ in range(3)]
+            torch.compile(step, fullgraph=True)(torch.randn(64, 64),
+                                                *ws).backward()
+        finally:
+            icfg.post_grad_custom_post_pass = recording
+        self.assertEqual(len(graphs), 2)
+        merged_ops = 0
+        for graph, res, names, order, linked in graphs:
+            buckets = [b for ps in res.stats for b in (ps.buckets or ())]
+            self.assertTrue(buckets, "a bucket formed in each graph")
+            for b in buckets:
+                self.assertGreaterEqual(len(b.members), 2)
+                self.assertTrue(names.isdisjoint(b.members))
+            colls = [n for n in graph.nodes if n.op == "call_function" and
+                     cfx._fx_kind(n) == "collective"]
+            merged_ops += sum("all_gather_into_tensor_out" in str(n.target)
+                              for n in colls)
+            # members gone: one collective a bucket, none left over here
+            self.assertEqual(len(colls), len(buckets))
+            graph.lint()
+            # the reordering read the bucketed graph: its order is the
+            # graph's, merged collectives included
+            self.assertEqual(linked, order)
+            self.assertTrue({n.name for n in colls} <= set(order))
+        self.assertGreaterEqual(merged_ops, 1)
+
     def test_coalesced_collective(self):
         """all_gather_into_tensor_coalesced returns a list; its getitems
         run before the waits. Each getitem names the collective's output

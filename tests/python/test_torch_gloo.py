@@ -3,8 +3,10 @@ torch.compile with commsched at either level computes what eager
 computes, on real collectives (all_gather_tensor, all_reduce,
 all_to_all_single): the scheduler-node pass in Inductor's reorder list
 (commsched.inductor), then the FX-level pass as
-config.post_grad_custom_post_pass (commsched.fx.post_grad_pass); each
-must have run on each rank and reordered what it was given. Skipped (77)
+config.post_grad_custom_post_pass (commsched.fx.post_grad_pass), then
+that pass with commsched's bucketing in front (its bucket plan merged by
+torch's helpers: the two all-gathers become one); each must have run on
+each rank and reordered (or bucketed) what it was given. Skipped (77)
 where torch is not importable."""
 import os
 import sys
@@ -33,6 +35,15 @@ def step(x, w0, w1, pg):
     red = funcol.all_reduce(y, "sum", pg)
     routed = funcol.all_to_all_single(other, None, None, pg)
     return red * 0.5 + routed.sum()
+
+
+def fsdp_step(x, w0, w1, pg):
+    """Gathered weights whose gradients are reduce-scattered back."""
+    h = x
+    for w in (w0, w1):
+        full = funcol.all_gather_tensor_autograd(w, 0, pg).view(16, 16)
+        h = torch.tanh(h @ full)
+    return h.square().mean()
 
 
 def rank_main(rank, port, outdir):
@@ -77,6 +88,50 @@ def rank_main(rank, port, outdir):
     with icfg.patch(post_grad_custom_post_pass=Recording()):
         got = torch.compile(step, fullgraph=True)(x, w0, w1, pg)
     lines.append(result(calls, got, want))
+    # the FX level with commsched's bucketing in front: the two gathers
+    # become one all_gather_into_tensor_out on a flat buffer, split back
+    bucketing = cfx.post_grad_pass(bucket={"bucket_cap_mb": 25},
+                                   overlap_peak_budget=float("inf"))
+    calls.clear()
+
+    class Bucketing(type(bucketing)):
+        def __call__(self, graph):
+            super().__call__(graph)
+            merged = [n for n in graph.nodes if "all_gather_into_tensor_out"
+                      in str(n.target)]
+            calls.append(len(merged) == 1 and not any(
+                n.target == torch.ops._c10d_functional.
+                all_gather_into_tensor.default for n in graph.nodes))
+    torch._dynamo.reset()
+    with icfg.patch(post_grad_custom_post_pass=Bucketing()):
+        got = torch.compile(step, fullgraph=True)(x, w0, w1, pg)
+    lines.append(result(calls, got, want))
+    # and a backward: the gradients' two reduce-scatters in one bucket
+    # (and the forward's two gathers, once the budget lets the gathered
+    # weights live together: at this size that raises the peak)
+    bucketing = cfx.post_grad_pass(bucket={
+        "bucket_cap_mb": 25, "bucket_peak_memory_budget": float("inf")})
+    ws = [torch.randn(8, 16, requires_grad=True) for _ in range(2)]
+    eager = fsdp_step(x[:, :16], *ws, pg)
+    want_grads = torch.autograd.grad(eager, ws)
+    merged = []
+
+    class Merged(type(bucketing)):
+        def __call__(self, graph):
+            super().__call__(graph)
+            merged.append(sum(len(b.buckets or ()) for b in
+                              self.last_bucketing.stats))
+    torch._dynamo.reset()
+    with icfg.patch(post_grad_custom_post_pass=Merged()):
+        loss = torch.compile(fsdp_step, fullgraph=True)(x[:, :16], *ws, pg)
+        grads = torch.autograd.grad(loss, ws)
+    ok = len(merged) == 2 and torch.allclose(loss, eager) and all(
+        torch.allclose(g, w, rtol=1e-5, atol=1e-6)
+        for g, w in zip(grads, want_grads))
+    lines.append("%d %d %d %.3g\n" % (ok, len(merged), int(all(merged)),
+                                      max(float((g - w).abs().max())
+                                          for g, w in zip(grads,
+                                                          want_grads))))
     with open(os.path.join(outdir, "rank%d" % rank), "w") as fh:
         fh.write("".join(lines))
     # both ranks done before either tears gloo down: a rank that closes
@@ -100,14 +155,17 @@ if __name__ == "__main__":
                     open(os.path.join(d, "rank%d" % r)).read().splitlines()]
                    for r in range(WORLD)]
     failed = False
-    for level, name in enumerate(("scheduler-node level", "FX level")):
+    for level, name in enumerate(("scheduler-node level", "FX level",
+                                  "FX level, bucketed",
+                                  "FX level, bucketed, backward")):
         rows = [r[level] for r in results]
         print("%s: rank: ok, pass calls, reordered, max |compiled - eager|:"
               % name, rows)
         if not all(r[0] == "1" for r in rows):
             failed = True
         if not any(r[2] == "1" for r in rows):
-            print("%s: the pass left every order as it was: nothing was "
+            print("%s: the pass left every order as it was (bucketed: "
+                  "the two gathers were not merged into one): nothing was "
                   "tested" % name)
             failed = True
     sys.exit(1 if failed else 0)
