@@ -1,6 +1,8 @@
 """torch.compile's FX level: commsched as torch 2.13's FX-level hook
 (``post_grad_pass()`` for ``config.post_grad_custom_post_pass``: the
-second half of this file says exactly what it reads and keeps), and
+second half of this file says exactly what it reads and keeps; with
+``bucket=`` commsched's bucket plan merged by torch's bucketing helpers
+first, ``bucket_fx``), and
 torch 2.13's FX overlap scheduler (``torch._inductor.fx_passes.
 overlap_scheduling``) run as an anchor on the same program commsched
 orders, its order mapped onto Inductor's scheduler nodes.
@@ -576,8 +578,7 @@ def reorder_fx(graph, *, passes=None, group_sizes=None, **knobs):
     options as :func:`commsched.optimize` takes them) on the FX graph
     ``graph`` (``from_fx``) and moves its call_function nodes into the
     order returned, in place. Returns the :class:`commsched.Result`. Only
-    reordering passes can run (an FX node cannot be created from a
-    bucket)."""
+    reordering passes can run (:func:`bucket_fx` buckets)."""
     rewriting = _inductor._rewriting_passes(passes)
     if rewriting:
         raise Error("commsched.fx: %s rewrite the graph (new nodes); only "
