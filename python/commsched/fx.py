@@ -632,11 +632,11 @@ def bucket_fx(graph, *, passes=BUCKET_PASSES, group_sizes=None, **knobs):
     replaces the adjacent members by its copy-in, merged collective and
     wait before the node after the last member, and moves the wait and
     the copies out before the node after the last member's wait. Raises
-    :class:`commsched.Error` for a pass that does not bucket, or a member
-    torch's helpers cannot merge (a collective another node than its
-    wait reads); the graph is then as it was only if no bucket was
-    merged yet (the order is not restored). Cost: the bucketing passes'
-    own, plus a relink of every node and torch's trace of each bucket.
+    :class:`commsched.Error`, before the graph is touched, for a pass that
+    does not bucket or a member torch's helpers cannot merge (a
+    collective another node than its wait reads, an op they do not
+    merge). Cost: the bucketing passes' own, plus a relink of every node
+    and torch's trace of each bucket.
     """
     import torch._inductor.fx_passes.bucketing as tb
     names = passes.split(",") if isinstance(passes, str) else list(passes)
@@ -729,8 +729,8 @@ def post_grad_pass(*, bucket=None, **kwargs):
         def uuid(self):
             h = hashlib.sha256(get_hash_for_files(files))
             h.update(("%s %r %r" % (version(), sorted(kwargs.items()),
-                                    sorted((bucket or {}).items())))
-                     .encode())
+                                    None if bucket is None else
+                                    sorted(bucket.items()))).encode())
             return h.hexdigest()
     return CommschedPostGradPass()
 

@@ -387,6 +387,10 @@ class TorchFxPass(unittest.TestCase):
             self.assertEqual(linked, order)
             self.assertTrue({n.name for n in colls} <= set(order))
         self.assertGreaterEqual(merged_ops, 1)
+        # Inductor's FX graph cache keys on the bucketing too
+        uuids = {cfx.post_grad_pass(**kw).uuid() for kw in (
+            {}, {"bucket": {}}, {"bucket": {"bucket_cap_mb": 25}})}
+        self.assertEqual(len(uuids), 3)
 
     def test_coalesced_collective(self):
         """all_gather_into_tensor_coalesced returns a list; its getitems
