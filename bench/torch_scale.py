@@ -279,7 +279,7 @@ def secs(s):
 
 def tables(results, cap, machine, command):
     out = [BEGIN, "",
-           "Made by `%s` on %s (2 cores shared with other work: compare "
+           "Made by %s on %s (2 cores shared with other work: compare "
            "figures within a row, measured in the same run). torch 2.13.0 "
            "CPU, fake process group of 8 ranks, compile only. Times are "
            "wall-clock seconds; orders judged by commsched's simulator with "
@@ -380,7 +380,8 @@ def main():
                     help="comma-separated --json files of earlier runs: "
                     "their tables, nothing measured (--cap: the one they "
                     "ran with; --made-by: their commands)")
-    ap.add_argument("--made-by", help="the command named above the tables")
+    ap.add_argument("--made-by", help="what made the tables, named above "
+                    "them (Markdown: mark commands as code)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     import torch
@@ -418,7 +419,8 @@ def main():
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(results, f, indent=1)
-    command = args.made_by or ("make bench" if os.environ.get(
+    # --made-by is prose that marks its own commands; a command is marked
+    command = args.made_by or "`%s`" % ("make bench" if os.environ.get(
         "COMMSCHED_BENCH") else "build/venv/bin/python bench/torch_scale.py "
         + " ".join(sys.argv[1:]))
     lines = tables(results, args.cap, machine, command)
