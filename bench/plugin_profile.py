@@ -25,11 +25,18 @@ time others held the cores):
 - with --fx, the same program compiled again with commsched's FX pass
   (commsched.fx.post_grad_pass): each FX graph's size, from_fx() in the
   pass's thread and in its own (as the pass calls it) with their page
-  faults, and the pass's CPU time (and, with --profile, its cProfile).
+  faults, and the pass's CPU time (and, with --profile, its cProfile);
+- with --bucket, the program compiled again with commsched's FX
+  bucketing ahead of the FX pass (post_grad_pass(bucket={"bucket_cap_mb":
+  25})): per FX graph the FX level's simulated makespans of the default
+  pipeline before and after bucketing, bucket_fx's time split into
+  from_fx, the library's bucketing and torch's merge helpers (with
+  --profile its cProfile), and at the hook the scheduler nodes'
+  makespans as handed over and after the plugin, with their compute.
 
   COMMSCHED_LIBRARY=build/release/libcommsched.so PYTHONPATH=python \\
     build/venv/bin/python bench/plugin_profile.py tp 29 [--profile] [--fx]
-    [--plugin-only]
+    [--plugin-only] [--bucket]
 
 docs/PERFORMANCE.md, "The Inductor plugin at real size", quotes it.
 """
@@ -118,6 +125,90 @@ def fx_level(ts, kind, layers, profile):
                     config={"post_grad_custom_post_pass": fx_pass})
 
 
+def fx_makespans(result):
+    """'input X, pipeline Y ms (compute C)' of an optimize() Result."""
+    return "input %.2f, pipeline %.2f ms (compute %.2f)" % (
+        result.before.makespan_ns / 1e6, result.after.makespan_ns / 1e6,
+        result.after.compute_ns / 1e6)
+
+
+def bucket_level(ts, kind, layers, profile, cap_mb=25):
+    """Compiles again with commsched's FX bucketing ahead of its FX pass
+    (post_grad_pass(bucket={"bucket_cap_mb": cap_mb}), as
+    bench/torch_scale.py's fourth compile): for each FX graph, what the FX
+    level's simulation says of the default pipeline before and after the
+    bucketing, bucket_fx's wall time split (from_fx, the library's
+    bucketing, torch's merge helpers; with --profile its cProfile); then,
+    at the reorder hook, the scheduler nodes' makespan and compute as
+    Inductor hands them over and after commsched's plugin."""
+    import commsched
+    import commsched.fx as cfx
+    import commsched.inductor as ci
+    import torch._inductor.fx_passes.bucketing as tb
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+    spent = {}
+
+    def timed(name, fn):
+        def call(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + \
+                    time.perf_counter() - t0
+        return call
+    # bucket_fx looks these names up in its module at each call
+    cfx.from_fx = timed("from_fx", cfx.from_fx)
+    cfx.optimize = timed("library", cfx.optimize)
+    for merge in ("merge_all_gather_bucket", "merge_reduce_scatter_bucket",
+                  "merge_all_reduce_bucket"):
+        setattr(tb, merge, timed("torch's merges", getattr(tb, merge)))
+
+    class Bucketing(CustomGraphPass):
+        def __call__(self, graph):
+            n = sum(1 for _ in graph.nodes)
+            print("FX graph: %d FX nodes; unbucketed: %s"
+                  % (n, fx_makespans(commsched.optimize(
+                      cfx.from_fx(graph)))), flush=True)
+            spent.clear()
+            t0 = time.perf_counter()
+            if profile:
+                pr = cProfile.Profile()
+                pr.enable()
+            got = cfx.bucket_fx(graph, bucket_cap_mb=cap_mb)
+            if profile:
+                pr.disable()
+            dt = time.perf_counter() - t0
+            print("  bucket_fx: %d buckets in %.2f s wall (%s)"
+                  % (sum(len(ps.buckets or ()) for ps in got.stats), dt,
+                     ", ".join("%s %.2f s" % kv for kv in spent.items())),
+                  flush=True)
+            if profile:
+                out = io.StringIO()
+                pstats.Stats(pr, stream=out).sort_stats(
+                    "cumtime").print_stats(25)
+                print(out.getvalue(), flush=True)
+            print("  bucketed: %s" % fx_makespans(commsched.optimize(
+                cfx.from_fx(graph))), flush=True)
+            cfx.reorder_fx(graph)
+
+        def uuid(self):
+            return None
+
+    def hook(snodes):
+        before = commsched.simulate(ci.to_graph(snodes))
+        out = ci.reorder(snodes)
+        after = commsched.simulate(ci.to_graph(out))
+        print("scheduler nodes: %d; as handed over %.2f ms, after the "
+              "plugin %.2f ms (compute %.2f)"
+              % (len(snodes), before.makespan_ns / 1e6,
+                 after.makespan_ns / 1e6, after.compute_ns / 1e6),
+              flush=True)
+        return out
+    ts.compile_step(kind, layers, hook,
+                    config={"post_grad_custom_post_pass": Bucketing()})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kind", choices=("fsdp", "tp", "2d", "moe"))
@@ -125,6 +216,7 @@ def main():
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--fx", action="store_true")
     ap.add_argument("--plugin-only", action="store_true")
+    ap.add_argument("--bucket", action="store_true")
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
     import transformer_steps as ts
@@ -179,6 +271,8 @@ def main():
     ts.compile_step(a.kind, a.layers, hook)
     if a.fx:
         fx_level(ts, a.kind, a.layers, a.profile)
+    if a.bucket:
+        bucket_level(ts, a.kind, a.layers, a.profile)
 
 
 if __name__ == "__main__":
