@@ -27,7 +27,10 @@ times:
    hands over judged in Inductor's order, and again after commsched's
    plugin (default pipeline) reordered them;
 3. commsched at the FX level (``commsched.fx.post_grad_pass``), timed, the
-   scheduler nodes judged the same way;
+   scheduler nodes judged the same way, as Inductor hands them and after
+   commsched's plugin (with the fourth compile's backward: what
+   ``post_grad_pass(bucket=FX_BUCKETING, bucket_graphs="backward")``
+   gives a step);
 4. commsched's bucketing at the FX level in front of it
    (``post_grad_pass(bucket=FX_BUCKETING)``: commsched's bucket plan
    merged by torch's bucketing helpers), timed, the scheduler nodes judged
@@ -256,7 +259,7 @@ def measure(kind, size, layers, cap, timed_out, log):
         finally:
             fx_pass.__class__.__call__ = inner
     fx_compile("commsched-fx", "commsched FX pass", cfx.post_grad_pass(),
-               False)
+               True)
     fx_compile("commsched-fx-bucketed", "commsched FX bucketing + FX pass",
                cfx.post_grad_pass(bucket=FX_BUCKETING), True)
     return rec
@@ -345,6 +348,10 @@ def tables(results, cap, machine, command):
             if "commsched-fx" in o:
                 row("commsched FX pass", secs(g.get("commsched_fx_s")), "",
                     o["commsched-fx"])
+            if "commsched-fx+commsched" in o:
+                row("commsched FX pass, then the commsched plugin",
+                    secs(g.get("commsched_fx_commsched_s")), "",
+                    o["commsched-fx+commsched"])
             if "commsched-fx-bucketed" in o:
                 row("commsched FX bucketing (%s) + FX pass" % ", ".join(
                     "%s=%s" % kv for kv in sorted(FX_BUCKETING.items())),

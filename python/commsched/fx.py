@@ -88,6 +88,7 @@ from . import Error, optimize
 from . import inductor as _inductor
 
 __all__ = ["post_grad_pass", "reorder_fx", "bucket_fx", "BUCKET_PASSES",
+           "BUCKET_GRAPHS", "is_backward_graph",
            "from_fx", "fx_dependencies",
            "capture_overlap_input", "origins", "fx_runtimes_ms",
            "collective_ms", "torch_bucketing",
@@ -696,20 +697,41 @@ def bucket_fx(graph, *, passes=BUCKET_PASSES, group_sizes=None, **knobs):
     return result
 
 
-def post_grad_pass(*, bucket=None, **kwargs):
+BUCKET_GRAPHS = ("all", "backward", "forward")
+
+
+def is_backward_graph(graph):
+    """True for a backward graph as AOTAutograd hands it to the post-grad
+    passes: one that takes a ``tangents_*`` placeholder (the gradients of
+    the forward's outputs; the forward and inference graphs take
+    ``primals_*``/``arg*`` ones only)."""
+    graph = getattr(graph, "graph", graph)
+    return any(n.op == "placeholder" and n.name.startswith("tangents_")
+               for n in graph.nodes)
+
+
+def post_grad_pass(*, bucket=None, bucket_graphs="all", **kwargs):
     """An entry for ``torch._inductor.config.post_grad_custom_post_pass``
     (a ``CustomGraphPass``): every post-grad FX graph goes through
     :func:`reorder_fx` with ``kwargs``; with ``bucket`` (a dict of
     :func:`bucket_fx`'s keywords, ``{}`` for its defaults) through
-    :func:`bucket_fx` first. Its ``uuid()`` covers commsched's version,
-    this package's source and the arguments, so Inductor's FX graph cache
-    keys on them. ``.last`` is the :class:`commsched.Result` of the
-    latest graph's reordering, ``.last_bucketing`` that of its
-    bucketing (None without ``bucket``)."""
+    :func:`bucket_fx` first, on the graphs ``bucket_graphs`` names:
+    ``"all"``, ``"backward"`` (:func:`is_backward_graph`) or
+    ``"forward"`` (the others, inference graphs included). Raises
+    :class:`commsched.Error` for another ``bucket_graphs``. Its
+    ``uuid()`` covers commsched's version, this package's source and the
+    arguments, so Inductor's FX graph cache keys on them. ``.last`` is the
+    :class:`commsched.Result` of the latest graph's reordering,
+    ``.last_bucketing`` that of its bucketing (None where it was not
+    bucketed)."""
     import hashlib
     from torch._inductor.custom_graph_pass import (CustomGraphPass,
                                                    get_hash_for_files)
     from . import version
+    if bucket_graphs not in BUCKET_GRAPHS:
+        raise Error("commsched.fx: bucket_graphs must be one of %s, got %r"
+                    % (", ".join(BUCKET_GRAPHS), bucket_graphs),
+                    path="bucket_graphs")
     here = os.path.dirname(os.path.abspath(__file__))
     files = tuple(sorted(os.path.join(here, f) for f in os.listdir(here)
                          if f.endswith(".py")))
@@ -722,15 +744,20 @@ def post_grad_pass(*, bucket=None, **kwargs):
         last_bucketing = None
 
         def __call__(self, graph):
-            if bucket is not None:
+            self.last_bucketing = None
+            if bucket is not None and (
+                    bucket_graphs == "all" or
+                    is_backward_graph(graph) == (bucket_graphs ==
+                                                 "backward")):
                 self.last_bucketing = bucket_fx(graph, **bucket)
             self.last = reorder_fx(graph, **kwargs)
 
         def uuid(self):
             h = hashlib.sha256(get_hash_for_files(files))
-            h.update(("%s %r %r" % (version(), sorted(kwargs.items()),
-                                    None if bucket is None else
-                                    sorted(bucket.items()))).encode())
+            h.update(("%s %r %r %r" % (version(), sorted(kwargs.items()),
+                                       None if bucket is None else
+                                       sorted(bucket.items()),
+                                       bucket_graphs)).encode())
             return h.hexdigest()
     return CommschedPostGradPass()
 

@@ -392,6 +392,60 @@ class TorchFxPass(unittest.TestCase):
             {}, {"bucket": {}}, {"bucket": {"bucket_cap_mb": 25}})}
         self.assertEqual(len(uuids), 3)
 
+    def test_bucket_graphs(self):
+        """post_grad_pass(bucket=..., bucket_graphs="backward") buckets
+        the backward graph (it takes tangents_*) and leaves the forward's
+        collectives as they were, reordered only; "forward" the other way
+        round; another value is refused; the uuid covers it."""
+        pg = self.world
+        seen = []
+
+        def step(x, w0, w1, w2):
+            h = x
+            for w in (w0, w1, w2):
+                full = funcol.all_gather_tensor_autograd(w, 0, pg)
+                h = torch.tanh(h @ full.view(64, 64))
+            return h.square().mean()
+
+        def compile_with(which):
+            base = type(cfx.post_grad_pass(bucket={}, bucket_graphs=which))
+
+            class Seen(base):
+                def __call__(self, graph):
+                    colls = sum(1 for n in graph.nodes
+                                if n.op == "call_function" and
+                                cfx._fx_kind(n) == "collective")
+                    super().__call__(graph)
+                    seen.append((which, cfx.is_backward_graph(graph),
+                                 colls, self.last_bucketing))
+            recording = icfg.post_grad_custom_post_pass
+            icfg.post_grad_custom_post_pass = Seen()
+            try:
+                torch._dynamo.reset()
+                ws = [torch.randn(8, 64, requires_grad=True)
+                      for _ in range(3)]
+                torch.compile(step, fullgraph=True)(torch.randn(64, 64),
+                                                    *ws).backward()
+            finally:
+                icfg.post_grad_custom_post_pass = recording
+        compile_with("backward")
+        compile_with("forward")
+        self.assertEqual([(w, bw) for w, bw, _, _ in seen],
+                         [("backward", False), ("backward", True),
+                          ("forward", False), ("forward", True)])
+        for which, backward, colls, bucketing in seen:
+            if backward == (which == "backward"):
+                self.assertIsNotNone(bucketing)
+                self.assertTrue(any(ps.buckets for ps in bucketing.stats))
+            else:
+                self.assertIsNone(bucketing, (which, backward))
+            self.assertEqual(colls, 3)   # three gathers / reduce-scatters
+        with self.assertRaises(commsched.Error):
+            cfx.post_grad_pass(bucket={}, bucket_graphs="bw")
+        uuids = {cfx.post_grad_pass(bucket={}, bucket_graphs=w).uuid()
+                 for w in cfx.BUCKET_GRAPHS}
+        self.assertEqual(len(uuids), 3)
+
     def test_coalesced_collective(self):
         """all_gather_into_tensor_coalesced returns a list; its getitems
         run before the waits. Each getitem names the collective's output
