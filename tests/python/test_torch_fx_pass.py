@@ -327,6 +327,29 @@ class TorchFxPass(unittest.TestCase):
                 if o["name"] == out.name]
         self.assertEqual(flat[0]["size"], 3 * 64 * 64 * 4)
 
+    def compile_three_gathers(self, fx_pass):
+        """Compiles (and runs forward and backward) a step of three
+        all-gathered 8x64 weight shards under ``fx_pass`` as the post-grad
+        pass: three gathers in the forward graph, their reduce-scatters in
+        the backward, each run bucketable."""
+        pg = self.world
+
+        def step(x, w0, w1, w2):
+            h = x
+            for w in (w0, w1, w2):
+                full = funcol.all_gather_tensor_autograd(w, 0, pg)
+                h = torch.tanh(h @ full.view(64, 64))
+            return h.square().mean()
+        recording = icfg.post_grad_custom_post_pass
+        icfg.post_grad_custom_post_pass = fx_pass
+        try:
+            torch._dynamo.reset()
+            ws = [torch.randn(8, 64, requires_grad=True) for _ in range(3)]
+            torch.compile(step, fullgraph=True)(torch.randn(64, 64),
+                                                *ws).backward()
+        finally:
+            icfg.post_grad_custom_post_pass = recording
+
     def test_commscheds_bucketing(self):
         """post_grad_pass(bucket=...): commsched's bucket plan merged by
         torch's helpers, then reordered. Every bucket of the plan is one
@@ -334,7 +357,6 @@ class TorchFxPass(unittest.TestCase):
         reduce_scatter_tensor of the flat buffer) whose members are gone;
         the graph's order is the reordering's; a reordering pass is
         refused before the graph is touched."""
-        pg = self.world
         graphs = []
 
         class Bucketed(type(cfx.post_grad_pass())):
@@ -351,22 +373,7 @@ class TorchFxPass(unittest.TestCase):
                                [n.name for n in graph.nodes
                                 if n.op == "call_function"]))
         Bucketed.test = self
-
-        def step(x, w0, w1, w2):
-            h = x
-            for w in (w0, w1, w2):
-                full = funcol.all_gather_tensor_autograd(w, 0, pg)
-                h = torch.tanh(h @ full.view(64, 64))
-            return h.square().mean()
-        recording = icfg.post_grad_custom_post_pass
-        icfg.post_grad_custom_post_pass = Bucketed()
-        try:
-            torch._dynamo.reset()
-            ws = [torch.randn(8, 64, requires_grad=True) for _ in range(3)]
-            torch.compile(step, fullgraph=True)(torch.randn(64, 64),
-                                                *ws).backward()
-        finally:
-            icfg.post_grad_custom_post_pass = recording
+        self.compile_three_gathers(Bucketed())
         self.assertEqual(len(graphs), 2)
         merged_ops = 0
         for graph, res, names, order, linked in graphs:
@@ -397,15 +404,7 @@ class TorchFxPass(unittest.TestCase):
         the backward graph (it takes tangents_*) and leaves the forward's
         collectives as they were, reordered only; "forward" the other way
         round; another value is refused; the uuid covers it."""
-        pg = self.world
         seen = []
-
-        def step(x, w0, w1, w2):
-            h = x
-            for w in (w0, w1, w2):
-                full = funcol.all_gather_tensor_autograd(w, 0, pg)
-                h = torch.tanh(h @ full.view(64, 64))
-            return h.square().mean()
 
         def compile_with(which):
             base = type(cfx.post_grad_pass(bucket={}, bucket_graphs=which))
@@ -418,16 +417,7 @@ class TorchFxPass(unittest.TestCase):
                     super().__call__(graph)
                     seen.append((which, cfx.is_backward_graph(graph),
                                  colls, self.last_bucketing))
-            recording = icfg.post_grad_custom_post_pass
-            icfg.post_grad_custom_post_pass = Seen()
-            try:
-                torch._dynamo.reset()
-                ws = [torch.randn(8, 64, requires_grad=True)
-                      for _ in range(3)]
-                torch.compile(step, fullgraph=True)(torch.randn(64, 64),
-                                                    *ws).backward()
-            finally:
-                icfg.post_grad_custom_post_pass = recording
+            self.compile_three_gathers(Seen())
         compile_with("backward")
         compile_with("forward")
         self.assertEqual([(w, bw) for w, bw, _, _ in seen],
